@@ -1,0 +1,24 @@
+// The cluster YAML (docs/FORMATS.md): devices, links, budgets and planner settings. The
+// scenario and job files embed the same sections, so they parse through these functions.
+#pragma once
+
+#include <string>
+
+#include <yaml-cpp/yaml.h>
+
+#include "planner/problem.hpp"
+
+namespace dynapar::config {
+
+struct cluster_file {
+  planner::cluster_state cluster;
+  planner::planner_config planner;
+  planner::budgets budget;
+  std::string model;  // optional: a built-in profile name or a profile JSON path
+};
+
+result<cluster_file> load_cluster_file(const std::string& path);
+// From an already parsed document; `allowed_extra` lists keys a containing format adds.
+result<cluster_file> parse_cluster(const YAML::Node& doc, std::initializer_list<const char*> allowed_extra = {});
+
+}  // namespace dynapar::config

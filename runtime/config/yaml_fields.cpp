@@ -1,0 +1,82 @@
+#include "config/yaml_fields.hpp"
+
+#include <cmath>
+#include <fstream>
+
+namespace dynapar::config {
+
+fields::fields(const YAML::Node& node, std::string path) : node_(node), path_(std::move(path)) {
+  if (!node_.IsMap()) throw field_error{(path_.empty() ? std::string("the document") : path_) + " must be a map"};
+}
+
+void fields::only(std::initializer_list<const char*> allowed) const {
+  for (const auto& kv : node_) {
+    const auto key = kv.first.as<std::string>();
+    bool ok = false;
+    for (const char* a : allowed) ok = ok || key == a;
+    if (!ok) {
+      std::string list;
+      for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+      throw field_error{"unknown field '" + path(key) + "' (allowed: " + list + ")"};
+    }
+  }
+}
+
+bool fields::has(const char* key) const { return node_[key].IsDefined() && !node_[key].IsNull(); }
+
+double fields::number(const char* key) const {
+  if (!has(key)) throw field_error{"missing field '" + path(key) + "'"};
+  try {
+    const double v = node_[key].as<double>();
+    if (!std::isfinite(v)) throw field_error{"field '" + path(key) + "' must be a finite number"};
+    return v;
+  } catch (const YAML::Exception&) {
+    throw field_error{"field '" + path(key) + "' must be a number, got '" + node_[key].as<std::string>("?") + "'"};
+  }
+}
+
+double fields::number(const char* key, double fallback) const { return has(key) ? number(key) : fallback; }
+
+double fields::positive(const char* key, double fallback) const {
+  const double v = number(key, fallback);
+  if (!(v > 0)) throw field_error{"field '" + path(key) + "' must be > 0"};
+  return v;
+}
+
+int fields::integer(const char* key) const {
+  const double v = number(key);
+  if (v != std::floor(v) || std::abs(v) > 2e9) throw field_error{"field '" + path(key) + "' must be an integer"};
+  return static_cast<int>(v);
+}
+
+int fields::integer(const char* key, int fallback) const { return has(key) ? integer(key) : fallback; }
+
+bool fields::boolean(const char* key, bool fallback) const {
+  if (!has(key)) return fallback;
+  try {
+    return node_[key].as<bool>();
+  } catch (const YAML::Exception&) {
+    throw field_error{"field '" + path(key) + "' must be true or false"};
+  }
+}
+
+std::string fields::text(const char* key) const {
+  if (!has(key)) throw field_error{"missing field '" + path(key) + "'"};
+  if (!node_[key].IsScalar()) throw field_error{"field '" + path(key) + "' must be a string"};
+  return node_[key].as<std::string>();
+}
+
+std::string fields::text(const char* key, const std::string& fallback) const { return has(key) ? text(key) : fallback; }
+
+result<YAML::Node> load_yaml_file(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) return make_error("io", "cannot open '" + file + "'");
+  try {
+    return YAML::Load(in);
+  } catch (const YAML::ParserException& e) {
+    return make_error("bad_yaml", file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                                      ": " + e.msg);
+  }
+}
+
+}  // namespace dynapar::config

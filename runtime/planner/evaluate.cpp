@@ -1,0 +1,85 @@
+#include "planner/evaluate.hpp"
+
+#include <algorithm>
+
+#include "planner/time_model.hpp"
+
+namespace dynapar::planner {
+
+double energy_weight(const queue_state& q, int device_id) {
+  for (const auto& [id, z] : q.energy)
+    if (id == device_id) return z;
+  return 0;
+}
+
+result<plan_report> evaluate(const problem& p, const plan& pl, const plan* previous, const queue_state& queues) {
+  if (auto s = validate(pl, p.num_layers(), p.cfg.batch); !s) return s.err();
+  plan_report r;
+  std::vector<group_shape> shapes;
+  for (std::size_t g = 0; g < pl.groups.size(); ++g) {
+    const auto& gp = pl.groups[g];
+    std::vector<int> idx;
+    for (int id : gp.devices) {
+      const int i = p.links.index_of(id);
+      if (i < 0) return make_error("bad_plan", "plan names unknown device id " + std::to_string(id));
+      if (!p.cluster.devices[i].available)
+        return make_error("bad_plan", "plan uses device " + std::to_string(id) + ", which is not available");
+      idx.push_back(i);
+    }
+    shapes.push_back(make_shape(p, idx, gp.splits, gp.micro_batch));
+    const auto& s = shapes.back();
+    if (!s.feasible || gp.share > s.cap)
+      return make_error("infeasible", "group " + std::to_string(g) + " does not fit its devices' memory with share " +
+                                          std::to_string(gp.share) + " and micro-batch " + std::to_string(gp.micro_batch));
+  }
+  const holdings held(p, previous);
+  std::vector<const group_shape*> active;
+  for (std::size_t g = 0; g < shapes.size(); ++g) {
+    const auto& s = shapes[g];
+    const auto& gp = pl.groups[g];
+    group_report gr;
+    gr.devices = gp.devices;
+    gr.splits = gp.splits;
+    gr.share = gp.share;
+    gr.micro_batch = gp.micro_batch;
+    gr.time_s = group_time(p, s, gp.share);
+    gr.bottleneck_s = s.bottleneck_s;
+    gr.stage_s = s.stage_s;
+    gr.link_s = s.link_s;
+    gr.cap = s.cap;
+    const int n = s.stages();
+    if (s.bottleneck < n) {
+      gr.bottleneck = "stage " + std::to_string(s.bottleneck) + " (device " + std::to_string(gp.devices[s.bottleneck]) + ")";
+    } else {
+      const int j = s.bottleneck - n;
+      gr.bottleneck = "link " + std::to_string(j) + "->" + std::to_string(j + 1) + " (devices " +
+                      std::to_string(gp.devices[j]) + "->" + std::to_string(gp.devices[j + 1]) + ")";
+    }
+    r.compute_s = std::max(r.compute_s, gr.time_s);
+    for (int j = 0; j < n; ++j) {
+      const auto [sec, bytes] = held.bring(p, s.devices[j], s.splits[j], s.splits[j + 1]);
+      r.migration_s = std::max(r.migration_s, sec);
+      r.bytes_migrated += bytes;
+      const double busy = stage_busy(p, s, j, gp.share);
+      const auto& dev = p.cluster.devices[s.devices[j]];
+      r.device_busy_s.emplace_back(dev.id, busy);
+      r.device_energy_j.emplace_back(dev.id, dev.power_w * busy);
+      r.energy_j += dev.power_w * busy;
+      r.price_per_s += dev.price_per_s;
+    }
+    active.push_back(&s);
+    r.groups.push_back(std::move(gr));
+  }
+  r.sync_s = sync_time(p, active);
+  r.batch_time_s = r.compute_s + r.sync_s + r.migration_s;
+  r.cost = r.price_per_s * r.batch_time_s;
+  r.floor_s = p.floor_s();
+  r.efficiency = r.batch_time_s > 0 ? r.floor_s / r.batch_time_s : 0;
+  r.time_term = p.cfg.v * r.batch_time_s;
+  r.cost_term = queues.cost * r.cost;
+  for (const auto& [id, e] : r.device_energy_j) r.energy_term += energy_weight(queues, id) * e;
+  r.score = r.time_term + r.cost_term + r.energy_term;
+  return r;
+}
+
+}  // namespace dynapar::planner

@@ -1,0 +1,50 @@
+// Prices a complete plan: the explanation `dynapar plan` prints and the simulator logs.
+// Pure.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "planner/problem.hpp"
+
+namespace dynapar::planner {
+
+struct group_report {
+  std::vector<int> devices;       // ids, pipeline order
+  std::vector<int> splits;
+  int share = 0;
+  int micro_batch = 1;
+  double time_s = 0;              // T_g(b_g)
+  double bottleneck_s = 0;        // R_g per micro-batch
+  std::string bottleneck;         // "stage 1 (device 7)" or "link 0->1 (devices 3->7)"
+  std::vector<double> stage_s;    // per micro-batch
+  std::vector<double> link_s;
+  double cap = 0;                 // memory cap on the share
+};
+
+struct plan_report {
+  double batch_time_s = 0;        // T = max_g T_g + T_sync + T_mig
+  double compute_s = 0;           // max_g T_g
+  double sync_s = 0;
+  double migration_s = 0;
+  double bytes_migrated = 0;
+  double cost = 0;                // sum of used devices' price * T
+  double price_per_s = 0;         // of the used devices
+  double energy_j = 0;            // sum of E_d
+  std::vector<std::pair<int, double>> device_energy_j;  // (id, E_d)
+  std::vector<std::pair<int, double>> device_busy_s;    // (id, busy seconds)
+  double floor_s = 0;
+  double efficiency = 0;          // floor / T
+  double time_term = 0, cost_term = 0, energy_term = 0, score = 0;  // V T, Q C, sum Z E
+  std::vector<group_report> groups;
+};
+
+// Validates the plan against the problem (devices known and available, splits, shares,
+// memory) and prices it. `previous` drives migration; `queues` the score's queue terms.
+result<plan_report> evaluate(const problem& p, const plan& pl, const plan* previous, const queue_state& queues);
+
+// Score from its parts, shared by search and evaluation so the two cannot drift apart.
+double energy_weight(const queue_state& q, int device_id);
+
+}  // namespace dynapar::planner

@@ -1,0 +1,34 @@
+#include "planner/lyapunov.hpp"
+
+#include <algorithm>
+
+namespace dynapar::planner {
+
+void virtual_queues::update(double slot_cost, const std::vector<std::pair<int, double>>& energy) {
+  if (budget_.has_cost()) q_ = std::max(q_ + slot_cost - budget_.cost_per_slot, 0.0);
+  z_.resize(budget_.energy_per_slot.size(), 0.0);
+  for (std::size_t k = 0; k < budget_.energy_per_slot.size(); ++k) {
+    const auto& e = budget_.energy_per_slot[k];
+    double spent = 0;
+    for (const auto& [id, j] : energy)
+      if (id == e.device_id) spent += j;
+    z_[k] = std::max(z_[k] + spent - e.joules_per_slot, 0.0);
+  }
+}
+
+queue_state virtual_queues::state() const {
+  queue_state s;
+  s.cost = q_;
+  for (std::size_t k = 0; k < z_.size(); ++k) s.energy.emplace_back(budget_.energy_per_slot[k].device_id, z_[k]);
+  return s;
+}
+
+void virtual_queues::restore(const queue_state& s) {
+  q_ = s.cost;
+  z_.assign(budget_.energy_per_slot.size(), 0.0);
+  for (std::size_t k = 0; k < z_.size(); ++k)
+    for (const auto& [id, z] : s.energy)
+      if (id == budget_.energy_per_slot[k].device_id) z_[k] = z;
+}
+
+}  // namespace dynapar::planner

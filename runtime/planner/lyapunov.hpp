@@ -1,0 +1,30 @@
+// Virtual queues of drift-plus-penalty (FORMULATION section 4). Owned by whoever runs the
+// slots (the controller actor, the simulator); fed with what a slot really cost. Pure.
+#pragma once
+
+#include <utility>
+#include <vector>
+
+#include "planner/problem.hpp"
+
+namespace dynapar::planner {
+
+class virtual_queues {
+ public:
+  explicit virtual_queues(budgets b) : budget_(std::move(b)) {}
+  // Q(t+1) = max(Q(t) + C(t) - C_bar, 0); Z_d(t+1) = max(Z_d(t) + E_d(t) - E_bar_d, 0).
+  // `energy` lists (device id, joules) of the slot; devices absent spent nothing.
+  void update(double slot_cost, const std::vector<std::pair<int, double>>& energy);
+  queue_state state() const;
+  double cost_backlog() const { return q_; }
+  const budgets& budget() const { return budget_; }
+  // Restores a backlog (checkpoints).
+  void restore(const queue_state& s);
+
+ private:
+  budgets budget_;
+  double q_ = 0;
+  std::vector<double> z_;  // parallel to budget_.energy_per_slot
+};
+
+}  // namespace dynapar::planner

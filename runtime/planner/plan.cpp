@@ -1,0 +1,68 @@
+#include "planner/plan.hpp"
+
+#include <algorithm>
+#include <sstream>
+#include <unordered_set>
+
+namespace dynapar::planner {
+
+const char* to_string(schedule_kind s) { return s == schedule_kind::gpipe ? "gpipe" : "1f1b"; }
+
+result<schedule_kind> parse_schedule(const std::string& s) {
+  if (s == "gpipe") return schedule_kind::gpipe;
+  if (s == "1f1b") return schedule_kind::one_f_one_b;
+  return make_error("bad_schedule", "schedule must be 'gpipe' or '1f1b', got '" + s + "'");
+}
+
+bool operator==(const group_plan& a, const group_plan& b) {
+  return a.devices == b.devices && a.splits == b.splits && a.share == b.share && a.micro_batch == b.micro_batch;
+}
+
+bool plan::operator==(const plan& o) const { return slot == o.slot && schedule == o.schedule && groups == o.groups; }
+
+status validate(const plan& p, int num_layers, int batch, const std::vector<int>& known_ids) {
+  if (p.groups.empty()) return make_error("bad_plan", "plan.groups is empty");
+  const std::unordered_set<int> known(known_ids.begin(), known_ids.end());
+  std::unordered_set<int> seen;
+  long total = 0;
+  for (std::size_t g = 0; g < p.groups.size(); ++g) {
+    const auto& gp = p.groups[g];
+    const std::string where = "plan.groups[" + std::to_string(g) + "]";
+    if (gp.devices.empty()) return make_error("bad_plan", where + ".devices is empty");
+    if (gp.splits.size() != gp.devices.size() + 1)
+      return make_error("bad_plan", where + ".splits must have one more entry than devices");
+    if (gp.splits.front() != 0) return make_error("bad_plan", where + ".splits must start at 0");
+    if (gp.splits.back() != num_layers)
+      return make_error("bad_plan", where + ".splits must end at the model's layer count " + std::to_string(num_layers));
+    for (std::size_t j = 1; j < gp.splits.size(); ++j)
+      if (gp.splits[j] <= gp.splits[j - 1])
+        return make_error("bad_plan", where + ".splits must be strictly increasing (index " + std::to_string(j) + ")");
+    for (int d : gp.devices) {
+      if (!known.empty() && !known.count(d))
+        return make_error("bad_plan", where + ".devices names unknown device id " + std::to_string(d));
+      if (!seen.insert(d).second) return make_error("bad_plan", where + ".devices repeats device id " + std::to_string(d));
+    }
+    if (gp.share < 1) return make_error("bad_plan", where + ".share must be >= 1");
+    if (gp.micro_batch < 1) return make_error("bad_plan", where + ".micro_batch must be >= 1");
+    total += gp.share;
+  }
+  if (total != batch)
+    return make_error("bad_plan", "plan.groups shares sum to " + std::to_string(total) + ", not the batch " + std::to_string(batch));
+  return ok_status();
+}
+
+std::string describe(const plan& p) {
+  std::ostringstream os;
+  for (std::size_t g = 0; g < p.groups.size(); ++g) {
+    const auto& gp = p.groups[g];
+    if (g) os << "; ";
+    os << "g" << g << "[";
+    for (std::size_t j = 0; j < gp.devices.size(); ++j) os << (j ? ">" : "") << gp.devices[j];
+    os << " |";
+    for (std::size_t j = 0; j < gp.splits.size(); ++j) os << (j ? "," : " ") << gp.splits[j];
+    os << "] b=" << gp.share << " u=" << gp.micro_batch;
+  }
+  return os.str();
+}
+
+}  // namespace dynapar::planner

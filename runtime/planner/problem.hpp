@@ -1,0 +1,56 @@
+// Everything one slot's decision reads, bundled with the lookup tables built from it.
+// Built once per slot; read-only afterwards (safe to share between threads).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "planner/cluster.hpp"
+#include "planner/plan.hpp"
+#include "planner/profile.hpp"
+
+namespace dynapar::planner {
+
+struct planner_config {
+  int batch = 256;                                  // B, samples per global step
+  schedule_kind schedule = schedule_kind::one_f_one_b;
+  int micro_batch = 0;                              // 0: chosen per group from the candidates
+  std::vector<int> micro_batch_candidates = {1, 2, 4, 8, 16, 32, 64};
+  double v = 100.0;                                 // Lyapunov trade-off V
+  int eval_budget = 3000;                           // plan evaluations per decision
+  int max_stages = 16;                              // longest pipeline considered
+  std::uint64_t seed = 1;                           // for sampled neighbourhoods on large clusters
+};
+
+struct budgets {
+  double cost_per_slot = unlimited;                 // C_bar: time-average cost per slot
+  struct energy { int device_id; double joules_per_slot; };
+  std::vector<energy> energy_per_slot;              // E_bar_d, optional
+  bool has_cost() const { return cost_per_slot != unlimited; }
+};
+
+// Lyapunov virtual queue backlogs at the start of a slot.
+struct queue_state {
+  double cost = 0;                                  // Q(t)
+  std::vector<std::pair<int, double>> energy;       // (device id, Z_d(t))
+};
+
+struct problem {
+  problem(const model_profile& m, const cluster_state& c, planner_config cfg_in, budgets b = {});
+  const model_profile& model;
+  const cluster_state& cluster;
+  planner_config cfg;
+  budgets budget;
+  profile_sums sums;
+  link_table links;
+  std::vector<int> available;  // device indices, in cluster order
+  int num_layers() const { return sums.num_layers(); }
+  double speed(int i) const { return cluster.devices[i].speed; }
+  double memory(int i) const { return cluster.devices[i].memory_bytes; }
+  double floor_s() const;      // FORMULATION section 7
+};
+
+// Validates model, cluster and config together; the message names the field.
+status validate(const model_profile& m, const cluster_state& c, const planner_config& cfg);
+
+}  // namespace dynapar::planner

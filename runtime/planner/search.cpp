@@ -1,0 +1,359 @@
+#include "planner/search.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <numeric>
+
+#include "common/rng.hpp"
+#include "planner/partition.hpp"
+#include "planner/water_fill.hpp"
+
+namespace dynapar::planner {
+
+std::size_t structure_evaluator::vec_hash::operator()(const std::vector<int>& v) const {
+  std::size_t h = 1469598103934665603ULL;
+  for (int x : v) h = (h ^ static_cast<std::size_t>(x + 1)) * 1099511628211ULL;
+  return h;
+}
+
+structure_evaluator::structure_evaluator(const problem& p, const plan* previous, queue_state queues)
+    : p_(p), previous_(previous), held_(p, previous), queues_(std::move(queues)), z_(p.cluster.devices.size(), 0.0) {
+  for (const auto& [id, z] : queues_.energy) {
+    const int i = p.links.index_of(id);
+    if (i >= 0) z_[i] = z;
+  }
+}
+
+const structure_evaluator::entry& structure_evaluator::lookup(const std::vector<int>& devs) {
+  auto it = cache_.find(devs);
+  if (it != cache_.end()) return it->second;
+  entry e;
+  double speed = 0, price = 0;
+  for (int d : devs) {
+    speed += p_.speed(d);
+    price += p_.cluster.devices[d].price_per_s;
+  }
+  // One shape per micro-batch candidate, each with its own best split.
+  std::vector<int> candidates;
+  if (p_.cfg.micro_batch > 0 || devs.size() == 1) {
+    if (auto s = best_shape(p_, devs, p_.cfg.batch)) e.shapes.push_back(std::move(*s));
+  } else {
+    for (int u : p_.cfg.micro_batch_candidates) {
+      if (u > p_.cfg.batch) continue;
+      auto splits = partition_layers(p_, devs, u);
+      if (!splits) continue;
+      auto g = make_shape(p_, devs, std::move(*splits), u);
+      if (g.feasible) e.shapes.push_back(std::move(g));
+    }
+  }
+  for (const auto& s : e.shapes) {
+    double sec = 0, bytes = 0;
+    for (int j = 0; j < s.stages(); ++j) {
+      auto [t, b] = held_.bring(p_, s.devices[j], s.splits[j], s.splits[j + 1]);
+      sec = std::max(sec, t);
+      bytes += b;
+    }
+    e.mig_s.push_back(sec);
+    e.mig_bytes.push_back(bytes);
+  }
+  e.price = {price};
+  e.speed_sum = {speed};
+  return cache_.emplace(devs, std::move(e)).first->second;
+}
+
+bool structure_evaluator::solve(const structure& s, std::vector<choice>& out, double& finish) {
+  const std::size_t n = s.size();
+  std::vector<const entry*> es(n);
+  double speed_total = 0;
+  for (std::size_t g = 0; g < n; ++g) {
+    es[g] = &lookup(s[g]);
+    if (es[g]->shapes.empty()) return false;
+    speed_total += es[g]->speed_sum[0];
+  }
+  out.assign(n, {nullptr, 0, 0});
+  std::vector<affine_group> aff(n);
+  auto pick = [&](std::size_t g, double share) {
+    const entry& e = *es[g];
+    double best = unlimited;
+    for (std::size_t k = 0; k < e.shapes.size(); ++k) {
+      const double b = std::max(1.0, std::min(share, e.shapes[k].cap));
+      const double per = group_time(p_, e.shapes[k], b) / b + e.mig_s[k] * 1e-9;
+      if (per < best) { best = per; out[g] = {&e.shapes[k], e.mig_s[k], 0}; }
+    }
+    aff[g] = {out[g].shape->alpha(), out[g].shape->beta(), out[g].shape->cap};
+  };
+  for (std::size_t g = 0; g < n; ++g) pick(g, p_.cfg.batch * es[g]->speed_sum[0] / speed_total);
+  for (int pass = 0; pass < 2; ++pass) {
+    auto fill = water_fill(aff, p_.cfg.batch);
+    if (!fill) return false;
+    finish = fill->finish;
+    for (std::size_t g = 0; g < n; ++g) out[g].share = fill->shares[g];
+    if (pass == 0)
+      for (std::size_t g = 0; g < n; ++g)
+        if (out[g].share > 0) pick(g, out[g].share);
+  }
+  return true;
+}
+
+structure_score structure_evaluator::score(const structure& s) {
+  ++evaluations_;
+  structure_score r;
+  std::vector<choice> ch;
+  double finish = 0;
+  if (s.empty() || !solve(s, ch, finish)) return r;
+  std::vector<const group_shape*> active;
+  double mig = 0, price = 0, energy_term = 0, compute = 0;
+  for (std::size_t g = 0; g < s.size(); ++g) {
+    if (ch[g].share < 0.5) continue;  // rounds to nothing: the group is dropped
+    const auto* sh = ch[g].shape;
+    active.push_back(sh);
+    mig = std::max(mig, ch[g].mig_s);
+    compute = std::max(compute, sh->alpha() * ch[g].share + sh->beta());
+    price += lookup(s[g]).price[0];
+    if (!queues_.energy.empty())
+      for (int j = 0; j < sh->stages(); ++j) {
+        const int d = sh->devices[j];
+        energy_term += z_[d] * p_.cluster.devices[d].power_w * stage_busy(p_, *sh, j, ch[g].share);
+      }
+  }
+  r.batch_time_s = compute + sync_time(p_, active) + mig;
+  r.cost = price * r.batch_time_s;
+  r.score = p_.cfg.v * r.batch_time_s + queues_.cost * r.cost + energy_term;
+  return r;
+}
+
+double structure_evaluator::score_exact(const plan& pl) const {
+  auto r = evaluate(p_, pl, previous_, queues_);
+  return r ? r->score : unlimited;
+}
+
+result<plan> structure_evaluator::materialize(const structure& s, std::int64_t slot) {
+  std::vector<choice> ch;
+  double finish = 0;
+  if (s.empty() || !solve(s, ch, finish)) return make_error("infeasible", "no feasible shares for this grouping");
+  std::vector<std::function<double(int)>> time;
+  std::vector<int> caps;
+  for (const auto& c : ch) {
+    const group_shape* sh = c.shape;
+    time.push_back([this, sh](int b) { return group_time(p_, *sh, b); });
+    caps.push_back(static_cast<int>(std::min<double>(sh->cap, p_.cfg.batch)));
+  }
+  auto shares = integer_shares(time, caps, p_.cfg.batch);
+  if (!shares) return shares.err();
+  plan out;
+  out.slot = slot;
+  out.schedule = p_.cfg.schedule;
+  for (std::size_t g = 0; g < s.size(); ++g) {
+    if ((*shares)[g] == 0) continue;
+    group_plan gp;
+    for (int d : ch[g].shape->devices) gp.devices.push_back(p_.cluster.devices[d].id);
+    gp.splits = ch[g].shape->splits;
+    gp.share = (*shares)[g];
+    gp.micro_batch = std::min(ch[g].shape->micro_batch, gp.share);
+    out.groups.push_back(std::move(gp));
+  }
+  return out;
+}
+
+structure warm_start(const problem& p, const plan& previous) {
+  structure s;
+  for (const auto& g : previous.groups) {
+    std::vector<int> devs;
+    for (int id : g.devices) {
+      const int i = p.links.index_of(id);
+      if (i >= 0 && p.cluster.devices[i].available) devs.push_back(i);
+    }
+    if (static_cast<int>(devs.size()) > p.num_layers()) devs.resize(p.num_layers());
+    if (!devs.empty()) s.push_back(std::move(devs));
+  }
+  return s;
+}
+
+structure cold_start(structure_evaluator& ev) {
+  const problem& p = ev.prob();
+  std::vector<int> order = p.available;
+  const auto& d = p.cluster.devices;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    if (d[a].rack != d[b].rack) return d[a].rack < d[b].rack;
+    if (d[a].node != d[b].node) return d[a].node < d[b].node;
+    return d[a].speed > d[b].speed;
+  });
+  const int n_max = std::min({p.num_layers(), p.cfg.max_stages, static_cast<int>(order.size())});
+  structure best;
+  structure_score best_score;
+  for (int n = 1; n <= n_max; n = n < 4 ? n + 1 : n * 2) {
+    // Locality chunks: consecutive devices (same node first) form a pipeline.
+    structure s;
+    for (std::size_t i = 0; i < order.size(); i += n)
+      s.emplace_back(order.begin() + i, order.begin() + std::min(order.size(), i + n));
+    // Power-balanced groups (HetPipe-like): fastest devices dealt out in a snake.
+    const std::size_t groups = (order.size() + n - 1) / n;
+    std::vector<int> by_speed = order;
+    std::stable_sort(by_speed.begin(), by_speed.end(), [&](int a, int b) { return d[a].speed > d[b].speed; });
+    structure snake(groups);
+    for (std::size_t i = 0; i < by_speed.size(); ++i) {
+      const std::size_t round = i / groups, k = i % groups;
+      snake[round % 2 ? groups - 1 - k : k].push_back(by_speed[i]);
+    }
+    for (auto& g : snake) std::sort(g.begin(), g.end());
+    for (const structure* cand : {&s, &snake}) {
+      const auto sc = ev.score(*cand);
+      if (sc.score < best_score.score) { best_score = sc; best = *cand; }
+    }
+  }
+  return best;
+}
+
+namespace {
+
+// The neighbourhood of one structure, addressed by index so that a large one can be sampled.
+class neighbourhood {
+ public:
+  neighbourhood(const structure& s, const std::vector<int>& available, int max_stages) : s_(s), max_stages_(max_stages) {
+    std::vector<char> used;
+    for (std::size_t g = 0; g < s.size(); ++g)
+      for (std::size_t k = 0; k < s[g].size(); ++k) {
+        flat_.push_back({static_cast<int>(g), static_cast<int>(k)});
+        slots_.push_back({static_cast<int>(g), static_cast<int>(k)});
+      }
+    for (std::size_t g = 0; g < s.size(); ++g) slots_.push_back({static_cast<int>(g), static_cast<int>(s[g].size())});
+    std::vector<int> in_use;
+    for (const auto& g : s) in_use.insert(in_use.end(), g.begin(), g.end());
+    std::sort(in_use.begin(), in_use.end());
+    for (int d : available)
+      if (!std::binary_search(in_use.begin(), in_use.end(), d)) unused_.push_back(d);
+    const std::uint64_t N = flat_.size(), U = unused_.size(), S = slots_.size(), G = s.size();
+    sizes_ = {N, U, U * S, N * S, N, N, G * G};
+    total_ = std::accumulate(sizes_.begin(), sizes_.end(), std::uint64_t{0});
+  }
+  std::uint64_t size() const { return total_; }
+
+  // Applies move `i`; false when it is a no-op or not allowed.
+  bool apply(std::uint64_t i, structure& out) const {
+    std::size_t cat = 0;
+    while (i >= sizes_[cat]) i -= sizes_[cat++];
+    out = s_;
+    switch (cat) {
+      case 0: {  // remove a device
+        auto [g, k] = flat_[i];
+        out[g].erase(out[g].begin() + k);
+        break;
+      }
+      case 1:  // add an unused device as a new group
+        out.push_back({unused_[i]});
+        break;
+      case 2: {  // add an unused device into a group at a position
+        auto [g, k] = slots_[i % slots_.size()];
+        out[g].insert(out[g].begin() + k, unused_[i / slots_.size()]);
+        break;
+      }
+      case 3: {  // move a device to another place (another group, or along its own chain)
+        auto [g, k] = flat_[i / slots_.size()];
+        auto [tg, tk] = slots_[i % slots_.size()];
+        const int d = out[g][k];
+        if (tg == g && (tk == k || tk == k + 1)) return false;
+        out[g].erase(out[g].begin() + k);
+        if (tg == g && tk > k) --tk;
+        out[tg].insert(out[tg].begin() + tk, d);
+        break;
+      }
+      case 4: {  // swap neighbours in a chain
+        auto [g, k] = flat_[i];
+        if (k + 1 >= static_cast<int>(out[g].size())) return false;
+        std::swap(out[g][k], out[g][k + 1]);
+        break;
+      }
+      case 5: {  // split a group before position k
+        auto [g, k] = flat_[i];
+        if (k == 0) return false;
+        out.emplace_back(out[g].begin() + k, out[g].end());
+        out[g].resize(k);
+        break;
+      }
+      case 6: {  // merge two groups into one chain
+        const int a = static_cast<int>(i / s_.size()), b = static_cast<int>(i % s_.size());
+        if (a == b) return false;
+        out[a].insert(out[a].end(), out[b].begin(), out[b].end());
+        out.erase(out.begin() + b);
+        break;
+      }
+    }
+    for (const auto& g : out)
+      if (static_cast<int>(g.size()) > max_stages_) return false;
+    out.erase(std::remove_if(out.begin(), out.end(), [](const auto& g) { return g.empty(); }), out.end());
+    return !out.empty();
+  }
+
+ private:
+  const structure& s_;
+  int max_stages_;
+  std::vector<std::pair<int, int>> flat_, slots_;
+  std::vector<int> unused_;
+  std::vector<std::uint64_t> sizes_;
+  std::uint64_t total_ = 0;
+};
+
+// Canonical form so that the elite list holds distinct structures.
+structure canonical(structure s) {
+  std::sort(s.begin(), s.end());
+  return s;
+}
+
+}  // namespace
+
+result<search_result> tentative_search(structure_evaluator& ev, structure start, std::int64_t slot) {
+  const problem& p = ev.prob();
+  if (p.available.empty()) return make_error("infeasible", "no device is available");
+  const int max_stages = std::min(p.cfg.max_stages, p.num_layers());
+  if (start.empty()) start = cold_start(ev);
+  structure cur = start;
+  structure_score cur_score = ev.score(cur);
+  if (!cur_score.feasible()) {  // a warm start may no longer fit (a holder left): start cold
+    cur = cold_start(ev);
+    cur_score = ev.score(cur);
+  }
+  std::map<double, structure> elite;  // few best distinct structures by continuous score
+  auto remember = [&](const structure& s, double sc) {
+    if (!std::isfinite(sc)) return;
+    elite.emplace(sc, canonical(s));
+    if (elite.size() > 6) elite.erase(std::prev(elite.end()));
+  };
+  remember(cur, cur_score.score);
+  rng random(p.cfg.seed ^ (static_cast<std::uint64_t>(slot) * 0x9e3779b97f4a7c15ULL));
+  search_result out;
+  structure cand;
+  while (ev.evaluations() < p.cfg.eval_budget) {
+    neighbourhood nb(cur, p.available, max_stages);
+    const std::uint64_t left = static_cast<std::uint64_t>(p.cfg.eval_budget - ev.evaluations());
+    const bool sample = nb.size() > left;
+    structure best;
+    structure_score best_score = cur_score;
+    const std::uint64_t tries = sample ? left : nb.size();
+    for (std::uint64_t t = 0; t < tries && ev.evaluations() < p.cfg.eval_budget; ++t) {
+      const std::uint64_t i = sample ? random.below(nb.size()) : t;
+      if (!nb.apply(i, cand)) continue;
+      const auto sc = ev.score(cand);
+      remember(cand, sc.score);
+      if (sc.score < best_score.score * (1 - 1e-9)) { best_score = sc; best = cand; }
+    }
+    if (best.empty()) break;  // a local optimum (or the budget ran out without a better move)
+    cur = std::move(best);
+    cur_score = best_score;
+    ++out.moves;
+  }
+  // Exact pricing of the few best: the continuous model ignores integer micro-batch steps.
+  double best_exact = unlimited;
+  for (const auto& [sc, s] : elite) {
+    auto pl = ev.materialize(s, slot);
+    if (!pl) continue;
+    const auto exact = ev.score_exact(*pl);
+    if (exact < best_exact) { best_exact = exact; out.best = std::move(*pl); }
+  }
+  if (!std::isfinite(best_exact)) return make_error("infeasible", "no grouping of the available devices fits the model in memory with this batch");
+  out.evaluations = ev.evaluations();
+  return out;
+}
+
+}  // namespace dynapar::planner

@@ -1,0 +1,74 @@
+// Tentative searching (FORMULATION section 5): device selection, grouping and pipeline order,
+// scored by partitioning + linear solving + sync + migration + queue terms. Pure; one
+// structure_evaluator per decision (it caches group shapes for that slot's estimates).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "planner/evaluate.hpp"
+#include "planner/time_model.hpp"
+
+namespace dynapar::planner {
+
+// Groups of device indices, each in pipeline order.
+using structure = std::vector<std::vector<int>>;
+
+struct structure_score {
+  double score = std::numeric_limits<double>::infinity();
+  double batch_time_s = std::numeric_limits<double>::infinity();
+  double cost = 0;
+  bool feasible() const { return score < std::numeric_limits<double>::infinity(); }
+};
+
+class structure_evaluator {
+ public:
+  structure_evaluator(const problem& p, const plan* previous, queue_state queues);
+  // Continuous shares (water-filling on the affine model); counts one evaluation.
+  structure_score score(const structure& s);
+  // Integer shares minimising the makespan exactly; empty groups dropped. Error if infeasible.
+  result<plan> materialize(const structure& s, std::int64_t slot);
+  // The exact score of a complete plan (evaluate()), infinite when it does not fit.
+  double score_exact(const plan& pl) const;
+  int evaluations() const { return evaluations_; }
+  const problem& prob() const { return p_; }
+
+ private:
+  struct entry {
+    std::vector<group_shape> shapes;   // one per feasible micro-batch
+    std::vector<double> mig_s, mig_bytes, price, speed_sum;
+  };
+  const entry& lookup(const std::vector<int>& devices);
+  struct choice { const group_shape* shape; double mig_s; double share; };
+  bool solve(const structure& s, std::vector<choice>& out, double& finish);
+  const problem& p_;
+  const plan* previous_;
+  holdings held_;
+  queue_state queues_;
+  std::vector<double> z_;  // energy weight per device index
+  struct vec_hash { std::size_t operator()(const std::vector<int>& v) const; };
+  std::unordered_map<std::vector<int>, entry, vec_hash> cache_;
+  int evaluations_ = 0;
+};
+
+// A plan built from locality: devices ordered by (rack, node, speed), chunked into groups of
+// one size, for each size that fits; the best-scoring structure wins.
+structure cold_start(structure_evaluator& ev);
+
+// The previous plan's structure over the devices still available (indices).
+structure warm_start(const problem& p, const plan& previous);
+
+struct search_result {
+  plan best;
+  int evaluations = 0;
+  int moves = 0;
+};
+
+// Local search from `start` (cold start when empty) until no move improves or the budget is
+// spent; the few best structures seen are then priced exactly and the best one returned.
+result<search_result> tentative_search(structure_evaluator& ev, structure start, std::int64_t slot);
+
+}  // namespace dynapar::planner

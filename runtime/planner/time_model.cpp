@@ -1,0 +1,151 @@
+#include "planner/time_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace dynapar::planner {
+
+double stage_time(const problem& p, int dev, int lo, int hi, double x) {
+  return (x * p.sums.work(lo, hi) + p.sums.fixed(lo, hi)) / p.speed(dev);
+}
+
+double link_time(const problem& p, int a, int b, int cut, double x) {
+  return 2.0 * (x * p.sums.boundary_bytes(cut) / p.links.bw(a, b) + p.links.lat(a, b));
+}
+
+bool stage_fits(const problem& p, int dev, int lo, int hi, int u, int inflight) {
+  const double stat = (1.0 + p.model.optimizer_state_factor) * p.sums.params(lo, hi);
+  return stat + static_cast<double>(inflight) * u * p.sums.act_mem(lo, hi) <= p.memory(dev);
+}
+
+group_shape make_shape(const problem& p, std::vector<int> devices, std::vector<int> splits, int u) {
+  group_shape g;
+  g.devices = std::move(devices);
+  g.splits = std::move(splits);
+  g.micro_batch = u;
+  const int n = g.stages();
+  g.stage_s.resize(n);
+  g.link_s.resize(n > 0 ? n - 1 : 0);
+  g.feasible = n > 0;
+  const bool gpipe = p.cfg.schedule == schedule_kind::gpipe && n > 1;
+  for (int j = 0; j < n; ++j) {
+    const int lo = g.splits[j], hi = g.splits[j + 1], d = g.devices[j];
+    g.stage_s[j] = stage_time(p, d, lo, hi, u);
+    g.fill_s += g.stage_s[j];
+    if (g.stage_s[j] > g.bottleneck_s || j == 0) { g.bottleneck_s = g.stage_s[j]; g.bottleneck = j; }
+    if (!stage_fits(p, d, lo, hi, u, gpipe ? 1 : n - j)) g.feasible = false;
+    if (gpipe) {
+      const double stat = (1.0 + p.model.optimizer_state_factor) * p.sums.params(lo, hi);
+      const double per_mb = u * p.sums.act_mem(lo, hi);
+      if (per_mb > 0) g.cap = std::min(g.cap, std::floor((p.memory(d) - stat) / per_mb) * u);
+    }
+  }
+  for (int j = 0; j + 1 < n; ++j) {
+    g.link_s[j] = link_time(p, g.devices[j], g.devices[j + 1], g.splits[j + 1], u);
+    g.fill_s += g.link_s[j];
+    if (g.link_s[j] > g.bottleneck_s) { g.bottleneck_s = g.link_s[j]; g.bottleneck = n + j; }
+  }
+  if (g.cap < 1) g.feasible = false;
+  return g;
+}
+
+double group_time(const problem& p, const group_shape& g, double share) {
+  if (share <= 0) return 0;
+  const int u = g.micro_batch;
+  if (share <= u) {  // a single, smaller micro-batch
+    double t = 0;
+    for (int j = 0; j < g.stages(); ++j) t += stage_time(p, g.devices[j], g.splits[j], g.splits[j + 1], share);
+    for (int j = 0; j + 1 < g.stages(); ++j) t += link_time(p, g.devices[j], g.devices[j + 1], g.splits[j + 1], share);
+    return t;
+  }
+  const double m = std::ceil(share / u);
+  return (m - 1) * g.bottleneck_s + g.fill_s;
+}
+
+double stage_busy(const problem& p, const group_shape& g, int j, double share) {
+  if (share <= 0) return 0;
+  const double m = std::ceil(share / g.micro_batch);
+  const int lo = g.splits[j], hi = g.splits[j + 1];
+  return (share * p.sums.work(lo, hi) + m * p.sums.fixed(lo, hi)) / p.speed(g.devices[j]);
+}
+
+double sync_time(const problem& p, const std::vector<const group_shape*>& active) {
+  const std::size_t ng = active.size();
+  if (ng < 2) return 0;
+  std::vector<int> cuts;
+  for (const auto* g : active) cuts.insert(cuts.end(), g->splits.begin(), g->splits.end());
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  std::vector<std::size_t> stage(ng, 0);
+  std::vector<std::pair<int, double>> per_device;  // (device index, seconds), small
+  std::vector<int> holders(ng);
+  const double factor = 2.0 * static_cast<double>(ng - 1) / static_cast<double>(ng);
+  for (std::size_t s = 0; s + 1 < cuts.size(); ++s) {
+    const int lo = cuts[s], hi = cuts[s + 1];
+    const double bytes = p.sums.params(lo, hi);
+    for (std::size_t g = 0; g < ng; ++g) {
+      while (active[g]->splits[stage[g] + 1] <= lo) ++stage[g];
+      holders[g] = active[g]->devices[stage[g]];
+    }
+    if (bytes <= 0) continue;
+    std::vector<int> ring = holders;
+    std::sort(ring.begin(), ring.end());
+    double min_bw = unlimited, max_lat = 0;
+    for (std::size_t i = 0; i < ng; ++i) {
+      const int a = ring[i], b = ring[(i + 1) % ng];
+      min_bw = std::min(min_bw, p.links.bw(a, b));
+      max_lat = std::max(max_lat, p.links.lat(a, b));
+    }
+    const double t = factor * bytes / min_bw + 2.0 * static_cast<double>(ng - 1) * max_lat;
+    for (int d : holders) per_device.emplace_back(d, t);
+  }
+  std::sort(per_device.begin(), per_device.end());
+  double worst = 0;
+  for (std::size_t i = 0; i < per_device.size();) {
+    double sum = 0;
+    std::size_t k = i;
+    for (; k < per_device.size() && per_device[k].first == per_device[i].first; ++k) sum += per_device[k].second;
+    worst = std::max(worst, sum);
+    i = k;
+  }
+  return worst;
+}
+
+holdings::holdings(const problem& p, const plan* previous) {
+  if (!previous) return;
+  range_.assign(p.cluster.devices.size(), {0, 0});
+  by_layer_.assign(p.num_layers(), {});
+  for (const auto& g : previous->groups) {
+    if (g.splits.size() != g.devices.size() + 1) continue;
+    for (std::size_t j = 0; j < g.devices.size(); ++j) {
+      const int d = p.links.index_of(g.devices[j]);
+      if (d < 0 || !p.cluster.devices[d].available) continue;
+      const int lo = std::max(0, g.splits[j]), hi = std::min(p.num_layers(), g.splits[j + 1]);
+      range_[d] = {lo, hi};
+      for (int l = lo; l < hi; ++l) by_layer_[l].push_back(d);
+    }
+  }
+}
+
+std::pair<double, double> holdings::bring(const problem& p, int dev, int lo, int hi) const {
+  if (by_layer_.empty()) return {0, 0};  // first plan: nothing to move
+  const auto [hlo, hhi] = range_[dev];
+  double seconds = 0, bytes = 0, worst_lat = 0;
+  const double factor = 1.0 + p.model.optimizer_state_factor;
+  for (int l = lo; l < hi; ++l) {
+    if (l >= hlo && l < hhi) continue;
+    const double b = factor * p.sums.params(l, l + 1);
+    double best_bw = 0, lat = 0;
+    for (int src : by_layer_[l]) {
+      const double bw = p.links.bw(src, dev);
+      if (bw > best_bw) { best_bw = bw; lat = p.links.lat(src, dev); }
+    }
+    if (best_bw <= 0) best_bw = p.cluster.checkpoint_bw;
+    seconds += b / best_bw;
+    bytes += b;
+    worst_lat = std::max(worst_lat, lat);
+  }
+  return {seconds + worst_lat, bytes};
+}
+
+}  // namespace dynapar::planner

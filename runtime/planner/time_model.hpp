@@ -1,0 +1,68 @@
+// The time and memory model of FORMULATION section 3, on device indices: per-group pipeline
+// timing, memory caps, segment-wise cross-group gradient sums and migration. Pure.
+#pragma once
+
+#include <utility>
+#include <vector>
+
+#include "planner/problem.hpp"
+
+namespace dynapar::planner {
+
+// Per micro-batch of x samples: stage compute (fwd + bwd) and a boundary's round trip
+// (activation forward, its gradient back).
+double stage_time(const problem& p, int dev, int lo, int hi, double x);
+double link_time(const problem& p, int a, int b, int cut, double x);
+
+// Activation copies a stage keeps for backward: GPipe keeps all micro-batches (so memory
+// caps the share), 1F1B keeps n - j (so memory caps the micro-batch), one stage keeps one.
+bool stage_fits(const problem& p, int dev, int lo, int hi, int u, int inflight);
+
+struct group_shape {
+  std::vector<int> devices;      // device indices, pipeline order
+  std::vector<int> splits;       // n + 1 cut points
+  int micro_batch = 1;
+  std::vector<double> stage_s;   // per micro-batch of micro_batch samples
+  std::vector<double> link_s;    // per micro-batch, n - 1 boundaries
+  double bottleneck_s = 0;       // R: the slowest stage or link
+  double fill_s = 0;             // S: one micro-batch through every stage and link
+  int bottleneck = 0;            // j < n: stage j; j >= n: link j - n
+  double cap = unlimited;        // largest share memory allows
+  bool feasible = false;
+  int stages() const { return static_cast<int>(devices.size()); }
+  // Affine model used by water-filling: time(b) ~= alpha * b + beta for b >= micro_batch.
+  double alpha() const { return bottleneck_s / micro_batch; }
+  double beta() const { return fill_s - bottleneck_s; }
+};
+
+// Fills timing and memory fields for given devices, splits and micro-batch.
+group_shape make_shape(const problem& p, std::vector<int> devices, std::vector<int> splits, int u);
+
+// Flush time of one step of `share` samples: (M - 1) R + S with M = ceil(share / u);
+// one micro-batch of `share` samples when share <= u.
+double group_time(const problem& p, const group_shape& g, double share);
+
+// Busy (computing) seconds of stage j for a share; drives energy.
+double stage_busy(const problem& p, const group_shape& g, int j, double share);
+
+// Cross-group gradient sums: split points of all groups cut the chain into segments; each
+// segment is ring-all-reduced over its holders (ordered by device index). Returns the
+// slowest device's total. Groups with zero share take no part.
+double sync_time(const problem& p, const std::vector<const group_shape*>& active);
+
+// What each device held in the previous plan, for migration cost.
+class holdings {
+ public:
+  holdings() = default;
+  holdings(const problem& p, const plan* previous);  // ids of departed devices are ignored
+  bool empty() const { return by_layer_.empty(); }
+  // Seconds and bytes to bring layers [lo, hi) to dev: from the best-connected old holder
+  // that is still available, else from the checkpoint.
+  std::pair<double, double> bring(const problem& p, int dev, int lo, int hi) const;
+
+ private:
+  std::vector<std::pair<int, int>> range_;       // per device index: layers held [lo, hi)
+  std::vector<std::vector<int>> by_layer_;       // per layer: available holders
+};
+
+}  // namespace dynapar::planner

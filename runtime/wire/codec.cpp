@@ -1,0 +1,295 @@
+#include "wire/codec.hpp"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <kj/exception.h>
+
+#include <climits>
+#include <cstring>
+
+#include "control.capnp.h"
+
+namespace dynapar::wire {
+namespace {
+
+template <class... F>
+struct overloaded : F... { using F::operator()...; };
+template <class... F>
+overloaded(F...) -> overloaded<F...>;
+
+// Thrown only inside decode() and caught there: a field that cannot become a plain value.
+struct reject {
+  std::string code, message;
+};
+
+void set_spec(schema::DeviceSpec::Builder b, const planner::device_spec& d) {
+  b.setId(d.id);
+  b.setName(d.name);
+  b.setSpeed(d.speed);
+  b.setMemoryBytes(d.memory_bytes);
+  b.setPricePerS(d.price_per_s);
+  b.setPowerW(d.power_w);
+  b.setNode(d.node);
+  b.setRack(d.rack);
+  b.setNicBw(d.nic_bw == planner::unlimited ? 0.0 : d.nic_bw);
+}
+
+template <class List>
+void check_list(const List& l, const decode_limits& lim, const std::string& field) {
+  if (l.size() > lim.max_list)
+    throw reject{"too_large", field + " has " + std::to_string(l.size()) + " entries, more than the limit " + std::to_string(lim.max_list)};
+}
+
+std::string text(capnp::Text::Reader t, const decode_limits& lim, const std::string& field) {
+  if (t.size() > lim.max_text)
+    throw reject{"too_large", field + " is " + std::to_string(t.size()) + " bytes, more than the limit " + std::to_string(lim.max_text)};
+  return std::string(t.cStr(), t.size());
+}
+
+int to_int(std::uint32_t v, const std::string& field) {
+  if (v > static_cast<std::uint32_t>(INT_MAX)) throw reject{"bad_field", field + " is out of range"};
+  return static_cast<int>(v);
+}
+
+plan_msg read_plan(schema::Plan::Reader r, const decode_limits& lim) {
+  plan_msg m;
+  m.plan.slot = r.getSlot();
+  switch (r.getSchedule()) {
+    case schema::Schedule::GPIPE: m.plan.schedule = planner::schedule_kind::gpipe; break;
+    case schema::Schedule::ONE_F_ONE_B: m.plan.schedule = planner::schedule_kind::one_f_one_b; break;
+    default: throw reject{"bad_field", "plan.schedule has an unknown value"};
+  }
+  m.num_layers = to_int(r.getNumLayers(), "plan.numLayers");
+  m.batch = to_int(r.getBatch(), "plan.batch");
+  auto groups = r.getGroups();
+  check_list(groups, lim, "plan.groups");
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const std::string where = "plan.groups[" + std::to_string(g) + "]";
+    auto gr = groups[g];
+    planner::group_plan gp;
+    auto devs = gr.getDevices();
+    check_list(devs, lim, where + ".devices");
+    for (auto d : devs) gp.devices.push_back(d);
+    auto splits = gr.getSplits();
+    check_list(splits, lim, where + ".splits");
+    for (auto s : splits) gp.splits.push_back(to_int(s, where + ".splits"));
+    gp.share = to_int(gr.getShare(), where + ".share");
+    gp.micro_batch = to_int(gr.getMicroBatch(), where + ".microBatch");
+    m.plan.groups.push_back(std::move(gp));
+  }
+  return m;
+}
+
+planner::device_spec read_spec(schema::DeviceSpec::Reader r, const decode_limits& lim, const std::string& where) {
+  planner::device_spec d;
+  d.id = r.getId();
+  d.name = text(r.getName(), lim, where + ".name");
+  d.speed = r.getSpeed();
+  d.memory_bytes = r.getMemoryBytes();
+  d.price_per_s = r.getPricePerS();
+  d.power_w = r.getPowerW();
+  d.node = r.getNode();
+  d.rack = r.getRack();
+  d.nic_bw = r.getNicBw() == 0.0 ? planner::unlimited : r.getNicBw();
+  return d;
+}
+
+body read_body(schema::Envelope::Reader env, const decode_limits& lim) {
+  auto b = env.getBody();
+  switch (b.which()) {
+    case schema::Envelope::Body::PLAN: return read_plan(b.getPlan(), lim);
+    case schema::Envelope::Body::JOIN: {
+      auto r = b.getJoin();
+      join_msg m;
+      m.node = text(r.getNode(), lim, "join.node");
+      auto devs = r.getDevices();
+      check_list(devs, lim, "join.devices");
+      for (std::size_t i = 0; i < devs.size(); ++i) m.devices.push_back(read_spec(devs[i], lim, "join.devices[" + std::to_string(i) + "]"));
+      return m;
+    }
+    case schema::Envelope::Body::LEAVE: {
+      auto r = b.getLeave();
+      leave_msg m;
+      m.node = text(r.getNode(), lim, "leave.node");
+      auto devs = r.getDevices();
+      check_list(devs, lim, "leave.devices");
+      for (auto d : devs) m.devices.push_back(d);
+      m.reason = text(r.getReason(), lim, "leave.reason");
+      return m;
+    }
+    case schema::Envelope::Body::HEARTBEAT: {
+      auto r = b.getHeartbeat();
+      return heartbeat_msg{text(r.getNode(), lim, "heartbeat.node"), r.getTimeNs()};
+    }
+    case schema::Envelope::Body::REPORT: {
+      auto r = b.getReport();
+      device_report m;
+      m.device = r.getDevice();
+      m.slot = r.getSlot();
+      m.step = r.getStep();
+      auto st = r.getStages();
+      check_list(st, lim, "report.stages");
+      for (std::size_t i = 0; i < st.size(); ++i) {
+        const std::string where = "report.stages[" + std::to_string(i) + "]";
+        auto s = st[i];
+        m.stages.push_back({to_int(s.getFirstLayer(), where + ".firstLayer"), to_int(s.getEndLayer(), where + ".endLayer"),
+                            to_int(s.getSamples(), where + ".samples"), s.getComputeS(), s.getTransferS(), s.getTransferBytes()});
+      }
+      return m;
+    }
+    case schema::Envelope::Body::FAULT: {
+      auto r = b.getFault();
+      fault_command m;
+      const auto k = static_cast<std::uint16_t>(r.getKind());
+      if (k > static_cast<std::uint16_t>(schema::FaultKind::PARTITION)) throw reject{"bad_field", "fault.kind has an unknown value"};
+      m.kind = static_cast<fault_kind>(k);
+      m.device = r.getDevice();
+      m.factor = r.getFactor();
+      m.duration_steps = to_int(r.getDurationSteps(), "fault.durationSteps");
+      m.peer = r.getPeer();
+      return m;
+    }
+    case schema::Envelope::Body::METRICS: {
+      auto r = b.getMetrics();
+      return metrics_msg{r.getSlot(), r.getStep(), r.getBatchTimeS(), r.getLoss(), r.getCost(), r.getCostQueue(), r.getSamplesPerS()};
+    }
+  }
+  throw reject{"malformed", "envelope.body has an unknown kind (a newer protocol?)"};
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> encode(const envelope& e) {
+  capnp::MallocMessageBuilder mb;
+  auto env = mb.initRoot<schema::Envelope>();
+  env.setVersion(e.version);
+  env.setSender(e.sender);
+  env.setSeq(e.seq);
+  auto b = env.initBody();
+  std::visit(overloaded{
+                 [&](const plan_msg& m) {
+                   auto p = b.initPlan();
+                   p.setSlot(m.plan.slot);
+                   p.setSchedule(m.plan.schedule == planner::schedule_kind::gpipe ? schema::Schedule::GPIPE
+                                                                                  : schema::Schedule::ONE_F_ONE_B);
+                   p.setNumLayers(static_cast<std::uint32_t>(m.num_layers));
+                   p.setBatch(static_cast<std::uint32_t>(m.batch));
+                   auto groups = p.initGroups(static_cast<unsigned>(m.plan.groups.size()));
+                   for (std::size_t g = 0; g < m.plan.groups.size(); ++g) {
+                     const auto& gp = m.plan.groups[g];
+                     auto gb = groups[g];
+                     auto devs = gb.initDevices(static_cast<unsigned>(gp.devices.size()));
+                     for (std::size_t i = 0; i < gp.devices.size(); ++i) devs.set(i, gp.devices[i]);
+                     auto splits = gb.initSplits(static_cast<unsigned>(gp.splits.size()));
+                     for (std::size_t i = 0; i < gp.splits.size(); ++i) splits.set(i, static_cast<std::uint32_t>(gp.splits[i]));
+                     gb.setShare(static_cast<std::uint32_t>(gp.share));
+                     gb.setMicroBatch(static_cast<std::uint32_t>(gp.micro_batch));
+                   }
+                 },
+                 [&](const join_msg& m) {
+                   auto j = b.initJoin();
+                   j.setNode(m.node);
+                   auto devs = j.initDevices(static_cast<unsigned>(m.devices.size()));
+                   for (std::size_t i = 0; i < m.devices.size(); ++i) set_spec(devs[i], m.devices[i]);
+                 },
+                 [&](const leave_msg& m) {
+                   auto l = b.initLeave();
+                   l.setNode(m.node);
+                   auto devs = l.initDevices(static_cast<unsigned>(m.devices.size()));
+                   for (std::size_t i = 0; i < m.devices.size(); ++i) devs.set(i, m.devices[i]);
+                   l.setReason(m.reason);
+                 },
+                 [&](const heartbeat_msg& m) {
+                   auto h = b.initHeartbeat();
+                   h.setNode(m.node);
+                   h.setTimeNs(m.time_ns);
+                 },
+                 [&](const device_report& m) {
+                   auto r = b.initReport();
+                   r.setDevice(m.device);
+                   r.setSlot(m.slot);
+                   r.setStep(m.step);
+                   auto st = r.initStages(static_cast<unsigned>(m.stages.size()));
+                   for (std::size_t i = 0; i < m.stages.size(); ++i) {
+                     const auto& s = m.stages[i];
+                     st[i].setFirstLayer(static_cast<std::uint32_t>(s.first_layer));
+                     st[i].setEndLayer(static_cast<std::uint32_t>(s.end_layer));
+                     st[i].setSamples(static_cast<std::uint32_t>(s.samples));
+                     st[i].setComputeS(s.compute_s);
+                     st[i].setTransferS(s.transfer_s);
+                     st[i].setTransferBytes(s.transfer_bytes);
+                   }
+                 },
+                 [&](const fault_command& m) {
+                   auto f = b.initFault();
+                   f.setKind(static_cast<schema::FaultKind>(static_cast<std::uint16_t>(m.kind)));
+                   f.setDevice(m.device);
+                   f.setFactor(m.factor);
+                   f.setDurationSteps(static_cast<std::uint32_t>(m.duration_steps));
+                   f.setPeer(m.peer);
+                 },
+                 [&](const metrics_msg& m) {
+                   auto r = b.initMetrics();
+                   r.setSlot(m.slot);
+                   r.setStep(m.step);
+                   r.setBatchTimeS(m.batch_time_s);
+                   r.setLoss(m.loss);
+                   r.setCost(m.cost);
+                   r.setCostQueue(m.cost_queue);
+                   r.setSamplesPerS(m.samples_per_s);
+                 },
+             },
+             e.msg);
+  auto words = capnp::messageToFlatArray(mb);
+  auto bytes = words.asBytes();
+  return std::vector<std::uint8_t>(bytes.begin(), bytes.end());
+}
+
+result<envelope> decode(const std::uint8_t* data, std::size_t size, const decode_limits& lim) {
+  if (size == 0 || data == nullptr) return make_error("empty", "empty message");
+  if (size > lim.max_bytes)
+    return make_error("too_large", "message of " + std::to_string(size) + " bytes exceeds the limit " + std::to_string(lim.max_bytes));
+  if (size < 8) return make_error("truncated", "message of " + std::to_string(size) + " bytes is shorter than its header");
+  // The segment table says how long the message must be: check before Cap'n Proto does.
+  std::uint32_t count_minus_one;
+  std::memcpy(&count_minus_one, data, 4);
+  if (count_minus_one >= 512) return make_error("malformed", "segment table claims " + std::to_string(count_minus_one + 1ull) + " segments");
+  const std::size_t segments = count_minus_one + 1;
+  const std::size_t header_words = (segments + 2) / 2;
+  if (size < header_words * 8) return make_error("truncated", "message ends inside its segment table");
+  std::uint64_t body_words = 0;
+  for (std::size_t s = 0; s < segments; ++s) {
+    std::uint32_t w;
+    std::memcpy(&w, data + 4 + 4 * s, 4);
+    body_words += w;
+  }
+  const std::uint64_t expected = (header_words + body_words) * 8;
+  if (size < expected)
+    return make_error("truncated", "message is " + std::to_string(size) + " bytes but its header announces " + std::to_string(expected));
+  if (size % 8 != 0) return make_error("malformed", "message size " + std::to_string(size) + " is not a multiple of 8");
+  // Frames from the network may be unaligned: copy into words first.
+  kj::Array<capnp::word> words = kj::heapArray<capnp::word>(size / 8);
+  std::memcpy(words.begin(), data, size);
+  capnp::ReaderOptions opts;
+  opts.traversalLimitInWords = lim.traversal_words;
+  opts.nestingLimit = 16;
+  try {
+    capnp::FlatArrayMessageReader reader(words.asPtr(), opts);
+    auto env = reader.getRoot<schema::Envelope>();
+    envelope out;
+    out.version = env.getVersion();
+    if (out.version != protocol_version)
+      return make_error("version", "protocol version " + std::to_string(out.version) + " is not this build's " + std::to_string(protocol_version));
+    out.sender = text(env.getSender(), lim, "envelope.sender");
+    out.seq = env.getSeq();
+    out.msg = read_body(env, lim);
+    if (auto s = validate_body(out.msg, lim); !s) return s.err();
+    return out;
+  } catch (const reject& r) {
+    return make_error(r.code, r.message);
+  } catch (const kj::Exception& e) {
+    return make_error("malformed", std::string("not a valid envelope: ") + e.getDescription().cStr());
+  }
+}
+
+}  // namespace dynapar::wire

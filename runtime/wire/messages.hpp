@@ -1,0 +1,85 @@
+// Control-plane messages as plain structs (what actors and tools use); runtime/wire turns
+// them into Cap'n Proto bytes and back. No generated headers here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "planner/cluster.hpp"
+#include "planner/plan.hpp"
+
+namespace dynapar::wire {
+
+inline constexpr std::uint16_t protocol_version = 1;
+
+// A plan with the model size and batch it was made for, so a receiver can check it alone.
+struct plan_msg {
+  planner::plan plan;
+  int num_layers = 0;
+  int batch = 0;
+};
+
+struct join_msg {
+  std::string node;
+  std::vector<planner::device_spec> devices;
+};
+
+struct leave_msg {
+  std::string node;
+  std::vector<int> devices;
+  std::string reason;
+};
+
+struct heartbeat_msg {
+  std::string node;
+  std::int64_t time_ns = 0;
+};
+
+struct stage_timing {
+  int first_layer = 0;
+  int end_layer = 0;  // exclusive
+  int samples = 0;
+  double compute_s = 0;
+  double transfer_s = 0;
+  double transfer_bytes = 0;
+};
+
+struct device_report {
+  int device = 0;
+  std::int64_t slot = 0;
+  std::int64_t step = 0;
+  std::vector<stage_timing> stages;
+};
+
+enum class fault_kind { kill, slow, pause, leave, join, partition };
+
+struct fault_command {
+  fault_kind kind = fault_kind::kill;
+  int device = 0;
+  double factor = 1;
+  int duration_steps = 0;
+  int peer = -1;
+};
+
+struct metrics_msg {
+  std::int64_t slot = 0;
+  std::int64_t step = 0;
+  double batch_time_s = 0;
+  double loss = 0;
+  double cost = 0;
+  double cost_queue = 0;
+  double samples_per_s = 0;
+};
+
+using body = std::variant<plan_msg, join_msg, leave_msg, heartbeat_msg, device_report, fault_command, metrics_msg>;
+
+struct envelope {
+  std::uint16_t version = protocol_version;
+  std::string sender;
+  std::uint64_t seq = 0;
+  body msg;
+};
+
+}  // namespace dynapar::wire

@@ -1,0 +1,88 @@
+// Semantic checks of decoded messages: what Cap'n Proto's structure cannot express.
+#include <cmath>
+#include <unordered_set>
+
+#include "wire/codec.hpp"
+
+namespace dynapar::wire {
+namespace {
+
+template <class... F>
+struct overloaded : F... { using F::operator()...; };
+template <class... F>
+overloaded(F...) -> overloaded<F...>;
+
+bool finite_nonneg(double v) { return std::isfinite(v) && v >= 0; }
+
+status bad(const std::string& field, const std::string& why) { return make_error("bad_field", field + " " + why); }
+
+status check_spec(const planner::device_spec& d, const std::string& where) {
+  if (!(std::isfinite(d.speed) && d.speed > 0)) return bad(where + ".speed", "must be finite and > 0");
+  if (!(std::isfinite(d.memory_bytes) && d.memory_bytes > 0)) return bad(where + ".memoryBytes", "must be finite and > 0");
+  if (!finite_nonneg(d.price_per_s)) return bad(where + ".pricePerS", "must be finite and >= 0");
+  if (!finite_nonneg(d.power_w)) return bad(where + ".powerW", "must be finite and >= 0");
+  if (!(d.nic_bw > 0)) return bad(where + ".nicBw", "must be > 0 (0 on the wire means unlimited)");
+  return ok_status();
+}
+
+}  // namespace
+
+status validate_body(const body& b, const decode_limits& lim) {
+  return std::visit(
+      overloaded{
+          [&](const plan_msg& m) -> status {
+            if (m.num_layers < 1) return bad("plan.numLayers", "must be >= 1");
+            if (m.batch < 1) return bad("plan.batch", "must be >= 1");
+            if (m.plan.groups.size() > lim.max_list) return make_error("too_large", "plan.groups is too long");
+            return validate(m.plan, m.num_layers, m.batch);
+          },
+          [&](const join_msg& m) -> status {
+            if (m.node.empty()) return bad("join.node", "must not be empty");
+            if (m.devices.empty()) return bad("join.devices", "must not be empty");
+            std::unordered_set<int> ids;
+            for (std::size_t i = 0; i < m.devices.size(); ++i) {
+              const std::string where = "join.devices[" + std::to_string(i) + "]";
+              if (!ids.insert(m.devices[i].id).second) return bad(where + ".id", "repeats id " + std::to_string(m.devices[i].id));
+              if (auto s = check_spec(m.devices[i], where); !s) return s;
+            }
+            return ok_status();
+          },
+          [&](const leave_msg& m) -> status {
+            if (m.node.empty()) return bad("leave.node", "must not be empty");
+            return ok_status();
+          },
+          [&](const heartbeat_msg& m) -> status {
+            if (m.node.empty()) return bad("heartbeat.node", "must not be empty");
+            return ok_status();
+          },
+          [&](const device_report& m) -> status {
+            for (std::size_t i = 0; i < m.stages.size(); ++i) {
+              const auto& s = m.stages[i];
+              const std::string where = "report.stages[" + std::to_string(i) + "]";
+              if (s.end_layer <= s.first_layer) return bad(where + ".endLayer", "must be greater than firstLayer");
+              if (!finite_nonneg(s.compute_s)) return bad(where + ".computeS", "must be finite and >= 0");
+              if (!finite_nonneg(s.transfer_s)) return bad(where + ".transferS", "must be finite and >= 0");
+              if (!finite_nonneg(s.transfer_bytes)) return bad(where + ".transferBytes", "must be finite and >= 0");
+            }
+            return ok_status();
+          },
+          [&](const fault_command& m) -> status {
+            if (m.kind == fault_kind::slow && !(std::isfinite(m.factor) && m.factor > 0 && m.factor <= 1))
+              return bad("fault.factor", "must be in (0, 1] for a slow-down");
+            if (m.kind == fault_kind::partition && (m.peer < 0 || m.peer == m.device))
+              return bad("fault.peer", "must name another device for a partition");
+            if (m.duration_steps < 0) return bad("fault.durationSteps", "must be >= 0");
+            return ok_status();
+          },
+          [&](const metrics_msg& m) -> status {
+            for (auto [name, v] : {std::pair{"metrics.batchTimeS", m.batch_time_s}, std::pair{"metrics.cost", m.cost},
+                                   std::pair{"metrics.costQueue", m.cost_queue}, std::pair{"metrics.samplesPerS", m.samples_per_s}})
+              if (!finite_nonneg(v)) return bad(name, "must be finite and >= 0");
+            if (!std::isfinite(m.loss)) return bad("metrics.loss", "must be finite");
+            return ok_status();
+          },
+      },
+      b);
+}
+
+}  // namespace dynapar::wire

@@ -1,0 +1,115 @@
+# dynapar control plane: every message between the controller and node processes travels
+# in one Envelope over ZeroMQ. Fields are append-only; Envelope.version is bumped on any
+# change a peer must understand (runtime/wire/messages.hpp: protocol_version).
+@0xa877773d75b4892b;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("dynapar::schema");
+
+struct Envelope {
+  version @0 :UInt16;
+  sender @1 :Text;
+  seq @2 :UInt64;
+  body :union {
+    plan @3 :Plan;
+    join @4 :Join;
+    leave @5 :Leave;
+    heartbeat @6 :Heartbeat;
+    report @7 :DeviceReport;
+    fault @8 :FaultCommand;
+    metrics @9 :Metrics;
+  }
+}
+
+enum Schedule {
+  gpipe @0;
+  oneFOneB @1;
+}
+
+# One slot's plan: groups of devices in pipeline order, their layer splits and batch shares.
+struct Plan {
+  slot @0 :Int64;
+  schedule @1 :Schedule;
+  numLayers @2 :UInt32;
+  batch @3 :UInt32;
+  groups @4 :List(Group);
+}
+
+struct Group {
+  devices @0 :List(Int32);
+  splits @1 :List(UInt32);   # n + 1 cut points, 0 .. numLayers
+  share @2 :UInt32;
+  microBatch @3 :UInt32;
+}
+
+struct DeviceSpec {
+  id @0 :Int32;
+  name @1 :Text;
+  speed @2 :Float64;
+  memoryBytes @3 :Float64;
+  pricePerS @4 :Float64;
+  powerW @5 :Float64;
+  node @6 :Int32;
+  rack @7 :Int32;
+  nicBw @8 :Float64;         # bytes/s; 0 = unlimited
+}
+
+struct Join {
+  node @0 :Text;
+  devices @1 :List(DeviceSpec);
+}
+
+struct Leave {
+  node @0 :Text;
+  devices @1 :List(Int32);
+  reason @2 :Text;
+}
+
+struct Heartbeat {
+  node @0 :Text;
+  timeNs @1 :Int64;
+}
+
+# What a device measured in one step: per stage it holds, compute and transfer times.
+struct DeviceReport {
+  device @0 :Int32;
+  slot @1 :Int64;
+  step @2 :Int64;
+  stages @3 :List(StageTiming);
+}
+
+struct StageTiming {
+  firstLayer @0 :UInt32;
+  endLayer @1 :UInt32;        # exclusive
+  samples @2 :UInt32;
+  computeS @3 :Float64;
+  transferS @4 :Float64;
+  transferBytes @5 :Float64;
+}
+
+enum FaultKind {
+  kill @0;
+  slow @1;
+  pause @2;
+  leave @3;
+  join @4;
+  partition @5;
+}
+
+struct FaultCommand {
+  kind @0 :FaultKind;
+  device @1 :Int32;
+  factor @2 :Float64;         # slow: speed multiplier in (0, 1]
+  durationSteps @3 :UInt32;   # slow, pause: 0 = until told otherwise
+  peer @4 :Int32;             # partition: the other end
+}
+
+struct Metrics {
+  slot @0 :Int64;
+  step @1 :Int64;
+  batchTimeS @2 :Float64;
+  loss @3 :Float64;
+  cost @4 :Float64;
+  costQueue @5 :Float64;
+  samplesPerS @6 :Float64;
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# dynapar's two commands on a fresh Debian 12 machine (as root):
+#   tools/bootstrap.sh demo   install packages, build, run the main demo
+#   tools/bootstrap.sh test   install packages, build, run every test through ctest
+# Idempotent: packages already present are not reinstalled, the build is incremental (ccache).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$here"
+mode=${1:-}
+case "$mode" in
+  demo|test|build) ;;
+  *) echo "usage: tools/bootstrap.sh demo|test|build" >&2; exit 2 ;;
+esac
+
+packages=(
+  cmake g++ ninja-build pkg-config ccache
+  libcaf-dev libzmq3-dev cppzmq-dev capnproto libcapnp-dev
+  libtorch-dev libopenblas0-pthread
+  libspdlog-dev catch2 libyaml-cpp-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
+  dataset-fashion-mnist gnuplot-nox
+)
+
+install_packages() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    echo "bootstrap: installing ${missing[*]}"
+    local sudo=""
+    [[ $(id -u) -ne 0 ]] && sudo=sudo
+    $sudo apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+  else
+    echo "bootstrap: all Debian packages present"
+  fi
+}
+
+build() {
+  local jobs
+  jobs=$(nproc)
+  export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+    -DCMAKE_C_COMPILER_LAUNCHER=ccache
+  # Torch translation units take ~1.5 GB each: cap parallelism by memory as well as cores.
+  cmake --build build -j "$jobs"
+}
+
+install_packages
+build
+export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
+case "$mode" in
+  demo)
+    echo "bootstrap: demo: the planner on the paper-like cluster (training arrives with the actor runtime)"
+    build/bin/dynapar plan --cluster examples/clusters/paper_like.yaml --model resnet50
+    ;;
+  test)
+    cd build
+    ctest --output-on-failure -j "$(nproc)" --timeout 600
+    ;;
+  build) ;;
+esac

@@ -1,0 +1,25 @@
+// Small helpers shared by subcommands: error printing and wall-clock timing (tools may read
+// the clock; the libraries they call do not).
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "common/result.hpp"
+
+namespace dynapar::cli {
+
+// Prints "dynapar: <message>" to stderr and returns the exit code for it: 2 for bad input,
+// 1 for work that failed.
+int report(const error& e);
+
+class stopwatch {
+ public:
+  stopwatch() : start_(std::chrono::steady_clock::now()) {}
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace dynapar::cli

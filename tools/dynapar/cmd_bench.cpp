@@ -1,0 +1,128 @@
+// `dynapar bench ...`: measurements recorded in docs/BENCHMARKS.md. Each prints the figure
+// next to its reference from the same run.
+#include <algorithm>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_util.hpp"
+#include "commands.hpp"
+#include "planner/builtin_profiles.hpp"
+#include "planner/evaluate.hpp"
+#include "planner/policy.hpp"
+#include "planner/synthetic.hpp"
+
+namespace dynapar::cli {
+namespace {
+
+struct planner_bench_options {
+  bool json = false;
+  int instances = 200;
+  int slots = 5;
+  std::uint64_t seed = 1;
+  std::vector<int> sizes = {16, 64, 256, 1024};
+  std::string model = "gpt2_xl";
+};
+
+// Per-slot re-plan latency (warm start from the last plan, speeds re-estimated with noise)
+// and cold-start latency, on synthetic clusters.
+nlohmann::json latency(const planner_bench_options& o, bool progress) {
+  nlohmann::json lat = nlohmann::json::object(), cold = nlohmann::json::object(), eff = nlohmann::json::object();
+  auto model = planner::builtin_profile(o.model);
+  for (int n : o.sizes) {
+    rng r(o.seed + static_cast<std::uint64_t>(n));
+    planner::cluster_state c = planner::synthetic_cluster(n, r);
+    planner::planner_config cfg;
+    cfg.batch = 512;
+    auto pol = std::move(*planner::make_policy("joint_lyapunov"));
+    stopwatch cold_sw;
+    planner::problem p0(*model, c, cfg);
+    auto first = pol->decide({p0, nullptr, {}, 0});
+    const double cold_ms = 1e3 * cold_sw.seconds();
+    if (!first) {
+      std::cerr << "dynapar: bench planner at " << n << " devices: " << first.err().message << "\n";
+      continue;
+    }
+    planner::plan prev = *first;
+    double warm_total = 0;
+    for (int s = 1; s <= o.slots; ++s) {
+      planner::cluster_state cs = c;
+      for (auto& d : cs.devices) d.speed *= r.uniform(0.9, 1.1);
+      planner::problem p(*model, cs, cfg);
+      stopwatch sw;
+      auto next = pol->decide({p, &prev, {}, s});
+      warm_total += sw.seconds();
+      if (next) prev = *next;
+    }
+    planner::problem pf(*model, c, cfg);
+    auto rep = planner::evaluate(pf, prev, nullptr, {});
+    lat[std::to_string(n)] = 1e3 * warm_total / o.slots;
+    cold[std::to_string(n)] = cold_ms;
+    eff[std::to_string(n)] = rep ? rep->efficiency : 0.0;
+    if (progress) std::cerr << "  " << n << " devices: warm " << 1e3 * warm_total / o.slots << " ms, cold " << cold_ms << " ms\n";
+  }
+  return {{"latency_ms", lat}, {"cold_latency_ms", cold}, {"efficiency", eff}};
+}
+
+// Tentative search against exhaustive enumeration on small random instances.
+nlohmann::json oracle_gap(const planner_bench_options& o) {
+  rng r(o.seed);
+  double sum = 0, worst = 0;
+  int count = 0, exact = 0;
+  for (int i = 0; i < o.instances; ++i) {
+    auto in = planner::random_small_instance(r, 6);
+    planner::problem p(in.model, in.cluster, in.cfg);
+    auto search = std::move(*planner::make_policy("joint_greedy"));
+    auto oracle = std::move(*planner::make_policy("oracle"));
+    auto a = search->decide({p, nullptr, {}, 0});
+    auto b = oracle->decide({p, nullptr, {}, 0});
+    if (!a || !b) continue;  // infeasible for both (the oracle finds a plan whenever one exists)
+    const double ta = planner::evaluate(p, *a, nullptr, {})->batch_time_s;
+    const double tb = planner::evaluate(p, *b, nullptr, {})->batch_time_s;
+    const double gap = std::max(0.0, (ta - tb) / tb);
+    sum += gap;
+    worst = std::max(worst, gap);
+    exact += gap < 1e-9;
+    ++count;
+  }
+  return {{"mean", count ? sum / count : 0.0}, {"max", worst}, {"instances", count}, {"exact", exact}};
+}
+
+int bench_planner(const planner_bench_options& o) {
+  nlohmann::json out = latency(o, !o.json);
+  out["oracle_gap"] = oracle_gap(o);
+  out["model"] = o.model;
+  out["slots"] = o.slots;
+  if (o.json) {
+    std::cout << out.dump() << "\n";
+  } else {
+    std::cout << std::setprecision(4) << "planner latency per slot (warm start), " << o.model << ":\n";
+    for (auto& [n, ms] : out["latency_ms"].items())
+      std::cout << "  " << std::setw(5) << n << " devices: " << ms.get<double>() << " ms (cold "
+                << out["cold_latency_ms"][n].get<double>() << " ms, efficiency " << out["efficiency"][n].get<double>() << ")\n";
+    const auto& g = out["oracle_gap"];
+    std::cout << "oracle gap over " << g["instances"] << " instances: mean " << 100 * g["mean"].get<double>() << " %, max "
+              << 100 * g["max"].get<double>() << " %, exact in " << g["exact"] << "\n";
+  }
+  return exit_ok;
+}
+
+}  // namespace
+
+void add_bench(CLI::App& app, runner& run) {
+  auto* bench = app.add_subcommand("bench", "Benchmarks (docs/BENCHMARKS.md)");
+  bench->require_subcommand(1);
+  auto o = std::make_shared<planner_bench_options>();
+  auto* pl = bench->add_subcommand("planner", "Planner latency by cluster size and gap to the exhaustive oracle");
+  pl->add_flag("--json", o->json, "Print one JSON object");
+  pl->add_option("--instances", o->instances, "Random instances for the oracle gap")->check(CLI::Range(1, 100000));
+  pl->add_option("--slots", o->slots, "Warm re-plans averaged per size")->check(CLI::Range(1, 1000));
+  pl->add_option("--seed", o->seed, "Seed");
+  pl->add_option("--sizes", o->sizes, "Cluster sizes")->check(CLI::Range(1, 100000));
+  pl->add_option("--model", o->model, "Built-in profile")->check(CLI::IsMember(planner::builtin_profile_names()));
+  pl->callback([o, &run] { run = [o] { return bench_planner(*o); }; });
+}
+
+}  // namespace dynapar::cli

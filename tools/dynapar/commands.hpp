@@ -1,0 +1,18 @@
+// Each subcommand registers itself on the app and sets `run` to what it does once parsed.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace dynapar::cli {
+
+// Exit codes: 0 success, 1 the work failed, 2 bad usage or bad input.
+inline constexpr int exit_ok = 0, exit_failed = 1, exit_usage = 2;
+
+using runner = std::function<int()>;
+
+void add_plan(CLI::App& app, runner& run);
+void add_bench(CLI::App& app, runner& run);
+
+}  // namespace dynapar::cli

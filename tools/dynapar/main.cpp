@@ -1,0 +1,36 @@
+// dynapar: the command line. Parses flags (CLI11), sets up logging, runs one subcommand.
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+
+#include "commands.hpp"
+#include "logging/logging.hpp"
+
+int main(int argc, char** argv) {
+  using namespace dynapar;
+  CLI::App app{"dynapar: joint dynamic data and model parallelism over heterogeneous devices"};
+  app.require_subcommand(1);
+  std::optional<std::string> log_level;
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off (default: $DYNAPAR_LOG or info)");
+  cli::runner run;
+  auto* version = app.add_subcommand("version", "Print the version");
+  version->callback([&] { run = [] { std::cout << "dynapar " << DYNAPAR_VERSION << "\n"; return 0; }; });
+  cli::add_plan(app, run);
+  cli::add_bench(app, run);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "dynapar: " << e.what() << "\nRun 'dynapar --help' for usage.\n";
+    return cli::exit_usage;
+  }
+  const char* env = std::getenv("DYNAPAR_LOG");
+  if (auto s = logging::setup(log_level, env ? std::optional<std::string>(env) : std::nullopt); !s) {
+    std::cerr << "dynapar: " << s.err().message << "\n";
+    return cli::exit_usage;
+  }
+  return run ? run() : cli::exit_usage;
+}

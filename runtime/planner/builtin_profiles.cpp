@@ -73,9 +73,11 @@ model_profile vgg16(const profile_options& o) {  // 224x224x3, ImageNet
   return b.done();
 }
 
+// One layer per convolution (49) plus the classifier: the 50 layers of the name. A cut inside
+// a bottleneck block also carries the block's input for the residual sum.
 model_profile resnet50(const profile_options& o) {  // torchvision v1.5 layout, 224x224x3
   builder b("resnet50", o);
-  b.layer("stem(conv7+bn+relu+pool)", conv_flops(3, 64, 7, 112, 112), conv_params(3, 64, 7) + 128, 64 * 56 * 56,
+  b.layer("conv1+bn+relu+pool", conv_flops(3, 64, 7, 112, 112), conv_params(3, 64, 7) + 128, 64 * 56 * 56,
           3 * 224 * 224 + 3 * 64 * 112 * 112);
   const int blocks[] = {3, 4, 6, 3}, mids[] = {64, 128, 256, 512};
   double cin = 64, hw = 56;
@@ -84,16 +86,19 @@ model_profile resnet50(const profile_options& o) {  // torchvision v1.5 layout, 
     for (int k = 0; k < blocks[s]; ++k) {
       const bool first = k == 0;
       const double out_hw = (first && s > 0) ? hw / 2 : hw;
-      double flops = conv_flops(cin, mid, 1, hw, hw) + conv_flops(mid, mid, 3, out_hw, out_hw) +
-                     conv_flops(mid, cout, 1, out_hw, out_hw);
-      double params = cin * mid + 9 * mid * mid + mid * cout + 2 * (2 * mid + cout);
-      if (first) {
+      const double skip = cin * hw * hw;  // the block input, alive until the residual sum
+      const std::string name = "layer" + std::to_string(s + 1) + "." + std::to_string(k);
+      // conv, bn and relu outputs are kept for backward.
+      b.layer(name + ".conv1", conv_flops(cin, mid, 1, hw, hw), cin * mid + 2 * mid, mid * hw * hw + skip,
+              cin * hw * hw + 3 * mid * hw * hw);
+      b.layer(name + ".conv2", conv_flops(mid, mid, 3, out_hw, out_hw), 9 * mid * mid + 2 * mid,
+              mid * out_hw * out_hw + skip, 3 * mid * out_hw * out_hw);
+      double flops = conv_flops(mid, cout, 1, out_hw, out_hw), params = mid * cout + 2 * cout;
+      if (first) {  // projection shortcut
         flops += conv_flops(cin, cout, 1, out_hw, out_hw);
         params += cin * cout + 2 * cout;
       }
-      // conv, bn and relu outputs are kept for backward.
-      const double kept = cin * hw * hw + 3 * (mid * hw * hw + mid * out_hw * out_hw + cout * out_hw * out_hw);
-      b.layer("layer" + std::to_string(s + 1) + "." + std::to_string(k), flops, params, cout * out_hw * out_hw, kept);
+      b.layer(name + ".conv3+add", flops, params, cout * out_hw * out_hw, 4 * cout * out_hw * out_hw);
       cin = cout;
       hw = out_hw;
     }

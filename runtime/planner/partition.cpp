@@ -19,51 +19,66 @@ std::optional<std::vector<int>> partition_layers(const problem& p, const std::ve
     if (!stage_fits(p, devs[0], 0, L, u, 1)) return std::nullopt;
     return std::vector<int>{0, L};
   }
+  // Hoisted per stage: memory room, activation factor, speed; per boundary: bandwidth, latency.
+  const auto& sums = p.sums;
+  const double state = 1.0 + p.model.optimizer_state_factor;
+  std::vector<double> room(n), act_factor(n), inv_speed(n), inv_bw(n, 0), lat2(n, 0);
+  for (int j = 0; j < n; ++j) {
+    room[j] = p.memory(devs[j]);
+    act_factor[j] = static_cast<double>(inflight(p, n, j)) * u;
+    inv_speed[j] = 1.0 / p.speed(devs[j]);
+    if (j >= 1) {
+      inv_bw[j] = 1.0 / p.links.bw(devs[j - 1], devs[j]);
+      lat2[j] = 2.0 * p.links.lat(devs[j - 1], devs[j]);
+    }
+  }
+  auto fits = [&](int j, int lo, int hi) { return state * sums.params(lo, hi) + act_factor[j] * sums.act_mem(lo, hi) <= room[j]; };
+  auto stage = [&](int j, int lo, int hi) { return (u * sums.work(lo, hi) + sums.fixed(lo, hi)) * inv_speed[j]; };
+  auto link = [&](int j, int cut) { return 2.0 * u * sums.boundary_bytes(cut) * inv_bw[j] + lat2[j]; };
   // Pass 1: best[j][i] = least bottleneck with stages 0..j-1 covering layers [0, i).
   const int W = L + 1;
   std::vector<double> best((n + 1) * W, inf);
-  auto at = [W](std::vector<double>& v, int j, int i) -> double& { return v[j * W + i]; };
-  at(best, 0, 0) = 0;
+  best[0] = 0;
   for (int j = 1; j <= n; ++j) {
-    const int d = devs[j - 1];
-    const int fl = inflight(p, n, j - 1);
-    const int i_max = L - (n - j);
-    for (int i = j; i <= i_max; ++i) {
+    for (int i = j; i <= L - (n - j); ++i) {
       double b = inf;
-      for (int k = j - 1; k < i; ++k) {
-        const double prev = at(best, j - 1, k);
+      // Widening the stage (k going down) only adds time and memory: stop once either is lost.
+      for (int k = i - 1; k >= j - 1; --k) {
+        if (!fits(j - 1, k, i)) break;
+        const double st = stage(j - 1, k, i);
+        if (st >= b) break;
+        const double prev = best[(j - 1) * W + k];
         if (prev >= b) continue;
-        if (!stage_fits(p, d, k, i, u, fl)) continue;
-        double v = std::max(prev, stage_time(p, d, k, i, u));
-        if (j >= 2) v = std::max(v, link_time(p, devs[j - 2], d, k, u));
+        double v = std::max(prev, st);
+        if (j >= 2) v = std::max(v, link(j - 1, k));
         b = std::min(b, v);
       }
-      at(best, j, i) = b;
+      best[j * W + i] = b;
     }
   }
-  const double r_star = at(best, n, L);
+  const double r_star = best[n * W + L];
   if (r_star == inf) return std::nullopt;
   // Pass 2: among splits whose every stage and link stays within R*, least total fill.
   const double limit = r_star * (1 + 1e-12) + 1e-300;
   std::vector<double> sum((n + 1) * W, inf);
   std::vector<int> from((n + 1) * W, -1);
-  at(sum, 0, 0) = 0;
+  sum[0] = 0;
   for (int j = 1; j <= n; ++j) {
-    const int d = devs[j - 1];
-    const int fl = inflight(p, n, j - 1);
     for (int i = j; i <= L - (n - j); ++i) {
-      for (int k = j - 1; k < i; ++k) {
-        const double prev = at(sum, j - 1, k);
-        if (prev == inf || !stage_fits(p, d, k, i, u, fl)) continue;
-        const double st = stage_time(p, d, k, i, u);
-        if (st > limit) continue;
+      double& cell = sum[j * W + i];
+      for (int k = i - 1; k >= j - 1; --k) {
+        if (!fits(j - 1, k, i)) break;
+        const double st = stage(j - 1, k, i);
+        if (st > limit) break;
+        const double prev = sum[(j - 1) * W + k];
+        if (prev == inf) continue;
         double v = prev + st;
         if (j >= 2) {
-          const double lt = link_time(p, devs[j - 2], d, k, u);
+          const double lt = link(j - 1, k);
           if (lt > limit) continue;
           v += lt;
         }
-        if (v < at(sum, j, i)) { at(sum, j, i) = v; from[j * W + i] = k; }
+        if (v < cell) { cell = v; from[j * W + i] = k; }
       }
     }
   }

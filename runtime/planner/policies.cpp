@@ -181,7 +181,12 @@ class joint_policy : public policy {
     queue_state q = mode_ == mode::lyapunov ? ctx.queues : queue_state{};
     structure_evaluator ev(p, ctx.previous, q);
     structure start = ctx.previous ? warm_start(p, *ctx.previous) : structure{};
-    auto r = tentative_search(ev, std::move(start), ctx.slot);
+    // The small per-slot budget only while the devices are the ones the last search saw.
+    const bool same_devices = ctx.previous && p.available == last_available_;
+    last_available_ = p.available;
+    const int n = std::max<int>(64, static_cast<int>(p.available.size()));
+    const int fresh = std::max(p.cfg.warm_eval_budget, static_cast<int>(static_cast<long>(p.cfg.eval_budget) * 64 / n));
+    auto r = tentative_search(ev, std::move(start), ctx.slot, same_devices ? p.cfg.warm_eval_budget : fresh);
     if (!r) return r.err();
     kept_ = r->best;
     return r->best;
@@ -190,6 +195,7 @@ class joint_policy : public policy {
  private:
   mode mode_;
   std::optional<plan> kept_;
+  std::vector<int> last_available_;
 };
 
 // Exhaustive: every subset of devices, every set of ordered chains over it.

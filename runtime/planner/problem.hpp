@@ -17,7 +17,10 @@ struct planner_config {
   int micro_batch = 0;                              // 0: chosen per group from the candidates
   std::vector<int> micro_batch_candidates = {1, 2, 4, 8, 16, 32, 64};
   double v = 100.0;                                 // Lyapunov trade-off V
-  int eval_budget = 3000;                           // plan evaluations per decision
+  int eval_budget = 20000;                          // plan evaluations for a fresh decision, scaled
+                                                    // by 64 / devices above 64 devices (an
+                                                    // evaluation costs O(devices))
+  int warm_eval_budget = 64;                        // per slot when warm-started on the same devices
   int max_stages = 16;                              // longest pipeline considered
   std::uint64_t seed = 1;                           // for sampled neighbourhoods on large clusters
 };

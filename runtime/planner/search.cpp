@@ -20,6 +20,7 @@ std::size_t structure_evaluator::vec_hash::operator()(const std::vector<int>& v)
 
 structure_evaluator::structure_evaluator(const problem& p, const plan* previous, queue_state queues)
     : p_(p), previous_(previous), held_(p, previous), queues_(std::move(queues)), z_(p.cluster.devices.size(), 0.0) {
+  for (int d : p.available) total_speed_ += p.speed(d);
   for (const auto& [id, z] : queues_.energy) {
     const int i = p.links.index_of(id);
     if (i >= 0) z_[i] = z;
@@ -40,8 +41,16 @@ const structure_evaluator::entry& structure_evaluator::lookup(const std::vector<
   if (p_.cfg.micro_batch > 0 || devs.size() == 1) {
     if (auto s = best_shape(p_, devs, p_.cfg.batch)) e.shapes.push_back(std::move(*s));
   } else {
+    // Per-micro-batch overhead o against the bubble: with n stages, per-sample bottleneck r and
+    // share b, (b/u) o + (n - 1) u r is least at u* = sqrt(b o / ((n - 1) r)); the candidates
+    // next to u* (and the smallest, which memory always allows first) are tried.
+    const double n = static_cast<double>(devs.size());
+    const double r = p_.sums.total_work() / speed, o = p_.sums.fixed(0, p_.num_layers()) / speed * n;
+    const double b = p_.cfg.batch * speed / std::max(speed, p_.cfg.batch > 0 ? total_speed_ : speed);
+    const double u_star = std::sqrt(std::max(1.0, b) * o / std::max(1e-300, (n - 1) * r));
     for (int u : p_.cfg.micro_batch_candidates) {
       if (u > p_.cfg.batch) continue;
+      if (u != p_.cfg.micro_batch_candidates.front() && (u > 2.5 * u_star || u < u_star / 2.5)) continue;
       auto splits = partition_layers(p_, devs, u);
       if (!splits) continue;
       auto g = make_shape(p_, devs, std::move(*splits), u);
@@ -171,7 +180,7 @@ structure warm_start(const problem& p, const plan& previous) {
   return s;
 }
 
-structure cold_start(structure_evaluator& ev) {
+std::vector<structure> cold_starts(structure_evaluator& ev, std::size_t keep) {
   const problem& p = ev.prob();
   std::vector<int> order = p.available;
   const auto& d = p.cluster.devices;
@@ -181,8 +190,7 @@ structure cold_start(structure_evaluator& ev) {
     return d[a].speed > d[b].speed;
   });
   const int n_max = std::min({p.num_layers(), p.cfg.max_stages, static_cast<int>(order.size())});
-  structure best;
-  structure_score best_score;
+  std::vector<std::pair<double, structure>> ranked;
   for (int n = 1; n <= n_max; n = n < 4 ? n + 1 : n * 2) {
     // Locality chunks: consecutive devices (same node first) form a pipeline.
     structure s;
@@ -198,12 +206,31 @@ structure cold_start(structure_evaluator& ev) {
       snake[round % 2 ? groups - 1 - k : k].push_back(by_speed[i]);
     }
     for (auto& g : snake) std::sort(g.begin(), g.end());
-    for (const structure* cand : {&s, &snake}) {
+    for (structure* cand : {&s, &snake}) {
       const auto sc = ev.score(*cand);
-      if (sc.score < best_score.score) { best_score = sc; best = *cand; }
+      if (sc.feasible()) ranked.emplace_back(sc.score, std::move(*cand));
+    }
+    // The fastest n * G devices as G power-balanced pipelines of n: slow devices may cost
+    // more in sync and links than they add.
+    for (std::size_t g = 1; g * n < by_speed.size(); g = g < 4 ? g + 1 : g * 2) {
+      structure few(g);
+      for (std::size_t i = 0; i < g * n; ++i) {
+        const std::size_t round = i / g, k = i % g;
+        few[round % 2 ? g - 1 - k : k].push_back(by_speed[i]);
+      }
+      for (auto& grp : few)
+        std::stable_sort(grp.begin(), grp.end(), [&](int a, int b) { return d[a].node < d[b].node; });
+      const auto sc = ev.score(few);
+      if (sc.feasible()) ranked.emplace_back(sc.score, std::move(few));
     }
   }
-  return best;
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<structure> out;
+  for (auto& [sc, st] : ranked) {
+    if (out.size() >= keep) break;
+    if (std::find(out.begin(), out.end(), st) == out.end()) out.push_back(std::move(st));
+  }
+  return out;
 }
 
 namespace {
@@ -225,7 +252,7 @@ class neighbourhood {
     for (int d : available)
       if (!std::binary_search(in_use.begin(), in_use.end(), d)) unused_.push_back(d);
     const std::uint64_t N = flat_.size(), U = unused_.size(), S = slots_.size(), G = s.size();
-    sizes_ = {N, U, U * S, N * S, N, N, G * G};
+    sizes_ = {N, U, U * S, N * S, N, N, G * G, N * U, N * N, N};
     total_ = std::accumulate(sizes_.begin(), sizes_.end(), std::uint64_t{0});
   }
   std::uint64_t size() const { return total_; }
@@ -279,6 +306,24 @@ class neighbourhood {
         out.erase(out.begin() + b);
         break;
       }
+      case 7: {  // exchange a used device for an unused one, in place
+        auto [g, k] = flat_[i / unused_.size()];
+        out[g][k] = unused_[i % unused_.size()];
+        break;
+      }
+      case 9: {  // rotate a chain so that it starts at position k (k = 0: reverse it)
+        auto [g, k] = flat_[i];
+        if (k == 0) std::reverse(out[g].begin(), out[g].end());
+        else std::rotate(out[g].begin(), out[g].begin() + k, out[g].end());
+        if (out[g].size() < 3) return false;  // a neighbour swap already covers it
+        break;
+      }
+      case 8: {  // swap two used devices anywhere (across groups too)
+        const std::size_t a = i / flat_.size(), b = i % flat_.size();
+        if (a >= b) return false;
+        std::swap(out[flat_[a].first][flat_[a].second], out[flat_[b].first][flat_[b].second]);
+        break;
+      }
     }
     for (const auto& g : out)
       if (static_cast<int>(g.size()) > max_stages_) return false;
@@ -303,35 +348,25 @@ structure canonical(structure s) {
 
 }  // namespace
 
-result<search_result> tentative_search(structure_evaluator& ev, structure start, std::int64_t slot) {
+namespace {
+
+// Best-improvement descent from `cur` until a local optimum or `budget_end` evaluations.
+structure local_search(structure_evaluator& ev, structure cur, int budget_end, std::int64_t slot, int& moves,
+                       const std::function<void(const structure&, double)>& remember) {
   const problem& p = ev.prob();
-  if (p.available.empty()) return make_error("infeasible", "no device is available");
   const int max_stages = std::min(p.cfg.max_stages, p.num_layers());
-  if (start.empty()) start = cold_start(ev);
-  structure cur = start;
   structure_score cur_score = ev.score(cur);
-  if (!cur_score.feasible()) {  // a warm start may no longer fit (a holder left): start cold
-    cur = cold_start(ev);
-    cur_score = ev.score(cur);
-  }
-  std::map<double, structure> elite;  // few best distinct structures by continuous score
-  auto remember = [&](const structure& s, double sc) {
-    if (!std::isfinite(sc)) return;
-    elite.emplace(sc, canonical(s));
-    if (elite.size() > 6) elite.erase(std::prev(elite.end()));
-  };
   remember(cur, cur_score.score);
-  rng random(p.cfg.seed ^ (static_cast<std::uint64_t>(slot) * 0x9e3779b97f4a7c15ULL));
-  search_result out;
+  rng random(p.cfg.seed ^ (static_cast<std::uint64_t>(slot) * 0x9e3779b97f4a7c15ULL) ^ static_cast<std::uint64_t>(budget_end));
   structure cand;
-  while (ev.evaluations() < p.cfg.eval_budget) {
+  while (ev.evaluations() < budget_end) {
     neighbourhood nb(cur, p.available, max_stages);
-    const std::uint64_t left = static_cast<std::uint64_t>(p.cfg.eval_budget - ev.evaluations());
+    const std::uint64_t left = static_cast<std::uint64_t>(budget_end - ev.evaluations());
     const bool sample = nb.size() > left;
     structure best;
     structure_score best_score = cur_score;
     const std::uint64_t tries = sample ? left : nb.size();
-    for (std::uint64_t t = 0; t < tries && ev.evaluations() < p.cfg.eval_budget; ++t) {
+    for (std::uint64_t t = 0; t < tries && ev.evaluations() < budget_end; ++t) {
       const std::uint64_t i = sample ? random.below(nb.size()) : t;
       if (!nb.apply(i, cand)) continue;
       const auto sc = ev.score(cand);
@@ -341,7 +376,57 @@ result<search_result> tentative_search(structure_evaluator& ev, structure start,
     if (best.empty()) break;  // a local optimum (or the budget ran out without a better move)
     cur = std::move(best);
     cur_score = best_score;
-    ++out.moves;
+    ++moves;
+  }
+  return cur;
+}
+
+}  // namespace
+
+result<search_result> tentative_search(structure_evaluator& ev, structure start, std::int64_t slot, int budget) {
+  const problem& p = ev.prob();
+  if (p.available.empty()) return make_error("infeasible", "no device is available");
+  std::map<double, structure> elite;  // few best distinct structures by continuous score
+  auto remember = [&](const structure& s, double sc) {
+    if (!std::isfinite(sc)) return;
+    elite.emplace(sc, canonical(s));
+    if (elite.size() > 6) elite.erase(std::prev(elite.end()));
+  };
+  search_result out;
+  const int budget_end = ev.evaluations() + budget;
+  // Starts: the warm one alone when it is still feasible and budget is tight; otherwise the
+  // warm one and the best cold candidates, each descending on a share of the budget.
+  std::vector<structure> starts;
+  const bool warm = !start.empty() && ev.score(start).feasible();
+  if (warm) starts.push_back(std::move(start));
+  if (!warm || budget > p.cfg.warm_eval_budget) {
+    for (auto& s : cold_starts(ev, warm ? 4 : 6)) starts.push_back(std::move(s));
+  }
+  // Descents from every start on a budget share (half the budget when kicks may follow).
+  const int descent_end = warm && starts.size() == 1 ? budget_end : ev.evaluations() + budget / 2;
+  structure best;
+  double best_score = unlimited;
+  for (std::size_t k = 0; k < starts.size() && ev.evaluations() < descent_end; ++k) {
+    const int left = descent_end - ev.evaluations();
+    const int share = k + 1 == starts.size() ? left : left / static_cast<int>(starts.size() - k);
+    structure s = local_search(ev, starts[k], ev.evaluations() + share, slot, out.moves, remember);
+    const double sc = ev.score(s).score;
+    if (sc < best_score) { best_score = sc; best = std::move(s); }
+  }
+  // Iterated local search with what is left: 2-4 random moves from the best, then descend.
+  rng kick_rng(p.cfg.seed * 0x2545f4914f6cdd1dULL + static_cast<std::uint64_t>(slot));
+  const int max_stages = std::min(p.cfg.max_stages, p.num_layers());
+  while (!best.empty() && ev.evaluations() < budget_end) {
+    structure kicked = best, next;
+    const int kick = 2 + static_cast<int>(kick_rng.below(3));
+    for (int m = 0; m < kick; ++m) {
+      neighbourhood nb(kicked, p.available, max_stages);
+      for (int tries = 0; tries < 20 && nb.size() > 0; ++tries)
+        if (nb.apply(kick_rng.below(nb.size()), next)) { kicked = next; break; }
+    }
+    structure s = local_search(ev, kicked, budget_end, slot, out.moves, remember);
+    const double sc = ev.score(s).score;
+    if (sc < best_score * (1 - 1e-9)) { best_score = sc; best = std::move(s); }
   }
   // Exact pricing of the few best: the continuous model ignores integer micro-batch steps.
   double best_exact = unlimited;

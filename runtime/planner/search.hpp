@@ -49,14 +49,16 @@ class structure_evaluator {
   holdings held_;
   queue_state queues_;
   std::vector<double> z_;  // energy weight per device index
+  double total_speed_ = 0;
   struct vec_hash { std::size_t operator()(const std::vector<int>& v) const; };
   std::unordered_map<std::vector<int>, entry, vec_hash> cache_;
   int evaluations_ = 0;
 };
 
-// A plan built from locality: devices ordered by (rack, node, speed), chunked into groups of
-// one size, for each size that fits; the best-scoring structure wins.
-structure cold_start(structure_evaluator& ev);
+// Plans built from locality, best first (at most `keep`): for each group size n, devices
+// ordered by (rack, node, speed) chunked into groups of n; power-balanced groups of n (a
+// snake over speeds); and the n fastest devices as one pipeline.
+std::vector<structure> cold_starts(structure_evaluator& ev, std::size_t keep);
 
 // The previous plan's structure over the devices still available (indices).
 structure warm_start(const problem& p, const plan& previous);
@@ -67,8 +69,11 @@ struct search_result {
   int moves = 0;
 };
 
-// Local search from `start` (cold start when empty) until no move improves or the budget is
-// spent; the few best structures seen are then priced exactly and the best one returned.
-result<search_result> tentative_search(structure_evaluator& ev, structure start, std::int64_t slot);
+// Best-improvement local search (remove, add, move, swap, exchange, split, merge) from the
+// warm start and, when it is missing or infeasible or the budget is a full one, from the best
+// cold starts, until no move improves or `budget` evaluations are spent (neighbourhoods larger
+// than what is left are sampled). The few best structures seen are priced exactly (integer
+// shares) and the best returned.
+result<search_result> tentative_search(structure_evaluator& ev, structure start, std::int64_t slot, int budget);
 
 }  // namespace dynapar::planner

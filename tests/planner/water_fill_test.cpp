@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "common/rng.hpp"
+#include "planner/cluster.hpp"
 #include "planner/water_fill.hpp"
 
 using namespace dynapar;

@@ -23,7 +23,7 @@ struct planner_bench_options {
   int slots = 5;
   std::uint64_t seed = 1;
   std::vector<int> sizes = {16, 64, 256, 1024};
-  std::string model = "gpt2_xl";
+  std::string model = "resnet50";
 };
 
 // Per-slot re-plan latency (warm start from the last plan, speeds re-estimated with noise)
@@ -35,7 +35,7 @@ nlohmann::json latency(const planner_bench_options& o, bool progress) {
     rng r(o.seed + static_cast<std::uint64_t>(n));
     planner::cluster_state c = planner::synthetic_cluster(n, r);
     planner::planner_config cfg;
-    cfg.batch = 512;
+    cfg.batch = std::max(256, 16 * n);  // 16 samples a device: enough work to spread
     auto pol = std::move(*planner::make_policy("joint_lyapunov"));
     stopwatch cold_sw;
     planner::problem p0(*model, c, cfg);

@@ -1,0 +1,78 @@
+// Cluster files: what is written is what the planner gets; mistakes name their field.
+#include <catch2/catch.hpp>
+
+#include "config/cluster_file.hpp"
+#include "config/profile_json.hpp"
+
+using namespace dynapar;
+
+namespace {
+std::string parse_error(const std::string& text) {
+  auto r = config::parse_cluster(YAML::Load(text));
+  return r ? "" : r.err().message;
+}
+}  // namespace
+
+TEST_CASE("a cluster file becomes devices, links, budgets and settings", "[unit][config]") {
+  auto r = config::parse_cluster(YAML::Load(R"(
+batch: 128
+schedule: gpipe
+micro_batch: 4
+v: 50
+budget: {cost_per_slot: 0.5, energy_per_slot: {2: 300}}
+links:
+  same_node: {bandwidth_gbps: 800, latency_us: 2}
+  overrides: [{a: 0, b: 2, bandwidth_gbps: 8, latency_us: 100}]
+devices:
+  - {id: 0, name: a100, speed: 8, memory_gb: 40, price_per_hour: 3.6, node: 0}
+  - {name: t4, count: 2, speed: 2, nodes_of: 1, node: 5, nic_gbps: 8}
+)"));
+  REQUIRE(r);
+  CHECK(r->planner.batch == 128);
+  CHECK(r->planner.schedule == planner::schedule_kind::gpipe);
+  CHECK(r->planner.micro_batch == 4);
+  CHECK(r->budget.cost_per_slot == 0.5);
+  REQUIRE(r->budget.energy_per_slot.size() == 1);
+  CHECK(r->budget.energy_per_slot[0].device_id == 2);
+  REQUIRE(r->cluster.devices.size() == 3);
+  CHECK(r->cluster.devices[0].price_per_s == Approx(0.001));
+  CHECK(r->cluster.devices[1].id == 1);
+  CHECK(r->cluster.devices[2].id == 2);
+  CHECK(r->cluster.devices[2].node == 6);
+  CHECK(r->cluster.devices[2].nic_bw == Approx(1e9));
+  CHECK(r->cluster.tiers.same_node.bw == Approx(100e9));
+  planner::link_table links(r->cluster);
+  CHECK(links.bw(0, 2) == Approx(1e9));
+  CHECK(links.lat(0, 2) == Approx(1e-4));
+}
+
+TEST_CASE("mistakes in a cluster file name the field", "[unit][config]") {
+  CHECK(parse_error("devices: [{speed: 0}]").find("devices[0].speed") != std::string::npos);
+  CHECK(parse_error("devices: [{sped: 1}]").find("unknown field 'devices[0].sped'") != std::string::npos);
+  CHECK(parse_error("devices: [{speed: fast}]").find("must be a number") != std::string::npos);
+  CHECK(parse_error("batch: 0\ndevices: [{}]").find("batch") != std::string::npos);
+  CHECK(parse_error("devices: []").find("devices") != std::string::npos);
+  CHECK(parse_error("devices: [{id: 1}, {id: 1}]").find("repeated") != std::string::npos);
+  CHECK(parse_error("schedule: pipedream\ndevices: [{}]").find("gpipe") != std::string::npos);
+  CHECK(parse_error("colour: red\ndevices: [{}]").find("unknown field 'colour'") != std::string::npos);
+  CHECK(parse_error("links: {overrides: [{a: 0, b: 9, bandwidth_gbps: 1}]}\ndevices: [{}]").find("unknown device") != std::string::npos);
+  CHECK(parse_error("budget: {energy_per_slot: {7: 10}}\ndevices: [{}]").find("unknown device id 7") != std::string::npos);
+  CHECK(parse_error("- 1\n- 2").find("must be a map") != std::string::npos);
+}
+
+TEST_CASE("profile JSON round-trips and rejects bad layers", "[unit][config]") {
+  auto m = config::load_profile("fmnist_cnn");
+  REQUIRE(m);
+  auto back = config::profile_from_json(config::profile_to_json(*m));
+  REQUIRE(back);
+  REQUIRE(back->num_layers() == m->num_layers());
+  CHECK(back->layers[1].param_bytes == m->layers[1].param_bytes);
+  auto bad = config::profile_from_json(nlohmann::json::parse(R"({"layers": [{"fwd_s": 1, "bwd_s": "x"}]})"));
+  REQUIRE_FALSE(bad);
+  CHECK(bad.err().message.find("layers[0].bwd_s") != std::string::npos);
+  auto flops = config::profile_from_json(nlohmann::json::parse(
+      R"({"reference_flops_per_s": 1e12, "layers": [{"fwd_flops": 2e9, "bwd_flops": 4e9}]})"));
+  REQUIRE(flops);
+  CHECK(flops->layers[0].fwd_s == Approx(2e-3));
+  CHECK_FALSE(config::load_profile("no-such-model"));
+}

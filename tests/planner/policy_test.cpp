@@ -1,0 +1,105 @@
+// Every policy by name on one cluster: valid plans, and what each baseline promises.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "planner/evaluate.hpp"
+#include "planner/policy.hpp"
+
+using namespace dynapar;
+using namespace dynapar::planner;
+
+namespace {
+struct fixture {
+  model_profile m;
+  cluster_state c;
+  planner_config cfg;
+  fixture() {
+    for (int l = 0; l < 8; ++l) m.layers.push_back({"l", 1e-3, 2e-3, 1e-4, 1e5, 2e6, 1e5});
+    const double speeds[] = {4, 2, 1, 1};
+    for (int i = 0; i < 4; ++i) {
+      device_spec d;
+      d.id = 10 + i;
+      d.speed = speeds[i];
+      d.node = i / 2;
+      c.devices.push_back(d);
+    }
+    cfg.batch = 60;
+  }
+};
+}  // namespace
+
+TEST_CASE("every policy builds by name and returns a valid plan", "[unit][planner]") {
+  fixture f;
+  problem p(f.m, f.c, f.cfg);
+  for (const auto& name : policy_names()) {
+    INFO(name);
+    auto pol = make_policy(name);
+    REQUIRE(pol);
+    CHECK((*pol)->name() == name);
+    auto pl = (*pol)->decide({p, nullptr, {}, 0});
+    REQUIRE(pl);
+    CHECK(validate(*pl, 8, 60, {10, 11, 12, 13}));
+    CHECK(evaluate(p, *pl, nullptr, {}));
+  }
+}
+
+TEST_CASE("an unknown policy name is an error listing the known ones", "[unit][planner]") {
+  auto pol = make_policy("fastest");
+  REQUIRE_FALSE(pol);
+  CHECK(pol.err().message.find("joint_lyapunov") != std::string::npos);
+}
+
+TEST_CASE("baselines keep their definitions", "[unit][planner]") {
+  fixture f;
+  problem p(f.m, f.c, f.cfg);
+  auto even = (*make_policy("dp_even"))->decide({p, nullptr, {}, 0});
+  REQUIRE(even->groups.size() == 4);
+  for (const auto& g : even->groups) CHECK(g.share == 15);
+  auto bal = (*make_policy("dp_balanced"))->decide({p, nullptr, {}, 0});
+  REQUIRE(bal->groups.size() == 4);
+  CHECK(bal->groups[0].share > bal->groups[3].share);  // the 4x device takes more
+  auto pe = (*make_policy("pipeline_even"))->decide({p, nullptr, {}, 0});
+  REQUIRE(pe->groups.size() == 1);
+  CHECK(pe->groups[0].splits == std::vector<int>{0, 2, 4, 6, 8});
+  auto pb = (*make_policy("pipeline_balanced"))->decide({p, nullptr, {}, 0});
+  REQUIRE(pb->groups.size() == 1);
+  CHECK(pb->groups[0].splits[1] > 2);  // the fastest first device takes more layers
+}
+
+TEST_CASE("static policies keep their plan until one of its devices disappears", "[unit][planner]") {
+  fixture f;
+  for (const std::string name : {"hetpipe_static", "joint_static"}) {
+    INFO(name);
+    auto pol = std::move(*make_policy(name));
+    problem p0(f.m, f.c, f.cfg);
+    auto a = pol->decide({p0, nullptr, {}, 0});
+    REQUIRE(a);
+    auto faster = f.c;
+    faster.devices[3].speed = 10;  // a change a static policy must ignore
+    problem p1(f.m, faster, f.cfg);
+    auto b = pol->decide({p1, &*a, {}, 1});
+    REQUIRE(b);
+    CHECK(b->groups == a->groups);
+    auto gone = f.c;
+    const int used = a->groups[0].devices[0];
+    for (auto& d : gone.devices) d.available = d.id != used;
+    problem p2(f.m, gone, f.cfg);
+    auto c = pol->decide({p2, &*b, {}, 2});
+    REQUIRE(c);
+    for (const auto& g : c->groups) CHECK(std::find(g.devices.begin(), g.devices.end(), used) == g.devices.end());
+  }
+}
+
+TEST_CASE("the oracle refuses instances too large to enumerate", "[unit][planner]") {
+  fixture f;
+  for (int i = 0; i < 6; ++i) {
+    device_spec d;
+    d.id = 100 + i;
+    f.c.devices.push_back(d);
+  }
+  problem p(f.m, f.c, f.cfg);
+  auto pl = (*make_policy("oracle"))->decide({p, nullptr, {}, 0});
+  REQUIRE_FALSE(pl);
+  CHECK(pl.err().code == "too_large");
+}

@@ -1,0 +1,151 @@
+// The time and memory model against formulas worked by hand.
+#include <catch2/catch.hpp>
+
+#include "planner/evaluate.hpp"
+#include "planner/time_model.hpp"
+
+using namespace dynapar;
+using namespace dynapar::planner;
+
+namespace {
+model_profile uniform_model(int layers, double fwd, double params = 1e6, double act = 1e3) {
+  model_profile m;
+  for (int l = 0; l < layers; ++l) m.layers.push_back({"l", fwd, 2 * fwd, 0, act, params, act});
+  return m;
+}
+cluster_state same_node_devices(int n, double speed = 1) {
+  cluster_state c;
+  for (int i = 0; i < n; ++i) {
+    device_spec d;
+    d.id = i;
+    d.speed = speed;
+    d.node = 0;
+    c.devices.push_back(d);
+  }
+  c.tiers.same_node = {1e18, 0};  // free links: pure pipeline timing
+  return c;
+}
+}  // namespace
+
+TEST_CASE("GPipe and 1F1B flush time follows the bubble formula (M + n - 1) t", "[unit][planner]") {
+  for (auto sched : {schedule_kind::gpipe, schedule_kind::one_f_one_b}) {
+    const int n = 4, u = 2, share = 16;  // M = 8 micro-batches of 2
+    const auto m = uniform_model(8, 1e-3);
+    const auto c = same_node_devices(n);
+    planner_config cfg;
+    cfg.schedule = sched;
+    problem p(m, c, cfg);
+    auto g = make_shape(p, {0, 1, 2, 3}, {0, 2, 4, 6, 8}, u);
+    REQUIRE(g.feasible);
+    const double t_stage = u * 2 * 3e-3;  // two layers, fwd + bwd = 3 ms per sample
+    CHECK(group_time(p, g, share) == Approx((8 + n - 1) * t_stage).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("a slower device stretches its stage by its speed", "[unit][planner]") {
+  const auto m = uniform_model(2, 1e-3);
+  auto c = same_node_devices(2);
+  c.devices[1].speed = 0.5;
+  problem p(m, c, {});
+  auto g = make_shape(p, {0, 1}, {0, 1, 2}, 1);
+  CHECK(g.stage_s[0] == Approx(3e-3));
+  CHECK(g.stage_s[1] == Approx(6e-3));
+  CHECK(g.bottleneck == 1);
+}
+
+TEST_CASE("boundary transfers cost activation plus gradient over the link", "[unit][planner]") {
+  const auto m = uniform_model(2, 1e-3, 1e6, 5e6);
+  auto c = same_node_devices(2);
+  c.tiers.same_node = {1e9, 1e-4};
+  problem p(m, c, {});
+  // 2 * (u * 5 MB / 1 GB/s + 0.1 ms) with u = 4.
+  CHECK(link_time(p, 0, 1, 1, 4) == Approx(2 * (4 * 5e6 / 1e9 + 1e-4)));
+}
+
+TEST_CASE("two identical data-parallel groups sum gradients by a ring all-reduce", "[unit][planner]") {
+  const auto m = uniform_model(4, 1e-3, 25e6);
+  auto c = same_node_devices(2);
+  c.tiers.same_node = {10e9, 1e-5};
+  problem p(m, c, {});
+  auto a = make_shape(p, {0}, {0, 4}, 8), b = make_shape(p, {1}, {0, 4}, 8);
+  // 2 (G-1)/G * 100 MB / 10 GB/s + 2 (G-1) lat with G = 2.
+  CHECK(sync_time(p, {&a, &b}) == Approx(100e6 / 10e9 + 2 * 1e-5));
+  CHECK(sync_time(p, {&a}) == 0);
+}
+
+TEST_CASE("segment-wise sums: a device pays only for the segments it holds", "[unit][planner]") {
+  const auto m = uniform_model(4, 1e-3, 10e6);
+  auto c = same_node_devices(4);
+  c.tiers.same_node = {1e9, 0};
+  problem p(m, c, {});
+  // Group A: 0 holds [0,1), 1 holds [1,4). Group B: 2 holds [0,3), 3 holds [3,4).
+  auto a = make_shape(p, {0, 1}, {0, 1, 4}, 1), b = make_shape(p, {2, 3}, {0, 3, 4}, 1);
+  // Segments [0,1) [1,3) [3,4): device 1 holds [1,3) and [3,4) = 30 MB; device 2 holds [0,1) and [1,3) = 30 MB.
+  CHECK(sync_time(p, {&a, &b}) == Approx(30e6 / 1e9));
+}
+
+TEST_CASE("migration moves only layers a device did not hold, with optimizer state", "[unit][planner]") {
+  auto m = uniform_model(4, 1e-3, 10e6);
+  m.optimizer_state_factor = 1;
+  auto c = same_node_devices(2);
+  c.tiers.same_node = {1e9, 0};
+  problem p(m, c, {});
+  plan prev;
+  prev.groups.push_back({{0, 1}, {0, 2, 4}, 8, 1});
+  holdings h(p, &prev);
+  // Device 0 now holds [0,3): it lacks layer 2, 10 MB of parameters + 10 MB of momentum.
+  auto [sec, bytes] = h.bring(p, 0, 0, 3);
+  CHECK(bytes == Approx(20e6));
+  CHECK(sec == Approx(20e6 / 1e9));
+  CHECK(h.bring(p, 1, 2, 4).second == 0);
+}
+
+TEST_CASE("memory: GPipe caps the share, 1F1B caps the micro-batch", "[unit][planner]") {
+  auto m = uniform_model(2, 1e-3, 1e6, 1e6);  // 1 MB kept per sample per layer
+  auto c = same_node_devices(2);
+  for (auto& d : c.devices) d.memory_bytes = 2e6 + 10e6;  // params (no optimizer state) + 10 samples of activations
+  planner_config cfg;
+  cfg.schedule = schedule_kind::gpipe;
+  problem pg(m, c, cfg);
+  auto g = make_shape(pg, {0, 1}, {0, 1, 2}, 2);
+  REQUIRE(g.feasible);
+  CHECK(g.cap == Approx(10));  // 5 micro-batches of 2 (1 MB + 1 MB params leaves 11 MB, floor to 5 of 2 MB)
+  cfg.schedule = schedule_kind::one_f_one_b;
+  problem p1(m, c, cfg);
+  CHECK(make_shape(p1, {0, 1}, {0, 1, 2}, 5).feasible);       // stage 0 keeps 2 micro-batches of 5
+  CHECK_FALSE(make_shape(p1, {0, 1}, {0, 1, 2}, 6).feasible); // 12 MB does not fit
+}
+
+TEST_CASE("plan explanation adds up and names the bottleneck", "[unit][planner]") {
+  const auto m = uniform_model(4, 1e-3);
+  auto c = same_node_devices(2);
+  c.devices[1].speed = 0.25;
+  c.devices[0].price_per_s = 1;
+  c.devices[1].price_per_s = 2;
+  problem p(m, c, {});
+  plan pl;
+  pl.groups.push_back({{0, 1}, {0, 3, 4}, 256, 8});
+  auto r = evaluate(p, pl, nullptr, {3.0, {}});
+  REQUIRE(r);
+  CHECK(r->batch_time_s == Approx(r->compute_s + r->sync_s + r->migration_s));
+  CHECK(r->cost == Approx(3 * r->batch_time_s));
+  CHECK(r->score == Approx(p.cfg.v * r->batch_time_s + 3.0 * r->cost));
+  CHECK(r->groups[0].bottleneck == "stage 1 (device 1)");
+  CHECK(r->floor_s == Approx(256 * 4 * 3e-3 / 1.25));
+}
+
+TEST_CASE("plans that break the model's rules are errors, not numbers", "[unit][planner]") {
+  const auto m = uniform_model(4, 1e-3);
+  auto c = same_node_devices(2);
+  c.devices[1].available = false;
+  problem p(m, c, {});
+  plan pl;
+  pl.groups.push_back({{0, 1}, {0, 2, 4}, 256, 8});
+  auto r = evaluate(p, pl, nullptr, {});
+  REQUIRE_FALSE(r);
+  CHECK(r.err().message.find("not available") != std::string::npos);
+  pl.groups[0] = {{0}, {0, 4}, 255, 8};
+  CHECK(evaluate(p, pl, nullptr, {}).err().message.find("sum to 255") != std::string::npos);
+  pl.groups[0] = {{0}, {0, 3}, 256, 8};
+  CHECK(evaluate(p, pl, nullptr, {}).err().code == "bad_plan");
+}

@@ -1,0 +1,90 @@
+// Every control-plane message survives encode -> decode unchanged.
+#include <catch2/catch.hpp>
+
+#include "wire/codec.hpp"
+
+using namespace dynapar;
+using namespace dynapar::wire;
+
+namespace {
+envelope round_trip(const envelope& e) {
+  auto bytes = encode(e);
+  auto back = decode(bytes.data(), bytes.size());
+  INFO((back ? std::string("ok") : back.err().message));
+  REQUIRE(back);
+  CHECK(back->version == protocol_version);
+  CHECK(back->sender == e.sender);
+  CHECK(back->seq == e.seq);
+  return *back;
+}
+
+envelope wrap(body b) { return envelope{protocol_version, "node-a", 42, std::move(b)}; }
+
+plan_msg sample_plan() {
+  plan_msg m;
+  m.num_layers = 12;
+  m.batch = 256;
+  m.plan.slot = 7;
+  m.plan.schedule = planner::schedule_kind::gpipe;
+  m.plan.groups.push_back({{3, 1, 2}, {0, 4, 9, 12}, 160, 8});
+  m.plan.groups.push_back({{0}, {0, 12}, 96, 32});
+  return m;
+}
+}  // namespace
+
+TEST_CASE("a plan round-trips", "[unit][wire]") {
+  const auto m = sample_plan();
+  auto back = std::get<plan_msg>(round_trip(wrap(m)).msg);
+  CHECK(back.plan == m.plan);
+  CHECK(back.num_layers == 12);
+  CHECK(back.batch == 256);
+}
+
+TEST_CASE("join, leave, heartbeat, report, fault and metrics round-trip", "[unit][wire]") {
+  planner::device_spec d;
+  d.id = 5;
+  d.name = "t4-0";
+  d.speed = 2.5;
+  d.memory_bytes = 16e9;
+  d.price_per_s = 1e-4;
+  d.power_w = 70;
+  d.node = 3;
+  d.rack = 1;
+  d.nic_bw = 1.25e9;
+  planner::device_spec e = d;
+  e.id = 6;
+  e.nic_bw = planner::unlimited;
+  auto j = std::get<join_msg>(round_trip(wrap(join_msg{"node-3", {d, e}})).msg);
+  REQUIRE(j.devices.size() == 2);
+  CHECK(j.node == "node-3");
+  CHECK(j.devices[0].name == "t4-0");
+  CHECK(j.devices[0].speed == 2.5);
+  CHECK(j.devices[0].nic_bw == 1.25e9);
+  CHECK(j.devices[1].nic_bw == planner::unlimited);
+  CHECK(j.devices[1].rack == 1);
+
+  auto l = std::get<leave_msg>(round_trip(wrap(leave_msg{"node-3", {5, 6}, "SIGTERM"})).msg);
+  CHECK(l.devices == std::vector<int>{5, 6});
+  CHECK(l.reason == "SIGTERM");
+
+  auto h = std::get<heartbeat_msg>(round_trip(wrap(heartbeat_msg{"node-3", 123456789})).msg);
+  CHECK(h.time_ns == 123456789);
+
+  device_report r{5, 7, 70, {{0, 4, 32, 0.25, 0.01, 1e6}, {4, 6, 32, 0.5, 0, 0}}};
+  auto rb = std::get<device_report>(round_trip(wrap(r)).msg);
+  REQUIRE(rb.stages.size() == 2);
+  CHECK(rb.stages[1].end_layer == 6);
+  CHECK(rb.stages[0].transfer_bytes == 1e6);
+  CHECK(rb.step == 70);
+
+  fault_command f{fault_kind::slow, 5, 0.25, 10, -1};
+  auto fb = std::get<fault_command>(round_trip(wrap(f)).msg);
+  CHECK(fb.kind == fault_kind::slow);
+  CHECK(fb.factor == 0.25);
+  CHECK(fb.duration_steps == 10);
+
+  metrics_msg mm{7, 70, 0.5, 2.3, 0.01, 1.5, 512};
+  auto mb = std::get<metrics_msg>(round_trip(wrap(mm)).msg);
+  CHECK(mb.loss == 2.3);
+  CHECK(mb.cost_queue == 1.5);
+}

@@ -55,7 +55,7 @@ void parse_devices(const fields& top, planner::cluster_state& c) {
 result<cluster_file> parse_cluster(const YAML::Node& doc, std::initializer_list<const char*> allowed_extra) {
   try {
     fields top(doc, "");
-    std::vector<const char*> allowed = {"batch", "schedule", "micro_batch", "v", "eval_budget", "max_stages",
+    std::vector<const char*> allowed = {"batch", "schedule", "micro_batch", "v", "eval_budget", "warm_eval_budget", "max_stages",
                                         "budget", "links", "devices", "checkpoint_gbps", "model", "seed"};
     allowed.insert(allowed.end(), allowed_extra.begin(), allowed_extra.end());
     for (const auto& kv : doc) {
@@ -80,6 +80,8 @@ result<cluster_file> parse_cluster(const YAML::Node& doc, std::initializer_list<
     cfg.v = top.positive("v", cfg.v);
     cfg.eval_budget = top.integer("eval_budget", cfg.eval_budget);
     if (cfg.eval_budget < 1) throw field_error{"field 'eval_budget' must be >= 1"};
+    cfg.warm_eval_budget = top.integer("warm_eval_budget", cfg.warm_eval_budget);
+    if (cfg.warm_eval_budget < 1) throw field_error{"field 'warm_eval_budget' must be >= 1"};
     cfg.max_stages = top.integer("max_stages", cfg.max_stages);
     if (cfg.max_stages < 1) throw field_error{"field 'max_stages' must be >= 1"};
     cfg.seed = static_cast<std::uint64_t>(top.integer("seed", 1));

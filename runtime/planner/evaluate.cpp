@@ -50,6 +50,9 @@ result<plan_report> evaluate(const problem& p, const plan& pl, const plan* previ
     const int n = s.stages();
     if (s.bottleneck < n) {
       gr.bottleneck = "stage " + std::to_string(s.bottleneck) + " (device " + std::to_string(gp.devices[s.bottleneck]) + ")";
+    } else if (s.bottleneck >= 2 * n) {
+      const int j = s.bottleneck - 2 * n;
+      gr.bottleneck = "1F1B round trip from stage " + std::to_string(j) + " (too few micro-batches in flight to hide its links)";
     } else {
       const int j = s.bottleneck - n;
       gr.bottleneck = "link " + std::to_string(j) + "->" + std::to_string(j + 1) + " (devices " +

@@ -45,6 +45,20 @@ group_shape make_shape(const problem& p, std::vector<int> devices, std::vector<i
     g.fill_s += g.link_s[j];
     if (g.link_s[j] > g.bottleneck_s) { g.bottleneck_s = g.link_s[j]; g.bottleneck = n + j; }
   }
+  if (!gpipe && n > 1) {
+    // 1F1B keeps n - j micro-batches in flight at stage j. Following one micro-batch from
+    // stage i down to stage k and back closes a dependency loop that holds only k - i + 1 of
+    // them, so the cycle is at least (stages i..k + links between) / (k - i + 1); with slow
+    // links this exceeds every single stage (the DES shows it, tests/sim/des_test.cpp).
+    for (int i = 0; i < n; ++i) {
+      double window = 0;
+      for (int k = i; k < n; ++k) {
+        window += g.stage_s[k] + (k > i ? g.link_s[k - 1] : 0.0);
+        const double cycle = window / (k - i + 1);
+        if (k > i && cycle > g.bottleneck_s * (1 + 1e-12)) { g.bottleneck_s = cycle; g.bottleneck = 2 * n + i; }
+      }
+    }
+  }
   if (g.cap < 1) g.feasible = false;
   return g;
 }

@@ -26,7 +26,7 @@ struct group_shape {
   std::vector<double> link_s;    // per micro-batch, n - 1 boundaries
   double bottleneck_s = 0;       // R: the slowest stage or link
   double fill_s = 0;             // S: one micro-batch through every stage and link
-  int bottleneck = 0;            // j < n: stage j; j >= n: link j - n
+  int bottleneck = 0;            // j < n: stage j; n <= j < 2n: link j - n; 2n + i: a 1F1B loop from stage i
   double cap = unlimited;        // largest share memory allows
   bool feasible = false;
   int stages() const { return static_cast<int>(devices.size()); }

@@ -14,5 +14,6 @@ using runner = std::function<int()>;
 
 void add_plan(CLI::App& app, runner& run);
 void add_bench(CLI::App& app, runner& run);
+void add_simulate(CLI::App& app, runner& run);
 
 }  // namespace dynapar::cli

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   version->callback([&] { run = [] { std::cout << "dynapar " << DYNAPAR_VERSION << "\n"; return 0; }; });
   cli::add_plan(app, run);
   cli::add_bench(app, run);
+  cli::add_simulate(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

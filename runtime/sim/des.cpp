@@ -1,0 +1,169 @@
+#include "sim/des.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <queue>
+
+#include "planner/time_model.hpp"
+
+namespace dynapar::sim {
+namespace {
+
+struct op {
+  bool forward;
+  int micro;
+};
+
+// Instruction order of stage j of n with m micro-batches (the schedule module's generators
+// follow the same rules).
+std::vector<op> stage_order(planner::schedule_kind kind, int j, int n, int m) {
+  std::vector<op> out;
+  if (kind == planner::schedule_kind::gpipe || n == 1) {
+    if (n == 1) {  // one stage: forward and backward of each micro-batch in turn
+      for (int k = 0; k < m; ++k) { out.push_back({true, k}); out.push_back({false, k}); }
+      return out;
+    }
+    for (int k = 0; k < m; ++k) out.push_back({true, k});
+    for (int k = m - 1; k >= 0; --k) out.push_back({false, k});
+    return out;
+  }
+  const int warm = std::min(n - j - 1, m);
+  int f = 0, b = 0;
+  for (; f < warm; ++f) out.push_back({true, f});
+  while (f < m) {
+    out.push_back({true, f++});
+    out.push_back({false, b++});
+  }
+  while (b < m) out.push_back({false, b++});
+  return out;
+}
+
+struct ev {
+  double t;
+  long seq;
+  int kind;  // 0 op done, 1 transfer done
+  int a, b;  // op: stage, index; transfer: link, transfer index
+  bool operator>(const ev& o) const { return t > o.t || (t == o.t && seq > o.seq); }
+};
+
+}  // namespace
+
+double simulate_pipeline(const planner::problem& truth, planner::schedule_kind kind, const planner::group_plan& g,
+                         std::vector<stage_measure>* stages, std::vector<link_measure>* links) {
+  const int n = static_cast<int>(g.devices.size());
+  const int u = std::max(1, g.micro_batch);
+  const int m = (g.share + u - 1) / u;
+  if (m == 0) return 0;
+  std::vector<int> dev(n);
+  for (int j = 0; j < n; ++j) dev[j] = truth.links.index_of(g.devices[j]);
+  auto size_of = [&](int k) { return k + 1 < m ? u : g.share - (m - 1) * u; };
+  const auto& sums = truth.sums;
+  auto duration = [&](int j, const op& o) {
+    const int lo = g.splits[j], hi = g.splits[j + 1];
+    const double per_sample = o.forward ? sums.fwd(lo, hi) : sums.work(lo, hi) - sums.fwd(lo, hi);
+    return (size_of(o.micro) * per_sample + 0.5 * sums.fixed(lo, hi)) / truth.speed(dev[j]);
+  };
+  std::vector<std::vector<op>> order(n);
+  for (int j = 0; j < n; ++j) order[j] = stage_order(kind, j, n, m);
+  std::vector<std::size_t> next(n, 0);
+  std::vector<char> busy(n, 0);
+  // Arrival times of inputs: forward activation at stage j, gradient at stage j; -1 pending.
+  std::vector<std::vector<double>> fwd_in(n, std::vector<double>(m, -1)), bwd_in(n, std::vector<double>(m, -1));
+  std::vector<std::vector<char>> fwd_done(n, std::vector<char>(m, 0));
+  for (int k = 0; k < m; ++k) fwd_in[0][k] = 0;  // the first stage loads its data
+  struct transfer { bool forward; int micro; };
+  std::vector<std::deque<transfer>> queue(std::max(0, n - 1));
+  std::vector<char> link_busy(std::max(0, n - 1), 0);
+  std::vector<double> link_busy_s(std::max(0, n - 1), 0), link_bytes(std::max(0, n - 1), 0);
+  std::vector<double> compute(n, 0);
+  std::priority_queue<ev, std::vector<ev>, std::greater<ev>> events;
+  long seq = 0;
+  double now = 0, end = 0;
+  std::vector<transfer> in_flight(std::max(0, n - 1));
+
+  auto try_stage = [&](int j) {
+    if (busy[j] || next[j] >= order[j].size()) return;
+    const op& o = order[j][next[j]];
+    const bool ready = o.forward ? fwd_in[j][o.micro] >= 0
+                                 : fwd_done[j][o.micro] && (j == n - 1 || bwd_in[j][o.micro] >= 0);
+    if (!ready) return;
+    busy[j] = 1;
+    const double d = duration(j, o);
+    compute[j] += d;
+    events.push({now + d, seq++, 0, j, static_cast<int>(next[j])});
+  };
+  auto try_link = [&](int l) {
+    if (link_busy[l] || queue[l].empty()) return;
+    const transfer t = queue[l].front();
+    queue[l].pop_front();
+    link_busy[l] = 1;
+    in_flight[l] = t;
+    const int cut = g.splits[l + 1];
+    const double bytes = size_of(t.micro) * sums.boundary_bytes(cut);
+    const double d = bytes / truth.links.bw(dev[l], dev[l + 1]) + truth.links.lat(dev[l], dev[l + 1]);
+    link_busy_s[l] += d;
+    link_bytes[l] += bytes;
+    events.push({now + d, seq++, 1, l, 0});
+  };
+  for (int j = 0; j < n; ++j) try_stage(j);
+  while (!events.empty()) {
+    const ev e = events.top();
+    events.pop();
+    now = e.t;
+    end = std::max(end, now);
+    if (e.kind == 0) {
+      const int j = e.a;
+      const op o = order[j][e.b];
+      busy[j] = 0;
+      ++next[j];
+      if (o.forward) {
+        fwd_done[j][o.micro] = 1;
+        if (j + 1 < n) { queue[j].push_back({true, o.micro}); try_link(j); }
+      } else if (j > 0) {
+        queue[j - 1].push_back({false, o.micro});
+        try_link(j - 1);
+      }
+      try_stage(j);
+    } else {
+      const int l = e.a;
+      const transfer t = in_flight[l];
+      link_busy[l] = 0;
+      if (t.forward) { fwd_in[l + 1][t.micro] = now; try_stage(l + 1); }
+      else { bwd_in[l][t.micro] = now; try_stage(l); }
+      try_link(l);
+    }
+  }
+  if (stages)
+    for (int j = 0; j < n; ++j)
+      stages->push_back({g.devices[j], g.splits[j], g.splits[j + 1], compute[j], static_cast<double>(g.share), m});
+  if (links)
+    for (int l = 0; l + 1 < n; ++l) links->push_back({g.devices[l], g.devices[l + 1], link_bytes[l], link_busy_s[l], 2 * m});
+  return end;
+}
+
+step_outcome simulate_step(const planner::problem& truth, const planner::plan& p, const planner::plan* previous) {
+  step_outcome out;
+  std::vector<planner::group_shape> shapes;
+  for (const auto& g : p.groups) {
+    const double t = simulate_pipeline(truth, p.schedule, g, &out.stages, &out.links);
+    out.group_s.push_back(t);
+    out.compute_s = std::max(out.compute_s, t);
+    std::vector<int> idx;
+    for (int id : g.devices) idx.push_back(truth.links.index_of(id));
+    shapes.push_back(planner::make_shape(truth, idx, g.splits, std::max(1, g.micro_batch)));
+  }
+  std::vector<const planner::group_shape*> active;
+  for (const auto& s : shapes) active.push_back(&s);
+  out.sync_s = planner::sync_time(truth, active);
+  const planner::holdings held(truth, previous);
+  for (const auto& s : shapes)
+    for (int j = 0; j < s.stages(); ++j) {
+      const auto [sec, bytes] = held.bring(truth, s.devices[j], s.splits[j], s.splits[j + 1]);
+      out.migration_s = std::max(out.migration_s, sec);
+      out.bytes_migrated += bytes;
+    }
+  out.time_s = out.compute_s + out.sync_s + out.migration_s;
+  return out;
+}
+
+}  // namespace dynapar::sim

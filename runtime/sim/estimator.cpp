@@ -1,0 +1,51 @@
+#include "sim/estimator.hpp"
+
+#include <algorithm>
+
+namespace dynapar::sim {
+
+estimator::estimator(const planner::cluster_state& nominal, const planner::model_profile& model, double smoothing)
+    : nominal_(nominal), model_(model), sums_(model), alpha_(smoothing) {
+  for (const auto& d : nominal.devices) speed_.push_back(d.speed);
+}
+
+void estimator::observe(const step_outcome& step, const planner::problem& truth, double noise, rng& r) {
+  for (const auto& s : step.stages) {
+    const int i = truth.links.index_of(s.device);
+    if (i < 0 || s.compute_s <= 0) continue;
+    const double measured = s.compute_s * std::max(0.05, 1 + r.normal(0, noise));
+    const double work = s.samples * sums_.work(s.first_layer, s.end_layer) + s.micro_batches * sums_.fixed(s.first_layer, s.end_layer);
+    speed_[i] = (1 - alpha_) * speed_[i] + alpha_ * work / measured;
+  }
+  for (const auto& l : step.links) {
+    const int a = truth.links.index_of(l.from), b = truth.links.index_of(l.to);
+    if (a < 0 || b < 0 || l.bytes <= 0) continue;
+    const double lat = truth.links.lat(a, b);
+    const double measured = l.busy_s * std::max(0.05, 1 + r.normal(0, noise));
+    const double transfer = measured - l.transfers * lat;
+    if (transfer <= 0) continue;
+    // Which tier: compare with the nominal table.
+    const auto& da = truth.cluster.devices[a];
+    const auto& db = truth.cluster.devices[b];
+    const int tier = (da.node >= 0 && da.node == db.node) ? 0 : da.rack == db.rack ? 1 : 2;
+    const auto& t = tier == 0 ? nominal_.tiers.same_node : tier == 1 ? nominal_.tiers.same_rack : nominal_.tiers.cross_rack;
+    const double bw = l.bytes / transfer;
+    const double cap = std::min(da.nic_bw, db.nic_bw);
+    if (bw >= 0.999 * cap) continue;  // limited by the device's NIC, not the tier
+    tier_mult_[tier] = (1 - alpha_) * tier_mult_[tier] + alpha_ * bw / t.bw;
+  }
+}
+
+planner::cluster_state estimator::view(const planner::cluster_state& truth, const std::vector<int>& hidden) const {
+  planner::cluster_state v = truth;
+  for (std::size_t i = 0; i < v.devices.size(); ++i) {
+    v.devices[i].speed = speed_[i];
+    if (std::find(hidden.begin(), hidden.end(), v.devices[i].id) != hidden.end()) v.devices[i].available = true;
+  }
+  v.tiers.same_node.bw = nominal_.tiers.same_node.bw * tier_mult_[0];
+  v.tiers.same_rack.bw = nominal_.tiers.same_rack.bw * tier_mult_[1];
+  v.tiers.cross_rack.bw = nominal_.tiers.cross_rack.bw * tier_mult_[2];
+  return v;
+}
+
+}  // namespace dynapar::sim

@@ -1,0 +1,32 @@
+// What a policy knows: speeds and link bandwidths estimated online from measured (noisy)
+// stage and transfer times of past steps, never from the world's future. Pure.
+#pragma once
+
+#include <vector>
+
+#include "common/rng.hpp"
+#include "sim/des.hpp"
+
+namespace dynapar::sim {
+
+class estimator {
+ public:
+  // Starts from the nominal specs devices announce when they join.
+  estimator(const planner::cluster_state& nominal, const planner::model_profile& model, double smoothing);
+  // Folds in one step's measurements; `noise` perturbs each measured time (relative std-dev).
+  void observe(const step_outcome& step, const planner::problem& truth, double noise, rng& r);
+  // The cluster as the policy sees it: estimated speeds and link tiers, the truth's prices
+  // and availability (both announced), with `hidden` device ids still shown available.
+  planner::cluster_state view(const planner::cluster_state& truth, const std::vector<int>& hidden) const;
+  double speed_estimate(int device_index) const { return speed_[device_index]; }
+
+ private:
+  planner::cluster_state nominal_;
+  const planner::model_profile& model_;
+  planner::profile_sums sums_;
+  double alpha_;
+  std::vector<double> speed_;
+  double tier_mult_[3] = {1, 1, 1};
+};
+
+}  // namespace dynapar::sim

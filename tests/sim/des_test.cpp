@@ -1,0 +1,87 @@
+// The discrete-event step simulation against pipeline timings worked by hand.
+#include <catch2/catch.hpp>
+
+#include "planner/builtin_profiles.hpp"
+#include "planner/evaluate.hpp"
+#include "planner/policy.hpp"
+#include "sim/des.hpp"
+
+using namespace dynapar;
+using namespace dynapar::planner;
+
+namespace {
+model_profile uniform(int layers, double fwd, double bwd, double act = 0) {
+  model_profile m;
+  for (int l = 0; l < layers; ++l) m.layers.push_back({"l", fwd, bwd, 0, act, 1e6, 0});
+  return m;
+}
+cluster_state devices(int n, double bw = 1e18, double lat = 0) {
+  cluster_state c;
+  for (int i = 0; i < n; ++i) {
+    device_spec d;
+    d.id = i;
+    d.node = 0;
+    c.devices.push_back(d);
+  }
+  c.tiers.same_node = {bw, lat};
+  return c;
+}
+}  // namespace
+
+TEST_CASE("DES: balanced GPipe and 1F1B flush in (M + n - 1)(t_f + t_b)", "[unit][sim]") {
+  for (auto kind : {schedule_kind::gpipe, schedule_kind::one_f_one_b}) {
+    for (int n : {1, 2, 4}) {
+      for (int m : {1, 3, 8}) {
+        const auto model = uniform(4, 1e-3, 2e-3);
+        const auto c = devices(n);
+        problem p(model, c, {});
+        group_plan g;
+        for (int j = 0; j < n; ++j) g.devices.push_back(j);
+        for (int j = 0; j <= n; ++j) g.splits.push_back(4 * j / n);
+        g.micro_batch = 2;
+        g.share = 2 * m;
+        const double tf = 2 * (4 / n) * 1e-3, tb = 2 * tf;
+        INFO("n=" << n << " m=" << m);
+        CHECK(sim::simulate_pipeline(p, kind, g, nullptr, nullptr) == Approx((m + n - 1) * (tf + tb)).epsilon(1e-9));
+      }
+    }
+  }
+}
+
+TEST_CASE("DES: a bottleneck stage sets the pace, (M - 1) t_max + sum of stages", "[unit][sim]") {
+  // Stage 1 twice as slow: GPipe's forward phase is (M - 1) f_max + sum f, backward likewise.
+  const auto model = uniform(2, 1e-3, 2e-3);
+  auto c = devices(2);
+  c.devices[1].speed = 0.5;
+  problem p(model, c, {});
+  group_plan g{{0, 1}, {0, 1, 2}, 4, 1};
+  const double expect = (4 - 1) * 2e-3 + (1e-3 + 2e-3) + (4 - 1) * 4e-3 + (2e-3 + 4e-3);
+  CHECK(sim::simulate_pipeline(p, schedule_kind::gpipe, g, nullptr, nullptr) == Approx(expect));
+}
+
+TEST_CASE("DES: a link transfer sits between the stages of one micro-batch", "[unit][sim]") {
+  const auto model = uniform(2, 1e-3, 2e-3, 1e6);  // 1 MB per sample over a 1 GB/s link: 1 ms
+  const auto c = devices(2, 1e9, 0);
+  problem p(model, c, {});
+  group_plan g{{0, 1}, {0, 1, 2}, 1, 1};
+  // f0, send, f1, b1, send back, b0.
+  CHECK(sim::simulate_pipeline(p, schedule_kind::one_f_one_b, g, nullptr, nullptr) == Approx(1e-3 + 1e-3 + 1e-3 + 2e-3 + 1e-3 + 2e-3));
+}
+
+TEST_CASE("DES and the planner's model agree on pipelines the model describes exactly", "[unit][sim]") {
+  const auto model = uniform(8, 1e-3, 2e-3);
+  const auto c = devices(4);
+  planner_config cfg;
+  cfg.schedule = schedule_kind::gpipe;
+  cfg.batch = 32;
+  problem p(model, c, cfg);
+  plan pl;
+  pl.schedule = schedule_kind::gpipe;
+  pl.groups.push_back({{0, 1}, {0, 4, 8}, 16, 4});
+  pl.groups.push_back({{2, 3}, {0, 4, 8}, 16, 4});
+  const auto step = sim::simulate_step(p, pl, nullptr);
+  const auto rep = evaluate(p, pl, nullptr, {});
+  REQUIRE(rep);
+  CHECK(step.compute_s == Approx(rep->compute_s));
+  CHECK(step.sync_s == Approx(rep->sync_s));
+}

@@ -1,0 +1,85 @@
+// The simulation loop: online honesty, departures, determinism, budgets.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "planner/builtin_profiles.hpp"
+#include "sim/runner.hpp"
+
+using namespace dynapar;
+using namespace dynapar::sim;
+
+namespace {
+scenario small_scenario() {
+  scenario s;
+  s.model = *planner::builtin_profile("resnet50");
+  const double speeds[] = {8, 4, 2, 1};
+  for (int i = 0; i < 4; ++i) {
+    planner::device_spec d;
+    d.id = i;
+    d.speed = speeds[i];
+    d.memory_bytes = 32e9;
+    d.price_per_s = speeds[i] * 1e-4;
+    d.node = i / 2;
+    s.cluster.devices.push_back(d);
+  }
+  s.cfg.batch = 128;
+  s.slots = 40;
+  s.seed = 3;
+  return s;
+}
+}  // namespace
+
+TEST_CASE("a policy never sees the future: a speed drop shows only after it is measured", "[unit][sim]") {
+  auto s = small_scenario();
+  s.measurement_noise = 0;
+  s.estimate_smoothing = 1;
+  s.traces.push_back({0, {{0, 1.0}, {20, 0.1}}, {}, {}});  // device 0 slows 10x at slot 20
+  auto r = run_policy(s, "joint_greedy");
+  REQUIRE(r);
+  // Slot 20 was planned on the old speed: the simulated step is far above the prediction.
+  const auto& at = r->slots[20];
+  CHECK(at.batch_time_s > 1.5 * at.predicted_s);
+  // Two slots later the estimate has caught up and the plan fits the new world again.
+  const auto& after = r->slots[22];
+  CHECK(after.batch_time_s < 1.2 * after.predicted_s);  // the model agrees with the DES again
+  CHECK(after.batch_time_s < at.batch_time_s);
+}
+
+TEST_CASE("a device that leaves is never in a later plan", "[unit][sim]") {
+  auto s = small_scenario();
+  s.events.push_back({10, event_kind::leave, 0});
+  for (const auto& name : {"joint_lyapunov", "dp_even", "hetpipe_static", "joint_static"}) {
+    INFO(name);
+    auto r = run_policy(s, name);
+    REQUIRE(r);
+    for (int t = 10; t < s.slots; ++t) {
+      CHECK(r->slots[t].ok);
+      CHECK(r->slots[t].devices_used <= 3);
+    }
+  }
+}
+
+TEST_CASE("an unannounced failure costs the step a re-run, then the device is gone", "[unit][sim]") {
+  auto s = small_scenario();
+  s.events.push_back({5, event_kind::fail, 0});
+  auto r = run_policy(s, "joint_greedy");
+  REQUIRE(r);
+  CHECK(r->slots[5].failed);
+  CHECK(r->slots[5].batch_time_s > s.detect_s);
+  for (int t = 6; t < s.slots; ++t) CHECK_FALSE(r->slots[t].failed);
+}
+
+TEST_CASE("the same seed gives the same results; another seed does not", "[unit][sim]") {
+  auto s = small_scenario();
+  s.random.walk_sigma = 0.1;
+  s.random.burst_start = 0.1;
+  auto a = run_policy(s, "joint_lyapunov"), b = run_policy(s, "joint_lyapunov");
+  REQUIRE(a);
+  REQUIRE(b);
+  for (int t = 0; t < s.slots; ++t) CHECK(a->slots[t].batch_time_s == b->slots[t].batch_time_s);
+  s.seed = 4;
+  auto c = run_policy(s, "joint_lyapunov");
+  REQUIRE(c);
+  CHECK(c->sum.mean_batch_time_s != a->sum.mean_batch_time_s);
+}

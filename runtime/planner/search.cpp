@@ -437,6 +437,15 @@ result<search_result> tentative_search(structure_evaluator& ev, structure start,
     if (exact < best_exact) { best_exact = exact; out.best = std::move(*pl); }
   }
   if (!std::isfinite(best_exact)) return make_error("infeasible", "no grouping of the available devices fits the model in memory with this batch");
+  // Hysteresis: a different structure must beat the warm one clearly, or noise in the
+  // estimates makes plans (and layers) flap back and forth.
+  if (warm) {
+    auto kept = ev.materialize(starts.front(), slot);
+    if (kept) {
+      const double kept_score = ev.score_exact(*kept);
+      if (kept_score <= best_exact * (1 + p.cfg.replan_margin)) out.best = std::move(*kept);
+    }
+  }
   out.evaluations = ev.evaluations();
   return out;
 }

@@ -12,7 +12,7 @@ int inflight(const problem& p, int n, int j) {
 }
 }  // namespace
 
-std::optional<std::vector<int>> partition_layers(const problem& p, const std::vector<int>& devs, int u) {
+std::optional<std::vector<int>> partition_layers(const problem& p, const std::vector<int>& devs, int u, bool least_fill) {
   const int n = static_cast<int>(devs.size()), L = p.num_layers();
   if (n == 0 || n > L) return std::nullopt;
   if (n == 1) {
@@ -38,6 +38,7 @@ std::optional<std::vector<int>> partition_layers(const problem& p, const std::ve
   // Pass 1: best[j][i] = least bottleneck with stages 0..j-1 covering layers [0, i).
   const int W = L + 1;
   std::vector<double> best((n + 1) * W, inf);
+  std::vector<int> from((n + 1) * W, -1);
   best[0] = 0;
   for (int j = 1; j <= n; ++j) {
     for (int i = j; i <= L - (n - j); ++i) {
@@ -51,17 +52,29 @@ std::optional<std::vector<int>> partition_layers(const problem& p, const std::ve
         if (prev >= b) continue;
         double v = std::max(prev, st);
         if (j >= 2) v = std::max(v, link(j - 1, k));
-        b = std::min(b, v);
+        if (v < b) { b = v; from[j * W + i] = k; }
       }
       best[j * W + i] = b;
     }
   }
   const double r_star = best[n * W + L];
   if (r_star == inf) return std::nullopt;
+  std::vector<int> splits(n + 1);
+  splits[n] = L;
+  auto trace = [&] {
+    for (int j = n, i = L; j > 0; --j) {
+      i = from[j * W + i];
+      splits[j - 1] = i;
+    }
+  };
+  if (!least_fill) {  // any split reaching R*
+    trace();
+    return splits;
+  }
   // Pass 2: among splits whose every stage and link stays within R*, least total fill.
   const double limit = r_star * (1 + 1e-12) + 1e-300;
   std::vector<double> sum((n + 1) * W, inf);
-  std::vector<int> from((n + 1) * W, -1);
+  std::fill(from.begin(), from.end(), -1);
   sum[0] = 0;
   for (int j = 1; j <= n; ++j) {
     for (int i = j; i <= L - (n - j); ++i) {
@@ -82,12 +95,7 @@ std::optional<std::vector<int>> partition_layers(const problem& p, const std::ve
       }
     }
   }
-  std::vector<int> splits(n + 1);
-  splits[n] = L;
-  for (int j = n, i = L; j > 0; --j) {
-    i = from[j * W + i];
-    splits[j - 1] = i;
-  }
+  trace();
   return splits;
 }
 

@@ -36,26 +36,31 @@ const structure_evaluator::entry& structure_evaluator::lookup(const std::vector<
     speed += p_.speed(d);
     price += p_.cluster.devices[d].price_per_s;
   }
-  // One shape per micro-batch candidate, each with its own best split.
-  std::vector<int> candidates;
+  // One shape per micro-batch candidate tried, each with its own best split.
   if (p_.cfg.micro_batch > 0 || devs.size() == 1) {
     if (auto s = best_shape(p_, devs, p_.cfg.batch)) e.shapes.push_back(std::move(*s));
   } else {
     // Per-micro-batch overhead o against the bubble: with n stages, per-sample bottleneck r and
     // share b, (b/u) o + (n - 1) u r is least at u* = sqrt(b o / ((n - 1) r)); the candidates
-    // next to u* (and the smallest, which memory always allows first) are tried.
+    // within a factor 2.5 of u* are tried.
     const double n = static_cast<double>(devs.size());
     const double r = p_.sums.total_work() / speed, o = p_.sums.fixed(0, p_.num_layers()) / speed * n;
-    const double b = p_.cfg.batch * speed / std::max(speed, p_.cfg.batch > 0 ? total_speed_ : speed);
+    const double b = p_.cfg.batch * speed / std::max(speed, total_speed_);
     const double u_star = std::sqrt(std::max(1.0, b) * o / std::max(1e-300, (n - 1) * r));
-    for (int u : p_.cfg.micro_batch_candidates) {
-      if (u > p_.cfg.batch) continue;
-      if (u != p_.cfg.micro_batch_candidates.front() && (u > 2.5 * u_star || u < u_star / 2.5)) continue;
-      auto splits = partition_layers(p_, devs, u);
-      if (!splits) continue;
+    auto try_u = [&](int u) {
+      auto splits = partition_layers(p_, devs, u, false);
+      if (!splits) return;
       auto g = make_shape(p_, devs, std::move(*splits), u);
       if (g.feasible) e.shapes.push_back(std::move(g));
-    }
+    };
+    const auto& cand = p_.cfg.micro_batch_candidates;
+    auto near = [&](int u) { return u <= 2.5 * u_star && u >= u_star / 2.5; };
+    for (int u : cand)
+      if (u <= p_.cfg.batch && near(u)) try_u(u);
+    // Nothing near u* fits (memory caps 1F1B's micro-batch) or lies in range: the others,
+    // largest first, until one fits.
+    for (auto c = cand.rbegin(); e.shapes.empty() && c != cand.rend(); ++c)
+      if (*c <= p_.cfg.batch && !near(*c)) try_u(*c);
   }
   for (const auto& s : e.shapes) {
     double sec = 0, bytes = 0;
@@ -158,7 +163,9 @@ result<plan> structure_evaluator::materialize(const structure& s, std::int64_t s
     if ((*shares)[g] == 0) continue;
     group_plan gp;
     for (int d : ch[g].shape->devices) gp.devices.push_back(p_.cluster.devices[d].id);
-    gp.splits = ch[g].shape->splits;
+    // Scoring used any split reaching the least bottleneck; the plan gets the least fill too.
+    auto refined = partition_layers(p_, ch[g].shape->devices, ch[g].shape->micro_batch, true);
+    gp.splits = refined ? *refined : ch[g].shape->splits;
     gp.share = (*shares)[g];
     gp.micro_batch = std::min(ch[g].shape->micro_batch, gp.share);
     out.groups.push_back(std::move(gp));

@@ -20,7 +20,7 @@ namespace {
 struct planner_bench_options {
   bool json = false;
   int instances = 200;
-  int slots = 5;
+  int slots = 20;
   std::uint64_t seed = 1;
   std::vector<int> sizes = {16, 64, 256, 1024};
   std::string model = "resnet50";

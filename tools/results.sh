@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates docs/RESULTS.md: every scenario under examples/scenarios with every policy,
-# side by side, plus a V sweep on the cloud spot scenario. Usage: tools/results.sh [build dir]
+# side by side, plus V sweeps on the budget scenarios (plots in docs/img). Usage: tools/results.sh [build dir]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bin=${1:-build}/bin/dynapar
@@ -13,20 +13,56 @@ out=docs/RESULTS.md
   echo "average cost per slot against the budget, energy, efficiency against the floor (mean floor / mean"
   echo "batch time), reduction of mean batch time against dp_even, structural re-plans and bytes migrated."
   echo "Batch times come from the discrete-event simulation, not the planner's formula."
-  for s in paper_like edge cloud_spot large_1024; do
+  echo
+  echo "What the goals table at the end shows, and what it does not: joint_lyapunov is the fastest"
+  echo "non-oracle policy that meets the budget in every scenario (tied with joint_greedy where there is"
+  echo "no budget, since the queue then stays empty), and beats the paper's 68.59 % reduction against"
+  echo "dp_even on the paper-like cluster. Efficiency against the floor misses the 80 % aim everywhere:"
+  echo "the floor assumes free communication and perfect balance, while these clusters pay for"
+  echo "gradient sums that do not overlap backward (ResNet-50's 100 MB over 0.2-1 Gbit/s edge links;"
+  echo "16 samples a device over 25 Gbit/s racks at 1024 devices), load bursts the policy learns of"
+  echo "one slot late, and pipeline bubbles. Overlapping the sums with backward is the next lever."
+  for s in paper_like edge cloud_spot budget_tradeoff large_1024; do
     echo
     echo "## $s"
     echo
     echo '```'
-    "$bin" simulate "examples/scenarios/$s.yaml" --policies all
+    "$bin" simulate "examples/scenarios/$s.yaml" --policies all --out "out/results_$s"
     echo '```'
   done
   echo
-  echo "## V sweep (cloud_spot, joint_lyapunov)"
+  echo "## Goals, checked from the runs above (out/results_*/summary.json)"
   echo
-  echo '```'
-  "$bin" simulate examples/scenarios/cloud_spot.yaml --policies joint_greedy --sweep-v 0.00003,0.0001,0.0003,0.001,0.003 | tail -5
-  echo '```'
+  /usr/bin/python3 - paper_like edge cloud_spot budget_tradeoff large_1024 <<'PY'
+import json, sys
+print("| scenario | fastest policy meeting the budget | joint_lyapunov vs dp_even | efficiency | budget |")
+print("| --- | --- | ---: | ---: | --- |")
+for name in sys.argv[1:]:
+    pol = json.load(open(f"out/results_{name}/summary.json"))["policies"]
+    ok = {k: v for k, v in pol.items() if k != "oracle" and v["ok_slots"] > 0 and v["meets_budget"]}
+    best = min(ok, key=lambda k: ok[k]["mean_batch_time_s"]) if ok else "none"
+    jl, de = pol["joint_lyapunov"], pol["dp_even"]
+    ties = [k for k in ok if ok[k]["mean_batch_time_s"] == ok[best]["mean_batch_time_s"]]
+    red = 100 * (1 - jl["mean_batch_time_s"] / de["mean_batch_time_s"]) if de["ok_slots"] else float("nan")
+    budget = "none" if jl["budget"] is None else ("met" if jl["meets_budget"] else "MISSED")
+    print(f"| {name} | {', '.join(sorted(ties))} | {red:.1f} % | {100 * jl['efficiency']:.1f} % | {budget} |")
+PY
+  echo
+  for s in budget_tradeoff cloud_spot; do
+    echo "## V sweep: $s"
+    echo
+    echo "joint_lyapunov at each V (joint_greedy, which ignores the budget, for reference):"
+    echo
+    echo '```'
+    "$bin" simulate "examples/scenarios/$s.yaml" --policies joint_greedy --sweep-v 0.1,0.3,1,3,10,30,100 --out "out/sweep_$s" | tail -8
+    echo '```'
+    echo
+    mkdir -p docs/img
+    if cp "out/sweep_$s/v_sweep.png" "docs/img/v_sweep_$s.png" 2>/dev/null; then
+      echo "![V sweep on $s](img/v_sweep_$s.png)"
+      echo
+    fi
+  done
 } > "$out.tmp"
 mv "$out.tmp" "$out"
 echo "wrote $out"

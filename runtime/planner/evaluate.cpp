@@ -6,10 +6,19 @@
 
 namespace dynapar::planner {
 
-double energy_weight(const queue_state& q, int device_id) {
-  for (const auto& [id, z] : q.energy)
-    if (id == device_id) return z;
-  return 0;
+score_weights weights(const problem& p, const queue_state& q) {
+  score_weights w;
+  const double floor = p.floor_s();
+  w.time = p.cfg.v / (floor > 0 && floor < unlimited ? floor : 1.0);
+  w.cost = p.budget.has_cost() ? q.cost / p.budget.cost_per_slot : 0.0;
+  w.energy.assign(p.cluster.devices.size(), 0.0);
+  for (const auto& [id, z] : q.energy) {
+    const int i = p.links.index_of(id);
+    if (i < 0) continue;
+    for (const auto& b : p.budget.energy_per_slot)
+      if (b.device_id == id && b.joules_per_slot > 0) w.energy[i] = z / b.joules_per_slot;
+  }
+  return w;
 }
 
 result<plan_report> evaluate(const problem& p, const plan& pl, const plan* previous, const queue_state& queues) {
@@ -78,9 +87,10 @@ result<plan_report> evaluate(const problem& p, const plan& pl, const plan* previ
   r.cost = r.price_per_s * r.batch_time_s;
   r.floor_s = p.floor_s();
   r.efficiency = r.batch_time_s > 0 ? r.floor_s / r.batch_time_s : 0;
-  r.time_term = p.cfg.v * r.batch_time_s;
-  r.cost_term = queues.cost * r.cost;
-  for (const auto& [id, e] : r.device_energy_j) r.energy_term += energy_weight(queues, id) * e;
+  const score_weights w = weights(p, queues);
+  r.time_term = w.time * r.batch_time_s;
+  r.cost_term = w.cost * r.cost;
+  for (const auto& [id, e] : r.device_energy_j) r.energy_term += w.energy[p.links.index_of(id)] * e;
   r.score = r.time_term + r.cost_term + r.energy_term;
   return r;
 }

@@ -44,7 +44,13 @@ struct plan_report {
 // memory) and prices it. `previous` drives migration; `queues` the score's queue terms.
 result<plan_report> evaluate(const problem& p, const plan& pl, const plan* previous, const queue_state& queues);
 
-// Score from its parts, shared by search and evaluation so the two cannot drift apart.
-double energy_weight(const queue_state& q, int device_id);
+// Drift-plus-penalty weights, shared by search and evaluation so the two cannot drift apart:
+// score = time * T + cost * C + sum_d energy[d] * E_d with time = V / T_floor, cost = Q / C_bar,
+// energy[d] = Z_d / E_bar_d (queues count budgets overspent; see docs/MODEL.md).
+struct score_weights {
+  double time = 0, cost = 0;
+  std::vector<double> energy;  // per device index
+};
+score_weights weights(const problem& p, const queue_state& q);
 
 }  // namespace dynapar::planner

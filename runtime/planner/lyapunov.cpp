@@ -5,14 +5,15 @@
 namespace dynapar::planner {
 
 void virtual_queues::update(double slot_cost, const std::vector<std::pair<int, double>>& energy) {
-  if (budget_.has_cost()) q_ = std::max(q_ + slot_cost - budget_.cost_per_slot, 0.0);
+  // In budget units: Q counts how many slots' worth of budget have been overspent.
+  if (budget_.has_cost()) q_ = std::max(q_ + slot_cost / budget_.cost_per_slot - 1.0, 0.0);
   z_.resize(budget_.energy_per_slot.size(), 0.0);
   for (std::size_t k = 0; k < budget_.energy_per_slot.size(); ++k) {
     const auto& e = budget_.energy_per_slot[k];
     double spent = 0;
     for (const auto& [id, j] : energy)
       if (id == e.device_id) spent += j;
-    z_[k] = std::max(z_[k] + spent - e.joules_per_slot, 0.0);
+    z_[k] = std::max(z_[k] + spent / e.joules_per_slot - 1.0, 0.0);
   }
 }
 

@@ -12,7 +12,8 @@ namespace dynapar::planner {
 class virtual_queues {
  public:
   explicit virtual_queues(budgets b) : budget_(std::move(b)) {}
-  // Q(t+1) = max(Q(t) + C(t) - C_bar, 0); Z_d(t+1) = max(Z_d(t) + E_d(t) - E_bar_d, 0).
+  // Q(t+1) = max(Q(t) + C(t) / C_bar - 1, 0); Z_d(t+1) = max(Z_d(t) + E_d(t) / E_bar_d - 1, 0):
+  // FORMULATION's queues divided by their budgets, so that V needs no units (docs/MODEL.md).
   // `energy` lists (device id, joules) of the slot; devices absent spent nothing.
   void update(double slot_cost, const std::vector<std::pair<int, double>>& energy);
   queue_state state() const;

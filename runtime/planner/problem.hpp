@@ -16,7 +16,7 @@ struct planner_config {
   schedule_kind schedule = schedule_kind::one_f_one_b;
   int micro_batch = 0;                              // 0: chosen per group from the candidates
   std::vector<int> micro_batch_candidates = {1, 2, 4, 8, 16, 32, 64};
-  double v = 100.0;                                 // Lyapunov trade-off V
+  double v = 10.0;                                  // Lyapunov trade-off V (weighs T / T_floor)
   int eval_budget = 20000;                          // plan evaluations for a fresh decision, scaled
                                                     // by 64 / devices above 64 devices (an
                                                     // evaluation costs O(devices))

@@ -19,12 +19,8 @@ std::size_t structure_evaluator::vec_hash::operator()(const std::vector<int>& v)
 }
 
 structure_evaluator::structure_evaluator(const problem& p, const plan* previous, queue_state queues)
-    : p_(p), previous_(previous), held_(p, previous), queues_(std::move(queues)), z_(p.cluster.devices.size(), 0.0) {
+    : p_(p), previous_(previous), held_(p, previous), queues_(std::move(queues)), w_(weights(p, queues_)) {
   for (int d : p.available) total_speed_ += p.speed(d);
-  for (const auto& [id, z] : queues_.energy) {
-    const int i = p.links.index_of(id);
-    if (i >= 0) z_[i] = z;
-  }
 }
 
 const structure_evaluator::entry& structure_evaluator::lookup(const std::vector<int>& devs) {
@@ -129,12 +125,12 @@ structure_score structure_evaluator::score(const structure& s) {
     if (!queues_.energy.empty())
       for (int j = 0; j < sh->stages(); ++j) {
         const int d = sh->devices[j];
-        energy_term += z_[d] * p_.cluster.devices[d].power_w * stage_busy(p_, *sh, j, ch[g].share);
+        energy_term += w_.energy[d] * p_.cluster.devices[d].power_w * stage_busy(p_, *sh, j, ch[g].share);
       }
   }
   r.batch_time_s = compute + sync_time(p_, active) + mig;
   r.cost = price * r.batch_time_s;
-  r.score = p_.cfg.v * r.batch_time_s + queues_.cost * r.cost + energy_term;
+  r.score = w_.time * r.batch_time_s + w_.cost * r.cost + energy_term;
   return r;
 }
 

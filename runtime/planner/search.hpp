@@ -48,7 +48,7 @@ class structure_evaluator {
   const plan* previous_;
   holdings held_;
   queue_state queues_;
-  std::vector<double> z_;  // energy weight per device index
+  score_weights w_;
   double total_speed_ = 0;
   struct vec_hash { std::size_t operator()(const std::vector<int>& v) const; };
   std::unordered_map<std::vector<int>, entry, vec_hash> cache_;

@@ -5,6 +5,7 @@
 #include <queue>
 
 #include "planner/time_model.hpp"
+#include "schedule/schedule.hpp"
 
 namespace dynapar::sim {
 namespace {
@@ -14,27 +15,13 @@ struct op {
   int micro;
 };
 
-// Instruction order of stage j of n with m micro-batches (the schedule module's generators
-// follow the same rules).
+// The compute instructions of stage j, in the order the schedule module generates them
+// (its sends and receives are what the DES models as link transfers).
 std::vector<op> stage_order(planner::schedule_kind kind, int j, int n, int m) {
+  const auto prog = schedule::generate(kind, n, m).programs[j];
   std::vector<op> out;
-  if (kind == planner::schedule_kind::gpipe || n == 1) {
-    if (n == 1) {  // one stage: forward and backward of each micro-batch in turn
-      for (int k = 0; k < m; ++k) { out.push_back({true, k}); out.push_back({false, k}); }
-      return out;
-    }
-    for (int k = 0; k < m; ++k) out.push_back({true, k});
-    for (int k = m - 1; k >= 0; --k) out.push_back({false, k});
-    return out;
-  }
-  const int warm = std::min(n - j - 1, m);
-  int f = 0, b = 0;
-  for (; f < warm; ++f) out.push_back({true, f});
-  while (f < m) {
-    out.push_back({true, f++});
-    out.push_back({false, b++});
-  }
-  while (b < m) out.push_back({false, b++});
+  for (const auto& in : prog)
+    if (in.kind == schedule::op::forward || in.kind == schedule::op::backward) out.push_back({in.kind == schedule::op::forward, in.micro});
   return out;
 }
 

@@ -122,14 +122,17 @@ TEST_CASE("plan explanation adds up and names the bottleneck", "[unit][planner]"
   c.devices[1].speed = 0.25;
   c.devices[0].price_per_s = 1;
   c.devices[1].price_per_s = 2;
-  problem p(m, c, {});
+  budgets b;
+  b.cost_per_slot = 2.0;
+  problem p(m, c, {}, b);
   plan pl;
   pl.groups.push_back({{0, 1}, {0, 3, 4}, 256, 8});
   auto r = evaluate(p, pl, nullptr, {3.0, {}});
   REQUIRE(r);
   CHECK(r->batch_time_s == Approx(r->compute_s + r->sync_s + r->migration_s));
   CHECK(r->cost == Approx(3 * r->batch_time_s));
-  CHECK(r->score == Approx(p.cfg.v * r->batch_time_s + 3.0 * r->cost));
+  // V T / T_floor + (Q / C_bar) C.
+  CHECK(r->score == Approx(p.cfg.v * r->batch_time_s / r->floor_s + 3.0 / 2.0 * r->cost));
   CHECK(r->groups[0].bottleneck == "stage 1 (device 1)");
   CHECK(r->floor_s == Approx(256 * 4 * 3e-3 / 1.25));
 }

@@ -58,3 +58,27 @@ TEST_CASE("the validator catches deadlocks and lost micro-batches", "[unit][sche
   q.programs[1] = *parse("RA0 F0 RA1 F1 B1 SG1 B0 SG0 REDUCE STEP");  // micro-batch 2 never reaches stage 1
   CHECK(validate(q).err().message.find("micro-batch 2") != std::string::npos);
 }
+
+#include "schedule/runner.hpp"
+
+TEST_CASE("a stage runner waits on receives until their message arrives", "[unit][schedule]") {
+  stage_runner r(*parse("RA0 F0 SA0 RA1 F1 RG0 B0"));
+  CHECK(r.next() == nullptr);  // nothing arrived
+  CHECK(r.waiting());
+  r.arrived_activation(1);     // out of order: still waiting for 0
+  CHECK(r.next() == nullptr);
+  r.arrived_activation(0);
+  for (const char* want : {"RA0", "F0", "SA0", "RA1", "F1"}) {
+    REQUIRE(r.next() != nullptr);
+    CHECK(to_text({*r.next()}) == want);
+    r.done();
+  }
+  CHECK(r.waiting());
+  r.arrived_gradient(0);
+  REQUIRE(r.next());
+  r.done();
+  REQUIRE(r.next());
+  CHECK(r.next()->kind == op::backward);
+  r.done();
+  CHECK(r.finished());
+}

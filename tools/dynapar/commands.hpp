@@ -15,5 +15,6 @@ using runner = std::function<int()>;
 void add_plan(CLI::App& app, runner& run);
 void add_bench(CLI::App& app, runner& run);
 void add_simulate(CLI::App& app, runner& run);
+void add_train(CLI::App& app, runner& run);  // train and profile
 
 }  // namespace dynapar::cli

@@ -1,4 +1,6 @@
 // dynapar: the command line. Parses flags (CLI11), sets up logging, runs one subcommand.
+#include <unistd.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -8,6 +10,13 @@
 
 int main(int argc, char** argv) {
   using namespace dynapar;
+  // OpenBLAS sizes its thread pool when it is loaded, before main: with a device actor per
+  // thread on few cores, its own threads only fight them. Re-run once with one BLAS thread
+  // unless the user chose otherwise.
+  if (!std::getenv("OPENBLAS_NUM_THREADS")) {
+    setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    execv("/proc/self/exe", argv);  // returns only on failure: then carry on as we are
+  }
   CLI::App app{"dynapar: joint dynamic data and model parallelism over heterogeneous devices"};
   app.require_subcommand(1);
   std::optional<std::string> log_level;
@@ -18,6 +27,7 @@ int main(int argc, char** argv) {
   cli::add_plan(app, run);
   cli::add_bench(app, run);
   cli::add_simulate(app, run);
+  cli::add_train(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

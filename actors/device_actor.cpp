@@ -1,0 +1,146 @@
+#include "actors/device_actor.hpp"
+
+#include <chrono>
+#include <map>
+
+#include "actors/messages.hpp"
+#include "schedule/runner.hpp"
+
+namespace dynapar::actors {
+
+struct device_state {
+  int id = 0;
+  std::unique_ptr<model::device_worker> worker;
+  stage_task task;
+  schedule::stage_runner runner;
+  std::map<int, model::tensor> acts, grads, outputs, input_grads;
+  model::tensor current;           // the input of the next forward
+  stage_report report;
+  bool active = false;
+  std::chrono::steady_clock::time_point wait_since;
+  static inline const char* name = "device";
+};
+
+namespace {
+using clock = std::chrono::steady_clock;
+double since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
+
+// Runs instructions until the program waits or ends; reports the stage when it ends.
+void advance(caf::stateful_actor<device_state>* self) {
+  auto& s = self->state;
+  if (!s.active) return;
+  s.report.wait_s += since(s.wait_since);
+  auto fail = [&](const std::string& why) {
+    s.report.error = "device " + std::to_string(s.id) + ": " + why;
+    s.active = false;
+    self->send(s.task.report_to, s.report);
+  };
+  while (const schedule::instruction* in = s.runner.next()) {
+    const int m = in->micro;
+    switch (in->kind) {
+      case schedule::op::load:
+        if (m >= static_cast<int>(s.task.inputs.size())) return fail("no input for micro-batch " + std::to_string(m));
+        s.current = s.task.inputs[m];
+        break;
+      case schedule::op::recv_act:
+        s.current = s.acts[m];
+        s.acts.erase(m);
+        break;
+      case schedule::op::forward: {
+        const auto t0 = clock::now();
+        auto out = s.worker->forward(m, s.task.lo, s.task.hi, s.current);
+        s.report.compute_s += since(t0);
+        if (!out) return fail(out.err().message);
+        s.outputs[m] = *out;
+        break;
+      }
+      case schedule::op::send_act:
+        self->send(s.task.next, act_atom::value, s.task.step, m, s.outputs[m]);
+        s.outputs.erase(m);
+        ++s.report.messages;
+        break;
+      case schedule::op::recv_grad:
+        break;  // consumed by backward
+      case schedule::op::backward: {
+        const auto t0 = clock::now();
+        const bool last = !s.task.next;
+        if (last && m >= static_cast<int>(s.task.targets.size())) return fail("no targets for micro-batch " + std::to_string(m));
+        auto g = last ? s.worker->backward_from_loss(m, s.task.targets[m]) : s.worker->backward(m, s.grads[m]);
+        s.report.compute_s += since(t0);
+        if (!g) return fail(g.err().message);
+        s.grads.erase(m);
+        s.input_grads[m] = *g;
+        break;
+      }
+      case schedule::op::send_grad:
+        self->send(s.task.prev, grad_atom::value, s.task.step, m, s.input_grads[m]);
+        s.input_grads.erase(m);
+        ++s.report.messages;
+        break;
+      case schedule::op::reduce_grads:
+      case schedule::op::optimizer_step:
+        // The driver sums each layer across groups and asks holders to apply it.
+        break;
+    }
+    s.runner.done();
+  }
+  if (s.runner.finished()) {
+    s.active = false;
+    s.report.loss_sum = s.worker->loss_sum();
+    self->send(s.task.report_to, s.report);
+  } else {
+    s.wait_since = clock::now();
+  }
+}
+}  // namespace
+
+namespace {
+caf::behavior device_actor(caf::stateful_actor<device_state>* self, int device_id, model::optimizer_config opt) {
+  self->state.id = device_id;
+  self->state.worker = model::make_worker(opt);
+  return {
+      [=](hold_atom, int layer, const model::layer_copy& replica) { self->state.worker->hold(layer, replica); },
+      [=](step_atom, stage_task& task) {
+        auto& s = self->state;
+        s.task = std::move(task);
+        s.runner = schedule::stage_runner(s.task.program);
+        // Messages of this step that came before its task are kept in acts/grads.
+        for (const auto& [m, t] : s.acts) s.runner.arrived_activation(m);
+        for (const auto& [m, t] : s.grads) s.runner.arrived_gradient(m);
+        s.report = stage_report{};
+        s.report.device = s.id;
+        s.report.step = s.task.step;
+        s.worker->begin_step();
+        s.active = true;
+        s.wait_since = clock::now();
+        advance(self);
+      },
+      [=](act_atom, std::int64_t, int micro, const model::tensor& t) {
+        self->state.acts[micro] = t;
+        self->state.runner.arrived_activation(micro);
+        advance(self);
+      },
+      [=](grad_atom, std::int64_t, int micro, const model::tensor& t) {
+        self->state.grads[micro] = t;
+        self->state.runner.arrived_gradient(micro);
+        advance(self);
+      },
+      [=](grads_atom, int layer) { return self->state.worker->gradients(layer); },
+      [=](apply_atom, int layer, const std::vector<model::tensor>& summed, double divisor) -> caf::result<bool> {
+        auto st = self->state.worker->apply(layer, summed, divisor);
+        if (!st) return caf::make_error(caf::sec::runtime_error, st.err().message);
+        return true;
+      },
+      [=](hash_atom, int layer) { return static_cast<std::uint64_t>(self->state.worker->hash(layer)); },
+      [=](copy_atom, int layer) { return self->state.worker->copy(layer); },
+  };
+}
+}  // namespace
+
+caf::actor spawn_device(caf::local_actor* parent, int device_id, const model::optimizer_config& opt) {
+  auto a = parent->home_system().spawn<caf::detached>(device_actor, device_id, opt);
+  parent->monitor(a);
+  return a;
+}
+
+}  // namespace dynapar::actors

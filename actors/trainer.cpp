@@ -1,0 +1,149 @@
+#include "actors/trainer.hpp"
+
+#include <chrono>
+#include <map>
+
+#include "actors/group_supervisor.hpp"
+#include "actors/messages.hpp"
+#include "data/sampler.hpp"
+
+namespace dynapar::actors {
+namespace {
+using clock = std::chrono::steady_clock;
+
+std::string text(const caf::error& e) { return to_string(e); }
+
+}  // namespace
+
+result<train_outcome> train(const model::model_chain& m, const data::dataset& d, const train_settings& s,
+                            const std::function<void(const step_record&)>& on_step) {
+  const int L = model::num_layers(m);
+  if (auto v = planner::validate(s.plan, L, s.batch); !v) return v.err();
+  if (d.size() < s.batch) return make_error("bad_job", "the data set has fewer samples than one batch");
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", static_cast<std::size_t>(std::max(1, s.scheduler_threads)));
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  const auto timeout = std::chrono::milliseconds(static_cast<long>(s.step_timeout_s * 1000));
+
+  // Groups, their devices, and where each layer lives.
+  std::vector<caf::actor> groups;
+  std::map<int, std::vector<caf::actor>> holders;  // layer -> one device per group, plan order
+  std::string failure;
+  for (std::size_t g = 0; g < s.plan.groups.size(); ++g) {
+    const auto& gp = s.plan.groups[g];
+    groups.push_back(spawn_group(sys, {static_cast<int>(g), gp.devices, gp.splits, s.plan.schedule, s.optimizer}));
+    std::vector<caf::actor> devs;
+    self->request(groups.back(), timeout, devices_atom::value)
+        .receive([&](std::vector<caf::actor>& v) { devs = std::move(v); }, [&](caf::error& e) { failure = text(e); });
+    if (!failure.empty()) return make_error("actor", "group " + std::to_string(g) + " did not start: " + failure);
+    for (std::size_t j = 0; j < devs.size(); ++j)
+      for (int l = gp.splits[j]; l < gp.splits[j + 1]; ++l) {
+        self->send(devs[j], hold_atom::value, l, model::copy_layer(m, l));
+        holders[l].push_back(devs[j]);
+      }
+  }
+  auto shutdown = [&] {
+    for (auto& g : groups) self->send_exit(g, caf::exit_reason::user_shutdown);
+  };
+
+  data::global_sampler sampler(d.size(), s.batch, s.seed);
+  data::sample_ledger ledger(d.size());
+  train_outcome out;
+  double total_time = 0;
+  std::vector<int> shares;
+  for (const auto& gp : s.plan.groups) shares.push_back(gp.share);
+  const auto slices = data::global_sampler::slices(shares);
+
+  for (std::int64_t t = 0; t < s.steps; ++t) {
+    const auto t0 = clock::now();
+    const auto samples = sampler.step_samples(t);
+    // Every group gets its contiguous slice, cut into micro-batches.
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      group_task task;
+      task.step = t;
+      task.report_to = caf::actor_cast<caf::actor>(self);
+      const int u = s.plan.groups[g].micro_batch;
+      for (int lo = slices[g].first; lo < slices[g].second; lo += u) {
+        const int hi = std::min(slices[g].second, lo + u);
+        task.inputs.push_back(model::inputs(d, samples, lo, hi));
+        task.targets.push_back(model::targets(d, samples, lo, hi));
+      }
+      self->send(groups[g], step_atom::value, std::move(task));
+    }
+    step_record rec;
+    rec.step = t;
+    double loss_sum = 0;
+    for (std::size_t k = 0; k < groups.size() && failure.empty(); ++k) {
+      self->receive(
+          [&](const group_report& r) {
+            if (!r.error.empty()) failure = r.error;
+            loss_sum += r.loss_sum;
+            rec.pipeline_s = std::max(rec.pipeline_s, r.time_s);
+            for (const auto& st : r.stages) rec.stages.push_back({st.device, st.compute_s, st.wait_s, st.messages});
+          },
+          caf::after(timeout) >> [&] { failure = "step " + std::to_string(t) + " timed out"; });
+    }
+    if (!failure.empty()) {
+      shutdown();
+      return make_error("step_failed", failure);
+    }
+    // Each layer: sum over its holders (one per group), divide by B, apply on every holder.
+    std::map<int, std::vector<std::vector<model::tensor>>> parts;
+    for (auto& [l, hs] : holders)
+      for (auto& h : hs)
+        self->request(h, timeout, grads_atom::value, l)
+            .receive([&, l = l](std::vector<model::tensor>& g) { parts[l].push_back(std::move(g)); },
+                     [&](caf::error& e) { failure = text(e); });
+    for (auto& [l, hs] : holders) {
+      const auto summed = model::sum(parts[l]);
+      for (auto& h : hs) self->send(h, apply_atom::value, l, summed, static_cast<double>(s.batch));
+    }
+    for (auto& [l, hs] : holders)
+      for (std::size_t k = 0; k < hs.size(); ++k)
+        self->receive([&](bool) {}, [&](caf::error& e) { failure = text(e); },
+                      caf::after(timeout) >> [&] { failure = "applying gradients timed out"; });
+    if (!failure.empty()) {
+      shutdown();
+      return make_error("step_failed", "step " + std::to_string(t) + ": " + failure);
+    }
+    ledger.applied(t / sampler.steps_per_epoch(), samples);
+    // Replicas of a layer must stay bit-identical (FORMULATION invariant 3).
+    if (s.hash_every > 0 && (t + 1) % s.hash_every == 0) {
+      for (auto& [l, hs] : holders) {
+        std::vector<std::uint64_t> hashes;
+        for (auto& h : hs)
+          self->request(h, timeout, hash_atom::value, l)
+              .receive([&](std::uint64_t v) { hashes.push_back(v); }, [&](caf::error& e) { failure = text(e); });
+        for (auto v : hashes)
+          if (v != hashes.front())
+            failure = "replicas of layer " + std::to_string(l) + " (" + model::layer_name(m, l) + ") differ after step " +
+                      std::to_string(t);
+      }
+      ++out.hash_checks;
+      if (!failure.empty()) {
+        shutdown();
+        return make_error("replica_mismatch", failure);
+      }
+    }
+    rec.time_s = std::chrono::duration<double>(clock::now() - t0).count();
+    rec.loss = loss_sum / s.batch;
+    total_time += rec.time_s;
+    out.messages_per_step = 0;
+    for (const auto& st : rec.stages) out.messages_per_step += st.messages;
+    if (on_step) on_step(rec);
+  }
+  for (int l = 0; l < L; ++l)
+    self->request(holders[l].front(), timeout, copy_atom::value, l)
+        .receive([&](model::layer_copy& c) { out.final_layers.push_back(std::move(c)); },
+                 [&](caf::error& e) { failure = text(e); });
+  shutdown();
+  if (!failure.empty()) return make_error("step_failed", failure);
+  out.steps = s.steps;
+  out.mean_step_time_s = s.steps > 0 ? total_time / s.steps : 0;
+  out.samples_per_s = total_time > 0 ? s.steps * s.batch / total_time : 0;
+  out.ledger = ledger.check(sampler, s.steps);
+  return out;
+}
+
+}  // namespace dynapar::actors

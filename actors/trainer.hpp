@@ -1,0 +1,57 @@
+// Runs training in one process: a group supervisor per plan group, a device actor per device,
+// and this driver, which feeds each group its share of every step, sums each layer's
+// gradients across the groups holding it (divided by the batch) and has every holder apply
+// them. No CAF or torch in this header.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "common/result.hpp"
+#include "data/dataset.hpp"
+#include "data/ledger.hpp"
+#include "model/api.hpp"
+#include "planner/plan.hpp"
+
+namespace dynapar::actors {
+
+struct train_settings {
+  planner::plan plan;
+  std::int64_t steps = 100;
+  int batch = 64;
+  std::uint64_t seed = 1;            // sampler seed (the model's is in the model)
+  model::optimizer_config optimizer;
+  int hash_every = 50;               // compare replica hashes every N steps (0: never)
+  int scheduler_threads = 2;
+  double step_timeout_s = 120;
+};
+
+struct stage_timing {
+  int device = 0;
+  double compute_s = 0, wait_s = 0;
+  int messages = 0;
+};
+
+struct step_record {
+  std::int64_t step = 0;
+  double loss = 0;                   // mean over the batch
+  double time_s = 0;                 // driver wall clock, gradient sums included
+  double pipeline_s = 0;             // slowest group's pipeline
+  std::vector<stage_timing> stages;
+};
+
+struct train_outcome {
+  std::int64_t steps = 0;
+  double mean_step_time_s = 0;
+  double samples_per_s = 0;
+  std::vector<model::layer_copy> final_layers;  // one replica per layer
+  int hash_checks = 0;
+  data::ledger_report ledger;
+  int messages_per_step = 0;
+};
+
+result<train_outcome> train(const model::model_chain& m, const data::dataset& train_data, const train_settings& s,
+                            const std::function<void(const step_record&)>& on_step = {});
+
+}  // namespace dynapar::actors

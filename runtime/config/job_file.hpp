@@ -1,0 +1,33 @@
+// Training job YAML (docs/FORMATS.md, "Job files"): model, data, batch, length, optimizer,
+// devices and policy, optionally an explicit plan. Errors name the field.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "config/cluster_file.hpp"
+
+namespace dynapar::config {
+
+struct job {
+  std::string name;
+  std::string model = "cnn";           // built-in model (model/api.hpp)
+  std::string data = "fashion_mnist";  // or "synthetic"
+  int synthetic_samples = 6000;
+  std::int64_t steps = 0;              // 0: from epochs
+  double epochs = 1;
+  std::string optimizer = "adam";      // or "sgd"
+  double lr = 1e-3, momentum = 0.9, weight_decay = 0;
+  std::uint64_t seed = 1;
+  std::string policy = "joint_lyapunov";
+  int hash_every = 50;
+  int threads = 1;                     // LibTorch intra-op threads (per process)
+  cluster_file cluster;                // devices, links, planner settings (batch, schedule, ...)
+  std::optional<planner::plan> plan;   // explicit plan instead of the policy's
+};
+
+result<job> load_job_file(const std::string& path);
+result<job> parse_job(const YAML::Node& doc, const std::string& name);
+
+}  // namespace dynapar::config

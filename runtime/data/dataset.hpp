@@ -1,0 +1,28 @@
+// An in-memory image classification set: Fashion-MNIST from its Debian package, or seeded
+// synthetic data of the same shape for benchmarks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/result.hpp"
+
+namespace dynapar::data {
+
+struct dataset {
+  int rows = 28, cols = 28, classes = 10;
+  std::vector<std::uint8_t> images;  // n * rows * cols
+  std::vector<std::uint8_t> labels;  // n
+  int size() const { return static_cast<int>(labels.size()); }
+};
+
+inline const char* fashion_mnist_dir = "/usr/share/datasets/fashion-mnist";
+
+// split: "train" (60 000) or "t10k" (10 000).
+result<dataset> load_fashion_mnist(const std::string& dir, const std::string& split);
+
+// n samples: each class a fixed random pattern plus noise, so that a model can learn it.
+dataset synthetic(int n, std::uint64_t seed);
+
+}  // namespace dynapar::data

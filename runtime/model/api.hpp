@@ -1,0 +1,91 @@
+// What the rest of dynapar sees of LibTorch: opaque tensors and layers, one device's worker,
+// and host-side helpers. No torch header here (CAF and torch stay in separate translation
+// units: one TU with both costs ~48 s and 2.3 GB to compile).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.hpp"
+#include "data/dataset.hpp"
+#include "planner/profile.hpp"
+
+namespace dynapar::model {
+
+struct tensor_box;                         // a torch::Tensor (shares storage: in-process moves copy nothing)
+using tensor = std::shared_ptr<tensor_box>;
+struct layer_box;                          // a deep copy of one layer (parameters and module)
+using layer_copy = std::shared_ptr<layer_box>;
+class model_chain;                         // the initial model, built once from a seed
+
+struct optimizer_config {
+  std::string kind = "adam";               // "adam" or "sgd" (with momentum)
+  double lr = 1e-3;
+  double momentum = 0.9;
+  double weight_decay = 0;
+};
+
+const std::vector<std::string>& builtin_model_names();   // mlp, cnn, resnet, transformer
+// A built-in name or a TorchScript file (each top-level child one layer). Parameters drawn
+// from `seed`, so every replica and the reference start from the same bits.
+result<std::shared_ptr<const model_chain>> make_model(const std::string& name_or_path, std::uint64_t seed);
+int num_layers(const model_chain& m);
+std::string layer_name(const model_chain& m, int layer);
+layer_copy copy_layer(const model_chain& m, int layer);
+
+// One device's layers, keyed by layer index so layers can move between devices.
+// Actor-confined: one thread at a time.
+class device_worker {
+ public:
+  virtual ~device_worker() = default;
+  virtual void hold(int layer, const layer_copy& replica) = 0;
+  virtual bool holds(int layer) const = 0;
+  virtual void begin_step() = 0;  // zero gradients, drop kept activations, loss = 0
+  // Runs layers [lo, hi) on micro-batch `micro`; keeps what backward needs.
+  virtual result<tensor> forward(int micro, int lo, int hi, const tensor& input) = 0;
+  // Backward from the gradient of the stage output; returns the gradient of its input
+  // (null on the first stage).
+  virtual result<tensor> backward(int micro, const tensor& grad_output) = 0;
+  // The last stage: cross-entropy summed over the micro-batch, then backward.
+  virtual result<tensor> backward_from_loss(int micro, const tensor& targets) = 0;
+  virtual double loss_sum() const = 0;
+  virtual std::vector<tensor> gradients(int layer) const = 0;
+  // gradient = summed / divisor, then one optimizer step on the layer.
+  virtual status apply(int layer, const std::vector<tensor>& summed, double divisor) = 0;
+  virtual std::uint64_t hash(int layer) const = 0;
+  virtual layer_copy copy(int layer) const = 0;
+};
+std::unique_ptr<device_worker> make_worker(const optimizer_config& opt);
+
+// Host side (the training driver).
+tensor inputs(const data::dataset& d, const std::vector<int>& samples, int lo, int hi);   // [n, 1, rows, cols], normalised
+tensor targets(const data::dataset& d, const std::vector<int>& samples, int lo, int hi);  // [n] int64
+// Element-wise sums of the same parameters' gradients from several holders, in order.
+std::vector<tensor> sum(const std::vector<std::vector<tensor>>& parts);
+// Test accuracy of the model made of one copy per layer.
+double accuracy(const std::vector<layer_copy>& layers, const data::dataset& d);
+// Largest difference between two models, per tensor max|a - b| / max|b|.
+double max_rel_diff(const std::vector<layer_copy>& a, const std::vector<layer_copy>& b);
+void set_threads(int intra_op);
+
+// The same job on one plain device: the reference --verify compares against, and the
+// plain-LibTorch peer of the benchmarks.
+class reference {
+ public:
+  reference(const model_chain& m, const optimizer_config& opt);
+  ~reference();
+  double step(const data::dataset& d, const std::vector<int>& samples);  // returns the mean loss
+  std::vector<layer_copy> layers() const;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+// Measures per-layer forward and backward times and sizes on this machine (batch `batch`,
+// `repeat` timed runs after a warm-up), as a planner profile.
+result<planner::model_profile> measure_profile(const model_chain& m, int batch, int repeat, const optimizer_config& opt);
+
+}  // namespace dynapar::model

@@ -1,0 +1,65 @@
+// Host-side helpers of the training driver: batches, gradient sums, accuracy, comparison.
+#include <ATen/Parallel.h>
+
+#include "model/boxes.hpp"
+
+namespace dynapar::model {
+
+tensor inputs(const data::dataset& d, const std::vector<int>& samples, int lo, int hi) {
+  const int n = hi - lo, px = d.rows * d.cols;
+  auto t = torch::empty({n, 1, d.rows, d.cols}, torch::kUInt8);
+  auto* out = t.data_ptr<std::uint8_t>();
+  for (int i = 0; i < n; ++i)
+    std::memcpy(out + static_cast<std::size_t>(i) * px, d.images.data() + static_cast<std::size_t>(samples[lo + i]) * px, px);
+  // Fashion-MNIST's pixel mean and standard deviation.
+  return box((t.to(torch::kFloat32) / 255.0 - 0.2860) / 0.3530);
+}
+
+tensor targets(const data::dataset& d, const std::vector<int>& samples, int lo, int hi) {
+  auto t = torch::empty({hi - lo}, torch::kInt64);
+  auto* out = t.data_ptr<std::int64_t>();
+  for (int i = lo; i < hi; ++i) out[i - lo] = d.labels[samples[i]];
+  return box(t);
+}
+
+std::vector<tensor> sum(const std::vector<std::vector<tensor>>& parts) {
+  std::vector<tensor> out;
+  if (parts.empty()) return out;
+  for (std::size_t i = 0; i < parts[0].size(); ++i) {
+    torch::Tensor s = parts[0][i]->t.clone();
+    for (std::size_t h = 1; h < parts.size(); ++h) s.add_(parts[h][i]->t);
+    out.push_back(box(s));
+  }
+  return out;
+}
+
+double accuracy(const std::vector<layer_copy>& layers, const data::dataset& d) {
+  torch::NoGradGuard no_grad;
+  std::vector<int> all(d.size());
+  for (int i = 0; i < d.size(); ++i) all[i] = i;
+  long correct = 0;
+  for (int lo = 0; lo < d.size(); lo += 1000) {
+    const int hi = std::min(d.size(), lo + 1000);
+    torch::Tensor x = inputs(d, all, lo, hi)->t;
+    for (const auto& l : layers) x = l->module->forward(x);
+    correct += x.argmax(1).eq(targets(d, all, lo, hi)->t).sum().item<long>();
+  }
+  return static_cast<double>(correct) / d.size();
+}
+
+double max_rel_diff(const std::vector<layer_copy>& a, const std::vector<layer_copy>& b) {
+  double worst = 0;
+  for (std::size_t l = 0; l < a.size() && l < b.size(); ++l) {
+    auto pa = a[l]->module->parameters(), pb = b[l]->module->parameters();
+    for (std::size_t i = 0; i < pa.size() && i < pb.size(); ++i) {
+      const double scale = pb[i].abs().max().item<double>();
+      const double diff = (pa[i] - pb[i]).abs().max().item<double>();
+      worst = std::max(worst, scale > 0 ? diff / scale : diff);
+    }
+  }
+  return worst;
+}
+
+void set_threads(int intra_op) { at::set_num_threads(std::max(1, intra_op)); }
+
+}  // namespace dynapar::model

@@ -1,0 +1,112 @@
+// Built-in models as chains of layers; each layer a Sequential so that it clones deeply.
+#include <torch/torch.h>
+
+#include "model/boxes.hpp"
+
+namespace dynapar::model {
+namespace nn = torch::nn;
+
+namespace {
+
+// x + conv(relu(conv(x))), then relu: a residual block without batch statistics (so that a
+// split run equals a single-device one exactly).
+struct ResidualImpl : nn::Cloneable<ResidualImpl> {
+  explicit ResidualImpl(int64_t channels) : channels_(channels) { reset(); }
+  void reset() override {
+    c1_ = register_module("c1", nn::Conv2d(nn::Conv2dOptions(channels_, channels_, 3).padding(1)));
+    c2_ = register_module("c2", nn::Conv2d(nn::Conv2dOptions(channels_, channels_, 3).padding(1)));
+  }
+  torch::Tensor forward(torch::Tensor x) { return torch::relu(x + c2_(torch::relu(c1_(x)))); }
+  int64_t channels_;
+  nn::Conv2d c1_{nullptr}, c2_{nullptr};
+};
+TORCH_MODULE(Residual);
+
+// Image rows as a sequence of tokens: [n, 1, r, c] -> [r, n, d], plus a learned position.
+struct TokensImpl : nn::Cloneable<TokensImpl> {
+  TokensImpl(int64_t rows, int64_t cols, int64_t d) : rows_(rows), cols_(cols), d_(d) { reset(); }
+  void reset() override {
+    proj_ = register_module("proj", nn::Linear(cols_, d_));
+    pos_ = register_parameter("pos", torch::randn({rows_, 1, d_}) * 0.02);
+  }
+  torch::Tensor forward(torch::Tensor x) { return proj_(x.squeeze(1).transpose(0, 1)) + pos_; }
+  int64_t rows_, cols_, d_;
+  nn::Linear proj_{nullptr};
+  torch::Tensor pos_;
+};
+TORCH_MODULE(Tokens);
+
+// Mean over the sequence, then the classifier.
+struct PoolHeadImpl : nn::Cloneable<PoolHeadImpl> {
+  PoolHeadImpl(int64_t d, int64_t classes) : d_(d), classes_(classes) { reset(); }
+  void reset() override { fc_ = register_module("fc", nn::Linear(d_, classes_)); }
+  torch::Tensor forward(torch::Tensor x) { return fc_(x.mean(0)); }
+  int64_t d_, classes_;
+  nn::Linear fc_{nullptr};
+};
+TORCH_MODULE(PoolHead);
+
+void add(model_chain& m, std::string name, nn::Sequential s) {
+  m.names.push_back(std::move(name));
+  m.layers.push_back(std::move(s));
+}
+
+void build(model_chain& m) {
+  if (m.name == "mlp") {  // 784-1024-1024-10
+    add(m, "fc1+relu", nn::Sequential(nn::Flatten(), nn::Linear(784, 1024), nn::ReLU()));
+    add(m, "fc2+relu", nn::Sequential(nn::Linear(1024, 1024), nn::ReLU()));
+    add(m, "fc3", nn::Sequential(nn::Linear(1024, 10)));
+  } else if (m.name == "cnn") {  // the Fashion-MNIST CNN of the planner's fmnist_cnn profile
+    add(m, "conv1+relu+pool", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 32, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2)));
+    add(m, "conv2+relu+pool", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(32, 64, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2)));
+    add(m, "fc1+relu", nn::Sequential(nn::Flatten(), nn::Linear(3136, 128), nn::ReLU()));
+    add(m, "fc2", nn::Sequential(nn::Linear(128, 10)));
+  } else if (m.name == "resnet") {  // small ResNet-style: stem, 4 residual blocks, head
+    add(m, "stem", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 16, 3).padding(1)), nn::ReLU()));
+    add(m, "block1", nn::Sequential(Residual(16)));
+    add(m, "block2+pool", nn::Sequential(Residual(16), nn::MaxPool2d(2)));
+    add(m, "block3", nn::Sequential(Residual(16)));
+    add(m, "block4+pool", nn::Sequential(Residual(16), nn::MaxPool2d(2)));
+    add(m, "head", nn::Sequential(nn::Flatten(), nn::Linear(16 * 7 * 7, 10)));
+  } else if (m.name == "transformer") {  // rows as 28 tokens, 2 encoder layers of width 64
+    add(m, "tokens", nn::Sequential(Tokens(28, 28, 64)));
+    for (int i = 0; i < 2; ++i)
+      add(m, "encoder" + std::to_string(i),
+          nn::Sequential(nn::TransformerEncoderLayer(nn::TransformerEncoderLayerOptions(64, 4).dim_feedforward(128).dropout(0.0))));
+    add(m, "pool+head", nn::Sequential(PoolHead(64, 10)));
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& builtin_model_names() {
+  static const std::vector<std::string> names = {"mlp", "cnn", "resnet", "transformer"};
+  return names;
+}
+
+result<std::shared_ptr<const model_chain>> make_model(const std::string& name, std::uint64_t seed) {
+  auto m = std::make_shared<model_chain>();
+  m->name = name;
+  torch::manual_seed(seed);
+  build(*m);
+  if (m->layers.empty()) {
+    std::string known;
+    for (const auto& n : builtin_model_names()) known += (known.empty() ? "" : ", ") + n;
+    return make_error("unknown_model", "unknown model '" + name + "' (built-in: " + known + ")");
+  }
+  return std::shared_ptr<const model_chain>(std::move(m));
+}
+
+int num_layers(const model_chain& m) { return static_cast<int>(m.layers.size()); }
+std::string layer_name(const model_chain& m, int layer) { return m.names.at(layer); }
+layer_copy copy_layer(const model_chain& m, int layer) {
+  return std::make_shared<layer_box>(layer_box{deep_copy(m.layers.at(layer))});
+}
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tensor> params, const optimizer_config& o) {
+  if (o.kind == "sgd")
+    return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay));
+  return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
+}
+
+}  // namespace dynapar::model

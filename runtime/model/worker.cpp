@@ -1,0 +1,117 @@
+// One device's layers and the work on them. Actor-confined (a device actor's thread).
+#include <map>
+
+#include "model/boxes.hpp"
+
+namespace dynapar::model {
+namespace {
+
+class torch_worker final : public device_worker {
+ public:
+  explicit torch_worker(optimizer_config opt) : opt_(std::move(opt)) {}
+
+  void hold(int layer, const layer_copy& replica) override {
+    held h;
+    h.module = deep_copy(replica->module);
+    h.optimizer = make_optimizer(h.module->parameters(), opt_);
+    layers_[layer] = std::move(h);
+  }
+  bool holds(int layer) const override { return layers_.count(layer) > 0; }
+
+  void begin_step() override {
+    for (auto& [l, h] : layers_) h.optimizer->zero_grad();
+    kept_.clear();
+    loss_ = 0;
+  }
+
+  result<tensor> forward(int micro, int lo, int hi, const tensor& input) override {
+    for (int l = lo; l < hi; ++l)
+      if (!holds(l)) return make_error("not_held", "forward of layer " + std::to_string(l) + " on a device that does not hold it");
+    torch::Tensor x = input->t;
+    // A later stage's input is a leaf of this device's graph: its gradient goes upstream.
+    if (lo > 0) x = x.detach().requires_grad_(true);
+    torch::Tensor y = x;
+    for (int l = lo; l < hi; ++l) y = layers_[l].module->forward(y);
+    kept_[micro] = {x, y, lo};
+    return box(y.detach());
+  }
+
+  result<tensor> backward(int micro, const tensor& grad_output) override {
+    auto it = kept_.find(micro);
+    if (it == kept_.end()) return make_error("no_forward", "backward of micro-batch " + std::to_string(micro) + " without its forward");
+    it->second.output.backward(grad_output->t);
+    return finish(it);
+  }
+
+  result<tensor> backward_from_loss(int micro, const tensor& targets) override {
+    auto it = kept_.find(micro);
+    if (it == kept_.end()) return make_error("no_forward", "loss of micro-batch " + std::to_string(micro) + " without its forward");
+    auto loss = torch::nn::functional::cross_entropy(it->second.output, targets->t,
+                                                     torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+    loss_ += loss.item<double>();
+    loss.backward();
+    return finish(it);
+  }
+
+  double loss_sum() const override { return loss_; }
+
+  std::vector<tensor> gradients(int layer) const override {
+    std::vector<tensor> out;
+    for (const auto& p : layers_.at(layer).module->parameters())
+      out.push_back(box(p.grad().defined() ? p.grad() : torch::zeros_like(p)));
+    return out;
+  }
+
+  status apply(int layer, const std::vector<tensor>& summed, double divisor) override {
+    auto it = layers_.find(layer);
+    if (it == layers_.end()) return make_error("not_held", "apply to layer " + std::to_string(layer) + " not held here");
+    auto params = it->second.module->parameters();
+    if (params.size() != summed.size()) return make_error("bad_gradients", "layer " + std::to_string(layer) + ": gradient count differs");
+    torch::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      if (!params[i].grad().defined()) params[i].mutable_grad() = torch::zeros_like(params[i]);
+      params[i].mutable_grad().copy_(summed[i]->t / divisor);
+    }
+    it->second.optimizer->step();
+    return ok_status();
+  }
+
+  std::uint64_t hash(int layer) const override {
+    std::uint64_t h = 1469598103934665603ULL;
+    for (const auto& p : layers_.at(layer).module->parameters()) {
+      auto c = p.detach().contiguous();
+      const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
+      for (std::size_t i = 0; i < static_cast<std::size_t>(c.nbytes()); ++i) h = (h ^ bytes[i]) * 1099511628211ULL;
+    }
+    return h;
+  }
+
+  layer_copy copy(int layer) const override {
+    return std::make_shared<layer_box>(layer_box{deep_copy(layers_.at(layer).module)});
+  }
+
+ private:
+  struct held {
+    torch::nn::Sequential module{nullptr};
+    std::unique_ptr<torch::optim::Optimizer> optimizer;
+  };
+  struct kept_activation {
+    torch::Tensor input, output;
+    int lo;
+  };
+  result<tensor> finish(std::map<int, kept_activation>::iterator it) {
+    torch::Tensor g = it->second.lo > 0 ? it->second.input.grad() : torch::Tensor();
+    kept_.erase(it);
+    return g.defined() ? box(g) : tensor{};
+  }
+  optimizer_config opt_;
+  std::map<int, held> layers_;
+  std::map<int, kept_activation> kept_;
+  double loss_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<device_worker> make_worker(const optimizer_config& opt) { return std::make_unique<torch_worker>(opt); }
+
+}  // namespace dynapar::model

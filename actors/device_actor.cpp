@@ -125,7 +125,7 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, int device_i
         self->state.runner.arrived_gradient(micro);
         advance(self);
       },
-      [=](grads_atom, int layer) { return self->state.worker->gradients(layer); },
+      [=](grads_atom, int layer) { return self->state.worker->micro_gradients(layer); },
       [=](apply_atom, int layer, const std::vector<model::tensor>& summed, double divisor) -> caf::result<bool> {
         auto st = self->state.worker->apply(layer, summed, divisor);
         if (!st) return caf::make_error(caf::sec::runtime_error, st.err().message);

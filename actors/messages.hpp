@@ -65,6 +65,7 @@ struct group_report {
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::model::tensor)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::model::layer_copy)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<dynapar::model::tensor>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<std::vector<dynapar::model::tensor>>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::stage_task)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::stage_report)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::group_task)

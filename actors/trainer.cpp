@@ -88,13 +88,18 @@ result<train_outcome> train(const model::model_chain& m, const data::dataset& d,
       shutdown();
       return make_error("step_failed", failure);
     }
-    // Each layer: sum over its holders (one per group), divide by B, apply on every holder.
+    // Each layer: its micro-batches' gradients from every holder, added in the global
+    // micro-batch order (groups in plan order, micro-batches in order: the order of the
+    // step's samples), divided by B and applied on every holder.
     std::map<int, std::vector<std::vector<model::tensor>>> parts;
     for (auto& [l, hs] : holders)
       for (auto& h : hs)
         self->request(h, timeout, grads_atom::value, l)
-            .receive([&, l = l](std::vector<model::tensor>& g) { parts[l].push_back(std::move(g)); },
-                     [&](caf::error& e) { failure = text(e); });
+            .receive(
+                [&, l = l](std::vector<std::vector<model::tensor>>& g) {
+                  for (auto& micro : g) parts[l].push_back(std::move(micro));
+                },
+                [&](caf::error& e) { failure = text(e); });
     for (auto& [l, hs] : holders) {
       const auto summed = model::sum(parts[l]);
       for (auto& h : hs) self->send(h, apply_atom::value, l, summed, static_cast<double>(s.batch));

@@ -7,7 +7,7 @@ namespace dynapar::config {
 
 result<job> parse_job(const YAML::Node& doc, const std::string& name) {
   auto base = parse_cluster(doc, {"name", "data", "synthetic_samples", "steps", "epochs", "optimizer", "policy",
-                                  "hash_every", "threads", "plan"});
+                                  "hash_every", "threads", "plan", "exact"});
   if (!base) return base.err();
   try {
     fields top(doc, "");
@@ -39,6 +39,14 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
     j.hash_every = top.integer("hash_every", j.hash_every);
     j.threads = top.integer("threads", j.threads);
     if (j.hash_every < 0 || j.threads < 1) throw field_error{"hash_every must be >= 0 and threads >= 1"};
+    j.exact = top.boolean("exact", j.exact);
+    auto& cfg = j.cluster.planner;
+    if (j.exact) {
+      if (cfg.micro_batch == 0) cfg.micro_batch = std::min(16, cfg.batch);
+      if (cfg.batch % cfg.micro_batch != 0)
+        throw field_error{"exact training needs the batch to be a multiple of micro_batch (" + std::to_string(cfg.micro_batch) + ")"};
+      cfg.share_quantum = cfg.micro_batch;
+    }
     if (top.has("plan")) {
       const auto list = top.child("plan");
       if (!list.IsSequence() || list.size() == 0) throw field_error{"field 'plan' must be a non-empty list of groups"};
@@ -56,7 +64,10 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
           throw field_error{where + ".devices and .splits must be lists of integers"};
         }
         gp.share = f.integer("share");
-        gp.micro_batch = f.integer("micro_batch", gp.share);
+        gp.micro_batch = f.integer("micro_batch", j.exact ? cfg.micro_batch : gp.share);
+        if (j.exact && (gp.micro_batch != cfg.micro_batch || gp.share % cfg.micro_batch != 0))
+          throw field_error{where + ": exact training needs micro_batch " + std::to_string(cfg.micro_batch) +
+                            " in every group and shares that are multiples of it (or exact: false)"};
         p.groups.push_back(std::move(gp));
       }
       std::vector<int> ids;

@@ -51,7 +51,10 @@ class device_worker {
   // The last stage: cross-entropy summed over the micro-batch, then backward.
   virtual result<tensor> backward_from_loss(int micro, const tensor& targets) = 0;
   virtual double loss_sum() const = 0;
-  virtual std::vector<tensor> gradients(int layer) const = 0;
+  // The gradient of each micro-batch of this step separately, in micro-batch order (one
+  // list of parameter gradients per micro-batch). Kept apart so that the driver can add them
+  // in the global order a single device would: the sums then match it bit for bit.
+  virtual std::vector<std::vector<tensor>> micro_gradients(int layer) const = 0;
   // gradient = summed / divisor, then one optimizer step on the layer.
   virtual status apply(int layer, const std::vector<tensor>& summed, double divisor) = 0;
   virtual std::uint64_t hash(int layer) const = 0;
@@ -62,7 +65,8 @@ std::unique_ptr<device_worker> make_worker(const optimizer_config& opt);
 // Host side (the training driver).
 tensor inputs(const data::dataset& d, const std::vector<int>& samples, int lo, int hi);   // [n, 1, rows, cols], normalised
 tensor targets(const data::dataset& d, const std::vector<int>& samples, int lo, int hi);  // [n] int64
-// Element-wise sums of the same parameters' gradients from several holders, in order.
+// Element-wise sum of parameter-gradient lists, left to right (the order autograd would add
+// micro-batches on one device).
 std::vector<tensor> sum(const std::vector<std::vector<tensor>>& parts);
 // Test accuracy of the model made of one copy per layer.
 double accuracy(const std::vector<layer_copy>& layers, const data::dataset& d);
@@ -76,7 +80,9 @@ class reference {
  public:
   reference(const model_chain& m, const optimizer_config& opt);
   ~reference();
-  double step(const data::dataset& d, const std::vector<int>& samples);  // returns the mean loss
+  // One optimizer step on the samples: the summed cross-entropy's gradient accumulated over
+  // micro-batches of `micro_batch` samples (0: one), divided by the batch. Returns the mean loss.
+  double step(const data::dataset& d, const std::vector<int>& samples, int micro_batch = 0);
   std::vector<layer_copy> layers() const;
 
  private:

@@ -26,6 +26,7 @@ std::vector<tensor> sum(const std::vector<std::vector<tensor>>& parts) {
   std::vector<tensor> out;
   if (parts.empty()) return out;
   for (std::size_t i = 0; i < parts[0].size(); ++i) {
+    // As autograd accumulates on one device: the first as it is, then in-place additions.
     torch::Tensor s = parts[0][i]->t.clone();
     for (std::size_t h = 1; h < parts.size(); ++h) s.add_(parts[h][i]->t);
     out.push_back(box(s));

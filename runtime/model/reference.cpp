@@ -19,14 +19,25 @@ reference::reference(const model_chain& m, const optimizer_config& opt) : impl_(
 
 reference::~reference() = default;
 
-double reference::step(const data::dataset& d, const std::vector<int>& samples) {
+double reference::step(const data::dataset& d, const std::vector<int>& samples, int micro_batch) {
   impl_->optimizer->zero_grad();
-  torch::Tensor x = inputs(d, samples, 0, static_cast<int>(samples.size()))->t;
-  for (auto& l : impl_->layers) x = l->forward(x);
-  auto loss = torch::nn::functional::cross_entropy(x, targets(d, samples, 0, static_cast<int>(samples.size()))->t);
-  loss.backward();
+  const int n = static_cast<int>(samples.size());
+  const int u = micro_batch > 0 ? micro_batch : n;
+  double loss_sum = 0;
+  for (int lo = 0; lo < n; lo += u) {
+    const int hi = std::min(n, lo + u);
+    torch::Tensor x = inputs(d, samples, lo, hi)->t;
+    for (auto& l : impl_->layers) x = l->forward(x);
+    auto loss = torch::nn::functional::cross_entropy(x, targets(d, samples, lo, hi)->t,
+                                                     torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+    loss.backward();
+    loss_sum += loss.item<double>();
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& l : impl_->layers)
+    for (auto& p : l->parameters()) p.mutable_grad() = p.grad() / static_cast<double>(n);
   impl_->optimizer->step();
-  return loss.item<double>();
+  return loss_sum / n;
 }
 
 std::vector<layer_copy> reference::layers() const {

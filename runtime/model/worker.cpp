@@ -21,6 +21,7 @@ class torch_worker final : public device_worker {
   void begin_step() override {
     for (auto& [l, h] : layers_) h.optimizer->zero_grad();
     kept_.clear();
+    micro_grads_.clear();
     loss_ = 0;
   }
 
@@ -32,7 +33,7 @@ class torch_worker final : public device_worker {
     if (lo > 0) x = x.detach().requires_grad_(true);
     torch::Tensor y = x;
     for (int l = lo; l < hi; ++l) y = layers_[l].module->forward(y);
-    kept_[micro] = {x, y, lo};
+    kept_[micro] = {x, y, lo, hi};
     return box(y.detach());
   }
 
@@ -40,7 +41,7 @@ class torch_worker final : public device_worker {
     auto it = kept_.find(micro);
     if (it == kept_.end()) return make_error("no_forward", "backward of micro-batch " + std::to_string(micro) + " without its forward");
     it->second.output.backward(grad_output->t);
-    return finish(it);
+    return finish(micro, it);
   }
 
   result<tensor> backward_from_loss(int micro, const tensor& targets) override {
@@ -50,15 +51,16 @@ class torch_worker final : public device_worker {
                                                      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
     loss_ += loss.item<double>();
     loss.backward();
-    return finish(it);
+    return finish(micro, it);
   }
 
   double loss_sum() const override { return loss_; }
 
-  std::vector<tensor> gradients(int layer) const override {
-    std::vector<tensor> out;
-    for (const auto& p : layers_.at(layer).module->parameters())
-      out.push_back(box(p.grad().defined() ? p.grad() : torch::zeros_like(p)));
+  std::vector<std::vector<tensor>> micro_gradients(int layer) const override {
+    std::vector<std::vector<tensor>> out;
+    auto it = micro_grads_.find(layer);
+    if (it == micro_grads_.end()) return out;
+    for (const auto& [micro, grads] : it->second) out.push_back(grads);
     return out;
   }
 
@@ -68,10 +70,8 @@ class torch_worker final : public device_worker {
     auto params = it->second.module->parameters();
     if (params.size() != summed.size()) return make_error("bad_gradients", "layer " + std::to_string(layer) + ": gradient count differs");
     torch::NoGradGuard no_grad;
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      if (!params[i].grad().defined()) params[i].mutable_grad() = torch::zeros_like(params[i]);
-      params[i].mutable_grad().copy_(summed[i]->t / divisor);
-    }
+    // The same expression as the reference's, so that the bits agree.
+    for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = summed[i]->t / divisor;
     it->second.optimizer->step();
     return ok_status();
   }
@@ -97,16 +97,25 @@ class torch_worker final : public device_worker {
   };
   struct kept_activation {
     torch::Tensor input, output;
-    int lo;
+    int lo, hi;
   };
-  result<tensor> finish(std::map<int, kept_activation>::iterator it) {
+  result<tensor> finish(int micro, std::map<int, kept_activation>::iterator it) {
     torch::Tensor g = it->second.lo > 0 ? it->second.input.grad() : torch::Tensor();
+    // Take this micro-batch's parameter gradients out (no copy), so the next starts at zero.
+    for (int l = it->second.lo; l < it->second.hi; ++l) {
+      auto& grads = micro_grads_[l][micro];
+      for (auto& p : layers_[l].module->parameters()) {
+        grads.push_back(box(p.grad().defined() ? p.grad() : torch::zeros_like(p)));
+        p.mutable_grad() = torch::Tensor();
+      }
+    }
     kept_.erase(it);
     return g.defined() ? box(g) : tensor{};
   }
   optimizer_config opt_;
   std::map<int, held> layers_;
   std::map<int, kept_activation> kept_;
+  std::map<int, std::map<int, std::vector<tensor>>> micro_grads_;  // layer -> micro -> per parameter
   double loss_ = 0;
 };
 

@@ -53,9 +53,11 @@ result<plan> to_plan(const problem& p, const std::vector<group_shape>& shapes, c
   return out;
 }
 
-std::vector<int> equal_shares(int batch, std::size_t groups) {
-  std::vector<int> s(groups, batch / static_cast<int>(groups));
-  for (int r = 0; r < batch % static_cast<int>(groups); ++r) ++s[r];
+std::vector<int> equal_shares(int batch, std::size_t groups, int quantum) {
+  const int units = batch / quantum;
+  std::vector<int> s(groups, units / static_cast<int>(groups));
+  for (int r = 0; r < units % static_cast<int>(groups); ++r) ++s[r];
+  for (auto& x : s) x *= quantum;
   return s;
 }
 
@@ -66,7 +68,7 @@ result<std::vector<int>> balanced_shares(const problem& p, const std::vector<gro
     time.push_back([&p, &s](int b) { return group_time(p, s, b); });
     caps.push_back(static_cast<int>(std::min<double>(s.cap, p.cfg.batch)));
   }
-  return integer_shares(time, caps, p.cfg.batch);
+  return integer_shares(time, caps, p.cfg.batch, p.cfg.share_quantum);
 }
 
 class dp_policy : public policy {
@@ -76,7 +78,7 @@ class dp_policy : public policy {
   result<plan> decide(const decision_context& ctx) override {
     const auto shapes = data_parallel_shapes(ctx.prob);
     if (shapes.empty()) return make_error("infeasible", "no available device holds the whole model (data parallelism needs one that does)");
-    if (!balanced_) return to_plan(ctx.prob, shapes, equal_shares(ctx.prob.cfg.batch, shapes.size()), ctx.slot);
+    if (!balanced_) return to_plan(ctx.prob, shapes, equal_shares(ctx.prob.cfg.batch, shapes.size(), ctx.prob.cfg.share_quantum), ctx.slot);
     auto shares = balanced_shares(ctx.prob, shapes);
     if (!shares) return shares.err();
     return to_plan(ctx.prob, shapes, *shares, ctx.slot);
@@ -155,7 +157,7 @@ class hetpipe_static : public policy {
         shapes.push_back(std::move(*s));
       }
       if (shapes.size() != groups) continue;
-      auto pl = to_plan(p, shapes, equal_shares(p.cfg.batch, groups), ctx.slot);
+      auto pl = to_plan(p, shapes, equal_shares(p.cfg.batch, groups, p.cfg.share_quantum), ctx.slot);
       if (!pl) continue;
       kept_ = *pl;
       return pl;

@@ -26,6 +26,8 @@ status validate(const model_profile& m, const cluster_state& c, const planner_co
   if (!(cfg.v > 0)) return make_error("bad_config", "V must be > 0");
   if (cfg.eval_budget < 1) return make_error("bad_config", "eval_budget must be >= 1");
   if (cfg.warm_eval_budget < 1) return make_error("bad_config", "warm_eval_budget must be >= 1");
+  if (cfg.share_quantum < 1 || cfg.batch % cfg.share_quantum != 0)
+    return make_error("bad_config", "batch must be a multiple of share_quantum (" + std::to_string(cfg.share_quantum) + ")");
   if (!(cfg.replan_margin >= 0)) return make_error("bad_config", "replan_margin must be >= 0");
   if (cfg.max_stages < 1) return make_error("bad_config", "max_stages must be >= 1");
   return ok_status();

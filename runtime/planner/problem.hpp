@@ -23,6 +23,7 @@ struct planner_config {
   int warm_eval_budget = 64;                        // per slot when warm-started on the same devices
   int max_stages = 16;                              // longest pipeline considered
   double replan_margin = 0.02;                      // a new structure must score this much better
+  int share_quantum = 1;                            // shares are multiples of this (exact training)
   std::uint64_t seed = 1;                           // for sampled neighbourhoods on large clusters
 };
 

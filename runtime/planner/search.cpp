@@ -150,7 +150,7 @@ result<plan> structure_evaluator::materialize(const structure& s, std::int64_t s
     time.push_back([this, sh](int b) { return group_time(p_, *sh, b); });
     caps.push_back(static_cast<int>(std::min<double>(sh->cap, p_.cfg.batch)));
   }
-  auto shares = integer_shares(time, caps, p_.cfg.batch);
+  auto shares = integer_shares(time, caps, p_.cfg.batch, p_.cfg.share_quantum);
   if (!shares) return shares.err();
   plan out;
   out.slot = slot;

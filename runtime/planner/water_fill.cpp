@@ -64,14 +64,25 @@ result<fill_result> water_fill(const std::vector<affine_group>& groups, double b
   return r;
 }
 
-result<std::vector<int>> integer_shares(const std::vector<std::function<double(int)>>& time,
-                                        const std::vector<int>& caps, int batch) {
+result<std::vector<int>> integer_shares(const std::vector<std::function<double(int)>>& time_in,
+                                        const std::vector<int>& caps_in, int batch_in, int quantum) {
+  if (quantum < 1 || batch_in % quantum != 0)
+    return make_error("bad_config", "the batch " + std::to_string(batch_in) + " is not a multiple of the share quantum " +
+                                        std::to_string(quantum));
+  // Solve in units of `quantum` samples.
+  std::vector<std::function<double(int)>> time;
+  std::vector<int> caps;
+  for (std::size_t g = 0; g < time_in.size(); ++g) {
+    time.push_back([&f = time_in[g], quantum](int k) { return f(k * quantum); });
+    caps.push_back(caps_in[g] / quantum);
+  }
+  const int batch = batch_in / quantum;
   const std::size_t n = time.size();
   long cap_sum = 0;
   for (int c : caps) cap_sum += std::max(0, c);
   if (n == 0 || cap_sum < batch)
-    return make_error("infeasible", "memory caps hold " + std::to_string(cap_sum) + " samples, fewer than the batch " +
-                                        std::to_string(batch));
+    return make_error("infeasible", "memory caps hold " + std::to_string(cap_sum * quantum) +
+                                        " samples, fewer than the batch " + std::to_string(batch_in));
   // Largest b <= cap with time(b) <= T (time is non-decreasing in b).
   auto most_within = [&](std::size_t g, double t) {
     int lo = 0, hi = std::min(caps[g], batch);
@@ -109,6 +120,7 @@ result<std::vector<int>> integer_shares(const std::vector<std::function<double(i
     --total;
     if (shares[g] > 0) slowest.push({time[g](shares[g]), g});
   }
+  for (auto& x : shares) x *= quantum;
   return shares;
 }
 

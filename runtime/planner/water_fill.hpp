@@ -28,7 +28,9 @@ result<fill_result> water_fill(const std::vector<affine_group>& groups, double b
 // the optimum's makespan is the batch-th smallest of all the values time_g(1..cap_g), found by
 // bisection on the makespan; ties are removed from the slowest groups first. Error when
 // caps cannot hold the batch.
+// With quantum q > 1 every share is a multiple of q (batch must be one): exact training needs
+// micro-batches of one fixed size.
 result<std::vector<int>> integer_shares(const std::vector<std::function<double(int)>>& time,
-                                        const std::vector<int>& caps, int batch);
+                                        const std::vector<int>& caps, int batch, int quantum = 1);
 
 }  // namespace dynapar::planner

@@ -7,7 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/trainer.hpp"
 #include "cli_util.hpp"
+#include "data/sampler.hpp"
+#include "model/api.hpp"
 #include "commands.hpp"
 #include "planner/builtin_profiles.hpp"
 #include "planner/evaluate.hpp"
@@ -109,6 +112,82 @@ int bench_planner(const planner_bench_options& o) {
   return exit_ok;
 }
 
+struct train_bench_options {
+  std::string model = "cnn";
+  int batch = 64, steps = 60, micro_batches = 8;
+  bool json = false;
+};
+
+// Steps per second of the plain loop against the actor runtime on one device, same model,
+// batch, samples and micro-batching, interleaved in rounds so that machine noise hits both.
+int bench_train(const train_bench_options& o) {
+  model::set_threads(1);
+  const auto d = data::synthetic(std::max(2000, o.batch * 4), 1);
+  auto m = model::make_model(o.model, 1);
+  if (!m) return report(m.err());
+  const model::optimizer_config opt{"sgd", 0.01, 0.9, 0};
+  auto plain = [&](int micro) {
+    model::reference ref(**m, opt);
+    data::global_sampler s(d.size(), o.batch, 1);
+    ref.step(d, s.step_samples(0), micro);  // warm-up
+    stopwatch sw;
+    for (int t = 1; t <= o.steps; ++t) ref.step(d, s.step_samples(t), micro);
+    return sw.seconds() / o.steps;
+  };
+  auto actor = [&](int micro) -> result<double> {
+    actors::train_settings s;
+    s.plan.groups.push_back({{0}, {0, model::num_layers(**m)}, o.batch, micro > 0 ? micro : o.batch});
+    s.steps = o.steps + 1;
+    s.batch = o.batch;
+    s.optimizer = opt;
+    s.hash_every = 0;
+    std::vector<double> times;
+    auto r = actors::train(**m, d, s, [&](const actors::step_record& rec) {
+      if (rec.step > 0) times.push_back(rec.time_s);  // step 0 warms up
+    });
+    if (!r) return r.err();
+    double sum = 0;
+    for (double t : times) sum += t;
+    return sum / static_cast<double>(times.size());
+  };
+  const int u = std::max(1, o.batch / o.micro_batches);
+  double p1 = 0, a1 = 0, pm = 0, am = 0;
+  const int rounds = 3;
+  for (int r = 0; r < rounds; ++r) {
+    p1 += plain(0) / rounds;
+    auto x = actor(0);
+    if (!x) return report(x.err());
+    a1 += *x / rounds;
+    pm += plain(u) / rounds;
+    auto y = actor(u);
+    if (!y) return report(y.err());
+    am += *y / rounds;
+  }
+  const int mbs = (o.batch + u - 1) / u;
+  nlohmann::json out = {{"model", o.model},
+                        {"batch", o.batch},
+                        {"steps", o.steps},
+                        {"plain_step_s", p1},
+                        {"actor_step_s", a1},
+                        {"throughput_ratio", p1 / a1},
+                        {"micro_batches", mbs},
+                        {"plain_micro_step_s", pm},
+                        {"actor_micro_step_s", am},
+                        {"throughput_ratio_micro", pm / am},
+                        {"overhead_per_micro_batch_us", 1e6 * (am - pm) / mbs}};
+  if (o.json) {
+    std::cout << out.dump() << "\n";
+  } else {
+    std::cout << std::setprecision(4) << o.model << ", batch " << o.batch << ", " << o.steps << " steps x " << rounds
+              << " rounds, 1 device, 1 group:\n"
+              << "  plain LibTorch loop " << 1e3 * p1 << " ms/step, actors " << 1e3 * a1 << " ms/step: throughput ratio "
+              << p1 / a1 << "\n"
+              << "  with " << mbs << " micro-batches: plain " << 1e3 * pm << " ms/step, actors " << 1e3 * am
+              << " ms/step: ratio " << pm / am << ", actor overhead " << 1e6 * (am - pm) / mbs << " us per micro-batch\n";
+  }
+  return exit_ok;
+}
+
 }  // namespace
 
 void add_bench(CLI::App& app, runner& run) {
@@ -123,6 +202,14 @@ void add_bench(CLI::App& app, runner& run) {
   pl->add_option("--sizes", o->sizes, "Cluster sizes")->check(CLI::Range(1, 100000));
   pl->add_option("--model", o->model, "Built-in profile")->check(CLI::IsMember(planner::builtin_profile_names()));
   pl->callback([o, &run] { run = [o] { return bench_planner(*o); }; });
+  auto t = std::make_shared<train_bench_options>();
+  auto* tr = bench->add_subcommand("train", "The actor runtime against a plain LibTorch loop on one device");
+  tr->add_option("--model", t->model, "Built-in model")->check(CLI::IsMember(model::builtin_model_names()));
+  tr->add_option("--batch", t->batch, "Batch")->check(CLI::Range(1, 4096));
+  tr->add_option("--steps", t->steps, "Timed steps per round")->check(CLI::Range(1, 100000));
+  tr->add_option("--micro-batches", t->micro_batches, "Micro-batches for the overhead measurement")->check(CLI::Range(1, 4096));
+  tr->add_flag("--json", t->json, "Print one JSON object");
+  tr->callback([t, &run] { run = [t] { return bench_train(*t); }; });
 }
 
 }  // namespace dynapar::cli

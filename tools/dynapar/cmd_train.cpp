@@ -110,12 +110,15 @@ int train_main(const train_options& o) {
                   {"replica_hash_checks", outcome->hash_checks},
                   {"samples_lost", outcome->ledger.lost},
                   {"samples_duplicated", outcome->ledger.duplicated},
+                  {"exact", j->exact},
                   {"wall_s", sw.seconds()}};
   if (o.verify) {
     log->info("verify: the same {} steps on one plain device", steps);
     model::reference ref(**m, opt);
     data::global_sampler sampler(train_set.size(), batch, j->seed);
-    for (std::int64_t t = 0; t < steps; ++t) ref.step(train_set, sampler.step_samples(t));
+    // Exact jobs accumulate over the same fixed micro-batches as every group does.
+    const int micro = j->exact ? j->cluster.planner.micro_batch : 0;
+    for (std::int64_t t = 0; t < steps; ++t) ref.step(train_set, sampler.step_samples(t), micro);
     summary["reference_max_rel_diff"] = model::max_rel_diff(outcome->final_layers, ref.layers());
     summary["reference_test_accuracy"] = model::accuracy(ref.layers(), test_set);
   }

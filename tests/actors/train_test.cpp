@@ -1,0 +1,70 @@
+// Device and group actors train exactly as one plain device: MLP and CNN, two groups of 2
+// and 3 stages with uneven shares, GPipe and 1F1B (FORMULATION invariants 1-3).
+#include <catch2/catch.hpp>
+
+#include "actors/trainer.hpp"
+#include "model/api.hpp"
+#include "data/sampler.hpp"
+
+using namespace dynapar;
+
+namespace {
+planner::plan two_groups(int layers, planner::schedule_kind kind) {
+  planner::plan p;
+  p.schedule = kind;
+  // Group 0: two stages; group 1: three stages. Shares 40 and 24 of 64.
+  const std::vector<int> two = layers == 3 ? std::vector<int>{0, 2, 3} : std::vector<int>{0, 2, 4};
+  const std::vector<int> three = layers == 3 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0, 1, 3, 4};
+  p.groups.push_back({{0, 1}, two, 40, 8});
+  p.groups.push_back({{2, 3, 4}, three, 24, 8});
+  return p;
+}
+}  // namespace
+
+TEST_CASE("actors train MLP and CNN exactly as one device, GPipe and 1F1B", "[actor][train]") {
+  // Two groups of 2 and 3 stages, shares 40 and 24, micro-batches of 8; SGD with momentum
+  // under GPipe, Adam under 1F1B.
+  model::set_threads(1);
+  const auto d = data::synthetic(640, 3);
+  for (const std::string name : {"mlp", "cnn"}) {
+    for (auto kind : {planner::schedule_kind::gpipe, planner::schedule_kind::one_f_one_b}) {
+      const std::string kind_of_optimizer = kind == planner::schedule_kind::gpipe ? "sgd" : "adam";
+      INFO(name << " " << planner::to_string(kind) << " " << kind_of_optimizer);
+      auto m = model::make_model(name, 42);
+      REQUIRE(m);
+      actors::train_settings s;
+      s.plan = two_groups(model::num_layers(**m), kind);
+      s.steps = 6;
+      s.batch = 64;
+      s.seed = 5;
+      s.optimizer = {kind_of_optimizer, 0.05, 0.9, 0};
+      s.hash_every = 2;
+      auto out = actors::train(**m, d, s);
+      REQUIRE(out);
+      CHECK(out->hash_checks == 3);
+      CHECK(out->ledger.lost == 0);
+      CHECK(out->ledger.duplicated == 0);
+      model::reference ref(**m, s.optimizer);
+      data::global_sampler sampler(d.size(), s.batch, s.seed);
+      for (int t = 0; t < s.steps; ++t) ref.step(d, sampler.step_samples(t), 8);
+      // The same micro-batches added in the same order: equal bit for bit, not just close.
+      CHECK(model::max_rel_diff(out->final_layers, ref.layers()) == 0);
+      // Not vacuous: training moved the parameters far more than the tolerance.
+      CHECK(model::max_rel_diff(ref.layers(), [&] {
+              std::vector<model::layer_copy> init;
+              for (int l = 0; l < model::num_layers(**m); ++l) init.push_back(model::copy_layer(**m, l));
+              return init;
+            }()) > 1e-2);
+    }
+  }
+}
+
+TEST_CASE("a plan that does not fit the model is an error, not a run", "[actor][train]") {
+  auto m = model::make_model("cnn", 1);
+  REQUIRE(m);
+  actors::train_settings s;
+  s.plan = two_groups(3, planner::schedule_kind::gpipe);  // splits end at 3, the CNN has 4 layers
+  auto out = actors::train(**m, data::synthetic(200, 1), s);
+  REQUIRE_FALSE(out);
+  CHECK(out.err().message.find("layer count 4") != std::string::npos);
+}

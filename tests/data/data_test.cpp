@@ -1,0 +1,82 @@
+// idx files, Fashion-MNIST, the global sampler and the sample ledger.
+#include <catch2/catch.hpp>
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "data/dataset.hpp"
+#include "data/idx.hpp"
+#include "data/ledger.hpp"
+#include "data/sampler.hpp"
+
+using namespace dynapar;
+using namespace dynapar::data;
+
+namespace {
+std::string write_gz(const std::vector<unsigned char>& bytes, const std::string& name) {
+  const std::string path = "/tmp/dynapar_test_" + name + ".gz";
+  gzFile f = gzopen(path.c_str(), "wb");
+  gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+  gzclose(f);
+  return path;
+}
+}  // namespace
+
+TEST_CASE("idx files are read from gzip, and broken ones are named errors", "[unit][data]") {
+  // 2 x 3 unsigned bytes.
+  auto ok = read_idx_gz(write_gz({0, 0, 8, 2, 0, 0, 0, 2, 0, 0, 0, 3, 1, 2, 3, 4, 5, 6}, "ok"));
+  REQUIRE(ok);
+  CHECK(ok->dims == std::vector<std::uint32_t>{2, 3});
+  CHECK(ok->values == std::vector<std::uint8_t>{1, 2, 3, 4, 5, 6});
+  auto truncated = read_idx_gz(write_gz({0, 0, 8, 2, 0, 0, 0, 2, 0, 0, 0, 3, 1, 2, 3}, "short"));
+  REQUIRE_FALSE(truncated);
+  CHECK(truncated.err().message.find("ends early") != std::string::npos);
+  CHECK(read_idx_gz(write_gz({0, 0, 13, 1, 0, 0, 0, 1, 0}, "float")).err().code == "bad_data");
+  CHECK(read_idx_gz("/nonexistent.gz").err().code == "io");
+}
+
+TEST_CASE("Fashion-MNIST loads from the Debian package", "[unit][data]") {
+  auto test = load_fashion_mnist(fashion_mnist_dir, "t10k");
+  REQUIRE(test);
+  CHECK(test->size() == 10000);
+  CHECK(test->images.size() == 10000u * 784);
+  // The published test set is balanced: 1000 of each class.
+  std::vector<int> count(10, 0);
+  for (auto l : test->labels) ++count[l];
+  CHECK(std::all_of(count.begin(), count.end(), [](int c) { return c == 1000; }));
+  CHECK_FALSE(load_fashion_mnist(fashion_mnist_dir, "validation"));
+}
+
+TEST_CASE("the global sampler uses every sample once per epoch, by seed", "[unit][data]") {
+  global_sampler s(1000, 64, 7);
+  CHECK(s.steps_per_epoch() == 15);
+  std::set<int> seen;
+  for (int t = 0; t < 15; ++t)
+    for (int i : s.step_samples(t)) CHECK(seen.insert(i).second);
+  CHECK(seen.size() == 15u * 64);
+  global_sampler same(1000, 64, 7), other(1000, 64, 8);
+  CHECK(same.step_samples(3) == s.step_samples(3));
+  CHECK(other.step_samples(3) != s.step_samples(3));
+  CHECK(s.step_samples(15) != s.step_samples(0));  // the next epoch is a new permutation
+  CHECK(global_sampler::slices({40, 24}) == std::vector<std::pair<int, int>>{{0, 40}, {40, 64}});
+}
+
+TEST_CASE("the ledger proves exactly-once use and catches loss and duplication", "[unit][data]") {
+  global_sampler s(200, 32, 1);
+  sample_ledger good(200), lost(200), dup(200);
+  for (int t = 0; t < 10; ++t) {
+    const auto samples = s.step_samples(t);
+    good.applied(t / s.steps_per_epoch(), samples);
+    if (t != 4) lost.applied(t / s.steps_per_epoch(), samples);
+    dup.applied(t / s.steps_per_epoch(), samples);
+    if (t == 4) dup.applied(t / s.steps_per_epoch(), samples);  // a retried step applied twice
+  }
+  auto g = good.check(s, 10);
+  CHECK(g.lost == 0);
+  CHECK(g.duplicated == 0);
+  CHECK(lost.check(s, 10).lost == 32);
+  CHECK(dup.check(s, 10).duplicated == 32);
+}

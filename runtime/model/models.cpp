@@ -1,5 +1,8 @@
 // Built-in models as chains of layers; each layer a Sequential so that it clones deeply.
+#include <torch/script.h>
 #include <torch/torch.h>
+
+#include <filesystem>
 
 #include "model/boxes.hpp"
 
@@ -46,6 +49,39 @@ struct PoolHeadImpl : nn::Cloneable<PoolHeadImpl> {
 };
 TORCH_MODULE(PoolHead);
 
+// One top-level child of a TorchScript module as a layer. Each replica deep-copies the scripted
+// module and registers its parameters, so optimizers and clones see them.
+struct ScriptedImpl : nn::Cloneable<ScriptedImpl> {
+  explicit ScriptedImpl(torch::jit::Module m) : module_(std::move(m)) { reset(); }
+  void reset() override {
+    module_ = module_.deepcopy();
+    for (const auto& p : module_.named_parameters(/*recurse=*/true)) {
+      std::string name = p.name;
+      std::replace(name.begin(), name.end(), '.', '_');
+      register_parameter(name, p.value);
+    }
+  }
+  torch::Tensor forward(torch::Tensor x) { return module_.forward({x}).toTensor(); }
+  torch::jit::Module module_;
+};
+TORCH_MODULE(Scripted);
+
+result<std::shared_ptr<const model_chain>> load_torchscript(const std::string& path) {
+  auto m = std::make_shared<model_chain>();
+  m->name = std::filesystem::path(path).stem().string();
+  try {
+    torch::jit::Module top = torch::jit::load(path);
+    for (const auto& child : top.named_children()) {
+      m->names.push_back(child.name);
+      m->layers.push_back(nn::Sequential(Scripted(child.value)));
+    }
+  } catch (const c10::Error& e) {
+    return make_error("bad_model", path + ": not a loadable TorchScript module: " + e.what_without_backtrace());
+  }
+  if (m->layers.empty()) return make_error("bad_model", path + ": a TorchScript model needs its layers as top-level children");
+  return std::shared_ptr<const model_chain>(std::move(m));
+}
+
 void add(model_chain& m, std::string name, nn::Sequential s) {
   m.names.push_back(std::move(name));
   m.layers.push_back(std::move(s));
@@ -85,6 +121,7 @@ const std::vector<std::string>& builtin_model_names() {
 }
 
 result<std::shared_ptr<const model_chain>> make_model(const std::string& name, std::uint64_t seed) {
+  if (name.size() > 3 && name.compare(name.size() - 3, 3, ".pt") == 0) return load_torchscript(name);
   auto m = std::make_shared<model_chain>();
   m->name = name;
   torch::manual_seed(seed);
@@ -92,7 +129,7 @@ result<std::shared_ptr<const model_chain>> make_model(const std::string& name, s
   if (m->layers.empty()) {
     std::string known;
     for (const auto& n : builtin_model_names()) known += (known.empty() ? "" : ", ") + n;
-    return make_error("unknown_model", "unknown model '" + name + "' (built-in: " + known + ")");
+    return make_error("unknown_model", "unknown model '" + name + "' (built-in: " + known + "; or a TorchScript .pt file)");
   }
   return std::shared_ptr<const model_chain>(std::move(m));
 }

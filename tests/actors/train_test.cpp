@@ -68,3 +68,22 @@ TEST_CASE("a plan that does not fit the model is an error, not a run", "[actor][
   REQUIRE_FALSE(out);
   CHECK(out.err().message.find("layer count 4") != std::string::npos);
 }
+
+TEST_CASE("a TorchScript model trains exactly too, its top-level children as layers", "[actor][train]") {
+  // examples/models/tiny_cnn.pt is written by examples/export_torchscript.py.
+  auto m = model::make_model(std::string(DYNAPAR_SOURCE_DIR) + "/examples/models/tiny_cnn.pt", 0);
+  REQUIRE(m);
+  REQUIRE(model::num_layers(**m) == 4);
+  const auto d = data::synthetic(320, 9);
+  actors::train_settings s;
+  s.plan = two_groups(4, planner::schedule_kind::one_f_one_b);
+  s.steps = 4;
+  s.optimizer = {"adam", 1e-3, 0.9, 0};
+  auto out = actors::train(**m, d, s);
+  REQUIRE(out);
+  model::reference ref(**m, s.optimizer);
+  data::global_sampler sampler(d.size(), s.batch, s.seed);
+  for (int t = 0; t < s.steps; ++t) ref.step(d, sampler.step_samples(t), 8);
+  CHECK(model::max_rel_diff(out->final_layers, ref.layers()) == 0);
+  CHECK_FALSE(model::make_model("/nonexistent/model.pt", 0));
+}

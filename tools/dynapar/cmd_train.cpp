@@ -156,7 +156,7 @@ void add_train(CLI::App& app, runner& run) {
 
   auto p = std::make_shared<std::tuple<std::string, int, int, std::string>>("", 64, 5, "");
   auto* prof = app.add_subcommand("profile", "Measure a model's per-layer times and sizes here; print the planner profile JSON");
-  prof->add_option("model", std::get<0>(*p), "Built-in model")->required()->check(CLI::IsMember(model::builtin_model_names()));
+  prof->add_option("model", std::get<0>(*p), "Built-in model or TorchScript .pt file")->required();
   prof->add_option("--batch", std::get<1>(*p), "Samples per timed run")->check(CLI::Range(1, 4096));
   prof->add_option("--repeat", std::get<2>(*p), "Timed runs per layer")->check(CLI::Range(1, 1000));
   prof->add_option("--out", std::get<3>(*p), "Write the JSON here instead of stdout");

@@ -22,6 +22,9 @@ result<train_outcome> train(const model::model_chain& m, const data::dataset& d,
   if (d.size() < s.batch) return make_error("bad_job", "the data set has fewer samples than one batch");
   caf::actor_system_config cfg;
   cfg.set("scheduler.max-threads", static_cast<std::size_t>(std::max(1, s.scheduler_threads)));
+  // Work stealing polls for work, and on few cores its spinning takes time from the device
+  // threads (which are detached and do not use the scheduler); a shared queue sleeps instead.
+  cfg.set("scheduler.policy", caf::atom("sharing"));
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
   const auto timeout = std::chrono::milliseconds(static_cast<long>(s.step_timeout_s * 1000));

@@ -23,7 +23,7 @@ struct train_settings {
   std::uint64_t seed = 1;            // sampler seed (the model's is in the model)
   model::optimizer_config optimizer;
   int hash_every = 50;               // compare replica hashes every N steps (0: never)
-  int scheduler_threads = 2;
+  int scheduler_threads = 1;        // supervisors only: devices are detached threads
   double step_timeout_s = 120;
 };
 

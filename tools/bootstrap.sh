@@ -18,7 +18,7 @@ packages=(
   libcaf-dev libzmq3-dev cppzmq-dev capnproto libcapnp-dev
   libtorch-dev libopenblas0-pthread
   libspdlog-dev catch2 libyaml-cpp-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
-  dataset-fashion-mnist gnuplot-nox
+  dataset-fashion-mnist gnuplot-nox python3-torch
 )
 
 install_packages() {
@@ -52,8 +52,9 @@ build
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 case "$mode" in
   demo)
-    echo "bootstrap: demo: the planner on the paper-like cluster (training arrives with the actor runtime)"
-    build/bin/dynapar plan --cluster examples/clusters/paper_like.yaml --model resnet50
+    echo "bootstrap: demo: the CNN on Fashion-MNIST over 4 device actors (a few minutes on 2 cores)"
+    build/bin/dynapar plan --cluster examples/clusters/paper_like.yaml --model vgg16
+    build/bin/dynapar train examples/jobs/fashion_mnist_cnn.yaml --out out/demo
     ;;
   test)
     cd build

@@ -18,7 +18,7 @@ packages=(
   libcaf-dev libzmq3-dev cppzmq-dev capnproto libcapnp-dev
   libtorch-dev libopenblas0-pthread
   libspdlog-dev catch2 libyaml-cpp-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
-  dataset-fashion-mnist gnuplot-nox python3-torch
+  dataset-fashion-mnist gnuplot-nox
 )
 
 install_packages() {

@@ -133,6 +133,7 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, int device_i
       },
       [=](hash_atom, int layer) { return static_cast<std::uint64_t>(self->state.worker->hash(layer)); },
       [=](copy_atom, int layer) { return self->state.worker->copy(layer); },
+      [=](perturb_atom, int layer) { self->state.worker->perturb(layer); },
   };
 }
 }  // namespace

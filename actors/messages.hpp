@@ -22,6 +22,7 @@ using apply_atom = caf::atom_constant<caf::atom("apply")>;
 using hash_atom = caf::atom_constant<caf::atom("hash")>;
 using copy_atom = caf::atom_constant<caf::atom("copy")>;
 using devices_atom = caf::atom_constant<caf::atom("devices")>;
+using perturb_atom = caf::atom_constant<caf::atom("perturb")>;
 
 // One stage's part of a step.
 struct stage_task {

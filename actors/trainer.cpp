@@ -116,6 +116,9 @@ result<train_outcome> train(const model::model_chain& m, const data::dataset& d,
       return make_error("step_failed", "step " + std::to_string(t) + ": " + failure);
     }
     ledger.applied(t / sampler.steps_per_epoch(), samples);
+    if (t == s.perturb_step && holders.count(s.perturb_layer) &&
+        s.perturb_group < static_cast<int>(holders[s.perturb_layer].size()))
+      self->send(holders[s.perturb_layer][s.perturb_group], perturb_atom::value, s.perturb_layer);
     // Replicas of a layer must stay bit-identical (FORMULATION invariant 3).
     if (s.hash_every > 0 && (t + 1) % s.hash_every == 0) {
       for (auto& [l, hs] : holders) {

@@ -25,6 +25,10 @@ struct train_settings {
   int hash_every = 50;               // compare replica hashes every N steps (0: never)
   int scheduler_threads = 1;        // supervisors only: devices are detached threads
   double step_timeout_s = 120;
+  // Fault injection: after step `perturb_step`, nudge group `perturb_group`'s replica of layer
+  // `perturb_layer` (-1: never), as a silent corruption the replica hashes must catch.
+  std::int64_t perturb_step = -1;
+  int perturb_group = 0, perturb_layer = 0;
 };
 
 struct stage_timing {

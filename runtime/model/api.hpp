@@ -59,6 +59,8 @@ class device_worker {
   virtual status apply(int layer, const std::vector<tensor>& summed, double divisor) = 0;
   virtual std::uint64_t hash(int layer) const = 0;
   virtual layer_copy copy(int layer) const = 0;
+  // Fault injection: nudges the layer's first parameter, so its replicas no longer agree.
+  virtual void perturb(int layer) = 0;
 };
 std::unique_ptr<device_worker> make_worker(const optimizer_config& opt);
 

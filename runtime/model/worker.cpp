@@ -86,6 +86,12 @@ class torch_worker final : public device_worker {
     return h;
   }
 
+  void perturb(int layer) override {
+    torch::NoGradGuard no_grad;
+    auto params = layers_.at(layer).module->parameters();
+    if (!params.empty()) params.front().add_(1e-3);
+  }
+
   layer_copy copy(int layer) const override {
     return std::make_shared<layer_box>(layer_box{deep_copy(layers_.at(layer).module)});
   }

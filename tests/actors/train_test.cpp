@@ -87,3 +87,20 @@ TEST_CASE("a TorchScript model trains exactly too, its top-level children as lay
   CHECK(model::max_rel_diff(out->final_layers, ref.layers()) == 0);
   CHECK_FALSE(model::make_model("/nonexistent/model.pt", 0));
 }
+
+TEST_CASE("replicas that drift apart stop the run with an error naming the layer", "[actor][train]") {
+  auto m = model::make_model("mlp", 3);
+  REQUIRE(m);
+  actors::train_settings s;
+  s.plan = two_groups(3, planner::schedule_kind::gpipe);
+  s.steps = 6;
+  s.hash_every = 1;
+  s.perturb_step = 2;
+  s.perturb_group = 1;
+  s.perturb_layer = 1;
+  auto out = actors::train(**m, data::synthetic(400, 2), s);
+  REQUIRE_FALSE(out);
+  CHECK(out.err().code == "replica_mismatch");
+  CHECK(out.err().message.find("layer 1 (fc2+relu)") != std::string::npos);
+  CHECK(out.err().message.find("after step 2") != std::string::npos);
+}

@@ -186,7 +186,8 @@ class joint_policy : public policy {
     // The small per-slot budget only while the devices are the ones the last search saw.
     const bool same_devices = ctx.previous && p.available == last_available_;
     last_available_ = p.available;
-    const int n = std::max<int>(64, static_cast<int>(p.available.size()));
+    // An evaluation costs O(devices): small clusters afford more of them (x4 up to 16 devices).
+    const int n = std::max<int>(16, static_cast<int>(p.available.size()));
     const int fresh = std::max(p.cfg.warm_eval_budget, static_cast<int>(static_cast<long>(p.cfg.eval_budget) * 64 / n));
     auto r = tentative_search(ev, std::move(start), ctx.slot, same_devices ? p.cfg.warm_eval_budget : fresh);
     if (!r) return r.err();

@@ -18,8 +18,8 @@ struct planner_config {
   std::vector<int> micro_batch_candidates = {1, 2, 4, 8, 16, 32, 64};
   double v = 10.0;                                  // Lyapunov trade-off V (weighs T / T_floor)
   int eval_budget = 20000;                          // plan evaluations for a fresh decision, scaled
-                                                    // by 64 / devices above 64 devices (an
-                                                    // evaluation costs O(devices))
+                                                    // by 64 / max(16, devices) (an evaluation
+                                                    // costs O(devices))
   int warm_eval_budget = 64;                        // per slot when warm-started on the same devices
   int max_stages = 16;                              // longest pipeline considered
   double replan_margin = 0.02;                      // a new structure must score this much better

@@ -89,7 +89,7 @@ bool structure_evaluator::solve(const structure& s, std::vector<choice>& out, do
     double best = unlimited;
     for (std::size_t k = 0; k < e.shapes.size(); ++k) {
       const double b = std::max(1.0, std::min(share, e.shapes[k].cap));
-      const double per = group_time(p_, e.shapes[k], b) / b + e.mig_s[k] * 1e-9;
+      const double per = (e.shapes[k].alpha() * b + e.shapes[k].beta()) / b + e.mig_s[k] * 1e-9;  // the affine model water-filling uses
       if (per < best) { best = per; out[g] = {&e.shapes[k], e.mig_s[k], 0}; }
     }
     aff[g] = {out[g].shape->alpha(), out[g].shape->beta(), out[g].shape->cap};

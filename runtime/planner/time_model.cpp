@@ -73,7 +73,15 @@ double group_time(const problem& p, const group_shape& g, double share) {
     return t;
   }
   const double m = std::ceil(share / u);
-  return (m - 1) * g.bottleneck_s + g.fill_s;
+  const double last = share - (m - 1) * u;
+  if (last >= u) return (m - 1) * g.bottleneck_s + g.fill_s;
+  // A smaller last micro-batch: the first fills the pipeline, m - 2 follow at the bottleneck's
+  // pace, the last at its own (exact for one stage).
+  double r_last = 0;
+  for (int j = 0; j < g.stages(); ++j) r_last = std::max(r_last, stage_time(p, g.devices[j], g.splits[j], g.splits[j + 1], last));
+  for (int j = 0; j + 1 < g.stages(); ++j)
+    r_last = std::max(r_last, link_time(p, g.devices[j], g.devices[j + 1], g.splits[j + 1], last));
+  return g.fill_s + (m - 2) * g.bottleneck_s + r_last;
 }
 
 double stage_busy(const problem& p, const group_shape& g, int j, double share) {

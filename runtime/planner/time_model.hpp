@@ -38,8 +38,8 @@ struct group_shape {
 // Fills timing and memory fields for given devices, splits and micro-batch.
 group_shape make_shape(const problem& p, std::vector<int> devices, std::vector<int> splits, int u);
 
-// Flush time of one step of `share` samples: (M - 1) R + S with M = ceil(share / u);
-// one micro-batch of `share` samples when share <= u.
+// Flush time of one step of `share` samples: (M - 1) R + S with M = ceil(share / u), the last
+// micro-batch at its own size when smaller; one micro-batch of `share` samples when share <= u.
 double group_time(const problem& p, const group_shape& g, double share);
 
 // Busy (computing) seconds of stage j for a share; drives energy.

@@ -100,8 +100,10 @@ result<std::vector<int>> integer_shares(const std::vector<std::function<double(i
   double lo = 0, hi = 0;
   for (std::size_t g = 0; g < n; ++g)
     if (caps[g] > 0) hi = std::max(hi, time[g](std::min(caps[g], batch)));
-  // Bisection to the exact threshold value: stop when no time value lies strictly inside.
-  for (int it = 0; it < 200 && hi - lo > 1e-15 * std::max(1.0, hi); ++it) {
+  // Bisection on the makespan. It need not be tight: taking every value <= hi and trimming the
+  // largest until `batch` remain leaves the batch smallest values, whose maximum is the
+  // optimum, for any hi >= it. A tighter hi only means fewer values to trim.
+  for (int it = 0; it < 200 && hi - lo > 1e-6 * hi; ++it) {
     const double mid = 0.5 * (lo + hi);
     if (count(mid) >= batch) hi = mid; else lo = mid;
   }

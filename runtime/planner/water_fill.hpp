@@ -25,9 +25,9 @@ struct fill_result {
 result<fill_result> water_fill(const std::vector<affine_group>& groups, double batch);
 
 // Integer shares minimising max_g time_g(b_g) exactly, for non-decreasing time functions:
-// the optimum's makespan is the batch-th smallest of all the values time_g(1..cap_g), found by
-// bisection on the makespan; ties are removed from the slowest groups first. Error when
-// caps cannot hold the batch.
+// the optimum's makespan is the batch-th smallest of all the values time_g(1..cap_g). A
+// bisection finds a makespan bound holding at least `batch` values; the largest are then
+// trimmed, slowest group first, until `batch` remain. Error when caps cannot hold the batch.
 // With quantum q > 1 every share is a multiple of q (batch must be one): exact training needs
 // micro-batches of one fixed size.
 result<std::vector<int>> integer_shares(const std::vector<std::function<double(int)>>& time,

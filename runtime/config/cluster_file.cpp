@@ -139,11 +139,7 @@ result<cluster_file> parse_cluster(const YAML::Node& doc, std::initializer_list<
 }
 
 result<cluster_file> load_cluster_file(const std::string& path) {
-  auto doc = load_yaml_file(path);
-  if (!doc) return doc.err();
-  auto r = parse_cluster(*doc);
-  if (!r) return make_error(r.err().code, path + ": " + r.err().message);
-  return r;
+  return load_document(path, [](const YAML::Node& doc, const std::string&) { return parse_cluster(doc); });
 }
 
 }  // namespace dynapar::config

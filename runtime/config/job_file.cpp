@@ -86,13 +86,7 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
 }
 
 result<job> load_job_file(const std::string& path) {
-  auto doc = load_yaml_file(path);
-  if (!doc) return doc.err();
-  std::string name = path.substr(path.find_last_of('/') + 1);
-  name = name.substr(0, name.find('.'));
-  auto r = parse_job(*doc, name);
-  if (!r) return make_error(r.err().code, path + ": " + r.err().message);
-  return r;
+  return load_document(path, parse_job);
 }
 
 }  // namespace dynapar::config

@@ -177,13 +177,7 @@ result<sim::scenario> parse_scenario(const YAML::Node& doc, const std::string& n
 }
 
 result<sim::scenario> load_scenario_file(const std::string& path) {
-  auto doc = load_yaml_file(path);
-  if (!doc) return doc.err();
-  std::string name = path.substr(path.find_last_of('/') + 1);
-  name = name.substr(0, name.find('.'));
-  auto r = parse_scenario(*doc, name);
-  if (!r) return make_error(r.err().code, path + ": " + r.err().message);
-  return r;
+  return load_document(path, parse_scenario);
 }
 
 }  // namespace dynapar::config

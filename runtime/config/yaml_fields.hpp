@@ -41,4 +41,17 @@ class fields {
 // Loads a YAML file, turning parse errors into values that name the file, line and column.
 result<YAML::Node> load_yaml_file(const std::string& file);
 
+// Loads `path` and parses it with parse(document, name), the name being the file's stem;
+// errors are prefixed with the path.
+template <class Parse>
+auto load_document(const std::string& path, Parse parse) -> decltype(parse(YAML::Node{}, std::string{})) {
+  auto doc = load_yaml_file(path);
+  if (!doc) return doc.err();
+  std::string name = path.substr(path.find_last_of('/') + 1);
+  name = name.substr(0, name.find('.'));
+  auto r = parse(*doc, name);
+  if (!r) return make_error(r.err().code, path + ": " + r.err().message);
+  return r;
+}
+
 }  // namespace dynapar::config

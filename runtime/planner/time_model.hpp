@@ -55,7 +55,6 @@ class holdings {
  public:
   holdings() = default;
   holdings(const problem& p, const plan* previous);  // ids of departed devices are ignored
-  bool empty() const { return by_layer_.empty(); }
   // Seconds and bytes to bring layers [lo, hi) to dev: from the best-connected old holder
   // that is still available, else from the checkpoint.
   std::pair<double, double> bring(const problem& p, int dev, int lo, int hi) const;

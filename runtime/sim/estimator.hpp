@@ -18,7 +18,6 @@ class estimator {
   // The cluster as the policy sees it: estimated speeds and link tiers, the truth's prices
   // and availability (both announced), with `hidden` device ids still shown available.
   planner::cluster_state view(const planner::cluster_state& truth, const std::vector<int>& hidden) const;
-  double speed_estimate(int device_index) const { return speed_[device_index]; }
 
  private:
   planner::cluster_state nominal_;

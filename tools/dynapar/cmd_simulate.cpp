@@ -135,8 +135,6 @@ int simulate_main(const simulate_options& o) {
   if (!sc) return report(sc.err());
   std::vector<std::string> names;
   if (o.policies == "all" || (o.policies.empty() && sc->policies.empty())) {
-    int available = 0;
-    for (const auto& d : sc->cluster.devices) available += d.available;
     for (const auto& n : planner::policy_names())
       if (n != "oracle" || static_cast<int>(sc->cluster.devices.size()) <= planner::oracle_max_devices) names.push_back(n);
   } else if (!o.policies.empty()) {

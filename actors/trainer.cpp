@@ -1,5 +1,6 @@
 #include "actors/trainer.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 
@@ -29,44 +30,90 @@ result<train_outcome> train(const model::model_chain& m, const data::dataset& d,
   caf::scoped_actor self{sys};
   const auto timeout = std::chrono::milliseconds(static_cast<long>(s.step_timeout_s * 1000));
 
-  // Groups, their devices, and where each layer lives.
+  // Groups, their devices, and where each layer lives, for the plan in force.
   std::vector<caf::actor> groups;
   std::map<int, std::vector<caf::actor>> holders;  // layer -> one device per group, plan order
+  std::map<int, std::vector<int>> holder_ids;      // layer -> device ids holding it
   std::string failure;
-  for (std::size_t g = 0; g < s.plan.groups.size(); ++g) {
-    const auto& gp = s.plan.groups[g];
-    groups.push_back(spawn_group(sys, {static_cast<int>(g), gp.devices, gp.splits, s.plan.schedule, s.optimizer}));
-    std::vector<caf::actor> devs;
-    self->request(groups.back(), timeout, devices_atom::value)
-        .receive([&](std::vector<caf::actor>& v) { devs = std::move(v); }, [&](caf::error& e) { failure = text(e); });
-    if (!failure.empty()) return make_error("actor", "group " + std::to_string(g) + " did not start: " + failure);
-    for (std::size_t j = 0; j < devs.size(); ++j)
-      for (int l = gp.splits[j]; l < gp.splits[j + 1]; ++l) {
-        self->send(devs[j], hold_atom::value, l, model::copy_layer(m, l));
-        holders[l].push_back(devs[j]);
-      }
-  }
   auto shutdown = [&] {
     for (auto& g : groups) self->send_exit(g, caf::exit_reason::user_shutdown);
+    groups.clear();
   };
+  // Spawns the plan's groups and gives every stage its layers (copies that carry optimizer state).
+  auto deploy = [&](const planner::plan& p, const std::vector<model::layer_copy>& layers) -> status {
+    holders.clear();
+    holder_ids.clear();
+    for (std::size_t g = 0; g < p.groups.size(); ++g) {
+      const auto& gp = p.groups[g];
+      groups.push_back(spawn_group(sys, {static_cast<int>(g), gp.devices, gp.splits, p.schedule, s.optimizer}));
+      std::vector<caf::actor> devs;
+      self->request(groups.back(), timeout, devices_atom::value)
+          .receive([&](std::vector<caf::actor>& v) { devs = std::move(v); }, [&](caf::error& e) { failure = text(e); });
+      if (!failure.empty()) return make_error("actor", "group " + std::to_string(g) + " did not start: " + failure);
+      for (std::size_t j = 0; j < devs.size(); ++j)
+        for (int l = gp.splits[j]; l < gp.splits[j + 1]; ++l) {
+          self->send(devs[j], hold_atom::value, l, layers[l]);
+          holders[l].push_back(devs[j]);
+          holder_ids[l].push_back(gp.devices[j]);
+        }
+    }
+    return ok_status();
+  };
+  std::vector<model::layer_copy> initial;
+  for (int l = 0; l < L; ++l) initial.push_back(model::copy_layer(m, l));
+  planner::plan current = s.plan;
+  if (auto st = deploy(current, initial); !st) return st.err();
+  std::size_t next_replan = 0;
+  train_outcome out;
+  for (const auto& [step, p] : s.replans)
+    if (auto v = planner::validate(p, L, s.batch); !v) {
+      shutdown();
+      return make_error(v.err().code, "re-plan before step " + std::to_string(step) + ": " + v.err().message);
+    }
 
   data::global_sampler sampler(d.size(), s.batch, s.seed);
   data::sample_ledger ledger(d.size());
-  train_outcome out;
   double total_time = 0;
-  std::vector<int> shares;
-  for (const auto& gp : s.plan.groups) shares.push_back(gp.share);
-  const auto slices = data::global_sampler::slices(shares);
+  auto slices_of = [](const planner::plan& p) {
+    std::vector<int> shares;
+    for (const auto& gp : p.groups) shares.push_back(gp.share);
+    return data::global_sampler::slices(shares);
+  };
+  auto slices = slices_of(current);
 
   for (std::int64_t t = 0; t < s.steps; ++t) {
     const auto t0 = clock::now();
+    // A new plan takes effect between steps: every layer (all replicas are identical) moves
+    // with its optimizer state from a current holder to the new plan's devices.
+    while (next_replan < s.replans.size() && s.replans[next_replan].first <= t) {
+      const planner::plan& next = s.replans[next_replan++].second;
+      std::vector<model::layer_copy> layers(L);
+      for (int l = 0; l < L; ++l)
+        self->request(holders[l].front(), timeout, copy_atom::value, l)
+            .receive([&](model::layer_copy& c) { layers[l] = std::move(c); }, [&](caf::error& e) { failure = text(e); });
+      const auto before = holder_ids;
+      shutdown();
+      if (!failure.empty()) return make_error("replan_failed", "before step " + std::to_string(t) + ": " + failure);
+      if (auto st = deploy(next, layers); !st) {
+        shutdown();
+        return st.err();
+      }
+      for (const auto& [l, ids] : holder_ids)
+        for (int id : ids) {
+          const auto& old = before.count(l) ? before.at(l) : std::vector<int>{};
+          if (std::find(old.begin(), old.end(), id) == old.end()) ++out.layers_moved;
+        }
+      current = next;
+      slices = slices_of(current);
+      ++out.replans;
+    }
     const auto samples = sampler.step_samples(t);
     // Every group gets its contiguous slice, cut into micro-batches.
     for (std::size_t g = 0; g < groups.size(); ++g) {
       group_task task;
       task.step = t;
       task.report_to = caf::actor_cast<caf::actor>(self);
-      const int u = s.plan.groups[g].micro_batch;
+      const int u = current.groups[g].micro_batch;
       for (int lo = slices[g].first; lo < slices[g].second; lo += u) {
         const int hi = std::min(slices[g].second, lo + u);
         task.inputs.push_back(model::inputs(d, samples, lo, hi));

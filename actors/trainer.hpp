@@ -29,6 +29,10 @@ struct train_settings {
   // `perturb_layer` (-1: never), as a silent corruption the replica hashes must catch.
   std::int64_t perturb_step = -1;
   int perturb_group = 0, perturb_layer = 0;
+  // Plans that take effect before the given steps (in step order). Between steps the layers
+  // move, with their optimizer state, to the devices of the new plan; groups form, split and
+  // merge freely.
+  std::vector<std::pair<std::int64_t, planner::plan>> replans;
 };
 
 struct stage_timing {
@@ -53,6 +57,8 @@ struct train_outcome {
   int hash_checks = 0;
   data::ledger_report ledger;
   int messages_per_step = 0;
+  int replans = 0;
+  int layers_moved = 0;              // (device, layer) placements that device did not hold before
 };
 
 result<train_outcome> train(const model::model_chain& m, const data::dataset& train_data, const train_settings& s,

@@ -16,7 +16,7 @@ namespace dynapar::model {
 
 struct tensor_box;                         // a torch::Tensor (shares storage: in-process moves copy nothing)
 using tensor = std::shared_ptr<tensor_box>;
-struct layer_box;                          // a deep copy of one layer (parameters and module)
+struct layer_box;                          // a deep copy of one layer: module, parameters, optimizer state
 using layer_copy = std::shared_ptr<layer_box>;
 class model_chain;                         // the initial model, built once from a seed
 

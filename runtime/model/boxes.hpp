@@ -13,6 +13,9 @@ struct tensor_box {
 
 struct layer_box {
   torch::nn::Sequential module;
+  // The optimizer's state of each parameter (same order as module->parameters()); empty for
+  // a layer that never trained. Deep copies: the box owns them.
+  std::vector<std::unique_ptr<torch::optim::OptimizerParamState>> states;
 };
 
 inline tensor box(torch::Tensor t) { return std::make_shared<tensor_box>(tensor_box{std::move(t)}); }
@@ -29,5 +32,10 @@ class model_chain {
 };
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tensor> params, const optimizer_config& opt);
+
+// Deep copies of optimizer state (SGD momentum buffers, Adam moments), so that a layer moves
+// with its state and training goes on bit for bit.
+std::unique_ptr<torch::optim::OptimizerParamState> copy_state(const torch::optim::OptimizerParamState& s);
+std::string state_key(const torch::Tensor& param);
 
 }  // namespace dynapar::model

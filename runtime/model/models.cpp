@@ -137,13 +137,32 @@ result<std::shared_ptr<const model_chain>> make_model(const std::string& name, s
 int num_layers(const model_chain& m) { return static_cast<int>(m.layers.size()); }
 std::string layer_name(const model_chain& m, int layer) { return m.names.at(layer); }
 layer_copy copy_layer(const model_chain& m, int layer) {
-  return std::make_shared<layer_box>(layer_box{deep_copy(m.layers.at(layer))});
+  return std::make_shared<layer_box>(layer_box{deep_copy(m.layers.at(layer)), {}});
 }
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tensor> params, const optimizer_config& o) {
   if (o.kind == "sgd")
     return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay));
   return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
+}
+
+std::string state_key(const torch::Tensor& param) { return c10::guts::to_string(param.unsafeGetTensorImpl()); }
+
+std::unique_ptr<torch::optim::OptimizerParamState> copy_state(const torch::optim::OptimizerParamState& s) {
+  if (const auto* a = dynamic_cast<const torch::optim::AdamParamState*>(&s)) {
+    auto out = std::make_unique<torch::optim::AdamParamState>();
+    out->step(a->step());
+    out->exp_avg(a->exp_avg().clone());
+    out->exp_avg_sq(a->exp_avg_sq().clone());
+    if (a->max_exp_avg_sq().defined()) out->max_exp_avg_sq(a->max_exp_avg_sq().clone());
+    return out;
+  }
+  if (const auto* g = dynamic_cast<const torch::optim::SGDParamState*>(&s)) {
+    auto out = std::make_unique<torch::optim::SGDParamState>();
+    if (g->momentum_buffer().defined()) out->momentum_buffer(g->momentum_buffer().clone());
+    return out;
+  }
+  return s.clone();
 }
 
 }  // namespace dynapar::model

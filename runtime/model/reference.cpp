@@ -42,7 +42,7 @@ double reference::step(const data::dataset& d, const std::vector<int>& samples, 
 
 std::vector<layer_copy> reference::layers() const {
   std::vector<layer_copy> out;
-  for (const auto& l : impl_->layers) out.push_back(std::make_shared<layer_box>(layer_box{deep_copy(l)}));
+  for (const auto& l : impl_->layers) out.push_back(std::make_shared<layer_box>(layer_box{deep_copy(l), {}}));
   return out;
 }
 

@@ -14,6 +14,10 @@ class torch_worker final : public device_worker {
     held h;
     h.module = deep_copy(replica->module);
     h.optimizer = make_optimizer(h.module->parameters(), opt_);
+    // A migrated layer brings its optimizer state: install a copy under the new parameters.
+    const auto params = h.module->parameters();
+    for (std::size_t i = 0; i < replica->states.size() && i < params.size(); ++i)
+      if (replica->states[i]) h.optimizer->state()[state_key(params[i])] = copy_state(*replica->states[i]);
     layers_[layer] = std::move(h);
   }
   bool holds(int layer) const override { return layers_.count(layer) > 0; }
@@ -93,7 +97,14 @@ class torch_worker final : public device_worker {
   }
 
   layer_copy copy(int layer) const override {
-    return std::make_shared<layer_box>(layer_box{deep_copy(layers_.at(layer).module)});
+    const auto& h = layers_.at(layer);
+    auto box = std::make_shared<layer_box>();
+    box->module = deep_copy(h.module);
+    for (const auto& p : h.module->parameters()) {
+      auto it = h.optimizer->state().find(state_key(p));
+      box->states.push_back(it == h.optimizer->state().end() ? nullptr : copy_state(*it->second));
+    }
+    return box;
   }
 
  private:

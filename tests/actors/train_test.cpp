@@ -104,3 +104,32 @@ TEST_CASE("replicas that drift apart stop the run with an error naming the layer
   CHECK(out.err().message.find("layer 1 (fc2+relu)") != std::string::npos);
   CHECK(out.err().message.find("after step 2") != std::string::npos);
 }
+
+TEST_CASE("re-plans between steps move layers with their optimizer state, exactly", "[actor][train]") {
+  // Adam keeps per-parameter moments: a layer that moved without them would diverge at once.
+  model::set_threads(1);
+  const auto d = data::synthetic(640, 4);
+  auto m = model::make_model("cnn", 8);
+  REQUIRE(m);
+  actors::train_settings s;
+  s.plan = two_groups(4, planner::schedule_kind::one_f_one_b);
+  s.steps = 9;
+  s.optimizer = {"adam", 1e-3, 0.9, 0};
+  s.hash_every = 1;
+  planner::plan split;  // three single-device groups on other devices: the groups split
+  split.groups = {{{5}, {0, 4}, 24, 8}, {{6}, {0, 4}, 24, 8}, {{1}, {0, 4}, 16, 8}};
+  planner::plan merged;  // one pipeline of four stages: the groups merge
+  merged.groups = {{{2, 6, 5, 0}, {0, 1, 2, 3, 4}, 64, 8}};
+  s.replans = {{3, split}, {6, merged}};
+  auto out = actors::train(**m, d, s);
+  REQUIRE(out);
+  CHECK(out->replans == 2);
+  CHECK(out->layers_moved > 0);
+  CHECK(out->hash_checks == 9);
+  CHECK(out->ledger.lost == 0);
+  CHECK(out->ledger.duplicated == 0);
+  model::reference ref(**m, s.optimizer);
+  data::global_sampler sampler(d.size(), s.batch, s.seed);
+  for (int t = 0; t < s.steps; ++t) ref.step(d, sampler.step_samples(t), 8);
+  CHECK(model::max_rel_diff(out->final_layers, ref.layers()) == 0);
+}

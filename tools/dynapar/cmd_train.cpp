@@ -81,7 +81,13 @@ int train_main(const train_options& o) {
   std::ofstream metrics(fs::path(o.out) / "metrics.jsonl");
   const bool tty = isatty(STDERR_FILENO);
   const std::string plan_text = planner::describe(*pl);
-  actors::train_settings s{*pl, steps, batch, j->seed, opt, j->hash_every};
+  actors::train_settings s;
+  s.plan = *pl;
+  s.steps = steps;
+  s.batch = batch;
+  s.seed = j->seed;
+  s.optimizer = opt;
+  s.hash_every = j->hash_every;
   stopwatch sw;
   auto outcome = actors::train(**m, train_set, s, [&](const actors::step_record& r) {
     json stages = json::array();

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <map>
+#include <thread>
 
 #include "actors/messages.hpp"
 #include "schedule/runner.hpp"
@@ -10,6 +11,7 @@ namespace dynapar::actors {
 
 struct device_state {
   int id = 0;
+  double speed = 1;                // emulated relative speed (<= 1)
   std::unique_ptr<model::device_worker> worker;
   stage_task task;
   schedule::stage_runner runner;
@@ -24,6 +26,13 @@ struct device_state {
 namespace {
 using clock = std::chrono::steady_clock;
 double since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
+
+// The work since t0, dilated to the emulated speed; returns the (dilated) seconds.
+double finish_work(const device_state& s, clock::time_point t0) {
+  const double work = since(t0);
+  if (s.speed < 1) std::this_thread::sleep_for(std::chrono::duration<double>(work * (1 / s.speed - 1)));
+  return since(t0);
+}
 
 // Runs instructions until the program waits or ends; reports the stage when it ends.
 void advance(caf::stateful_actor<device_state>* self) {
@@ -49,7 +58,7 @@ void advance(caf::stateful_actor<device_state>* self) {
       case schedule::op::forward: {
         const auto t0 = clock::now();
         auto out = s.worker->forward(m, s.task.lo, s.task.hi, s.current);
-        s.report.compute_s += since(t0);
+        s.report.compute_s += finish_work(s, t0);
         if (!out) return fail(out.err().message);
         s.outputs[m] = *out;
         break;
@@ -66,7 +75,7 @@ void advance(caf::stateful_actor<device_state>* self) {
         const bool last = !s.task.next;
         if (last && m >= static_cast<int>(s.task.targets.size())) return fail("no targets for micro-batch " + std::to_string(m));
         auto g = last ? s.worker->backward_from_loss(m, s.task.targets[m]) : s.worker->backward(m, s.grads[m]);
-        s.report.compute_s += since(t0);
+        s.report.compute_s += finish_work(s, t0);
         if (!g) return fail(g.err().message);
         s.grads.erase(m);
         s.input_grads[m] = *g;
@@ -95,8 +104,10 @@ void advance(caf::stateful_actor<device_state>* self) {
 }  // namespace
 
 namespace {
-caf::behavior device_actor(caf::stateful_actor<device_state>* self, int device_id, model::optimizer_config opt) {
+caf::behavior device_actor(caf::stateful_actor<device_state>* self, int device_id, model::optimizer_config opt,
+                           double speed) {
   self->state.id = device_id;
+  self->state.speed = speed;
   self->state.worker = model::make_worker(opt);
   return {
       [=](hold_atom, int layer, const model::layer_copy& replica) { self->state.worker->hold(layer, replica); },
@@ -138,8 +149,8 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, int device_i
 }
 }  // namespace
 
-caf::actor spawn_device(caf::local_actor* parent, int device_id, const model::optimizer_config& opt) {
-  auto a = parent->home_system().spawn<caf::detached>(device_actor, device_id, opt);
+caf::actor spawn_device(caf::local_actor* parent, int device_id, const model::optimizer_config& opt, double speed) {
+  auto a = parent->home_system().spawn<caf::detached>(device_actor, device_id, opt, speed);
   parent->monitor(a);
   return a;
 }

@@ -22,7 +22,8 @@ struct supervisor_state {
 caf::behavior group_supervisor(caf::stateful_actor<supervisor_state>* self, group_config cfg) {
   auto& s = self->state;
   s.cfg = std::move(cfg);
-  for (int id : s.cfg.devices) s.devices.push_back(spawn_device(self, id, s.cfg.optimizer));
+  for (std::size_t j = 0; j < s.cfg.devices.size(); ++j)
+    s.devices.push_back(spawn_device(self, s.cfg.devices[j], s.cfg.optimizer, j < s.cfg.speeds.size() ? s.cfg.speeds[j] : 1.0));
   self->set_down_handler([=](const caf::down_msg& d) {
     auto& st = self->state;
     if (st.pending > 0) {

@@ -17,6 +17,7 @@ struct group_config {
   std::vector<int> splits;    // n + 1 cut points
   planner::schedule_kind schedule = planner::schedule_kind::one_f_one_b;
   model::optimizer_config optimizer;
+  std::vector<double> speeds;  // emulated relative speed per device (empty: all 1)
 };
 
 caf::actor spawn_group(caf::actor_system& sys, const group_config& cfg);

@@ -45,7 +45,9 @@ result<train_outcome> train(const model::model_chain& m, const data::dataset& d,
     holder_ids.clear();
     for (std::size_t g = 0; g < p.groups.size(); ++g) {
       const auto& gp = p.groups[g];
-      groups.push_back(spawn_group(sys, {static_cast<int>(g), gp.devices, gp.splits, p.schedule, s.optimizer}));
+      group_config gc{static_cast<int>(g), gp.devices, gp.splits, p.schedule, s.optimizer, {}};
+      for (int id : gp.devices) gc.speeds.push_back(s.speeds.count(id) ? s.speeds.at(id) : 1.0);
+      groups.push_back(spawn_group(sys, gc));
       std::vector<caf::actor> devs;
       self->request(groups.back(), timeout, devices_atom::value)
           .receive([&](std::vector<caf::actor>& v) { devs = std::move(v); }, [&](caf::error& e) { failure = text(e); });

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <vector>
 
 #include "common/result.hpp"
@@ -33,6 +34,8 @@ struct train_settings {
   // move, with their optimizer state, to the devices of the new plan; groups form, split and
   // merge freely.
   std::vector<std::pair<std::int64_t, planner::plan>> replans;
+  // Emulated relative speed (0, 1] by device id; absent: full speed (docs/RUNTIME.md).
+  std::map<int, double> speeds;
 };
 
 struct stage_timing {

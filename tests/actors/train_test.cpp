@@ -133,3 +133,21 @@ TEST_CASE("re-plans between steps move layers with their optimizer state, exactl
   for (int t = 0; t < s.steps; ++t) ref.step(d, sampler.step_samples(t), 8);
   CHECK(model::max_rel_diff(out->final_layers, ref.layers()) == 0);
 }
+
+TEST_CASE("an emulated slow device measures slow by its speed factor", "[actor][train]") {
+  model::set_threads(1);
+  auto m = model::make_model("mlp", 1);
+  REQUIRE(m);
+  actors::train_settings s;
+  s.plan.groups = {{{0}, {0, 3}, 32, 8}, {{1}, {0, 3}, 32, 8}};
+  s.steps = 4;
+  s.speeds = {{1, 0.25}};  // device 1 runs at a quarter of device 0's speed
+  double fast = 0, slow = 0;
+  auto out = actors::train(**m, data::synthetic(400, 1), s, [&](const actors::step_record& r) {
+    if (r.step == 0) return;  // warm-up
+    for (const auto& st : r.stages) (st.device == 0 ? fast : slow) += st.compute_s;
+  });
+  REQUIRE(out);
+  // Same work on both: the measured ratio is the speed ratio, up to scheduling noise.
+  CHECK(slow / fast == Approx(4).epsilon(0.35));
+}

@@ -33,15 +33,26 @@ struct train_options {
   std::int64_t steps = 0;
 };
 
-result<planner::plan> choose_plan(const config::job& j, const model::model_chain& m, const model::optimizer_config& opt) {
+// Speeds relative to the fastest device, which runs at this machine's speed: the planner
+// prices plans with them and the device actors are dilated to them.
+planner::cluster_state relative_speeds(const planner::cluster_state& c) {
+  planner::cluster_state out = c;
+  double top = 0;
+  for (const auto& d : c.devices) top = std::max(top, d.speed);
+  for (auto& d : out.devices) d.speed /= top;
+  return out;
+}
+
+result<planner::plan> choose_plan(const config::job& j, const planner::cluster_state& cluster, const model::model_chain& m,
+                                  const model::optimizer_config& opt) {
   if (j.plan) return *j.plan;
   // The planner needs this model's profile on this machine: measure it.
   auto profile = model::measure_profile(m, 32, 2, opt);
   if (!profile) return profile.err();
   auto pol = planner::make_policy(j.policy);
   if (!pol) return pol.err();
-  if (auto v = planner::validate(*profile, j.cluster.cluster, j.cluster.planner); !v) return v.err();
-  planner::problem prob(*profile, j.cluster.cluster, j.cluster.planner, j.cluster.budget);
+  if (auto v = planner::validate(*profile, cluster, j.cluster.planner); !v) return v.err();
+  planner::problem prob(*profile, cluster, j.cluster.planner, j.cluster.budget);
   auto pl = (*pol)->decide({prob, nullptr, {}, 0});
   if (!pl) return pl.err();
   if (auto rep = planner::evaluate(prob, *pl, nullptr, {}))
@@ -69,7 +80,8 @@ int train_main(const train_options& o) {
   }
   auto m = model::make_model(j->model, j->seed);
   if (!m) return report(m.err());
-  auto pl = choose_plan(*j, **m, opt);
+  const planner::cluster_state cluster = j->emulate ? relative_speeds(j->cluster.cluster) : j->cluster.cluster;
+  auto pl = choose_plan(*j, cluster, **m, opt);
   if (!pl) return report(pl.err());
   const int batch = j->cluster.planner.batch;
   const data::global_sampler sampler_info(train_set.size(), batch, j->seed);
@@ -88,6 +100,9 @@ int train_main(const train_options& o) {
   s.seed = j->seed;
   s.optimizer = opt;
   s.hash_every = j->hash_every;
+  if (j->emulate)
+    for (const auto& d : cluster.devices)
+      if (d.speed < 1) s.speeds[d.id] = d.speed;
   stopwatch sw;
   auto outcome = actors::train(**m, train_set, s, [&](const actors::step_record& r) {
     json stages = json::array();

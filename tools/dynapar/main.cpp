@@ -28,6 +28,15 @@ int main(int argc, char** argv) {
   cli::add_bench(app, run);
   cli::add_simulate(app, run);
   cli::add_train(app, run);
+  // CLI11 would only say that a subcommand is required: name the word it did not know.
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    for (const auto* sub : app.get_subcommands({})) known = known || sub->get_name() == argv[1];
+    if (!known) {
+      std::cerr << "dynapar: unknown subcommand '" << argv[1] << "'\nRun 'dynapar --help' for usage.\n";
+      return cli::exit_usage;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/api.hpp"
+#include "planner/plan.hpp"
 #include "schedule/schedule.hpp"
 
 namespace dynapar::actors {
@@ -23,6 +24,8 @@ using hash_atom = caf::atom_constant<caf::atom("hash")>;
 using copy_atom = caf::atom_constant<caf::atom("copy")>;
 using devices_atom = caf::atom_constant<caf::atom("devices")>;
 using perturb_atom = caf::atom_constant<caf::atom("perturb")>;
+using report_atom = caf::atom_constant<caf::atom("report")>;
+using plan_atom = caf::atom_constant<caf::atom("plan")>;
 
 // One stage's part of a step.
 struct stage_task {
@@ -52,6 +55,13 @@ struct group_task {
   caf::actor report_to;
 };
 
+// One step as the controller sees it: its wall time and each device's compute seconds.
+struct step_measure {
+  std::int64_t step = 0;
+  double time_s = 0;
+  std::vector<std::pair<int, double>> compute_s;
+};
+
 struct group_report {
   int group = 0;
   std::int64_t step = 0;
@@ -71,3 +81,5 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::stage_task)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::stage_report)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::group_task)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::group_report)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::step_measure)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::planner::plan)

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <map>
 
+#include "actors/controller_actor.hpp"
 #include "actors/group_supervisor.hpp"
 #include "actors/messages.hpp"
 #include "data/sampler.hpp"
@@ -19,7 +20,6 @@ std::string text(const caf::error& e) { return to_string(e); }
 result<train_outcome> train(const model::model_chain& m, const data::dataset& d, const train_settings& s,
                             const std::function<void(const step_record&)>& on_step) {
   const int L = model::num_layers(m);
-  if (auto v = planner::validate(s.plan, L, s.batch); !v) return v.err();
   if (d.size() < s.batch) return make_error("bad_job", "the data set has fewer samples than one batch");
   caf::actor_system_config cfg;
   cfg.set("scheduler.max-threads", static_cast<std::size_t>(std::max(1, s.scheduler_threads)));
@@ -64,6 +64,22 @@ result<train_outcome> train(const model::model_chain& m, const data::dataset& d,
   std::vector<model::layer_copy> initial;
   for (int l = 0; l < L; ++l) initial.push_back(model::copy_layer(m, l));
   planner::plan current = s.plan;
+  caf::actor controller;
+  auto ask_controller = [&](std::int64_t slot) -> result<planner::plan> {
+    std::optional<planner::plan> got;
+    self->request(controller, timeout, plan_atom::value, slot)
+        .receive([&](planner::plan& p) { got = std::move(p); }, [&](caf::error& e) { failure = text(e); });
+    if (!got) return make_error("controller", "no plan for slot " + std::to_string(slot) + ": " + failure);
+    if (auto v = planner::validate(*got, L, s.batch); !v) return v.err();
+    return *got;
+  };
+  if (s.controller) {
+    controller = spawn_controller(sys, *s.controller);
+    auto first = ask_controller(0);
+    if (!first) return first.err();
+    current = *first;
+  }
+  if (auto v = planner::validate(current, L, s.batch); !v) return v.err();
   if (auto st = deploy(current, initial); !st) return st.err();
   std::size_t next_replan = 0;
   train_outcome out;
@@ -87,8 +103,19 @@ result<train_outcome> train(const model::model_chain& m, const data::dataset& d,
     const auto t0 = clock::now();
     // A new plan takes effect between steps: every layer (all replicas are identical) moves
     // with its optimizer state from a current holder to the new plan's devices.
-    while (next_replan < s.replans.size() && s.replans[next_replan].first <= t) {
-      const planner::plan& next = s.replans[next_replan++].second;
+    std::optional<planner::plan> next;
+    while (next_replan < s.replans.size() && s.replans[next_replan].first <= t) next = s.replans[next_replan++].second;
+    if (controller && t > 0 && t % s.controller->replan_every == 0) {
+      auto p = ask_controller(t / s.controller->replan_every);
+      if (!p) {
+        shutdown();
+        return p.err();
+      }
+      bool same = p->groups.size() == current.groups.size();
+      for (std::size_t g = 0; same && g < p->groups.size(); ++g) same = p->groups[g] == current.groups[g];
+      if (!same) next = *p;
+    }
+    if (next) {
       std::vector<model::layer_copy> layers(L);
       for (int l = 0; l < L; ++l)
         self->request(holders[l].front(), timeout, copy_atom::value, l)
@@ -96,7 +123,7 @@ result<train_outcome> train(const model::model_chain& m, const data::dataset& d,
       const auto before = holder_ids;
       shutdown();
       if (!failure.empty()) return make_error("replan_failed", "before step " + std::to_string(t) + ": " + failure);
-      if (auto st = deploy(next, layers); !st) {
+      if (auto st = deploy(*next, layers); !st) {
         shutdown();
         return st.err();
       }
@@ -105,7 +132,7 @@ result<train_outcome> train(const model::model_chain& m, const data::dataset& d,
           const auto& old = before.count(l) ? before.at(l) : std::vector<int>{};
           if (std::find(old.begin(), old.end(), id) == old.end()) ++out.layers_moved;
         }
-      current = next;
+      current = *next;
       slices = slices_of(current);
       ++out.replans;
     }
@@ -191,6 +218,11 @@ result<train_outcome> train(const model::model_chain& m, const data::dataset& d,
     total_time += rec.time_s;
     out.messages_per_step = 0;
     for (const auto& st : rec.stages) out.messages_per_step += st.messages;
+    if (controller) {
+      step_measure sm{t, rec.time_s, {}};
+      for (const auto& st : rec.stages) sm.compute_s.emplace_back(st.device, st.compute_s);
+      self->send(controller, report_atom::value, sm);
+    }
     if (on_step) on_step(rec);
   }
   for (int l = 0; l < L; ++l)
@@ -198,7 +230,9 @@ result<train_outcome> train(const model::model_chain& m, const data::dataset& d,
         .receive([&](model::layer_copy& c) { out.final_layers.push_back(std::move(c)); },
                  [&](caf::error& e) { failure = text(e); });
   shutdown();
+  if (controller) self->send_exit(controller, caf::exit_reason::user_shutdown);
   if (!failure.empty()) return make_error("step_failed", failure);
+  out.final_plan = current;
   out.steps = s.steps;
   out.mean_step_time_s = s.steps > 0 ? total_time / s.steps : 0;
   out.samples_per_s = total_time > 0 ? s.steps * s.batch / total_time : 0;

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "common/result.hpp"
@@ -14,8 +16,20 @@
 #include "data/ledger.hpp"
 #include "model/api.hpp"
 #include "planner/plan.hpp"
+#include "planner/problem.hpp"
 
 namespace dynapar::actors {
+
+// Online re-planning: a controller actor learns speeds from the stage reports and decides
+// the plan every `replan_every` steps.
+struct controller_config {
+  std::string policy = "joint_lyapunov";
+  planner::model_profile profile;     // measured at start
+  planner::cluster_state cluster;     // nominal specs (speeds are only the first estimate)
+  planner::planner_config planner;
+  planner::budgets budget;
+  int replan_every = 10;              // steps a slot
+};
 
 struct train_settings {
   planner::plan plan;
@@ -36,6 +50,8 @@ struct train_settings {
   std::vector<std::pair<std::int64_t, planner::plan>> replans;
   // Emulated relative speed (0, 1] by device id; absent: full speed (docs/RUNTIME.md).
   std::map<int, double> speeds;
+  // With a controller, its first plan replaces `plan` and it may change the plan every slot.
+  std::optional<controller_config> controller;
 };
 
 struct stage_timing {
@@ -61,7 +77,8 @@ struct train_outcome {
   data::ledger_report ledger;
   int messages_per_step = 0;
   int replans = 0;
-  int layers_moved = 0;              // (device, layer) placements that device did not hold before
+  int layers_moved = 0;
+  planner::plan final_plan;              // (device, layer) placements that device did not hold before
 };
 
 result<train_outcome> train(const model::model_chain& m, const data::dataset& train_data, const train_settings& s,

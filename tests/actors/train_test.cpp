@@ -149,3 +149,43 @@ TEST_CASE("an emulated slow device measures slow by its speed factor", "[actor][
   // Same work on both: the measured ratio is the speed ratio, up to scheduling noise.
   CHECK(slow / fast == Approx(4).epsilon(0.35));
 }
+
+TEST_CASE("the controller learns a slow device from measurements and re-plans around it exactly", "[actor][train]") {
+  model::set_threads(1);
+  auto m = model::make_model("mlp", 2);
+  REQUIRE(m);
+  const auto d = data::synthetic(1200, 6);
+  actors::controller_config cc;
+  cc.policy = "joint_greedy";
+  auto profile = model::measure_profile(**m, 16, 2, {});
+  REQUIRE(profile);
+  cc.profile = *profile;
+  for (int i = 0; i < 4; ++i) {
+    planner::device_spec dev;
+    dev.id = i;
+    dev.memory_bytes = 4e9;
+    cc.cluster.devices.push_back(dev);  // all nominally equal
+  }
+  cc.planner.batch = 64;
+  cc.planner.micro_batch = 16;
+  cc.planner.share_quantum = 16;
+  cc.replan_every = 3;
+  actors::train_settings s;
+  s.controller = cc;
+  s.steps = 12;
+  s.batch = 64;
+  s.optimizer = {"adam", 1e-3, 0.9, 0};
+  s.speeds = {{0, 0.25}};  // what the controller is never told
+  auto out = actors::train(**m, d, s);
+  REQUIRE(out);
+  CHECK(out->replans >= 1);
+  int share0 = 0;
+  for (const auto& g : out->final_plan.groups)
+    for (int id : g.devices)
+      if (id == 0) share0 = g.share;
+  CHECK(share0 < 16);  // the nominal plan gave it 16 of 64
+  model::reference ref(**m, s.optimizer);
+  data::global_sampler sampler(d.size(), s.batch, s.seed);
+  for (int t = 0; t < s.steps; ++t) ref.step(d, sampler.step_samples(t), 16);
+  CHECK(model::max_rel_diff(out->final_layers, ref.layers()) == 0);
+}

@@ -7,7 +7,7 @@ namespace dynapar::config {
 
 result<job> parse_job(const YAML::Node& doc, const std::string& name) {
   auto base = parse_cluster(doc, {"name", "data", "synthetic_samples", "steps", "epochs", "optimizer", "policy",
-                                  "hash_every", "threads", "plan", "exact", "emulate"});
+                                  "hash_every", "threads", "plan", "exact", "emulate", "replan_every"});
   if (!base) return base.err();
   try {
     fields top(doc, "");
@@ -41,6 +41,8 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
     if (j.hash_every < 0 || j.threads < 1) throw field_error{"hash_every must be >= 0 and threads >= 1"};
     j.exact = top.boolean("exact", j.exact);
     j.emulate = top.boolean("emulate", j.emulate);
+    j.replan_every = top.integer("replan_every", 0);
+    if (j.replan_every < 0) throw field_error{"field 'replan_every' must be >= 0"};
     auto& cfg = j.cluster.planner;
     if (j.exact) {
       if (cfg.micro_batch == 0) cfg.micro_batch = std::min(16, cfg.batch);

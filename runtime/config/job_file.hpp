@@ -23,6 +23,7 @@ struct job {
   std::string policy = "joint_lyapunov";
   int hash_every = 50;
   int threads = 1;                     // LibTorch intra-op threads (per process)
+  int replan_every = 0;                // > 0: a controller actor re-plans every this many steps
   bool emulate = true;                 // devices run at their speed relative to the fastest (1 = this
                                        // machine), slower ones by sleeping (docs/RUNTIME.md)
   bool exact = true;                   // micro-batches of one size (micro_batch, default 16) and

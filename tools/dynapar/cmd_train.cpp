@@ -43,16 +43,13 @@ planner::cluster_state relative_speeds(const planner::cluster_state& c) {
   return out;
 }
 
-result<planner::plan> choose_plan(const config::job& j, const planner::cluster_state& cluster, const model::model_chain& m,
-                                  const model::optimizer_config& opt) {
+result<planner::plan> choose_plan(const config::job& j, const planner::cluster_state& cluster,
+                                  const planner::model_profile& profile) {
   if (j.plan) return *j.plan;
-  // The planner needs this model's profile on this machine: measure it.
-  auto profile = model::measure_profile(m, 32, 2, opt);
-  if (!profile) return profile.err();
   auto pol = planner::make_policy(j.policy);
   if (!pol) return pol.err();
-  if (auto v = planner::validate(*profile, cluster, j.cluster.planner); !v) return v.err();
-  planner::problem prob(*profile, cluster, j.cluster.planner, j.cluster.budget);
+  if (auto v = planner::validate(profile, cluster, j.cluster.planner); !v) return v.err();
+  planner::problem prob(profile, cluster, j.cluster.planner, j.cluster.budget);
   auto pl = (*pol)->decide({prob, nullptr, {}, 0});
   if (!pl) return pl.err();
   if (auto rep = planner::evaluate(prob, *pl, nullptr, {}))
@@ -81,7 +78,10 @@ int train_main(const train_options& o) {
   auto m = model::make_model(j->model, j->seed);
   if (!m) return report(m.err());
   const planner::cluster_state cluster = j->emulate ? relative_speeds(j->cluster.cluster) : j->cluster.cluster;
-  auto pl = choose_plan(*j, cluster, **m, opt);
+  // The planner needs this model's profile on this machine: measure it.
+  auto profile = model::measure_profile(**m, 32, 2, opt);
+  if (!profile) return report(profile.err());
+  auto pl = choose_plan(*j, cluster, *profile);
   if (!pl) return report(pl.err());
   const int batch = j->cluster.planner.batch;
   const data::global_sampler sampler_info(train_set.size(), batch, j->seed);
@@ -103,6 +103,8 @@ int train_main(const train_options& o) {
   if (j->emulate)
     for (const auto& d : cluster.devices)
       if (d.speed < 1) s.speeds[d.id] = d.speed;
+  if (j->replan_every > 0)
+    s.controller = actors::controller_config{j->policy, *profile, cluster, j->cluster.planner, j->cluster.budget, j->replan_every};
   stopwatch sw;
   auto outcome = actors::train(**m, train_set, s, [&](const actors::step_record& r) {
     json stages = json::array();
@@ -132,6 +134,9 @@ int train_main(const train_options& o) {
                   {"samples_lost", outcome->ledger.lost},
                   {"samples_duplicated", outcome->ledger.duplicated},
                   {"exact", j->exact},
+                  {"replans", outcome->replans},
+                  {"layers_moved", outcome->layers_moved},
+                  {"final_plan", config::plan_to_json(outcome->final_plan)},
                   {"wall_s", sw.seconds()}};
   if (o.verify) {
     log->info("verify: the same {} steps on one plain device", steps);

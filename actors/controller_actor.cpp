@@ -55,7 +55,8 @@ caf::behavior controller(caf::stateful_actor<controller_state>* self, controller
         st.estimates->observe(as_outcome(*st.current, m), nominal, 0.0, st.noise);
         double price = 0;
         for (const auto& g : st.current->groups)
-          for (int id : g.devices) price += st.cfg.cluster.devices[nominal.links.index_of(id)].price_per_s;
+          for (int id : g.devices)
+            if (const int i = nominal.links.index_of(id); i >= 0) price += st.cfg.cluster.devices[i].price_per_s;
         st.queues->update(price * m.time_s, {});
       },
       // The next slot's plan, from what has been measured so far.

@@ -124,9 +124,7 @@ std::optional<group_shape> best_shape(const problem& p, const std::vector<int>& 
     auto splits = partition_layers(p, devs, u);
     if (!splits) continue;
     group_shape g = make_shape(p, devs, std::move(*splits), u);
-    if (!g.feasible || g.cap < std::min(share, static_cast<double>(p.cfg.batch)) * 0.5) {
-      if (!g.feasible) continue;
-    }
+    if (!g.feasible) continue;
     const double t = group_time(p, g, std::min(share, g.cap));
     // Per sample, so that a memory cap below the estimate is not mistaken for speed.
     const double per_sample = t / std::min(share, g.cap);

@@ -59,17 +59,12 @@ const structure_evaluator::entry& structure_evaluator::lookup(const std::vector<
       if (*c <= p_.cfg.batch && !near(*c)) try_u(*c);
   }
   for (const auto& s : e.shapes) {
-    double sec = 0, bytes = 0;
-    for (int j = 0; j < s.stages(); ++j) {
-      auto [t, b] = held_.bring(p_, s.devices[j], s.splits[j], s.splits[j + 1]);
-      sec = std::max(sec, t);
-      bytes += b;
-    }
+    double sec = 0;
+    for (int j = 0; j < s.stages(); ++j) sec = std::max(sec, held_.bring(p_, s.devices[j], s.splits[j], s.splits[j + 1]).first);
     e.mig_s.push_back(sec);
-    e.mig_bytes.push_back(bytes);
   }
-  e.price = {price};
-  e.speed_sum = {speed};
+  e.price = price;
+  e.speed_sum = speed;
   return cache_.emplace(devs, std::move(e)).first->second;
 }
 
@@ -80,7 +75,7 @@ bool structure_evaluator::solve(const structure& s, std::vector<choice>& out, do
   for (std::size_t g = 0; g < n; ++g) {
     es[g] = &lookup(s[g]);
     if (es[g]->shapes.empty()) return false;
-    speed_total += es[g]->speed_sum[0];
+    speed_total += es[g]->speed_sum;
   }
   out.assign(n, {nullptr, 0, 0});
   std::vector<affine_group> aff(n);
@@ -94,7 +89,7 @@ bool structure_evaluator::solve(const structure& s, std::vector<choice>& out, do
     }
     aff[g] = {out[g].shape->alpha(), out[g].shape->beta(), out[g].shape->cap};
   };
-  for (std::size_t g = 0; g < n; ++g) pick(g, p_.cfg.batch * es[g]->speed_sum[0] / speed_total);
+  for (std::size_t g = 0; g < n; ++g) pick(g, p_.cfg.batch * es[g]->speed_sum / speed_total);
   for (int pass = 0; pass < 2; ++pass) {
     auto fill = water_fill(aff, p_.cfg.batch);
     if (!fill) return false;
@@ -121,7 +116,7 @@ structure_score structure_evaluator::score(const structure& s) {
     active.push_back(sh);
     mig = std::max(mig, ch[g].mig_s);
     compute = std::max(compute, sh->alpha() * ch[g].share + sh->beta());
-    price += lookup(s[g]).price[0];
+    price += lookup(s[g]).price;
     if (!queues_.energy.empty())
       for (int j = 0; j < sh->stages(); ++j) {
         const int d = sh->devices[j];

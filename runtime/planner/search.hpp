@@ -39,7 +39,8 @@ class structure_evaluator {
  private:
   struct entry {
     std::vector<group_shape> shapes;   // one per feasible micro-batch
-    std::vector<double> mig_s, mig_bytes, price, speed_sum;
+    std::vector<double> mig_s;  // per shape: slowest device's migration
+    double price = 0, speed_sum = 0;
   };
   const entry& lookup(const std::vector<int>& devices);
   struct choice { const group_shape* shape; double mig_s; double share; };

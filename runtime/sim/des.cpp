@@ -15,13 +15,15 @@ struct op {
   int micro;
 };
 
-// The compute instructions of stage j, in the order the schedule module generates them
+// The compute instructions of every stage, in the order the schedule module generates them
 // (its sends and receives are what the DES models as link transfers).
-std::vector<op> stage_order(planner::schedule_kind kind, int j, int n, int m) {
-  const auto prog = schedule::generate(kind, n, m).programs[j];
-  std::vector<op> out;
-  for (const auto& in : prog)
-    if (in.kind == schedule::op::forward || in.kind == schedule::op::backward) out.push_back({in.kind == schedule::op::forward, in.micro});
+std::vector<std::vector<op>> stage_orders(planner::schedule_kind kind, int n, int m) {
+  const auto pipe = schedule::generate(kind, n, m);
+  std::vector<std::vector<op>> out(n);
+  for (int j = 0; j < n; ++j)
+    for (const auto& in : pipe.programs[j])
+      if (in.kind == schedule::op::forward || in.kind == schedule::op::backward)
+        out[j].push_back({in.kind == schedule::op::forward, in.micro});
   return out;
 }
 
@@ -50,8 +52,7 @@ double simulate_pipeline(const planner::problem& truth, planner::schedule_kind k
     const double per_sample = o.forward ? sums.fwd(lo, hi) : sums.work(lo, hi) - sums.fwd(lo, hi);
     return (size_of(o.micro) * per_sample + 0.5 * sums.fixed(lo, hi)) / truth.speed(dev[j]);
   };
-  std::vector<std::vector<op>> order(n);
-  for (int j = 0; j < n; ++j) order[j] = stage_order(kind, j, n, m);
+  const std::vector<std::vector<op>> order = stage_orders(kind, n, m);
   std::vector<std::size_t> next(n, 0);
   std::vector<char> busy(n, 0);
   // Arrival times of inputs: forward activation at stage j, gradient at stage j; -1 pending.

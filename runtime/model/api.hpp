@@ -42,6 +42,7 @@ class device_worker {
   virtual ~device_worker() = default;
   virtual void hold(int layer, const layer_copy& replica) = 0;
   virtual bool holds(int layer) const = 0;
+  virtual void drop(int layer) = 0;  // a layer that moved away (no-op if not held)
   virtual void begin_step() = 0;  // zero gradients, drop kept activations, loss = 0
   // Runs layers [lo, hi) on micro-batch `micro`; keeps what backward needs.
   virtual result<tensor> forward(int micro, int lo, int hi, const tensor& input) = 0;
@@ -70,6 +71,11 @@ tensor targets(const data::dataset& d, const std::vector<int>& samples, int lo, 
 // Element-wise sum of parameter-gradient lists, left to right (the order autograd would add
 // micro-batches on one device).
 std::vector<tensor> sum(const std::vector<std::vector<tensor>>& parts);
+// Bytes on the wire: a tensor's data; a layer's parameters plus its optimizer state (what a
+// migration moves); a gradient list.
+std::size_t bytes(const tensor& t);
+std::size_t bytes(const layer_copy& l);
+std::size_t bytes(const std::vector<tensor>& ts);
 // Test accuracy of the model made of one copy per layer.
 double accuracy(const std::vector<layer_copy>& layers, const data::dataset& d);
 // Largest difference between two models, per tensor max|a - b| / max|b|.

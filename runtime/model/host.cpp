@@ -34,6 +34,26 @@ std::vector<tensor> sum(const std::vector<std::vector<tensor>>& parts) {
   return out;
 }
 
+std::size_t bytes(const tensor& t) { return t ? static_cast<std::size_t>(t->t.nbytes()) : 0; }
+
+std::size_t bytes(const std::vector<tensor>& ts) {
+  std::size_t n = 0;
+  for (const auto& t : ts) n += bytes(t);
+  return n;
+}
+
+std::size_t bytes(const layer_copy& l) {
+  std::size_t n = 0;
+  for (const auto& p : l->module->parameters()) n += static_cast<std::size_t>(p.nbytes());
+  for (const auto& st : l->states) {
+    if (const auto* a = dynamic_cast<const torch::optim::AdamParamState*>(st.get()))
+      n += static_cast<std::size_t>(a->exp_avg().nbytes() + a->exp_avg_sq().nbytes()) + sizeof(std::int64_t);
+    else if (const auto* m = dynamic_cast<const torch::optim::SGDParamState*>(st.get()))
+      n += static_cast<std::size_t>(m->momentum_buffer().defined() ? m->momentum_buffer().nbytes() : 0);
+  }
+  return n;
+}
+
 double accuracy(const std::vector<layer_copy>& layers, const data::dataset& d) {
   torch::NoGradGuard no_grad;
   std::vector<int> all(d.size());

@@ -21,6 +21,10 @@ class torch_worker final : public device_worker {
     layers_[layer] = std::move(h);
   }
   bool holds(int layer) const override { return layers_.count(layer) > 0; }
+  void drop(int layer) override {
+    layers_.erase(layer);
+    micro_grads_.erase(layer);
+  }
 
   void begin_step() override {
     for (auto& [l, h] : layers_) h.optimizer->zero_grad();

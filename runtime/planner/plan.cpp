@@ -1,6 +1,9 @@
 #include "planner/plan.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <map>
+#include <set>
 #include <sstream>
 #include <unordered_set>
 
@@ -63,6 +66,52 @@ std::string describe(const plan& p) {
     os << "] b=" << gp.share << " u=" << gp.micro_batch;
   }
   return os.str();
+}
+
+namespace {
+// layer -> device ids holding it, plan order.
+std::map<int, std::vector<int>> placements(const plan& p) {
+  std::map<int, std::vector<int>> out;
+  for (const auto& g : p.groups)
+    for (std::size_t j = 0; j + 1 < g.splits.size() && j < g.devices.size(); ++j)
+      for (int l = g.splits[j]; l < g.splits[j + 1]; ++l) out[l].push_back(g.devices[j]);
+  return out;
+}
+
+std::set<int> used(const plan& p) {
+  std::set<int> out;
+  for (const auto& g : p.groups) out.insert(g.devices.begin(), g.devices.end());
+  return out;
+}
+
+bool has(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+}  // namespace
+
+plan_diff diff(const plan* from, const plan& to, const std::function<double(int, int)>& source_cost) {
+  plan_diff d;
+  const auto old = from ? placements(*from) : std::map<int, std::vector<int>>{};
+  const auto next = placements(to);
+  for (const auto& [layer, ids] : next) {
+    const auto it = old.find(layer);
+    for (int id : ids) {
+      if (it != old.end() && has(it->second, id)) continue;
+      layer_move m{layer, id, -1};
+      if (it != old.end())
+        for (int src : it->second)
+          if (m.from < 0 || (source_cost && source_cost(src, id) < source_cost(m.from, id))) m.from = src;
+      d.moves.push_back(m);
+    }
+  }
+  for (const auto& [layer, ids] : old)
+    for (int id : ids) {
+      const auto it = next.find(layer);
+      if (it == next.end() || !has(it->second, id)) d.drops.emplace_back(id, layer);
+    }
+  const auto a = from ? used(*from) : std::set<int>{};
+  const auto b = used(to);
+  std::set_difference(b.begin(), b.end(), a.begin(), a.end(), std::back_inserter(d.joined));
+  std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(d.left));
+  return d;
 }
 
 }  // namespace dynapar::planner

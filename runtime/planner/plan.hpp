@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,5 +37,26 @@ status validate(const plan& p, int num_layers, int batch, const std::vector<int>
 
 // Human-readable one-liner: "g0[3>1>2 | 0,4,9,12] b=96 u=8; g1[...]".
 std::string describe(const plan& p);
+
+// A plan change as the devices see it (the repartition the runtime applies between steps):
+// every (device, layer) placement of `to` that its device did not hold under `from` is a
+// move from one holder under `from` (all replicas are identical; -1: no holder, a fresh
+// layer); every placement of `from` that `to` lacks is dropped.
+struct layer_move {
+  int layer = 0;
+  int to = 0;
+  int from = -1;
+};
+
+struct plan_diff {
+  std::vector<layer_move> moves;
+  std::vector<std::pair<int, int>> drops;  // (device, layer)
+  std::vector<int> joined, left;           // devices only `to` uses / only `from` uses
+  bool empty() const { return moves.empty() && drops.empty(); }
+};
+
+// `source_cost(from, to)` ranks the holders a layer may come from (lower first, e.g. the
+// transfer time of the link); without it the first holder in plan order is taken.
+plan_diff diff(const plan* from, const plan& to, const std::function<double(int, int)>& source_cost = {});
 
 }  // namespace dynapar::planner

@@ -1,10 +1,13 @@
 #include "actors/controller_actor.hpp"
 
+#include <cmath>
 #include <memory>
 #include <optional>
+#include <sstream>
 
 #include "actors/messages.hpp"
 #include "common/rng.hpp"
+#include "planner/evaluate.hpp"
 #include "planner/lyapunov.hpp"
 #include "planner/policy.hpp"
 #include "sim/estimator.hpp"
@@ -14,15 +17,17 @@ namespace {
 
 struct controller_state {
   controller_config cfg;
-  std::unique_ptr<planner::policy> policy;
+  std::shared_ptr<planner::policy> policy;
   std::unique_ptr<planner::virtual_queues> queues;
   std::unique_ptr<sim::estimator> estimates;
   std::optional<planner::plan> current;
+  std::vector<std::string> events;         // since the last decision
+  std::vector<double> decided_speeds;      // estimates at the last decision
   rng noise{1};  // the estimator's noise hook; measurements here are real, so noise is 0
   static inline const char* name = "controller";
 };
 
-// Per-stage compute times of one step under the plan in force, as the estimator reads them.
+// Per-stage compute times and link counters of one step under the plan in force.
 sim::step_outcome as_outcome(const planner::plan& p, const step_measure& m) {
   sim::step_outcome out;
   for (const auto& g : p.groups)
@@ -37,37 +42,87 @@ sim::step_outcome as_outcome(const planner::plan& p, const step_measure& m) {
         if (id == st.device) st.compute_s = s;
       out.stages.push_back(st);
     }
+  for (const auto& l : m.links) out.links.push_back({l.from, l.to, l.bytes, l.busy_s, l.transfers});
   return out;
+}
+
+void set_available(controller_state& st, int id, bool on) {
+  for (auto& d : st.cfg.cluster.devices)
+    if (d.id == id && d.available != on) {
+      d.available = on;
+      st.events.push_back("device " + std::to_string(id) + (on ? " joined" : " leaves"));
+    }
+}
+
+// Why this plan: what changed since the last decision, then the planner's own account.
+std::string explain(controller_state& st, const planner::problem& p, const planner::plan& next) {
+  std::ostringstream os;
+  for (const auto& e : st.events) os << e << "; ";
+  for (std::size_t i = 0; i < p.cluster.devices.size() && i < st.decided_speeds.size(); ++i) {
+    const double was = st.decided_speeds[i], now = p.cluster.devices[i].speed;
+    if (p.cluster.devices[i].available && std::abs(now - was) > 0.15 * was)
+      os << "device " << p.cluster.devices[i].id << " measured at speed " << now << " (was " << was << "); ";
+  }
+  const auto q = st.queues->state();
+  if (st.current)
+    if (auto old = planner::evaluate(p, *st.current, nullptr, q))
+      os << "old plan now predicted " << old->batch_time_s * 1e3 << " ms; ";
+  if (auto r = planner::evaluate(p, next, st.current ? &*st.current : nullptr, q)) {
+    os << "new plan " << r->batch_time_s * 1e3 << " ms (compute " << r->compute_s * 1e3 << ", sums " << r->sync_s * 1e3
+       << ", migration " << r->migration_s * 1e3 << ")";
+    for (const auto& g : r->groups)
+      if (g.time_s == r->compute_s) os << ", bottleneck " << g.bottleneck;
+    if (st.cfg.budget.has_cost()) os << ", cost queue " << q.cost << " budgets";
+  }
+  return os.str();
 }
 
 caf::behavior controller(caf::stateful_actor<controller_state>* self, controller_config cfg) {
   auto& s = self->state;
   s.cfg = std::move(cfg);
-  s.policy = std::move(*planner::make_policy(s.cfg.policy));
+  for (auto& d : s.cfg.cluster.devices) {
+    d.speed = 1;  // unknown until the device joins with its benchmark
+    d.available = false;
+  }
+  if (s.cfg.custom) {
+    s.policy = s.cfg.custom;
+  } else if (auto p = planner::make_policy(s.cfg.policy)) {
+    s.policy = std::move(*p);
+  }
   s.queues = std::make_unique<planner::virtual_queues>(s.cfg.budget);
   s.estimates = std::make_unique<sim::estimator>(s.cfg.cluster, s.cfg.profile, 0.5);
   return {
-      // What a step really took: learn speeds and charge its cost to the queues.
+      [=](join_atom, int id, double measured_speed) {
+        set_available(self->state, id, true);
+        self->state.estimates->announce(id, measured_speed);
+      },
+      [=](leave_atom, int id) { set_available(self->state, id, false); },
+      // What a step really took: learn speeds and links, charge its cost to the queues.
       [=](report_atom, const step_measure& m) {
         auto& st = self->state;
         if (!st.current) return;
         planner::problem nominal(st.cfg.profile, st.cfg.cluster, st.cfg.planner, st.cfg.budget);
         st.estimates->observe(as_outcome(*st.current, m), nominal, 0.0, st.noise);
-        double price = 0;
-        for (const auto& g : st.current->groups)
-          for (int id : g.devices)
-            if (const int i = nominal.links.index_of(id); i >= 0) price += st.cfg.cluster.devices[i].price_per_s;
-        st.queues->update(price * m.time_s, {});
+        st.queues->update(m.cost, {});
       },
       // The next slot's plan, from what has been measured so far.
-      [=](plan_atom, std::int64_t slot) -> caf::result<planner::plan> {
+      [=](plan_atom, std::int64_t slot) -> caf::result<plan_decision> {
         auto& st = self->state;
+        if (!st.policy) return caf::make_error(caf::sec::runtime_error, "unknown policy '" + st.cfg.policy + "'");
         const planner::cluster_state view = st.estimates->view(st.cfg.cluster, {});
         planner::problem p(st.cfg.profile, view, st.cfg.planner, st.cfg.budget);
         auto next = st.policy->decide({p, st.current ? &*st.current : nullptr, st.queues->state(), slot});
         if (!next) return caf::make_error(caf::sec::runtime_error, next.err().message);
+        plan_decision d;
+        d.plan = *next;
+        d.reason = explain(st, p, *next);
+        if (auto r = planner::evaluate(p, *next, st.current ? &*st.current : nullptr, st.queues->state())) d.predicted_s = r->batch_time_s;
+        d.queue = st.queues->cost_backlog();
+        st.events.clear();
+        st.decided_speeds.clear();
+        for (const auto& dev : view.devices) st.decided_speeds.push_back(dev.speed);
         st.current = *next;
-        return *next;
+        return d;
       },
   };
 }

@@ -1,16 +1,17 @@
-// The controller: holds a policy (any by name), its virtual queues and speed estimates learnt
-// from the groups' stage reports (it never reads the configured speeds after the start), and
-// answers each slot with the next plan. Thin: sim::estimator and the planner decide.
+// The controller: holds a policy (any by name, or the caller's own), its virtual queues and
+// the speed and link estimates it learns from the step reports (it never reads configured
+// speeds), hears devices join and leave, and answers each slot with the next plan and why.
+// Thin: sim::estimator and the planner decide.
 #pragma once
 
 #include <caf/all.hpp>
-
-#include <string>
 
 #include "actors/trainer.hpp"
 
 namespace dynapar::actors {
 
+// Messages: (join_atom, id, measured speed), (leave_atom, id), (report_atom, step_measure) and
+// (plan_atom, slot) -> plan_decision.
 caf::actor spawn_controller(caf::actor_system& sys, const controller_config& cfg);
 
 }  // namespace dynapar::actors

@@ -10,8 +10,7 @@
 namespace dynapar::actors {
 
 struct device_state {
-  int id = 0;
-  double speed = 1;                // emulated relative speed (<= 1)
+  device_config cfg;
   std::unique_ptr<model::device_worker> worker;
   stage_task task;
   schedule::stage_runner runner;
@@ -20,18 +19,44 @@ struct device_state {
   stage_report report;
   bool active = false;
   std::chrono::steady_clock::time_point wait_since;
+  comm::link_shaper to_next, to_prev;          // this device's side of its pipeline links
+  std::map<int, comm::link_shaper> migration;  // by target device
   static inline const char* name = "device";
 };
 
 namespace {
 using clock = std::chrono::steady_clock;
 double since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
+double now_s() { return std::chrono::duration<double>(clock::now().time_since_epoch()).count(); }
 
 // The work since t0, dilated to the emulated speed; returns the (dilated) seconds.
 double finish_work(const device_state& s, clock::time_point t0) {
   const double work = since(t0);
-  if (s.speed < 1) std::this_thread::sleep_for(std::chrono::duration<double>(work * (1 / s.speed - 1)));
+  if (s.cfg.speed < 1) std::this_thread::sleep_for(std::chrono::duration<double>(work * (1 / s.cfg.speed - 1)));
   return since(t0);
+}
+
+// Sends over an emulated link: delivered when the shaper says the bytes have arrived.
+template <class... Ts>
+void send_shaped(caf::stateful_actor<device_state>* self, comm::link_shaper& link, const comm::link_spec& spec,
+                 const caf::actor& to, double bytes, Ts&&... xs) {
+  const double now = now_s();
+  const double delay = link.offer(spec, now, bytes) - now;
+  if (delay <= 0) {
+    self->send(to, std::forward<Ts>(xs)...);
+  } else {
+    self->delayed_send(to, std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(delay)),
+                       std::forward<Ts>(xs)...);
+  }
+}
+
+void finish_report(device_state& s) {
+  auto add = [&](comm::link_shaper& l, int to) {
+    if (l.transfers() > 0) s.report.links.push_back({s.cfg.id, to, l.bytes(), l.busy_s(), l.transfers()});
+    l.reset_counters();
+  };
+  add(s.to_next, s.task.next_id);
+  add(s.to_prev, s.task.prev_id);
 }
 
 // Runs instructions until the program waits or ends; reports the stage when it ends.
@@ -40,7 +65,7 @@ void advance(caf::stateful_actor<device_state>* self) {
   if (!s.active) return;
   s.report.wait_s += since(s.wait_since);
   auto fail = [&](const std::string& why) {
-    s.report.error = "device " + std::to_string(s.id) + ": " + why;
+    s.report.error = "device " + std::to_string(s.cfg.id) + ": " + why;
     s.active = false;
     self->send(s.task.report_to, s.report);
   };
@@ -64,7 +89,8 @@ void advance(caf::stateful_actor<device_state>* self) {
         break;
       }
       case schedule::op::send_act:
-        self->send(s.task.next, act_atom::value, s.task.step, m, s.outputs[m]);
+        send_shaped(self, s.to_next, s.task.to_next, s.task.next, static_cast<double>(model::bytes(s.outputs[m])),
+                    act_atom::value, s.task.step, m, s.outputs[m]);
         s.outputs.erase(m);
         ++s.report.messages;
         break;
@@ -82,7 +108,8 @@ void advance(caf::stateful_actor<device_state>* self) {
         break;
       }
       case schedule::op::send_grad:
-        self->send(s.task.prev, grad_atom::value, s.task.step, m, s.input_grads[m]);
+        send_shaped(self, s.to_prev, s.task.to_prev, s.task.prev, static_cast<double>(model::bytes(s.input_grads[m])),
+                    grad_atom::value, s.task.step, m, s.input_grads[m]);
         s.input_grads.erase(m);
         ++s.report.messages;
         break;
@@ -96,21 +123,45 @@ void advance(caf::stateful_actor<device_state>* self) {
   if (s.runner.finished()) {
     s.active = false;
     s.report.loss_sum = s.worker->loss_sum();
+    finish_report(s);
     self->send(s.task.report_to, s.report);
   } else {
     s.wait_since = clock::now();
   }
 }
-}  // namespace
 
-namespace {
-caf::behavior device_actor(caf::stateful_actor<device_state>* self, int device_id, model::optimizer_config opt,
-                           double speed) {
-  self->state.id = device_id;
-  self->state.speed = speed;
-  self->state.worker = model::make_worker(opt);
+caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_config cfg) {
+  self->state.cfg = std::move(cfg);
+  self->state.worker = model::make_worker(self->state.cfg.optimizer);
   return {
-      [=](hold_atom, int layer, const model::layer_copy& replica) { self->state.worker->hold(layer, replica); },
+      [=](hold_atom, int layer, const model::layer_copy& replica) {
+        self->state.worker->hold(layer, replica);
+        return true;
+      },
+      // A plan moved `layer` from here to `to`: send a copy over the emulated link.
+      [=](migrate_atom, int layer, int to, const caf::actor& target, const comm::link_spec& link,
+          const caf::actor& report_to) -> caf::result<bool> {
+        auto& s = self->state;
+        if (!s.worker->holds(layer))
+          return caf::make_error(caf::sec::runtime_error,
+                                 "device " + std::to_string(s.cfg.id) + " cannot send layer " + std::to_string(layer) + ": not held");
+        layer_transfer x{layer, s.cfg.id, to, s.worker->copy(layer), 0, report_to};
+        x.bytes = model::bytes(x.replica);
+        send_shaped(self, s.migration[to], link, target, static_cast<double>(x.bytes), hold_atom::value, std::move(x));
+        return true;
+      },
+      [=](hold_atom, const layer_transfer& x) {
+        self->state.worker->hold(x.layer, x.replica);
+        self->send(x.report_to, moved_atom::value, x.layer, x.from, x.to, x.bytes);
+      },
+      [=](drop_atom, int layer) { self->state.worker->drop(layer); },
+      [=](speed_atom, double speed) { self->state.cfg.speed = speed; },
+      // The joining device's benchmark, at its speed.
+      [=](probe_atom) {
+        const auto t0 = clock::now();
+        model::benchmark_work();
+        return finish_work(self->state, t0);
+      },
       [=](step_atom, stage_task& task) {
         auto& s = self->state;
         s.task = std::move(task);
@@ -119,7 +170,7 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, int device_i
         for (const auto& [m, t] : s.acts) s.runner.arrived_activation(m);
         for (const auto& [m, t] : s.grads) s.runner.arrived_gradient(m);
         s.report = stage_report{};
-        s.report.device = s.id;
+        s.report.device = s.cfg.id;
         s.report.step = s.task.step;
         s.worker->begin_step();
         s.active = true;
@@ -149,10 +200,8 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, int device_i
 }
 }  // namespace
 
-caf::actor spawn_device(caf::local_actor* parent, int device_id, const model::optimizer_config& opt, double speed) {
-  auto a = parent->home_system().spawn<caf::detached>(device_actor, device_id, opt, speed);
-  parent->monitor(a);
-  return a;
+caf::actor spawn_device(caf::actor_system& sys, const device_config& cfg) {
+  return sys.spawn<caf::detached>(device_actor, cfg);
 }
 
 }  // namespace dynapar::actors

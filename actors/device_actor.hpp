@@ -1,6 +1,8 @@
 // A device: holds layers (a model::device_worker) and executes its stage's program of each
-// step, exchanging activations and gradients with its neighbours. Spawned detached (its own
-// thread: LibTorch work blocks). Thin: the stage_runner decides what runs next.
+// step, exchanging activations and gradients with its neighbours over emulated links. It
+// lives as long as the device takes part (across plans: groups form around it), sends its
+// layers to other devices when a plan moves them, and runs at an emulated speed. Spawned
+// detached (its own thread: LibTorch work blocks). Thin: the stage_runner decides what runs.
 #pragma once
 
 #include <caf/all.hpp>
@@ -9,9 +11,14 @@
 
 namespace dynapar::actors {
 
-// Spawns a detached device actor monitored by `parent`. speed < 1 emulates a slower device:
-// after each forward and backward it sleeps (1 / speed - 1) times the work's duration, so a
-// machine plays a heterogeneous cluster without adding CPU load (sleeping uses no core).
-caf::actor spawn_device(caf::local_actor* parent, int device_id, const model::optimizer_config& opt, double speed = 1);
+struct device_config {
+  int id = 0;
+  model::optimizer_config optimizer;
+  // Relative speed (0, 1]: after each forward and backward the device sleeps (1 / speed - 1)
+  // times the work's duration, so one machine plays a slower device without adding CPU load.
+  double speed = 1;
+};
+
+caf::actor spawn_device(caf::actor_system& sys, const device_config& cfg);
 
 }  // namespace dynapar::actors

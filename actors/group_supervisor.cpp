@@ -2,7 +2,6 @@
 
 #include <chrono>
 
-#include "actors/device_actor.hpp"
 #include "actors/messages.hpp"
 
 namespace dynapar::actors {
@@ -11,7 +10,6 @@ using clock = std::chrono::steady_clock;
 
 struct supervisor_state {
   group_config cfg;
-  std::vector<caf::actor> devices;
   group_report report;
   caf::actor report_to;
   int pending = 0;
@@ -22,8 +20,7 @@ struct supervisor_state {
 caf::behavior group_supervisor(caf::stateful_actor<supervisor_state>* self, group_config cfg) {
   auto& s = self->state;
   s.cfg = std::move(cfg);
-  for (std::size_t j = 0; j < s.cfg.devices.size(); ++j)
-    s.devices.push_back(spawn_device(self, s.cfg.devices[j], s.cfg.optimizer, j < s.cfg.speeds.size() ? s.cfg.speeds[j] : 1.0));
+  for (const auto& d : s.cfg.actors) self->monitor(d);
   self->set_down_handler([=](const caf::down_msg& d) {
     auto& st = self->state;
     if (st.pending > 0) {
@@ -32,15 +29,10 @@ caf::behavior group_supervisor(caf::stateful_actor<supervisor_state>* self, grou
       self->send(st.report_to, st.report);
     }
   });
-  // The state is gone when this runs: keep the handles themselves.
-  self->attach_functor([devices = s.devices](const caf::error&) {
-    for (const auto& d : devices) anon_send_exit(d, caf::exit_reason::user_shutdown);
-  });
   return {
-      [=](devices_atom) { return self->state.devices; },
       [=](step_atom, group_task& task) {
         auto& st = self->state;
-        const int n = static_cast<int>(st.devices.size());
+        const int n = static_cast<int>(st.cfg.actors.size());
         const int m = static_cast<int>(task.inputs.size());
         const auto pipe = schedule::generate(st.cfg.schedule, n, m);
         st.report = group_report{};
@@ -57,10 +49,18 @@ caf::behavior group_supervisor(caf::stateful_actor<supervisor_state>* self, grou
           t.hi = st.cfg.splits[j + 1];
           if (j == 0) t.inputs = task.inputs;
           if (j == n - 1) t.targets = task.targets;
-          if (j > 0) t.prev = st.devices[j - 1];
-          if (j + 1 < n) t.next = st.devices[j + 1];
+          if (j > 0) {
+            t.prev = st.cfg.actors[j - 1];
+            t.prev_id = st.cfg.devices[j - 1];
+            if (j - 1 < static_cast<int>(task.links.size())) t.to_prev = task.links[j - 1];
+          }
+          if (j + 1 < n) {
+            t.next = st.cfg.actors[j + 1];
+            t.next_id = st.cfg.devices[j + 1];
+            if (j < static_cast<int>(task.links.size())) t.to_next = task.links[j];
+          }
           t.report_to = caf::actor_cast<caf::actor>(self);
-          self->send(st.devices[j], step_atom::value, std::move(t));
+          self->send(st.cfg.actors[j], step_atom::value, std::move(t));
         }
       },
       [=](const stage_report& r) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "actors/trainer.hpp"
+#include "comm/link_shaper.hpp"
 #include "model/api.hpp"
 #include "planner/plan.hpp"
 #include "schedule/schedule.hpp"
@@ -22,7 +24,13 @@ using grads_atom = caf::atom_constant<caf::atom("grads")>;
 using apply_atom = caf::atom_constant<caf::atom("apply")>;
 using hash_atom = caf::atom_constant<caf::atom("hash")>;
 using copy_atom = caf::atom_constant<caf::atom("copy")>;
-using devices_atom = caf::atom_constant<caf::atom("devices")>;
+using migrate_atom = caf::atom_constant<caf::atom("migrate")>;
+using moved_atom = caf::atom_constant<caf::atom("moved")>;
+using drop_atom = caf::atom_constant<caf::atom("drop")>;
+using speed_atom = caf::atom_constant<caf::atom("speed")>;
+using probe_atom = caf::atom_constant<caf::atom("probe")>;
+using join_atom = caf::atom_constant<caf::atom("join")>;
+using leave_atom = caf::atom_constant<caf::atom("leave")>;
 using perturb_atom = caf::atom_constant<caf::atom("perturb")>;
 using report_atom = caf::atom_constant<caf::atom("report")>;
 using plan_atom = caf::atom_constant<caf::atom("plan")>;
@@ -35,7 +43,16 @@ struct stage_task {
   std::vector<model::tensor> inputs;     // first stage: one per micro-batch
   std::vector<model::tensor> targets;    // last stage: one per micro-batch
   caf::actor prev, next;                 // neighbouring stages (null at the ends)
+  int prev_id = -1, next_id = -1;
+  comm::link_spec to_prev, to_next;      // emulated links (docs/RUNTIME.md)
   caf::actor report_to;
+};
+
+// What one direction of a link did in a step, as the sending device's NIC would count it.
+struct link_report {
+  int from = 0, to = 0;                  // device ids
+  double bytes = 0, busy_s = 0;
+  int transfers = 0;
 };
 
 struct stage_report {
@@ -45,6 +62,7 @@ struct stage_report {
   double wait_s = 0;                     // blocked on a receive
   double loss_sum = 0;                   // last stage
   int messages = 0;                      // activations and gradients sent
+  std::vector<link_report> links;
   std::string error;                     // empty when the stage succeeded
 };
 
@@ -52,14 +70,28 @@ struct stage_report {
 struct group_task {
   std::int64_t step = 0;
   std::vector<model::tensor> inputs, targets;
+  std::vector<comm::link_spec> links;    // between consecutive stages
   caf::actor report_to;
 };
 
-// One step as the controller sees it: its wall time and each device's compute seconds.
+// One step as the controller sees it: wall time, cost, each device's compute seconds and
+// each link's counters.
 struct step_measure {
   std::int64_t step = 0;
   double time_s = 0;
+  double cost = 0;                       // price of the devices used x time
   std::vector<std::pair<int, double>> compute_s;
+  std::vector<link_report> links;
+};
+
+// A layer moving between devices: the source sends it (parameters and optimizer state)
+// straight to the target over their emulated link; the target reports to `report_to`.
+struct layer_transfer {
+  int layer = 0;
+  int from = 0, to = 0;
+  model::layer_copy replica;
+  std::size_t bytes = 0;
+  caf::actor report_to;
 };
 
 struct group_report {
@@ -83,3 +115,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::group_task)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::group_report)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::step_measure)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::planner::plan)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::layer_transfer)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::comm::link_spec)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::plan_decision)

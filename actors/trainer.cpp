@@ -3,241 +3,443 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
+#include <thread>
 
 #include "actors/controller_actor.hpp"
+#include "actors/device_actor.hpp"
 #include "actors/group_supervisor.hpp"
 #include "actors/messages.hpp"
+#include "actors/session.hpp"
 #include "data/sampler.hpp"
+#include "planner/time_model.hpp"
+#include "sim/world.hpp"
 
 namespace dynapar::actors {
 namespace {
 using clock = std::chrono::steady_clock;
 
 std::string text(const caf::error& e) { return to_string(e); }
+double since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
+
+// Without an emulated cluster: every device the plans or the caller name, at full speed, on
+// one node.
+sim::scenario default_emulation(const train_settings& s, const cluster_actors& a) {
+  sim::scenario e;
+  std::set<int> ids;
+  auto add = [&](const planner::plan& p) {
+    for (const auto& g : p.groups) ids.insert(g.devices.begin(), g.devices.end());
+  };
+  add(s.plan);
+  for (const auto& [t, p] : s.replans) add(p);
+  for (const auto& [id, actor] : a.devices) ids.insert(id);
+  if (s.controller)
+    for (const auto& d : s.controller->cluster.devices) ids.insert(d.id);
+  for (int id : ids) {
+    planner::device_spec d;
+    d.id = id;
+    d.node = 0;
+    e.cluster.devices.push_back(d);
+  }
+  return e;
+}
+
+class driver {
+ public:
+  driver(caf::actor_system& sys, cluster_actors& actors, const model::model_chain& m, const data::dataset& d,
+         const train_settings& s, const train_callbacks& cb)
+      : sys_(sys), self_(sys), actors_(actors), m_(m), d_(d), s_(s), cb_(cb), L_(model::num_layers(m)),
+        timeout_(std::chrono::milliseconds(static_cast<long>(s.step_timeout_s * 1000))),
+        emu_(s.emulated.cluster.devices.empty() ? default_emulation(s, actors) : s.emulated),
+        world_(emu_), truth_(emu_.cluster), links_(std::make_unique<planner::link_table>(truth_)) {}
+
+  ~driver() { shutdown(); }
+
+  result<train_outcome> run();
+
+ private:
+  status check(const std::string& where) {
+    if (failure_.empty()) return ok_status();
+    auto e = make_error("step_failed", where + ": " + failure_);
+    failure_.clear();
+    return e;
+  }
+  comm::link_spec link(int a, int b) const {
+    const int i = links_->index_of(a), j = links_->index_of(b);
+    if (i < 0 || j < 0) return {};
+    return {links_->bw(i, j), links_->lat(i, j)};
+  }
+  double true_speed(int id) const {
+    const int i = links_->index_of(id);
+    return i < 0 ? 1.0 : std::clamp(truth_.devices[i].speed, 1e-3, 1.0);
+  }
+  status enter_slot(std::int64_t slot, bool& changed);
+  result<std::optional<plan_decision>> next_plan(std::int64_t t, bool availability_changed);
+  status apply(const plan_decision& decision, std::int64_t t, std::int64_t slot, step_record& rec);
+  void retire_leavers();
+  double emulated_sync_s() const;
+  status run_step(std::int64_t t, const std::vector<int>& samples, step_record& rec, step_measure& measure);
+  status check_replicas(std::int64_t t);
+  void shutdown() {
+    for (auto& g : groups_) self_->send_exit(g, caf::exit_reason::user_shutdown);
+    groups_.clear();
+    for (auto& [id, a] : actors_.devices) self_->send_exit(a, caf::exit_reason::user_shutdown);
+    actors_.devices.clear();
+    if (actors_.controller) self_->send_exit(actors_.controller, caf::exit_reason::user_shutdown);
+    actors_.controller = caf::actor{};
+  }
+
+  caf::actor_system& sys_;
+  caf::scoped_actor self_;
+  cluster_actors& actors_;
+  const model::model_chain& m_;
+  const data::dataset& d_;
+  const train_settings& s_;
+  const train_callbacks& cb_;
+  const int L_;
+  const std::chrono::milliseconds timeout_;
+  sim::scenario emu_;
+  sim::world world_;
+  planner::cluster_state truth_;                  // the emulated cluster this slot
+  std::unique_ptr<planner::link_table> links_;    // over truth_
+  std::set<int> joined_;                          // devices that joined and have not left
+  std::set<int> leaving_;                         // left, still holding layers until re-planned
+  double bench_ref_s_ = 0;                        // this machine's time for the benchmark
+  std::optional<planner::plan> current_;
+  std::vector<caf::actor> groups_;
+  std::map<int, std::vector<int>> holders_;       // layer -> device ids, plan order
+  std::string failure_;
+  train_outcome out_;
+  int replan_every_ = 0;
+};
+
+status driver::enter_slot(std::int64_t slot, bool& changed) {
+  truth_ = world_.at(static_cast<int>(slot));
+  links_ = std::make_unique<planner::link_table>(truth_);
+  for (const auto& dev : truth_.devices) {
+    const int id = dev.id;
+    const bool in = joined_.count(id) > 0;
+    if (dev.available && !in) {
+      // A device joins: its actor starts (unless the caller brought one), runs the benchmark
+      // at its speed, and announces the measured speed.
+      auto& a = actors_.devices[id];
+      if (!a) a = spawn_device(sys_, {id, s_.optimizer, true_speed(id)});
+      self_->send(a, speed_atom::value, true_speed(id));
+      double probe_s = 0;
+      self_->request(a, timeout_, probe_atom::value)
+          .receive([&](double v) { probe_s = v; }, [&](caf::error& e) { failure_ = text(e); });
+      if (auto st = check("device " + std::to_string(id) + " joining"); !st) return st;
+      if (actors_.controller) self_->send(actors_.controller, join_atom::value, id, bench_ref_s_ / probe_s);
+      joined_.insert(id);
+      leaving_.erase(id);
+      if (slot > 0) ++out_.joins;
+      changed = true;
+    } else if (!dev.available && in) {
+      // Announced departure: the device keeps serving its layers until a plan without it
+      // has moved them away (retire_leavers).
+      if (actors_.controller) self_->send(actors_.controller, leave_atom::value, id);
+      joined_.erase(id);
+      leaving_.insert(id);
+      ++out_.leaves;
+      changed = true;
+    } else if (in) {
+      self_->send(actors_.devices[id], speed_atom::value, true_speed(id));
+    }
+  }
+  return ok_status();
+}
+
+result<std::optional<plan_decision>> driver::next_plan(std::int64_t t, bool availability_changed) {
+  if (!actors_.controller) {
+    std::optional<plan_decision> next;
+    if (t == 0) next = plan_decision{s_.plan, "the job's plan", 0, 0};
+    for (const auto& [step, p] : s_.replans)
+      if (step == t && t > 0) next = plan_decision{p, "scheduled re-plan", 0, 0};
+    return next;
+  }
+  if (t > 0 && t % replan_every_ != 0 && !availability_changed) return std::optional<plan_decision>{};
+  std::optional<plan_decision> got;
+  self_->request(actors_.controller, timeout_, plan_atom::value, t / replan_every_)
+      .receive([&](plan_decision& d) { got = std::move(d); }, [&](caf::error& e) { failure_ = text(e); });
+  if (!got) {
+    auto e = make_error("controller", "no plan before step " + std::to_string(t) + ": " + failure_);
+    failure_.clear();
+    return e;
+  }
+  if (current_ && got->plan.groups == current_->groups) return std::optional<plan_decision>{};
+  return got;
+}
+
+// The plan diff, applied between steps: each layer a device newly holds comes from the
+// best-connected old holder over the emulated link (with its optimizer state); layers no
+// longer held are dropped; groups re-form around the devices.
+status driver::apply(const plan_decision& decision, std::int64_t t, std::int64_t slot, step_record& rec) {
+  const auto& next = decision.plan;
+  std::vector<int> live(joined_.begin(), joined_.end());
+  if (auto v = planner::validate(next, L_, s_.batch, live); !v)
+    return make_error(v.err().code, "plan before step " + std::to_string(t) + ": " + v.err().message +
+                                        " (devices that joined and have not left: the plan may use only these)");
+  const auto started = clock::now();
+  const auto diff = planner::diff(current_ ? &*current_ : nullptr, next, [&](int from, int to) {
+    return comm::transfer_s(link(from, to), 1e6);
+  });
+  const auto me = caf::actor_cast<caf::actor>(self_);
+  int pending = 0;
+  for (const auto& mv : diff.moves) {
+    const auto& target = actors_.devices.at(mv.to);
+    if (mv.from < 0) {  // the first plan: fresh layers
+      self_->request(target, timeout_, hold_atom::value, mv.layer, model::copy_layer(m_, mv.layer))
+          .receive([](bool) {}, [&](caf::error& e) { failure_ = text(e); });
+      continue;
+    }
+    self_->request(actors_.devices.at(mv.from), timeout_, migrate_atom::value, mv.layer, mv.to, target, link(mv.from, mv.to), me)
+        .receive([&](bool) { ++pending; }, [&](caf::error& e) { failure_ = text(e); });
+  }
+  double bytes = 0;
+  for (int k = 0; k < pending && failure_.empty(); ++k)
+    self_->receive([&](moved_atom, int, int, int, std::size_t b) { bytes += static_cast<double>(b); },
+                   caf::after(timeout_) >> [&] { failure_ = "a layer did not arrive"; });
+  if (auto st = check("migrating layers before step " + std::to_string(t)); !st) return st;
+  for (const auto& [dev, layer] : diff.drops) self_->send(actors_.devices.at(dev), drop_atom::value, layer);
+  for (auto& g : groups_) self_->send_exit(g, caf::exit_reason::user_shutdown);
+  groups_.clear();
+  holders_.clear();
+  for (std::size_t g = 0; g < next.groups.size(); ++g) {
+    const auto& gp = next.groups[g];
+    group_config gc{static_cast<int>(g), gp.devices, {}, gp.splits, next.schedule};
+    for (int id : gp.devices) gc.actors.push_back(actors_.devices.at(id));
+    groups_.push_back(spawn_group(sys_, gc));
+    for (std::size_t j = 0; j < gp.devices.size(); ++j)
+      for (int l = gp.splits[j]; l < gp.splits[j + 1]; ++l) holders_[l].push_back(gp.devices[j]);
+  }
+  plan_record pr{t, slot, next, decision.reason, decision.predicted_s, decision.queue, 0, bytes, since(started),
+                 diff.joined, diff.left};
+  if (current_) {
+    pr.layers_moved = static_cast<int>(diff.moves.size());
+    out_.layers_moved += pr.layers_moved;
+    out_.bytes_migrated += bytes;
+    ++out_.replans;
+    rec.migration_s = pr.migration_s;
+    rec.bytes_migrated = bytes;
+  }
+  current_ = next;
+  if (cb_.on_plan) cb_.on_plan(pr);
+  return ok_status();
+}
+
+void driver::retire_leavers() {
+  for (auto it = leaving_.begin(); it != leaving_.end();) {
+    bool used = false;
+    for (const auto& g : current_->groups) used = used || std::count(g.devices.begin(), g.devices.end(), *it);
+    if (used) {
+      ++it;
+      continue;
+    }
+    self_->send_exit(actors_.devices.at(*it), caf::exit_reason::user_shutdown);
+    actors_.devices.erase(*it);
+    it = leaving_.erase(it);
+  }
+}
+
+// The cross-group sums run in this process; on the emulated cluster they would be segment
+// rings over its links: that time (the planner's ring formula on the true links) is slept.
+double driver::emulated_sync_s() const {
+  if (!s_.profile || current_->groups.size() < 2) return 0;
+  planner::planner_config cfg;
+  cfg.batch = s_.batch;
+  planner::problem p(*s_.profile, truth_, cfg);
+  std::vector<planner::group_shape> shapes;
+  for (const auto& g : current_->groups) {
+    if (g.share <= 0) continue;
+    std::vector<int> idx;
+    for (int id : g.devices) idx.push_back(p.links.index_of(id));
+    if (std::count(idx.begin(), idx.end(), -1)) return 0;
+    shapes.push_back(planner::make_shape(p, idx, g.splits, g.micro_batch));
+  }
+  std::vector<const planner::group_shape*> active;
+  for (const auto& sh : shapes) active.push_back(&sh);
+  return planner::sync_time(p, active);
+}
+
+status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_record& rec, step_measure& measure) {
+  // Every group gets its contiguous slice of the step's samples, cut into micro-batches.
+  std::vector<int> shares;
+  for (const auto& gp : current_->groups) shares.push_back(gp.share);
+  const auto slices = data::global_sampler::slices(shares);
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    const auto& gp = current_->groups[g];
+    group_task task;
+    task.step = t;
+    task.report_to = caf::actor_cast<caf::actor>(self_);
+    for (std::size_t j = 0; j + 1 < gp.devices.size(); ++j) task.links.push_back(link(gp.devices[j], gp.devices[j + 1]));
+    for (int lo = slices[g].first; lo < slices[g].second; lo += gp.micro_batch) {
+      const int hi = std::min(slices[g].second, lo + gp.micro_batch);
+      task.inputs.push_back(model::inputs(d_, samples, lo, hi));
+      task.targets.push_back(model::targets(d_, samples, lo, hi));
+    }
+    self_->send(groups_[g], step_atom::value, std::move(task));
+  }
+  double loss_sum = 0;
+  for (std::size_t k = 0; k < groups_.size() && failure_.empty(); ++k)
+    self_->receive(
+        [&](const group_report& r) {
+          if (!r.error.empty()) failure_ = r.error;
+          loss_sum += r.loss_sum;
+          rec.pipeline_s = std::max(rec.pipeline_s, r.time_s);
+          for (const auto& st : r.stages) {
+            rec.stages.push_back({st.device, st.compute_s, st.wait_s, st.messages});
+            measure.compute_s.emplace_back(st.device, st.compute_s);
+            measure.links.insert(measure.links.end(), st.links.begin(), st.links.end());
+          }
+        },
+        caf::after(timeout_) >> [&] { failure_ = "timed out"; });
+  if (auto st = check("step " + std::to_string(t)); !st) return st;
+  // Each layer: its micro-batches' gradients from every holder, added in the global
+  // micro-batch order (groups in plan order, micro-batches in order: the order of the step's
+  // samples), divided by B and applied on every holder.
+  const auto sync_started = clock::now();
+  std::map<int, std::vector<std::vector<model::tensor>>> parts;
+  for (const auto& [l, ids] : holders_)
+    for (int id : ids)
+      self_->request(actors_.devices.at(id), timeout_, grads_atom::value, l)
+          .receive(
+              [&, l = l](std::vector<std::vector<model::tensor>>& g) {
+                for (auto& micro : g) parts[l].push_back(std::move(micro));
+              },
+              [&](caf::error& e) { failure_ = text(e); });
+  if (auto st = check("gathering gradients of step " + std::to_string(t)); !st) return st;
+  int acks = 0;
+  for (const auto& [l, ids] : holders_) {
+    const auto summed = model::sum(parts[l]);
+    for (int id : ids) {
+      self_->send(actors_.devices.at(id), apply_atom::value, l, summed, static_cast<double>(s_.batch));
+      ++acks;
+    }
+  }
+  rec.sync_s = emulated_sync_s();
+  const double left = rec.sync_s - since(sync_started);
+  if (left > 0) std::this_thread::sleep_for(std::chrono::duration<double>(left));
+  for (int k = 0; k < acks && failure_.empty(); ++k)
+    self_->receive([&](bool) {}, [&](caf::error& e) { failure_ = text(e); },
+                   caf::after(timeout_) >> [&] { failure_ = "applying gradients timed out"; });
+  if (auto st = check("step " + std::to_string(t)); !st) return st;
+  rec.loss = loss_sum / s_.batch;
+  return ok_status();
+}
+
+// Replicas of a layer must stay bit-identical (FORMULATION invariant 3).
+status driver::check_replicas(std::int64_t t) {
+  for (const auto& [l, ids] : holders_) {
+    std::vector<std::uint64_t> hashes;
+    for (int id : ids)
+      self_->request(actors_.devices.at(id), timeout_, hash_atom::value, l)
+          .receive([&](std::uint64_t v) { hashes.push_back(v); }, [&](caf::error& e) { failure_ = text(e); });
+    for (auto v : hashes)
+      if (v != hashes.front() && failure_.empty())
+        failure_ = "replicas of layer " + std::to_string(l) + " (" + model::layer_name(m_, l) + ") differ after step " + std::to_string(t);
+  }
+  ++out_.hash_checks;
+  if (failure_.empty()) return ok_status();
+  auto e = make_error("replica_mismatch", failure_);
+  failure_.clear();
+  return e;
+}
+
+result<train_outcome> driver::run() {
+  if (d_.size() < s_.batch) return make_error("bad_job", "the data set has fewer samples than one batch");
+  if (s_.slot_steps < 1) return make_error("bad_job", "slot_steps must be >= 1");
+  for (const auto& [step, p] : s_.replans)
+    if (auto v = planner::validate(p, L_, s_.batch); !v)
+      return make_error(v.err().code, "re-plan before step " + std::to_string(step) + ": " + v.err().message);
+  if (s_.controller && !actors_.controller) actors_.controller = spawn_controller(sys_, *s_.controller);
+  replan_every_ = s_.controller ? s_.controller->replan_every : s_.slot_steps;
+  if (replan_every_ < 1) return make_error("bad_job", "replan_every must be >= 1");
+  bench_ref_s_ = model::benchmark_work();
+  for (int k = 0; k < 2; ++k) bench_ref_s_ = std::min(bench_ref_s_, model::benchmark_work());
+
+  data::global_sampler sampler(d_.size(), s_.batch, s_.seed);
+  data::sample_ledger ledger(d_.size());
+  double total_time = 0, total_cost = 0;
+  std::int64_t slot = -1;
+  for (std::int64_t t = 0; t < s_.steps; ++t) {
+    const auto t0 = clock::now();
+    step_record rec;
+    rec.step = t;
+    bool changed = false;
+    if (t / s_.slot_steps != slot) {
+      slot = t / s_.slot_steps;
+      if (auto st = enter_slot(slot, changed); !st) return st.err();
+    }
+    auto next = next_plan(t, changed);
+    if (!next) return next.err();
+    if (*next)
+      if (auto st = apply(**next, t, slot, rec); !st) return st.err();
+    if (!current_) return make_error("bad_job", "no plan before step 0");
+    for (int id : leaving_)
+      for (const auto& g : current_->groups)
+        if (std::count(g.devices.begin(), g.devices.end(), id))
+          return make_error("device_left", "device " + std::to_string(id) + " left at slot " + std::to_string(slot) +
+                                               " but the plan in force still uses it (re-planning needs a controller)");
+    retire_leavers();
+    const auto samples = sampler.step_samples(t);
+    step_measure measure;
+    if (auto st = run_step(t, samples, rec, measure); !st) return st.err();
+    ledger.applied(t / sampler.steps_per_epoch(), samples);
+    if (t == s_.perturb_step && holders_.count(s_.perturb_layer) &&
+        s_.perturb_group < static_cast<int>(holders_[s_.perturb_layer].size()))
+      self_->send(actors_.devices.at(holders_[s_.perturb_layer][s_.perturb_group]), perturb_atom::value, s_.perturb_layer);
+    if (s_.hash_every > 0 && (t + 1) % s_.hash_every == 0)
+      if (auto st = check_replicas(t); !st) return st.err();
+    rec.time_s = since(t0);
+    double price = 0;
+    for (const auto& g : current_->groups)
+      for (int id : g.devices)
+        if (const int i = links_->index_of(id); i >= 0) price += truth_.devices[i].price_per_s;
+    rec.cost = price * rec.time_s;
+    if (actors_.controller) {
+      measure.step = t;
+      measure.time_s = rec.time_s;
+      measure.cost = rec.cost;
+      self_->send(actors_.controller, report_atom::value, measure);
+    }
+    total_time += rec.time_s;
+    total_cost += rec.cost;
+    out_.messages_per_step = 0;
+    for (const auto& st : rec.stages) out_.messages_per_step += st.messages;
+    if (cb_.on_step) cb_.on_step(rec);
+  }
+  for (int l = 0; l < L_; ++l)
+    self_->request(actors_.devices.at(holders_.at(l).front()), timeout_, copy_atom::value, l)
+        .receive([&](model::layer_copy& c) { out_.final_layers.push_back(std::move(c)); },
+                 [&](caf::error& e) { failure_ = text(e); });
+  if (auto st = check("collecting the trained layers"); !st) return st.err();
+  out_.final_plan = *current_;
+  out_.steps = s_.steps;
+  out_.mean_step_time_s = s_.steps > 0 ? total_time / s_.steps : 0;
+  out_.samples_per_s = total_time > 0 ? s_.steps * s_.batch / total_time : 0;
+  out_.avg_cost = s_.steps > 0 ? total_cost / s_.steps : 0;
+  out_.ledger = ledger.check(sampler, s_.steps);
+  return out_;
+}
 
 }  // namespace
 
+result<train_outcome> train(caf::actor_system& sys, cluster_actors& actors, const model::model_chain& m,
+                            const data::dataset& train_data, const train_settings& s, const train_callbacks& callbacks) {
+  driver d(sys, actors, m, train_data, s, callbacks);
+  return d.run();
+}
+
 result<train_outcome> train(const model::model_chain& m, const data::dataset& d, const train_settings& s,
-                            const std::function<void(const step_record&)>& on_step) {
-  const int L = model::num_layers(m);
-  if (d.size() < s.batch) return make_error("bad_job", "the data set has fewer samples than one batch");
+                            const train_callbacks& callbacks) {
   caf::actor_system_config cfg;
   cfg.set("scheduler.max-threads", static_cast<std::size_t>(std::max(1, s.scheduler_threads)));
   // Work stealing polls for work, and on few cores its spinning takes time from the device
   // threads (which are detached and do not use the scheduler); a shared queue sleeps instead.
   cfg.set("scheduler.policy", caf::atom("sharing"));
   caf::actor_system sys{cfg};
-  caf::scoped_actor self{sys};
-  const auto timeout = std::chrono::milliseconds(static_cast<long>(s.step_timeout_s * 1000));
-
-  // Groups, their devices, and where each layer lives, for the plan in force.
-  std::vector<caf::actor> groups;
-  std::map<int, std::vector<caf::actor>> holders;  // layer -> one device per group, plan order
-  std::map<int, std::vector<int>> holder_ids;      // layer -> device ids holding it
-  std::string failure;
-  auto shutdown = [&] {
-    for (auto& g : groups) self->send_exit(g, caf::exit_reason::user_shutdown);
-    groups.clear();
-  };
-  // Spawns the plan's groups and gives every stage its layers (copies that carry optimizer state).
-  auto deploy = [&](const planner::plan& p, const std::vector<model::layer_copy>& layers) -> status {
-    holders.clear();
-    holder_ids.clear();
-    for (std::size_t g = 0; g < p.groups.size(); ++g) {
-      const auto& gp = p.groups[g];
-      group_config gc{static_cast<int>(g), gp.devices, gp.splits, p.schedule, s.optimizer, {}};
-      for (int id : gp.devices) gc.speeds.push_back(s.speeds.count(id) ? s.speeds.at(id) : 1.0);
-      groups.push_back(spawn_group(sys, gc));
-      std::vector<caf::actor> devs;
-      self->request(groups.back(), timeout, devices_atom::value)
-          .receive([&](std::vector<caf::actor>& v) { devs = std::move(v); }, [&](caf::error& e) { failure = text(e); });
-      if (!failure.empty()) return make_error("actor", "group " + std::to_string(g) + " did not start: " + failure);
-      for (std::size_t j = 0; j < devs.size(); ++j)
-        for (int l = gp.splits[j]; l < gp.splits[j + 1]; ++l) {
-          self->send(devs[j], hold_atom::value, l, layers[l]);
-          holders[l].push_back(devs[j]);
-          holder_ids[l].push_back(gp.devices[j]);
-        }
-    }
-    return ok_status();
-  };
-  std::vector<model::layer_copy> initial;
-  for (int l = 0; l < L; ++l) initial.push_back(model::copy_layer(m, l));
-  planner::plan current = s.plan;
-  caf::actor controller;
-  auto ask_controller = [&](std::int64_t slot) -> result<planner::plan> {
-    std::optional<planner::plan> got;
-    self->request(controller, timeout, plan_atom::value, slot)
-        .receive([&](planner::plan& p) { got = std::move(p); }, [&](caf::error& e) { failure = text(e); });
-    if (!got) return make_error("controller", "no plan for slot " + std::to_string(slot) + ": " + failure);
-    if (auto v = planner::validate(*got, L, s.batch); !v) return v.err();
-    return *got;
-  };
-  if (s.controller) {
-    controller = spawn_controller(sys, *s.controller);
-    auto first = ask_controller(0);
-    if (!first) return first.err();
-    current = *first;
-  }
-  if (auto v = planner::validate(current, L, s.batch); !v) return v.err();
-  if (auto st = deploy(current, initial); !st) return st.err();
-  std::size_t next_replan = 0;
-  train_outcome out;
-  for (const auto& [step, p] : s.replans)
-    if (auto v = planner::validate(p, L, s.batch); !v) {
-      shutdown();
-      return make_error(v.err().code, "re-plan before step " + std::to_string(step) + ": " + v.err().message);
-    }
-
-  data::global_sampler sampler(d.size(), s.batch, s.seed);
-  data::sample_ledger ledger(d.size());
-  double total_time = 0;
-  auto slices_of = [](const planner::plan& p) {
-    std::vector<int> shares;
-    for (const auto& gp : p.groups) shares.push_back(gp.share);
-    return data::global_sampler::slices(shares);
-  };
-  auto slices = slices_of(current);
-
-  for (std::int64_t t = 0; t < s.steps; ++t) {
-    const auto t0 = clock::now();
-    // A new plan takes effect between steps: every layer (all replicas are identical) moves
-    // with its optimizer state from a current holder to the new plan's devices.
-    std::optional<planner::plan> next;
-    while (next_replan < s.replans.size() && s.replans[next_replan].first <= t) next = s.replans[next_replan++].second;
-    if (controller && t > 0 && t % s.controller->replan_every == 0) {
-      auto p = ask_controller(t / s.controller->replan_every);
-      if (!p) {
-        shutdown();
-        return p.err();
-      }
-      bool same = p->groups.size() == current.groups.size();
-      for (std::size_t g = 0; same && g < p->groups.size(); ++g) same = p->groups[g] == current.groups[g];
-      if (!same) next = *p;
-    }
-    if (next) {
-      std::vector<model::layer_copy> layers(L);
-      for (int l = 0; l < L; ++l)
-        self->request(holders[l].front(), timeout, copy_atom::value, l)
-            .receive([&](model::layer_copy& c) { layers[l] = std::move(c); }, [&](caf::error& e) { failure = text(e); });
-      const auto before = holder_ids;
-      shutdown();
-      if (!failure.empty()) return make_error("replan_failed", "before step " + std::to_string(t) + ": " + failure);
-      if (auto st = deploy(*next, layers); !st) {
-        shutdown();
-        return st.err();
-      }
-      for (const auto& [l, ids] : holder_ids)
-        for (int id : ids) {
-          const auto& old = before.count(l) ? before.at(l) : std::vector<int>{};
-          if (std::find(old.begin(), old.end(), id) == old.end()) ++out.layers_moved;
-        }
-      current = *next;
-      slices = slices_of(current);
-      ++out.replans;
-    }
-    const auto samples = sampler.step_samples(t);
-    // Every group gets its contiguous slice, cut into micro-batches.
-    for (std::size_t g = 0; g < groups.size(); ++g) {
-      group_task task;
-      task.step = t;
-      task.report_to = caf::actor_cast<caf::actor>(self);
-      const int u = current.groups[g].micro_batch;
-      for (int lo = slices[g].first; lo < slices[g].second; lo += u) {
-        const int hi = std::min(slices[g].second, lo + u);
-        task.inputs.push_back(model::inputs(d, samples, lo, hi));
-        task.targets.push_back(model::targets(d, samples, lo, hi));
-      }
-      self->send(groups[g], step_atom::value, std::move(task));
-    }
-    step_record rec;
-    rec.step = t;
-    double loss_sum = 0;
-    for (std::size_t k = 0; k < groups.size() && failure.empty(); ++k) {
-      self->receive(
-          [&](const group_report& r) {
-            if (!r.error.empty()) failure = r.error;
-            loss_sum += r.loss_sum;
-            rec.pipeline_s = std::max(rec.pipeline_s, r.time_s);
-            for (const auto& st : r.stages) rec.stages.push_back({st.device, st.compute_s, st.wait_s, st.messages});
-          },
-          caf::after(timeout) >> [&] { failure = "step " + std::to_string(t) + " timed out"; });
-    }
-    if (!failure.empty()) {
-      shutdown();
-      return make_error("step_failed", failure);
-    }
-    // Each layer: its micro-batches' gradients from every holder, added in the global
-    // micro-batch order (groups in plan order, micro-batches in order: the order of the
-    // step's samples), divided by B and applied on every holder.
-    std::map<int, std::vector<std::vector<model::tensor>>> parts;
-    for (auto& [l, hs] : holders)
-      for (auto& h : hs)
-        self->request(h, timeout, grads_atom::value, l)
-            .receive(
-                [&, l = l](std::vector<std::vector<model::tensor>>& g) {
-                  for (auto& micro : g) parts[l].push_back(std::move(micro));
-                },
-                [&](caf::error& e) { failure = text(e); });
-    for (auto& [l, hs] : holders) {
-      const auto summed = model::sum(parts[l]);
-      for (auto& h : hs) self->send(h, apply_atom::value, l, summed, static_cast<double>(s.batch));
-    }
-    for (auto& [l, hs] : holders)
-      for (std::size_t k = 0; k < hs.size(); ++k)
-        self->receive([&](bool) {}, [&](caf::error& e) { failure = text(e); },
-                      caf::after(timeout) >> [&] { failure = "applying gradients timed out"; });
-    if (!failure.empty()) {
-      shutdown();
-      return make_error("step_failed", "step " + std::to_string(t) + ": " + failure);
-    }
-    ledger.applied(t / sampler.steps_per_epoch(), samples);
-    if (t == s.perturb_step && holders.count(s.perturb_layer) &&
-        s.perturb_group < static_cast<int>(holders[s.perturb_layer].size()))
-      self->send(holders[s.perturb_layer][s.perturb_group], perturb_atom::value, s.perturb_layer);
-    // Replicas of a layer must stay bit-identical (FORMULATION invariant 3).
-    if (s.hash_every > 0 && (t + 1) % s.hash_every == 0) {
-      for (auto& [l, hs] : holders) {
-        std::vector<std::uint64_t> hashes;
-        for (auto& h : hs)
-          self->request(h, timeout, hash_atom::value, l)
-              .receive([&](std::uint64_t v) { hashes.push_back(v); }, [&](caf::error& e) { failure = text(e); });
-        for (auto v : hashes)
-          if (v != hashes.front())
-            failure = "replicas of layer " + std::to_string(l) + " (" + model::layer_name(m, l) + ") differ after step " +
-                      std::to_string(t);
-      }
-      ++out.hash_checks;
-      if (!failure.empty()) {
-        shutdown();
-        return make_error("replica_mismatch", failure);
-      }
-    }
-    rec.time_s = std::chrono::duration<double>(clock::now() - t0).count();
-    rec.loss = loss_sum / s.batch;
-    total_time += rec.time_s;
-    out.messages_per_step = 0;
-    for (const auto& st : rec.stages) out.messages_per_step += st.messages;
-    if (controller) {
-      step_measure sm{t, rec.time_s, {}};
-      for (const auto& st : rec.stages) sm.compute_s.emplace_back(st.device, st.compute_s);
-      self->send(controller, report_atom::value, sm);
-    }
-    if (on_step) on_step(rec);
-  }
-  for (int l = 0; l < L; ++l)
-    self->request(holders[l].front(), timeout, copy_atom::value, l)
-        .receive([&](model::layer_copy& c) { out.final_layers.push_back(std::move(c)); },
-                 [&](caf::error& e) { failure = text(e); });
-  shutdown();
-  if (controller) self->send_exit(controller, caf::exit_reason::user_shutdown);
-  if (!failure.empty()) return make_error("step_failed", failure);
-  out.final_plan = current;
-  out.steps = s.steps;
-  out.mean_step_time_s = s.steps > 0 ? total_time / s.steps : 0;
-  out.samples_per_s = total_time > 0 ? s.steps * s.batch / total_time : 0;
-  out.ledger = ledger.check(sampler, s.steps);
-  return out;
+  cluster_actors actors;
+  return train(sys, actors, m, d, s, callbacks);
 }
 
 }  // namespace dynapar::actors

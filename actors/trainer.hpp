@@ -1,12 +1,14 @@
-// Runs training in one process: a group supervisor per plan group, a device actor per device,
-// and this driver, which feeds each group its share of every step, sums each layer's
-// gradients across the groups holding it (divided by the batch) and has every holder apply
-// them. No CAF or torch in this header.
+// Runs training: a device actor per device, a group supervisor per plan group, optionally a
+// controller actor re-planning online, and this driver, which feeds each group its share of
+// every step, sums each layer's gradients across the groups holding it (divided by the batch)
+// and has every holder apply them. Between steps it applies plan changes as diffs (layers move
+// device to device with their optimizer state), and it plays the emulated cluster's dynamics
+// (speeds, links, prices, joins and leaves, slot by slot). No CAF or torch in this header.
 #pragma once
 
 #include <cstdint>
 #include <functional>
-#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,23 +18,38 @@
 #include "data/ledger.hpp"
 #include "model/api.hpp"
 #include "planner/plan.hpp"
+#include "planner/policy.hpp"
 #include "planner/problem.hpp"
+#include "sim/scenario.hpp"
 
 namespace dynapar::actors {
 
-// Online re-planning: a controller actor learns speeds from the stage reports and decides
-// the plan every `replan_every` steps.
+// Online re-planning: a controller actor learns speeds and link bandwidths from the step
+// reports and decides the plan every `replan_every` steps and whenever a device joins or
+// leaves.
 struct controller_config {
-  std::string policy = "joint_lyapunov";
-  planner::model_profile profile;     // measured at start
-  planner::cluster_state cluster;     // nominal specs (speeds are only the first estimate)
+  std::string policy = "joint_lyapunov";      // any planner policy by name
+  std::shared_ptr<planner::policy> custom;    // or the caller's own (then `policy` is unused)
+  planner::model_profile profile;             // measured at start
+  // Every device that may take part: ids, memory, prices, nodes. Speeds are not read: a
+  // device joins with the speed its benchmark measured (model::benchmark_work) and the
+  // estimates follow the step reports. All start unavailable until they join.
+  planner::cluster_state cluster;
   planner::planner_config planner;
-  planner::budgets budget;
-  int replan_every = 10;              // steps a slot
+  planner::budgets budget;                    // cost per step
+  int replan_every = 10;                      // steps a slot
+};
+
+// The controller's answer for a slot: the plan and why.
+struct plan_decision {
+  planner::plan plan;
+  std::string reason;                         // events seen and the planner's explanation
+  double predicted_s = 0;                     // step time the planner expects (estimates)
+  double queue = 0;                           // cost queue backlog, in budgets
 };
 
 struct train_settings {
-  planner::plan plan;
+  planner::plan plan;                // without a controller: the plan in force from step 0
   std::int64_t steps = 100;
   int batch = 64;
   std::uint64_t seed = 1;            // sampler seed (the model's is in the model)
@@ -44,13 +61,17 @@ struct train_settings {
   // `perturb_layer` (-1: never), as a silent corruption the replica hashes must catch.
   std::int64_t perturb_step = -1;
   int perturb_group = 0, perturb_layer = 0;
-  // Plans that take effect before the given steps (in step order). Between steps the layers
-  // move, with their optimizer state, to the devices of the new plan; groups form, split and
-  // merge freely.
+  // Plans that take effect before the given steps (in step order).
   std::vector<std::pair<std::int64_t, planner::plan>> replans;
-  // Emulated relative speed (0, 1] by device id; absent: full speed (docs/RUNTIME.md).
-  std::map<int, double> speeds;
-  // With a controller, its first plan replaces `plan` and it may change the plan every slot.
+  // The emulated cluster: every device's true relative speed (1 = this machine), price,
+  // links and availability, moved slot by slot by the dynamics (traces, events, random
+  // processes; sim::world). Empty devices: every device of the plans at full speed, close.
+  sim::scenario emulated;
+  int slot_steps = 10;               // steps per slot of the dynamics
+  // Profile of the model: prices the emulated cross-group sums (their ring time on the
+  // emulated links); without one the sums take only their in-process time.
+  std::optional<planner::model_profile> profile;
+  // With a controller, its plans replace `plan` and `replans`.
   std::optional<controller_config> controller;
 };
 
@@ -63,9 +84,31 @@ struct stage_timing {
 struct step_record {
   std::int64_t step = 0;
   double loss = 0;                   // mean over the batch
-  double time_s = 0;                 // driver wall clock, gradient sums included
+  double time_s = 0;                 // driver wall clock: migration, pipelines, sums, apply
   double pipeline_s = 0;             // slowest group's pipeline
+  double sync_s = 0;                 // emulated network time of the cross-group sums
+  double migration_s = 0;            // moving layers before this step
+  double bytes_migrated = 0;
+  double cost = 0;                   // sum of the used devices' price x time_s
   std::vector<stage_timing> stages;
+};
+
+// A plan taking effect: plans.jsonl.
+struct plan_record {
+  std::int64_t step = 0, slot = 0;
+  planner::plan plan;
+  std::string reason;
+  double predicted_s = 0;
+  double queue = 0;
+  int layers_moved = 0;
+  double bytes_migrated = 0;
+  double migration_s = 0;
+  std::vector<int> joined, left;     // devices entering / leaving the plan
+};
+
+struct train_callbacks {
+  std::function<void(const step_record&)> on_step;
+  std::function<void(const plan_record&)> on_plan;
 };
 
 struct train_outcome {
@@ -76,12 +119,15 @@ struct train_outcome {
   int hash_checks = 0;
   data::ledger_report ledger;
   int messages_per_step = 0;
-  int replans = 0;
-  int layers_moved = 0;
-  planner::plan final_plan;              // (device, layer) placements that device did not hold before
+  int replans = 0;                   // plan changes after the first plan
+  int layers_moved = 0;              // (device, layer) placements a device did not hold before
+  double bytes_migrated = 0;
+  double avg_cost = 0;               // per step
+  int joins = 0, leaves = 0;         // devices arriving / departing during the run
+  planner::plan final_plan;
 };
 
 result<train_outcome> train(const model::model_chain& m, const data::dataset& train_data, const train_settings& s,
-                            const std::function<void(const step_record&)>& on_step = {});
+                            const train_callbacks& callbacks = {});
 
 }  // namespace dynapar::actors

@@ -1,5 +1,6 @@
 #include "config/job_file.hpp"
 
+#include "config/scenario_file.hpp"
 #include "config/yaml_fields.hpp"
 #include "planner/policy.hpp"
 
@@ -7,7 +8,7 @@ namespace dynapar::config {
 
 result<job> parse_job(const YAML::Node& doc, const std::string& name) {
   auto base = parse_cluster(doc, {"name", "data", "synthetic_samples", "steps", "epochs", "optimizer", "policy",
-                                  "hash_every", "threads", "plan", "exact", "emulate", "replan_every"});
+                                  "hash_every", "threads", "plan", "exact", "emulate", "replan_every", "emulate_cores", "dynamics"});
   if (!base) return base.err();
   try {
     fields top(doc, "");
@@ -43,6 +44,20 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
     j.emulate = top.boolean("emulate", j.emulate);
     j.replan_every = top.integer("replan_every", 0);
     if (j.replan_every < 0) throw field_error{"field 'replan_every' must be >= 0"};
+    j.emulate_cores = top.number("emulate_cores", 0);
+    if (j.emulate_cores < 0) throw field_error{"field 'emulate_cores' must be >= 0 (0: this machine's hardware threads)"};
+    j.dynamics.cluster = j.cluster.cluster;
+    j.dynamics.seed = j.seed;
+    parse_dynamics(top, j.dynamics);
+    bool departs = j.dynamics.random.departure_rate > 0;
+    for (const auto& e : j.dynamics.events) {
+      if (e.kind == sim::event_kind::fail)
+        throw field_error{"dynamics.events: 'fail' is not supported in training jobs yet (crash recovery is not built); use 'leave'"};
+      departs = departs || e.kind == sim::event_kind::leave;
+    }
+    for (const auto& t : j.dynamics.traces) departs = departs || !t.available.empty();
+    if (departs && j.replan_every == 0)
+      throw field_error{"dynamics in which devices leave need a controller to re-plan: set replan_every"};
     auto& cfg = j.cluster.planner;
     if (j.exact) {
       if (cfg.micro_batch == 0) cfg.micro_batch = std::min(16, cfg.batch);

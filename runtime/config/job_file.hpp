@@ -7,6 +7,7 @@
 #include <string>
 
 #include "config/cluster_file.hpp"
+#include "sim/scenario.hpp"
 
 namespace dynapar::config {
 
@@ -28,7 +29,12 @@ struct job {
                                        // machine), slower ones by sleeping (docs/RUNTIME.md)
   bool exact = true;                   // micro-batches of one size (micro_batch, default 16) and
                                        // shares its multiples: the run equals one device bit for bit
+  double emulate_cores = 0;            // CPU cores the emulated devices may use together (0: this
+                                       // machine's hardware threads); speeds scale down to fit
   cluster_file cluster;                // devices, links, planner settings (batch, schedule, ...)
+  // Dynamics of the emulated cluster, in the scenario format (traces, links, events, random
+  // processes) with slots of `replan_every` steps (10 without a controller).
+  sim::scenario dynamics;
   std::optional<planner::plan> plan;   // explicit plan instead of the policy's
 };
 

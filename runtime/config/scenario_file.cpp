@@ -30,6 +30,8 @@ std::vector<sim::trace_point> parse_points(const YAML::Node& n, const std::strin
   return out;
 }
 
+}  // namespace
+
 void parse_dynamics(const fields& top, sim::scenario& s) {
   if (!top.has("dynamics")) return;
   fields d(top.child("dynamics"), "dynamics");
@@ -131,8 +133,6 @@ void parse_dynamics(const fields& top, sim::scenario& s) {
     r.rejoin_after = f.integer("rejoin_after", r.rejoin_after);
   }
 }
-
-}  // namespace
 
 result<sim::scenario> parse_scenario(const YAML::Node& doc, const std::string& name) {
   auto base = parse_cluster(doc, {"name", "slots", "policies", "noise", "smoothing", "detect_s", "dynamics"});

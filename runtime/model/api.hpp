@@ -81,6 +81,10 @@ double accuracy(const std::vector<layer_copy>& layers, const data::dataset& d);
 // Largest difference between two models, per tensor max|a - b| / max|b|.
 double max_rel_diff(const std::vector<layer_copy>& a, const std::vector<layer_copy>& b);
 void set_threads(int intra_op);
+// A fixed piece of LibTorch work (small matrix products, ~ a millisecond here); returns its
+// seconds. A joining device runs it at its speed so the controller starts from a measured
+// speed (this machine's time over the device's), not from a configured one.
+double benchmark_work();
 
 // The same job on one plain device: the reference --verify compares against, and the
 // plain-LibTorch peer of the benchmarks.

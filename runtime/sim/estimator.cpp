@@ -36,6 +36,11 @@ void estimator::observe(const step_outcome& step, const planner::problem& truth,
   }
 }
 
+void estimator::announce(int device_id, double speed) {
+  for (std::size_t i = 0; i < nominal_.devices.size(); ++i)
+    if (nominal_.devices[i].id == device_id) speed_[i] = speed;
+}
+
 planner::cluster_state estimator::view(const planner::cluster_state& truth, const std::vector<int>& hidden) const {
   planner::cluster_state v = truth;
   for (std::size_t i = 0; i < v.devices.size(); ++i) {

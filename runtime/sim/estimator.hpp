@@ -17,6 +17,8 @@ class estimator {
   void observe(const step_outcome& step, const planner::problem& truth, double noise, rng& r);
   // The cluster as the policy sees it: estimated speeds and link tiers, the truth's prices
   // and availability (both announced), with `hidden` device ids still shown available.
+  // A device (re)joins announcing a measured speed: the estimate restarts there.
+  void announce(int device_id, double speed);
   planner::cluster_state view(const planner::cluster_state& truth, const std::vector<int>& hidden) const;
 
  private:

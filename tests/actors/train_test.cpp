@@ -20,6 +20,19 @@ planner::plan two_groups(int layers, planner::schedule_kind kind) {
   return p;
 }
 
+// An emulated cluster of devices 0..n-1 on one node with these relative speeds.
+sim::scenario emulate(const std::vector<double>& speeds) {
+  sim::scenario e;
+  for (std::size_t i = 0; i < speeds.size(); ++i) {
+    planner::device_spec dev;
+    dev.id = static_cast<int>(i);
+    dev.speed = speeds[i];
+    dev.node = 0;
+    e.cluster.devices.push_back(dev);
+  }
+  return e;
+}
+
 // The independent reference: the same steps on one plain device, micro-batches of 8.
 double diff_from_one_device(const model::model_chain& m, const data::dataset& d, const actors::train_settings& s,
                             const std::vector<model::layer_copy>& trained) {
@@ -139,18 +152,20 @@ TEST_CASE("an emulated slow device measures slow by its speed factor", "[actor][
   actors::train_settings s;
   s.plan.groups = {{{0}, {0, 3}, 32, 8}, {{1}, {0, 3}, 32, 8}};
   s.steps = 4;
-  s.speeds = {{1, 0.25}};  // device 1 runs at a quarter of device 0's speed
+  s.emulated = emulate({1, 0.25});  // device 1 runs at a quarter of device 0's speed
   double fast = 0, slow = 0;
-  auto out = actors::train(**m, data::synthetic(400, 1), s, [&](const actors::step_record& r) {
+  actors::train_callbacks cb;
+  cb.on_step = [&](const actors::step_record& r) {
     if (r.step == 0) return;  // warm-up
     for (const auto& st : r.stages) (st.device == 0 ? fast : slow) += st.compute_s;
-  });
+  };
+  auto out = actors::train(**m, data::synthetic(400, 1), s, cb);
   REQUIRE(out);
   // Same work on both: the measured ratio is the speed ratio, up to scheduling noise.
   CHECK(slow / fast == Approx(4).epsilon(0.35));
 }
 
-TEST_CASE("the controller learns a slow device from measurements and re-plans around it exactly", "[actor][train]") {
+TEST_CASE("the controller learns a device slowing down from measurements and re-plans around it exactly", "[actor][train]") {
   model::set_threads(1);
   auto m = model::make_model("mlp", 2);
   REQUIRE(m);
@@ -164,7 +179,7 @@ TEST_CASE("the controller learns a slow device from measurements and re-plans ar
     planner::device_spec dev;
     dev.id = i;
     dev.memory_bytes = 4e9;
-    cc.cluster.devices.push_back(dev);  // all nominally equal
+    cc.cluster.devices.push_back(dev);
   }
   cc.planner.batch = 64;
   cc.planner.micro_batch = 16;
@@ -175,7 +190,11 @@ TEST_CASE("the controller learns a slow device from measurements and re-plans ar
   s.steps = 12;
   s.batch = 64;
   s.optimizer = {"adam", 1e-3, 0.9, 0};
-  s.speeds = {{0, 0.25}};  // what the controller is never told
+  s.slot_steps = 3;
+  s.emulated = emulate({1, 1, 1, 1});
+  // From slot 1 (step 3) device 0 runs at a quarter speed: the controller is never told.
+  s.emulated.traces.push_back({0, {{1, 0.25}}, {}, {}});
+  s.profile = *profile;
   auto out = actors::train(**m, d, s);
   REQUIRE(out);
   CHECK(out->replans >= 1);

@@ -142,9 +142,11 @@ int bench_train(const train_bench_options& o) {
     s.optimizer = opt;
     s.hash_every = 0;
     std::vector<double> times;
-    auto r = actors::train(**m, d, s, [&](const actors::step_record& rec) {
+    actors::train_callbacks cb;
+    cb.on_step = [&](const actors::step_record& rec) {
       if (rec.step > 0) times.push_back(rec.time_s);  // step 0 warms up
-    });
+    };
+    auto r = actors::train(**m, d, s, cb);
     if (!r) return r.err();
     double sum = 0;
     for (double t : times) sum += t;

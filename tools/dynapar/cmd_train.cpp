@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -33,13 +34,17 @@ struct train_options {
   std::int64_t steps = 0;
 };
 
-// Speeds relative to the fastest device, which runs at this machine's speed: the planner
-// prices plans with them and the device actors are dilated to them.
-planner::cluster_state relative_speeds(const planner::cluster_state& c) {
+// Speeds relative to this machine (one core): the fastest device runs at `scale`, the
+// others in proportion, with `scale` chosen so that every device computing at once needs at
+// most `cores` cores (sleeping dilates the rest): measured times then stay honest. The
+// planner prices plans with these speeds and the device actors are dilated to them.
+planner::cluster_state emulated_speeds(const planner::cluster_state& c, double cores, double& scale) {
   planner::cluster_state out = c;
-  double top = 0;
+  double top = 0, sum = 0;
   for (const auto& d : c.devices) top = std::max(top, d.speed);
-  for (auto& d : out.devices) d.speed /= top;
+  for (const auto& d : c.devices) sum += d.speed / top;
+  scale = std::min(1.0, cores / sum);
+  for (auto& d : out.devices) d.speed = d.speed / top * scale;
   return out;
 }
 
@@ -77,12 +82,17 @@ int train_main(const train_options& o) {
   }
   auto m = model::make_model(j->model, j->seed);
   if (!m) return report(m.err());
-  const planner::cluster_state cluster = j->emulate ? relative_speeds(j->cluster.cluster) : j->cluster.cluster;
+  const double cores = j->emulate_cores > 0 ? j->emulate_cores : std::max(1u, std::thread::hardware_concurrency());
+  double scale = 1;
+  const planner::cluster_state cluster = j->emulate ? emulated_speeds(j->cluster.cluster, cores, scale) : j->cluster.cluster;
   // The planner needs this model's profile on this machine: measure it.
   auto profile = model::measure_profile(**m, 32, 2, opt);
   if (!profile) return report(profile.err());
-  auto pl = choose_plan(*j, cluster, *profile);
+  // Without a controller the policy plans once here, from the configured speeds.
+  result<planner::plan> pl = planner::plan{};
+  if (j->replan_every == 0) pl = choose_plan(*j, cluster, *profile);
   if (!pl) return report(pl.err());
+  planner::plan first_plan = *pl;
   const int batch = j->cluster.planner.batch;
   const data::global_sampler sampler_info(train_set.size(), batch, j->seed);
   std::int64_t steps = o.steps > 0 ? o.steps : j->steps > 0 ? j->steps
@@ -91,8 +101,8 @@ int train_main(const train_options& o) {
   fs::create_directories(o.out, ec);
   if (ec) return report(make_error("io", "cannot create '" + o.out + "': " + ec.message()));
   std::ofstream metrics(fs::path(o.out) / "metrics.jsonl");
+  std::ofstream plans(fs::path(o.out) / "plans.jsonl");
   const bool tty = isatty(STDERR_FILENO);
-  const std::string plan_text = planner::describe(*pl);
   actors::train_settings s;
   s.plan = *pl;
   s.steps = steps;
@@ -100,26 +110,58 @@ int train_main(const train_options& o) {
   s.seed = j->seed;
   s.optimizer = opt;
   s.hash_every = j->hash_every;
-  if (j->emulate)
-    for (const auto& d : cluster.devices)
-      if (d.speed < 1) s.speeds[d.id] = d.speed;
+  // The emulated cluster: the job's devices at their emulated speeds (all at this machine's
+  // without emulation), moved by the job's dynamics slot by slot.
+  s.emulated = j->dynamics;
+  s.emulated.cluster = cluster;
+  if (!j->emulate)
+    for (auto& d : s.emulated.cluster.devices) d.speed = 1;
+  s.slot_steps = j->replan_every > 0 ? j->replan_every : 10;
+  s.profile = *profile;
   if (j->replan_every > 0)
-    s.controller = actors::controller_config{j->policy, *profile, cluster, j->cluster.planner, j->cluster.budget, j->replan_every};
+    s.controller = actors::controller_config{j->policy, nullptr, *profile, cluster, j->cluster.planner, j->cluster.budget, j->replan_every};
   stopwatch sw;
-  auto outcome = actors::train(**m, train_set, s, [&](const actors::step_record& r) {
+  actors::train_callbacks cb;
+  cb.on_plan = [&](const actors::plan_record& r) {
+    if (r.step == 0) first_plan = r.plan;
+    plans << json{{"step", r.step},
+                  {"slot", r.slot},
+                  {"plan", config::plan_to_json(r.plan)},
+                  {"describe", planner::describe(r.plan)},
+                  {"reason", r.reason},
+                  {"predicted_step_s", r.predicted_s},
+                  {"cost_queue", r.queue},
+                  {"layers_moved", r.layers_moved},
+                  {"bytes_migrated", r.bytes_migrated},
+                  {"migration_s", r.migration_s},
+                  {"joined", r.joined},
+                  {"left", r.left}}
+                 .dump()
+          << "\n";
+    if (r.step > 0) {
+      if (tty) std::cerr << "\n";
+      log->info("step {}: new plan {} ({} layers moved, {:.1f} MB): {}", r.step, planner::describe(r.plan), r.layers_moved,
+                r.bytes_migrated / 1e6, r.reason);
+    }
+  };
+  cb.on_step = [&](const actors::step_record& r) {
     json stages = json::array();
     for (const auto& st : r.stages)
       stages.push_back({{"device", st.device}, {"compute_s", st.compute_s}, {"wait_s", st.wait_s}, {"messages", st.messages}});
-    metrics << json{{"step", r.step}, {"loss", r.loss}, {"time_s", r.time_s}, {"pipeline_s", r.pipeline_s}, {"stages", stages}}.dump()
+    metrics << json{{"step", r.step},         {"loss", r.loss},       {"time_s", r.time_s},
+                    {"pipeline_s", r.pipeline_s}, {"sync_s", r.sync_s}, {"migration_s", r.migration_s},
+                    {"bytes_migrated", r.bytes_migrated}, {"cost", r.cost}, {"stages", stages}}
+                   .dump()
             << "\n";
     if (tty && (r.step % 10 == 0 || r.step + 1 == steps)) {
       const int width = 30, filled = static_cast<int>(width * (r.step + 1) / steps);
       std::cerr << "\r[" << std::string(filled, '#') << std::string(width - filled, '.') << "] step " << r.step + 1 << "/" << steps
                 << "  loss " << std::fixed << std::setprecision(4) << r.loss << "  " << std::setprecision(0)
-                << batch / r.time_s << " samples/s  " << plan_text << std::defaultfloat << std::flush;
+                << batch / r.time_s << " samples/s" << std::defaultfloat << std::flush;
       if (r.step + 1 == steps) std::cerr << "\n";
     }
-  });
+  };
+  auto outcome = actors::train(**m, train_set, s, cb);
   if (!outcome) return report(outcome.err());
   const double acc = model::accuracy(outcome->final_layers, test_set);
   json summary = {{"job", j->name},
@@ -129,13 +171,19 @@ int train_main(const train_options& o) {
                   {"mean_step_time_s", outcome->mean_step_time_s},
                   {"samples_per_s", outcome->samples_per_s},
                   {"final_test_accuracy", acc},
-                  {"plan", config::plan_to_json(*pl)},
+                  {"plan", config::plan_to_json(first_plan)},
                   {"replica_hash_checks", outcome->hash_checks},
                   {"samples_lost", outcome->ledger.lost},
                   {"samples_duplicated", outcome->ledger.duplicated},
                   {"exact", j->exact},
                   {"replans", outcome->replans},
                   {"layers_moved", outcome->layers_moved},
+                  {"bytes_migrated", outcome->bytes_migrated},
+                  {"joins", outcome->joins},
+                  {"leaves", outcome->leaves},
+                  {"avg_cost", outcome->avg_cost},
+                  {"budget", j->cluster.budget.has_cost() ? json(j->cluster.budget.cost_per_slot) : json(nullptr)},
+                  {"emulation_scale", scale},
                   {"final_plan", config::plan_to_json(outcome->final_plan)},
                   {"wall_s", sw.seconds()}};
   if (o.verify) {

@@ -23,6 +23,8 @@ struct controller_state {
   std::optional<planner::plan> current;
   std::vector<std::string> events;         // since the last decision
   std::vector<double> decided_speeds;      // estimates at the last decision
+  double slot_cost = 0;                    // summed over the slot's steps so far
+  int slot_steps = 0;
   rng noise{1};  // the estimator's noise hook; measurements here are real, so noise is 0
   static inline const char* name = "controller";
 };
@@ -60,7 +62,7 @@ std::string explain(controller_state& st, const planner::problem& p, const plann
   for (const auto& e : st.events) os << e << "; ";
   for (std::size_t i = 0; i < p.cluster.devices.size() && i < st.decided_speeds.size(); ++i) {
     const double was = st.decided_speeds[i], now = p.cluster.devices[i].speed;
-    if (p.cluster.devices[i].available && std::abs(now - was) > 0.15 * was)
+    if (was > 0 && p.cluster.devices[i].available && std::abs(now - was) > 0.15 * was)
       os << "device " << p.cluster.devices[i].id << " measured at speed " << now << " (was " << was << "); ";
   }
   const auto q = st.queues->state();
@@ -90,7 +92,7 @@ caf::behavior controller(caf::stateful_actor<controller_state>* self, controller
     s.policy = std::move(*p);
   }
   s.queues = std::make_unique<planner::virtual_queues>(s.cfg.budget);
-  s.estimates = std::make_unique<sim::estimator>(s.cfg.cluster, s.cfg.profile, 0.5);
+  s.estimates = std::make_unique<sim::estimator>(s.cfg.cluster, s.cfg.profile, s.cfg.smoothing);
   return {
       [=](join_atom, int id, double measured_speed) {
         set_available(self->state, id, true);
@@ -103,12 +105,18 @@ caf::behavior controller(caf::stateful_actor<controller_state>* self, controller
         if (!st.current) return;
         planner::problem nominal(st.cfg.profile, st.cfg.cluster, st.cfg.planner, st.cfg.budget);
         st.estimates->observe(as_outcome(*st.current, m), nominal, 0.0, st.noise);
-        st.queues->update(m.cost, {});
+        st.slot_cost += m.cost;
+        ++st.slot_steps;
       },
       // The next slot's plan, from what has been measured so far.
       [=](plan_atom, std::int64_t slot) -> caf::result<plan_decision> {
         auto& st = self->state;
         if (!st.policy) return caf::make_error(caf::sec::runtime_error, "unknown policy '" + st.cfg.policy + "'");
+        // One queue update a slot, with the slot's mean cost a step: the budget bounds the
+        // average step, and the queue moves at the pace of the decisions it steers.
+        if (st.slot_steps > 0) st.queues->update(st.slot_cost / st.slot_steps, {});
+        st.slot_cost = 0;
+        st.slot_steps = 0;
         const planner::cluster_state view = st.estimates->view(st.cfg.cluster, {});
         planner::problem p(st.cfg.profile, view, st.cfg.planner, st.cfg.budget);
         auto next = st.policy->decide({p, st.current ? &*st.current : nullptr, st.queues->state(), slot});
@@ -120,7 +128,7 @@ caf::behavior controller(caf::stateful_actor<controller_state>* self, controller
         d.queue = st.queues->cost_backlog();
         st.events.clear();
         st.decided_speeds.clear();
-        for (const auto& dev : view.devices) st.decided_speeds.push_back(dev.speed);
+        for (const auto& dev : view.devices) st.decided_speeds.push_back(dev.available ? dev.speed : 0.0);
         st.current = *next;
         return d;
       },

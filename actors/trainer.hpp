@@ -38,6 +38,9 @@ struct controller_config {
   planner::planner_config planner;
   planner::budgets budget;                    // cost per step
   int replan_every = 10;                      // steps a slot
+  // Weight of each step's measurement in the speed and bandwidth estimates: small, because
+  // one step's times on a shared machine are noisy (~20 %); 0.1 averages about ten steps.
+  double smoothing = 0.1;
 };
 
 // The controller's answer for a slot: the plan and why.

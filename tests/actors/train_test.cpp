@@ -6,6 +6,8 @@
 #include "model/api.hpp"
 #include "data/sampler.hpp"
 
+#include <algorithm>
+
 using namespace dynapar;
 
 namespace {
@@ -207,4 +209,82 @@ TEST_CASE("the controller learns a device slowing down from measurements and re-
   data::global_sampler sampler(d.size(), s.batch, s.seed);
   for (int t = 0; t < s.steps; ++t) ref.step(d, sampler.step_samples(t), 16);
   CHECK(model::max_rel_diff(out->final_layers, ref.layers()) == 0);
+}
+
+namespace {
+// Four devices; in slot 1 device 2 slows to a third; in slot 2 device 3 joins; in slot 4
+// device 1 leaves. Slots of two steps, re-planned by the controller every slot.
+actors::train_settings dynamic_job(const planner::model_profile& profile) {
+  actors::controller_config cc;
+  cc.policy = "joint_lyapunov";
+  cc.profile = profile;
+  auto e = emulate({1, 0.5, 0.5, 1});
+  e.cluster.devices[3].available = false;
+  e.events.push_back({2, sim::event_kind::join, 3});
+  e.events.push_back({4, sim::event_kind::leave, 1});
+  e.traces.push_back({2, {{1, 1.0 / 3}}, {}, {}});
+  for (auto& d : e.cluster.devices) d.memory_bytes = 4e9;
+  cc.cluster = e.cluster;
+  cc.planner.batch = 64;
+  cc.planner.micro_batch = 16;
+  cc.planner.share_quantum = 16;
+  cc.replan_every = 2;
+  actors::train_settings s;
+  s.controller = cc;
+  s.emulated = e;
+  s.slot_steps = 2;
+  s.profile = profile;
+  s.steps = 14;
+  s.batch = 64;
+  s.hash_every = 1;
+  s.optimizer = {"adam", 1e-3, 0.9, 0};
+  return s;
+}
+}  // namespace
+
+TEST_CASE("re-plans with a slowdown, a join and a leave keep the run equal to one device", "[actor][train]") {
+  model::set_threads(1);
+  auto m = model::make_model("cnn", 3);
+  REQUIRE(m);
+  const auto d = data::synthetic(1200, 9);
+  auto profile = model::measure_profile(**m, 16, 2, {});
+  REQUIRE(profile);
+  const auto s = dynamic_job(*profile);
+  std::vector<actors::plan_record> plans;
+  actors::train_callbacks cb;
+  cb.on_plan = [&](const actors::plan_record& r) { plans.push_back(r); };
+  auto out = actors::train(**m, d, s, cb);
+  REQUIRE(out);
+  CHECK(out->replans >= 3);
+  CHECK(out->joins == 1);
+  CHECK(out->leaves == 1);
+  CHECK(out->bytes_migrated > 0);
+  CHECK(out->ledger.lost == 0);
+  CHECK(out->ledger.duplicated == 0);
+  // No plan from slot 4 on uses the departed device, and every plan has a reason.
+  for (const auto& p : plans) {
+    CHECK_FALSE(p.reason.empty());
+    if (p.slot >= 4)
+      for (const auto& g : p.plan.groups) CHECK(std::count(g.devices.begin(), g.devices.end(), 1) == 0);
+  }
+  model::reference ref(**m, s.optimizer);
+  data::global_sampler sampler(d.size(), s.batch, s.seed);
+  for (int t = 0; t < s.steps; ++t) ref.step(d, sampler.step_samples(t), 16);
+  CHECK(model::max_rel_diff(out->final_layers, ref.layers()) <= 1e-4);
+  CHECK(model::max_rel_diff(out->final_layers, ref.layers()) == 0);  // exact micro-batches: bit for bit
+}
+
+TEST_CASE("a departed device in a fixed plan is an error naming it", "[actor][train]") {
+  model::set_threads(1);
+  auto m = model::make_model("mlp", 1);
+  REQUIRE(m);
+  actors::train_settings s;
+  s.plan.groups = {{{0}, {0, 3}, 32, 8}, {{1}, {0, 3}, 32, 8}};
+  s.steps = 4;
+  s.slot_steps = 2;
+  s.emulated = emulate({1, 1});
+  s.emulated.events.push_back({1, sim::event_kind::leave, 1});
+  auto out = actors::train(**m, data::synthetic(400, 1), s);
+  REQUIRE_FALSE(out);
+  CHECK_THAT(out.err().message, Catch::Contains("device 1 left at slot 1"));
 }

@@ -212,6 +212,7 @@ void add_bench(CLI::App& app, runner& run) {
   tr->add_option("--micro-batches", t->micro_batches, "Micro-batches for the overhead measurement")->check(CLI::Range(1, 4096));
   tr->add_flag("--json", t->json, "Print one JSON object");
   tr->callback([t, &run] { run = [t] { return bench_train(*t); }; });
+  add_bench_runtime(*bench, run);
 }
 
 }  // namespace dynapar::cli

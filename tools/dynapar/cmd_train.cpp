@@ -13,6 +13,7 @@
 
 #include "actors/trainer.hpp"
 #include "cli_util.hpp"
+#include "job_setup.hpp"
 #include "commands.hpp"
 #include "config/job_file.hpp"
 #include "config/profile_json.hpp"
@@ -34,92 +35,23 @@ struct train_options {
   std::int64_t steps = 0;
 };
 
-// Speeds relative to this machine (one core): the fastest device runs at `scale`, the
-// others in proportion, with `scale` chosen so that every device computing at once needs at
-// most `cores` cores (sleeping dilates the rest): measured times then stay honest. The
-// planner prices plans with these speeds and the device actors are dilated to them.
-planner::cluster_state emulated_speeds(const planner::cluster_state& c, double cores, double& scale) {
-  planner::cluster_state out = c;
-  double top = 0, sum = 0;
-  for (const auto& d : c.devices) top = std::max(top, d.speed);
-  for (const auto& d : c.devices) sum += d.speed / top;
-  scale = std::min(1.0, cores / sum);
-  for (auto& d : out.devices) d.speed = d.speed / top * scale;
-  return out;
-}
-
-result<planner::plan> choose_plan(const config::job& j, const planner::cluster_state& cluster,
-                                  const planner::model_profile& profile) {
-  if (j.plan) return *j.plan;
-  auto pol = planner::make_policy(j.policy);
-  if (!pol) return pol.err();
-  if (auto v = planner::validate(profile, cluster, j.cluster.planner); !v) return v.err();
-  planner::problem prob(profile, cluster, j.cluster.planner, j.cluster.budget);
-  auto pl = (*pol)->decide({prob, nullptr, {}, 0});
-  if (!pl) return pl.err();
-  if (auto rep = planner::evaluate(prob, *pl, nullptr, {}))
-    logging::get("train")->info("plan by {}: {} (predicted {:.4f} s a step)", j.policy, planner::describe(*pl), rep->batch_time_s);
-  return pl;
-}
-
 int train_main(const train_options& o) {
-  auto j = config::load_job_file(o.job);
-  if (!j) return report(j.err());
+  auto prep = prepare_job(o.job, o.steps);
+  if (!prep) return report(prep.err());
+  const config::job* j = &prep->job;
+  const auto& s = prep->settings;
+  const auto& test_set = prep->test_set;
+  const auto steps = s.steps;
+  const int batch = s.batch;
+  const double scale = prep->scale;
   auto log = logging::get("train");
-  model::set_threads(j->threads);
-  const model::optimizer_config opt{j->optimizer, j->lr, j->momentum, j->weight_decay};
-  data::dataset train_set, test_set;
-  if (j->data == "synthetic") {
-    train_set = data::synthetic(j->synthetic_samples, j->seed);
-    test_set = data::synthetic(std::max(1000, j->synthetic_samples / 6), j->seed + 1);
-  } else {
-    auto tr = data::load_fashion_mnist(data::fashion_mnist_dir, "train");
-    if (!tr) return report(tr.err());
-    auto te = data::load_fashion_mnist(data::fashion_mnist_dir, "t10k");
-    if (!te) return report(te.err());
-    train_set = std::move(*tr);
-    test_set = std::move(*te);
-  }
-  auto m = model::make_model(j->model, j->seed);
-  if (!m) return report(m.err());
-  const double cores = j->emulate_cores > 0 ? j->emulate_cores : std::max(1u, std::thread::hardware_concurrency());
-  double scale = 1;
-  const planner::cluster_state cluster = j->emulate ? emulated_speeds(j->cluster.cluster, cores, scale) : j->cluster.cluster;
-  // The planner needs this model's profile on this machine: measure it.
-  auto profile = model::measure_profile(**m, 32, 2, opt);
-  if (!profile) return report(profile.err());
-  // Without a controller the policy plans once here, from the configured speeds.
-  result<planner::plan> pl = planner::plan{};
-  if (j->replan_every == 0) pl = choose_plan(*j, cluster, *profile);
-  if (!pl) return report(pl.err());
-  planner::plan first_plan = *pl;
-  const int batch = j->cluster.planner.batch;
-  const data::global_sampler sampler_info(train_set.size(), batch, j->seed);
-  std::int64_t steps = o.steps > 0 ? o.steps : j->steps > 0 ? j->steps
-                                                             : static_cast<std::int64_t>(j->epochs * sampler_info.steps_per_epoch());
+  planner::plan first_plan = s.plan;
   std::error_code ec;
   fs::create_directories(o.out, ec);
   if (ec) return report(make_error("io", "cannot create '" + o.out + "': " + ec.message()));
   std::ofstream metrics(fs::path(o.out) / "metrics.jsonl");
   std::ofstream plans(fs::path(o.out) / "plans.jsonl");
   const bool tty = isatty(STDERR_FILENO);
-  actors::train_settings s;
-  s.plan = *pl;
-  s.steps = steps;
-  s.batch = batch;
-  s.seed = j->seed;
-  s.optimizer = opt;
-  s.hash_every = j->hash_every;
-  // The emulated cluster: the job's devices at their emulated speeds (all at this machine's
-  // without emulation), moved by the job's dynamics slot by slot.
-  s.emulated = j->dynamics;
-  s.emulated.cluster = cluster;
-  if (!j->emulate)
-    for (auto& d : s.emulated.cluster.devices) d.speed = 1;
-  s.slot_steps = j->replan_every > 0 ? j->replan_every : 10;
-  s.profile = *profile;
-  if (j->replan_every > 0)
-    s.controller = actors::controller_config{j->policy, nullptr, *profile, cluster, j->cluster.planner, j->cluster.budget, j->replan_every};
   stopwatch sw;
   actors::train_callbacks cb;
   cb.on_plan = [&](const actors::plan_record& r) {
@@ -161,7 +93,7 @@ int train_main(const train_options& o) {
       if (r.step + 1 == steps) std::cerr << "\n";
     }
   };
-  auto outcome = actors::train(**m, train_set, s, cb);
+  auto outcome = actors::train(*prep->model, prep->train_set, s, cb);
   if (!outcome) return report(outcome.err());
   const double acc = model::accuracy(outcome->final_layers, test_set);
   json summary = {{"job", j->name},
@@ -188,11 +120,11 @@ int train_main(const train_options& o) {
                   {"wall_s", sw.seconds()}};
   if (o.verify) {
     log->info("verify: the same {} steps on one plain device", steps);
-    model::reference ref(**m, opt);
-    data::global_sampler sampler(train_set.size(), batch, j->seed);
+    model::reference ref(*prep->model, s.optimizer);
+    data::global_sampler sampler(prep->train_set.size(), batch, j->seed);
     // Exact jobs accumulate over the same fixed micro-batches as every group does.
     const int micro = j->exact ? j->cluster.planner.micro_batch : 0;
-    for (std::int64_t t = 0; t < steps; ++t) ref.step(train_set, sampler.step_samples(t), micro);
+    for (std::int64_t t = 0; t < steps; ++t) ref.step(prep->train_set, sampler.step_samples(t), micro);
     summary["reference_max_rel_diff"] = model::max_rel_diff(outcome->final_layers, ref.layers());
     summary["reference_test_accuracy"] = model::accuracy(ref.layers(), test_set);
   }

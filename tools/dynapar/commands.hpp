@@ -14,6 +14,7 @@ using runner = std::function<int()>;
 
 void add_plan(CLI::App& app, runner& run);
 void add_bench(CLI::App& app, runner& run);
+void add_bench_runtime(CLI::App& bench, runner& run);  // under `bench`
 void add_simulate(CLI::App& app, runner& run);
 void add_train(CLI::App& app, runner& run);  // train and profile
 

@@ -1,0 +1,136 @@
+// `dynapar bench runtime JOB`: the policies side by side through the same actor runtime on the
+// job's emulated cluster and dynamics (each re-planned by the controller every slot): step
+// time, cost against the budget, the simulator's prediction for the very plans that ran
+// (fidelity), and efficiency against the communication-free floor.
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_util.hpp"
+#include "commands.hpp"
+#include "job_setup.hpp"
+#include "planner/policy.hpp"
+#include "sim/des.hpp"
+#include "sim/world.hpp"
+
+namespace dynapar::cli {
+namespace {
+using nlohmann::json;
+
+struct runtime_bench_options {
+  std::string job = "examples/jobs/fashion_mnist_hetero.yaml";
+  std::vector<std::string> policies{"joint_lyapunov", "dp_even", "dp_balanced", "pipeline_even", "hetpipe_static"};
+  std::int64_t steps = 200;
+  int replan_every = 5;
+  bool json = false;
+};
+
+struct policy_run {
+  double measured_s = 0, predicted_s = 0, floor_s = 0, cost = 0;
+  int steps = 0, replans = 0;
+  double accuracy = 0;
+};
+
+result<policy_run> run_policy(const prepared_job& p, const std::string& policy, const runtime_bench_options& o) {
+  actors::train_settings s = p.settings;
+  if (!s.controller) return make_error("bad_job", "bench runtime needs a job with a controller (replan_every > 0)");
+  s.controller->policy = policy;
+  s.controller->replan_every = o.replan_every;
+  s.slot_steps = o.replan_every;
+  s.steps = o.steps;
+  s.hash_every = 0;
+  // The simulator's view of the same run: the true emulated cluster slot by slot (the same
+  // seeded world the driver plays) and the plan in force at each step.
+  sim::world world(s.emulated);
+  std::map<std::int64_t, planner::plan> plans;
+  policy_run r;
+  actors::train_callbacks cb;
+  cb.on_plan = [&](const actors::plan_record& pr) { plans[pr.step] = pr.plan; };
+  cb.on_step = [&](const actors::step_record& rec) {
+    if (rec.step == 0) return;  // start-up: spawning, benchmarks, first deployment
+    const auto& truth = world.at(static_cast<int>(rec.step / o.replan_every));
+    planner::problem prob(p.profile, truth, s.controller->planner, s.controller->budget);
+    auto it = plans.upper_bound(rec.step);
+    const auto& plan = std::prev(it)->second;
+    const planner::plan* previous = nullptr;
+    if (std::prev(it)->first == rec.step && std::prev(it) != plans.begin()) previous = &std::prev(std::prev(it))->second;
+    r.predicted_s += sim::simulate_step(prob, plan, previous).time_s;
+    r.floor_s += prob.floor_s();
+    r.measured_s += rec.time_s;
+    r.cost += rec.cost;
+    ++r.steps;
+  };
+  auto out = actors::train(*p.model, p.train_set, s, cb);
+  if (!out) return out.err();
+  r.replans = out->replans;
+  r.accuracy = model::accuracy(out->final_layers, p.test_set);
+  return r;
+}
+
+int bench_runtime(const runtime_bench_options& o) {
+  auto p = prepare_job(o.job, o.steps);
+  if (!p) return report(p.err());
+  for (const auto& name : o.policies)
+    if (auto pol = planner::make_policy(name); !pol) return report(pol.err());
+  const double budget = p->job.cluster.budget.cost_per_slot;
+  json rows = json::array();
+  double reference_s = 0;
+  for (const auto& name : o.policies) {
+    std::cerr << "bench runtime: " << name << "...\n";
+    auto r = run_policy(*p, name, o);
+    if (!r) return report(r.err());
+    const double n = std::max(1, r->steps);
+    if (rows.empty()) reference_s = r->measured_s / n;
+    rows.push_back({{"policy", name},
+                    {"step_s", r->measured_s / n},
+                    {"ratio_to_first", r->measured_s / n / reference_s},
+                    {"predicted_step_s", r->predicted_s / n},
+                    {"measured_over_predicted", r->measured_s / r->predicted_s},
+                    {"efficiency", r->floor_s / r->measured_s},
+                    {"avg_cost", r->cost / n},
+                    {"budget", p->job.cluster.budget.has_cost() ? json(budget) : json(nullptr)},
+                    {"replans", r->replans},
+                    {"test_accuracy", r->accuracy}});
+  }
+  json out = {{"job", p->job.name}, {"steps", o.steps}, {"replan_every", o.replan_every}, {"emulation_scale", p->scale}, {"runs", rows}};
+  if (o.json) {
+    std::cout << out.dump() << "\n";
+    return exit_ok;
+  }
+  std::cout << p->job.name << ": " << o.steps << " steps, a slot every " << o.replan_every
+            << " steps, the same runtime and dynamics for every policy\n"
+            << std::left << std::setw(16) << "policy" << std::right << std::setw(10) << "step ms" << std::setw(9) << "ratio"
+            << std::setw(10) << "sim ms" << std::setw(10) << "meas/sim" << std::setw(8) << "eff" << std::setw(11) << "cost/step"
+            << std::setw(8) << "budget" << std::setw(8) << "replans" << "\n";
+  for (const auto& r : rows) {
+    std::ostringstream cost;
+    cost << std::setprecision(4) << r["avg_cost"].get<double>();
+    std::cout << std::left << std::setw(16) << r["policy"].get<std::string>() << std::right << std::fixed << std::setprecision(1)
+              << std::setw(10) << 1e3 * r["step_s"].get<double>() << std::setprecision(3) << std::setw(9)
+              << r["ratio_to_first"].get<double>() << std::setprecision(1) << std::setw(10)
+              << 1e3 * r["predicted_step_s"].get<double>() << std::setprecision(3) << std::setw(10)
+              << r["measured_over_predicted"].get<double>() << std::setprecision(2) << std::setw(8) << r["efficiency"].get<double>()
+              << std::setw(11) << cost.str() << std::setw(8)
+              << (r["budget"].is_null() ? "-" : r["avg_cost"].get<double>() <= budget ? "met" : "missed") << std::setw(8)
+              << r["replans"].get<int>() << std::defaultfloat << "\n";
+  }
+  return exit_ok;
+}
+
+}  // namespace
+
+void add_bench_runtime(CLI::App& bench, runner& run) {
+  auto o = std::make_shared<runtime_bench_options>();
+  auto* sub = bench.add_subcommand("runtime", "Policies side by side through the actor runtime on a job's emulated cluster");
+  sub->add_option("job", o->job, "Job YAML with replan_every > 0 (default examples/jobs/fashion_mnist_hetero.yaml)");
+  sub->add_option("--policies", o->policies, "Policies, the first is the reference of the ratios")
+      ->check(CLI::IsMember(planner::policy_names()));
+  sub->add_option("--steps", o->steps, "Steps per policy")->check(CLI::Range(2, 1000000));
+  sub->add_option("--replan-every", o->replan_every, "Steps per slot (the job's dynamics play in slots)")->check(CLI::Range(1, 100000));
+  sub->add_flag("--json", o->json, "Print one JSON object");
+  sub->callback([o, &run] { run = [o] { return bench_runtime(*o); }; });
+}
+
+}  // namespace dynapar::cli

@@ -1,0 +1,98 @@
+#include "job_setup.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include "data/sampler.hpp"
+#include "logging/logging.hpp"
+#include "planner/evaluate.hpp"
+
+namespace dynapar::cli {
+namespace {
+
+// Speeds relative to this machine (one core): the fastest device runs at `scale`, the
+// others in proportion, with `scale` chosen so that every device computing at once needs at
+// most `cores` cores (sleeping dilates the rest): measured times then stay honest. The
+// planner prices plans with these speeds and the device actors are dilated to them.
+planner::cluster_state emulated_speeds(const planner::cluster_state& c, double cores, double& scale) {
+  planner::cluster_state out = c;
+  double top = 0, sum = 0;
+  for (const auto& d : c.devices) top = std::max(top, d.speed);
+  for (const auto& d : c.devices) sum += d.speed / top;
+  scale = std::min(1.0, cores / sum);
+  for (auto& d : out.devices) d.speed = d.speed / top * scale;
+  return out;
+}
+
+// Without a controller the policy plans once, from the configured speeds.
+result<planner::plan> choose_plan(const config::job& j, const planner::cluster_state& cluster,
+                                  const planner::model_profile& profile) {
+  if (j.plan) return *j.plan;
+  auto pol = planner::make_policy(j.policy);
+  if (!pol) return pol.err();
+  if (auto v = planner::validate(profile, cluster, j.cluster.planner); !v) return v.err();
+  planner::problem prob(profile, cluster, j.cluster.planner, j.cluster.budget);
+  auto pl = (*pol)->decide({prob, nullptr, {}, 0});
+  if (!pl) return pl.err();
+  if (auto rep = planner::evaluate(prob, *pl, nullptr, {}))
+    logging::get("train")->info("plan by {}: {} (predicted {:.4f} s a step)", j.policy, planner::describe(*pl), rep->batch_time_s);
+  return pl;
+}
+
+}  // namespace
+
+result<prepared_job> prepare_job(const std::string& path, std::int64_t steps) {
+  auto j = config::load_job_file(path);
+  if (!j) return j.err();
+  prepared_job p;
+  p.job = std::move(*j);
+  const auto& job = p.job;
+  model::set_threads(job.threads);
+  const model::optimizer_config opt{job.optimizer, job.lr, job.momentum, job.weight_decay};
+  if (job.data == "synthetic") {
+    p.train_set = data::synthetic(job.synthetic_samples, job.seed);
+    p.test_set = data::synthetic(std::max(1000, job.synthetic_samples / 6), job.seed + 1);
+  } else {
+    auto tr = data::load_fashion_mnist(data::fashion_mnist_dir, "train");
+    if (!tr) return tr.err();
+    auto te = data::load_fashion_mnist(data::fashion_mnist_dir, "t10k");
+    if (!te) return te.err();
+    p.train_set = std::move(*tr);
+    p.test_set = std::move(*te);
+  }
+  auto m = model::make_model(job.model, job.seed);
+  if (!m) return m.err();
+  p.model = *m;
+  const double cores = job.emulate_cores > 0 ? job.emulate_cores : std::max(1u, std::thread::hardware_concurrency());
+  p.cluster = job.emulate ? emulated_speeds(job.cluster.cluster, cores, p.scale) : job.cluster.cluster;
+  // The planner needs this model's profile on this machine: measure it.
+  auto profile = model::measure_profile(*p.model, 32, 2, opt);
+  if (!profile) return profile.err();
+  p.profile = std::move(*profile);
+  auto& s = p.settings;
+  if (job.replan_every == 0) {
+    auto pl = choose_plan(job, p.cluster, p.profile);
+    if (!pl) return pl.err();
+    s.plan = *pl;
+  } else {
+    s.controller = actors::controller_config{job.policy,           nullptr,          p.profile,        p.cluster,
+                                             job.cluster.planner, job.cluster.budget, job.replan_every, 0.1};
+  }
+  s.batch = job.cluster.planner.batch;
+  const data::global_sampler sampler(p.train_set.size(), s.batch, job.seed);
+  s.steps = steps > 0 ? steps : job.steps > 0 ? job.steps : static_cast<std::int64_t>(job.epochs * sampler.steps_per_epoch());
+  s.seed = job.seed;
+  s.optimizer = opt;
+  s.hash_every = job.hash_every;
+  // The emulated cluster: the job's devices at their emulated speeds (all at this machine's
+  // without emulation), moved by the job's dynamics slot by slot.
+  s.emulated = job.dynamics;
+  s.emulated.cluster = p.cluster;
+  if (!job.emulate)
+    for (auto& d : s.emulated.cluster.devices) d.speed = 1;
+  s.slot_steps = job.replan_every > 0 ? job.replan_every : 10;
+  s.profile = p.profile;
+  return p;
+}
+
+}  // namespace dynapar::cli

@@ -1,0 +1,27 @@
+// What `dynapar train` and `dynapar bench runtime` share: a job file turned into data, a
+// model, its measured profile, the emulated cluster and the driver's settings.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "actors/trainer.hpp"
+#include "config/job_file.hpp"
+
+namespace dynapar::cli {
+
+struct prepared_job {
+  config::job job;
+  data::dataset train_set, test_set;
+  std::shared_ptr<const model::model_chain> model;
+  planner::model_profile profile;          // measured here at start-up
+  planner::cluster_state cluster;          // the job's devices at their emulated speeds
+  double scale = 1;                        // the fastest device's speed relative to this machine
+  actors::train_settings settings;         // a controller when replan_every > 0, else the policy's plan
+};
+
+// `steps` > 0 overrides the job's length.
+result<prepared_job> prepare_job(const std::string& path, std::int64_t steps);
+
+}  // namespace dynapar::cli

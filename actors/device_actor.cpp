@@ -1,5 +1,7 @@
 #include "actors/device_actor.hpp"
 
+#include <time.h>
+
 #include <chrono>
 #include <map>
 #include <thread>
@@ -29,11 +31,25 @@ using clock = std::chrono::steady_clock;
 double since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
 double now_s() { return std::chrono::duration<double>(clock::now().time_since_epoch()).count(); }
 
-// The work since t0, dilated to the emulated speed; returns the (dilated) seconds.
-double finish_work(const device_state& s, clock::time_point t0) {
-  const double work = since(t0);
-  if (s.cfg.speed < 1) std::this_thread::sleep_for(std::chrono::duration<double>(work * (1 / s.cfg.speed - 1)));
-  return since(t0);
+// CPU seconds of this thread: the work itself, whatever else the machine runs meanwhile.
+double thread_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// Work started at (t0, cpu0): the emulated device takes cpu / speed for it, so the device
+// sleeps whatever of that the wall clock has not yet spent. Dilating the CPU time rather than
+// the wall time keeps waits for a core (other devices, the driver) out of the emulated
+// device's speed. Returns the work's wall seconds.
+struct work_start {
+  clock::time_point t0 = clock::now();
+  double cpu0 = thread_cpu_s();
+};
+double finish_work(const device_state& s, const work_start& w) {
+  const double left = (thread_cpu_s() - w.cpu0) / s.cfg.speed - since(w.t0);
+  if (left > 0) std::this_thread::sleep_for(std::chrono::duration<double>(left));
+  return since(w.t0);
 }
 
 // Sends over an emulated link: delivered when the shaper says the bytes have arrived.
@@ -81,9 +97,9 @@ void advance(caf::stateful_actor<device_state>* self) {
         s.acts.erase(m);
         break;
       case schedule::op::forward: {
-        const auto t0 = clock::now();
+        const work_start w;
         auto out = s.worker->forward(m, s.task.lo, s.task.hi, s.current);
-        s.report.compute_s += finish_work(s, t0);
+        s.report.compute_s += finish_work(s, w);
         if (!out) return fail(out.err().message);
         s.outputs[m] = *out;
         break;
@@ -97,11 +113,11 @@ void advance(caf::stateful_actor<device_state>* self) {
       case schedule::op::recv_grad:
         break;  // consumed by backward
       case schedule::op::backward: {
-        const auto t0 = clock::now();
+        const work_start w;
         const bool last = !s.task.next;
         if (last && m >= static_cast<int>(s.task.targets.size())) return fail("no targets for micro-batch " + std::to_string(m));
         auto g = last ? s.worker->backward_from_loss(m, s.task.targets[m]) : s.worker->backward(m, s.grads[m]);
-        s.report.compute_s += finish_work(s, t0);
+        s.report.compute_s += finish_work(s, w);
         if (!g) return fail(g.err().message);
         s.grads.erase(m);
         s.input_grads[m] = *g;
@@ -158,9 +174,9 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
       [=](speed_atom, double speed) { self->state.cfg.speed = speed; },
       // The joining device's benchmark, at its speed.
       [=](probe_atom) {
-        const auto t0 = clock::now();
+        const work_start w;
         model::benchmark_work();
-        return finish_work(self->state, t0);
+        return finish_work(self->state, w);
       },
       [=](step_atom, stage_task& task) {
         auto& s = self->state;
@@ -187,7 +203,11 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
         self->state.runner.arrived_gradient(micro);
         advance(self);
       },
-      [=](grads_atom, int layer) { return self->state.worker->micro_gradients(layer); },
+      [=](grads_atom, const std::vector<int>& layers) {
+        device_gradients out{self->state.cfg.id, {}};
+        for (int l : layers) out.layers.emplace_back(l, self->state.worker->micro_gradients(l));
+        return out;
+      },
       [=](apply_atom, int layer, const std::vector<model::tensor>& summed, double divisor) -> caf::result<bool> {
         auto st = self->state.worker->apply(layer, summed, divisor);
         if (!st) return caf::make_error(caf::sec::runtime_error, st.err().message);

@@ -14,8 +14,8 @@ namespace dynapar::actors {
 struct device_config {
   int id = 0;
   model::optimizer_config optimizer;
-  // Relative speed (0, 1]: after each forward and backward the device sleeps (1 / speed - 1)
-  // times the work's duration, so one machine plays a slower device without adding CPU load.
+  // Relative speed (0, 1]: each forward and backward lasts its CPU time / speed (the device
+  // sleeps the difference), so one machine plays a slower device without adding CPU load.
   double speed = 1;
 };
 

@@ -94,6 +94,12 @@ struct layer_transfer {
   caf::actor report_to;
 };
 
+// A device's per-micro-batch gradients of every layer it holds, after a step.
+struct device_gradients {
+  int device = 0;
+  std::vector<std::pair<int, std::vector<std::vector<model::tensor>>>> layers;
+};
+
 struct group_report {
   int group = 0;
   std::int64_t step = 0;
@@ -116,5 +122,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::group_report)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::step_measure)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::planner::plan)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::layer_transfer)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::device_gradients)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::comm::link_spec)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::plan_decision)

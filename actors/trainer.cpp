@@ -298,16 +298,23 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
   // micro-batch order (groups in plan order, micro-batches in order: the order of the step's
   // samples), divided by B and applied on every holder.
   const auto sync_started = clock::now();
-  std::map<int, std::vector<std::vector<model::tensor>>> parts;
+  // One request per device for all its layers, all in flight at once.
+  std::map<int, std::vector<int>> held;  // device -> layers
+  for (const auto& [l, ids] : holders_)
+    for (int id : ids) held[id].push_back(l);
+  for (const auto& [id, layers] : held) self_->send(actors_.devices.at(id), grads_atom::value, layers);
+  std::map<std::pair<int, int>, std::vector<std::vector<model::tensor>>> got;  // (device, layer) -> micro-batches
+  for (std::size_t k = 0; k < held.size() && failure_.empty(); ++k)
+    self_->receive(
+        [&](device_gradients& g) {
+          for (auto& [l, micro] : g.layers) got[{g.device, l}] = std::move(micro);
+        },
+        [&](caf::error& e) { failure_ = text(e); }, caf::after(timeout_) >> [&] { failure_ = "gradients timed out"; });
+  if (auto st = check("gathering gradients of step " + std::to_string(t)); !st) return st;
+  std::map<int, std::vector<std::vector<model::tensor>>> parts;  // in the global micro-batch order
   for (const auto& [l, ids] : holders_)
     for (int id : ids)
-      self_->request(actors_.devices.at(id), timeout_, grads_atom::value, l)
-          .receive(
-              [&, l = l](std::vector<std::vector<model::tensor>>& g) {
-                for (auto& micro : g) parts[l].push_back(std::move(micro));
-              },
-              [&](caf::error& e) { failure_ = text(e); });
-  if (auto st = check("gathering gradients of step " + std::to_string(t)); !st) return st;
+      for (auto& micro : got[{id, l}]) parts[l].push_back(std::move(micro));
   int acks = 0;
   for (const auto& [l, ids] : holders_) {
     const auto summed = model::sum(parts[l]);

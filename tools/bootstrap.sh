@@ -52,9 +52,9 @@ build
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 case "$mode" in
   demo)
-    echo "bootstrap: demo: the CNN on Fashion-MNIST over 4 device actors (a few minutes on 2 cores)"
+    echo "bootstrap: demo: the CNN on Fashion-MNIST over 4 emulated heterogeneous devices, re-planned online (a few minutes on 2 cores)"
     build/bin/dynapar plan --cluster examples/clusters/paper_like.yaml --model vgg16
-    build/bin/dynapar train examples/jobs/fashion_mnist_cnn.yaml --out out/demo
+    build/bin/dynapar train examples/jobs/fashion_mnist_hetero.yaml --verify --out out/demo
     ;;
   test)
     cd build

@@ -102,8 +102,10 @@ class reference {
   std::unique_ptr<impl> impl_;
 };
 
-// Measures per-layer forward and backward times and sizes on this machine (batch `batch`,
-// `repeat` timed runs after a warm-up), as a planner profile.
+// Measures per-layer forward and backward times and sizes on this machine, as a planner
+// profile: timed at `batch` and 2 x `batch` (`repeat` runs each after a warm-up), per-sample
+// times from the difference and the per-micro-batch fixed time from the rest. Exact at those
+// two sizes: pass the micro-batch the job will use.
 result<planner::model_profile> measure_profile(const model_chain& m, int batch, int repeat, const optimizer_config& opt);
 
 }  // namespace dynapar::model

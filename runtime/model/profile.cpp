@@ -1,42 +1,67 @@
 // `dynapar profile`: per-layer forward and backward times and sizes, measured here.
+#include <algorithm>
 #include <chrono>
+#include <vector>
 
 #include "model/boxes.hpp"
 
 namespace dynapar::model {
+
+namespace {
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+// Seconds of forward and backward of a layer on input `x` (median of `repeat` runs after a
+// warm-up: on a shared machine single runs are sometimes much slower).
+std::pair<double, double> time_layer(const torch::nn::Sequential& proto, const torch::Tensor& x, bool needs_grad, int repeat,
+                                     torch::Tensor* out) {
+  using clock = std::chrono::steady_clock;
+  auto layer = deep_copy(proto);
+  torch::Tensor in = x.detach().requires_grad_(needs_grad);
+  std::vector<double> fwd, bwd;
+  torch::Tensor y;
+  for (int r = 0; r <= repeat; ++r) {  // run 0 warms up
+    const auto t0 = clock::now();
+    y = layer->forward(in);
+    const auto t1 = clock::now();
+    y.backward(torch::ones_like(y));
+    const auto t2 = clock::now();
+    if (r > 0) {
+      fwd.push_back(std::chrono::duration<double>(t1 - t0).count());
+      bwd.push_back(std::chrono::duration<double>(t2 - t1).count());
+    }
+  }
+  if (out) *out = y.detach();
+  return {median(fwd), median(bwd)};
+}
+}  // namespace
 
 result<planner::model_profile> measure_profile(const model_chain& m, int batch, int repeat, const optimizer_config& opt) {
   if (batch < 1 || repeat < 1) return make_error("bad_usage", "batch and repeat must be >= 1");
   planner::model_profile out;
   out.name = m.name;
   out.optimizer_state_factor = opt.kind == "sgd" ? 1 : 2;
-  torch::Tensor x = torch::randn({batch, 1, 28, 28});
-  using clock = std::chrono::steady_clock;
+  // Timed at `batch` and twice that: time(b) = b * per-sample + fixed, fitted through both
+  // points. Small batches pay a per-call cost (kernel set-up, allocation) that a per-sample
+  // time taken at one batch would spread wrongly over other sizes.
+  torch::Tensor x1 = torch::randn({batch, 1, 28, 28}), x2 = torch::randn({2 * batch, 1, 28, 28});
   for (std::size_t l = 0; l < m.layers.size(); ++l) {
-    auto layer = deep_copy(m.layers[l]);
-    torch::Tensor in = x.detach().requires_grad_(l > 0);
-    double fwd = 0, bwd = 0;
-    torch::Tensor y;
-    for (int r = 0; r <= repeat; ++r) {  // run 0 warms up
-      const auto t0 = clock::now();
-      y = layer->forward(in);
-      const auto t1 = clock::now();
-      y.backward(torch::ones_like(y));
-      const auto t2 = clock::now();
-      if (r > 0) {
-        fwd += std::chrono::duration<double>(t1 - t0).count();
-        bwd += std::chrono::duration<double>(t2 - t1).count();
-      }
-    }
+    torch::Tensor y1, y2;
+    const auto [f1, b1] = time_layer(m.layers[l], x1, l > 0, repeat, &y1);
+    const auto [f2, b2] = time_layer(m.layers[l], x2, l > 0, repeat, &y2);
     planner::layer_profile lp;
     lp.name = m.names[l];
-    lp.fwd_s = fwd / repeat / batch;
-    lp.bwd_s = bwd / repeat / batch;
-    lp.act_bytes = static_cast<double>(y[0].numel() * y.element_size());
-    for (const auto& p : layer->parameters()) lp.param_bytes += static_cast<double>(p.numel() * p.element_size());
-    lp.act_mem_bytes = 2 * lp.act_bytes + static_cast<double>(in[0].numel() * in.element_size());
+    lp.fwd_s = std::max(f2 - f1, 0.0) / batch;
+    lp.bwd_s = std::max(b2 - b1, 0.0) / batch;
+    lp.fixed_s = std::max(0.0, f1 + b1 - batch * (lp.fwd_s + lp.bwd_s));
+    lp.act_bytes = static_cast<double>(y1[0].numel() * y1.element_size());
+    for (const auto& p : m.layers[l]->parameters()) lp.param_bytes += static_cast<double>(p.numel() * p.element_size());
+    lp.act_mem_bytes = 2 * lp.act_bytes + static_cast<double>(x1[0].numel() * x1.element_size());
     out.layers.push_back(lp);
-    x = y.detach();
+    x1 = y1;
+    x2 = y2;
   }
   return out;
 }

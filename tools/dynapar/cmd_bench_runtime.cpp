@@ -24,6 +24,7 @@ struct runtime_bench_options {
   std::vector<std::string> policies{"joint_lyapunov", "dp_even", "dp_balanced", "pipeline_even", "hetpipe_static"};
   std::int64_t steps = 200;
   int replan_every = 5;
+  bool no_budget = false;
   bool json = false;
 };
 
@@ -37,10 +38,18 @@ result<policy_run> run_policy(const prepared_job& p, const std::string& policy, 
   actors::train_settings s = p.settings;
   if (!s.controller) return make_error("bad_job", "bench runtime needs a job with a controller (replan_every > 0)");
   s.controller->policy = policy;
+  if (o.no_budget) s.controller->budget = {};
   s.controller->replan_every = o.replan_every;
   s.slot_steps = o.replan_every;
   s.steps = o.steps;
   s.hash_every = 0;
+  // Profiled again right before each run: the machine's speed drifts over minutes by ~10 %,
+  // which would otherwise be charged to the simulator.
+  const int micro = s.controller->planner.micro_batch > 0 ? s.controller->planner.micro_batch : 16;
+  auto profile = model::measure_profile(*p.model, micro, 15, s.optimizer);
+  if (!profile) return profile.err();
+  s.controller->profile = *profile;
+  s.profile = *profile;
   // The simulator's view of the same run: the true emulated cluster slot by slot (the same
   // seeded world the driver plays) and the plan in force at each step.
   sim::world world(s.emulated);
@@ -51,7 +60,7 @@ result<policy_run> run_policy(const prepared_job& p, const std::string& policy, 
   cb.on_step = [&](const actors::step_record& rec) {
     if (rec.step == 0) return;  // start-up: spawning, benchmarks, first deployment
     const auto& truth = world.at(static_cast<int>(rec.step / o.replan_every));
-    planner::problem prob(p.profile, truth, s.controller->planner, s.controller->budget);
+    planner::problem prob(*s.profile, truth, s.controller->planner, s.controller->budget);
     auto it = plans.upper_bound(rec.step);
     const auto& plan = std::prev(it)->second;
     const planner::plan* previous = nullptr;
@@ -74,6 +83,7 @@ int bench_runtime(const runtime_bench_options& o) {
   if (!p) return report(p.err());
   for (const auto& name : o.policies)
     if (auto pol = planner::make_policy(name); !pol) return report(pol.err());
+  if (o.no_budget) p->job.cluster.budget = {};
   const double budget = p->job.cluster.budget.cost_per_slot;
   json rows = json::array();
   double reference_s = 0;
@@ -125,10 +135,12 @@ void add_bench_runtime(CLI::App& bench, runner& run) {
   auto o = std::make_shared<runtime_bench_options>();
   auto* sub = bench.add_subcommand("runtime", "Policies side by side through the actor runtime on a job's emulated cluster");
   sub->add_option("job", o->job, "Job YAML with replan_every > 0 (default examples/jobs/fashion_mnist_hetero.yaml)");
-  sub->add_option("--policies", o->policies, "Policies, the first is the reference of the ratios")
+  sub->add_option("--policies", o->policies, "Policies (comma-separated), the first is the reference of the ratios")
+      ->delimiter(',')
       ->check(CLI::IsMember(planner::policy_names()));
   sub->add_option("--steps", o->steps, "Steps per policy")->check(CLI::Range(2, 1000000));
   sub->add_option("--replan-every", o->replan_every, "Steps per slot (the job's dynamics play in slots)")->check(CLI::Range(1, 100000));
+  sub->add_flag("--no-budget", o->no_budget, "Drop the job's cost budget (the fastest plans, whatever they cost)");
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->callback([o, &run] { run = [o] { return bench_runtime(*o); }; });
 }

@@ -66,7 +66,8 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps) {
   const double cores = job.emulate_cores > 0 ? job.emulate_cores : std::max(1u, std::thread::hardware_concurrency());
   p.cluster = job.emulate ? emulated_speeds(job.cluster.cluster, cores, p.scale) : job.cluster.cluster;
   // The planner needs this model's profile on this machine: measure it.
-  auto profile = model::measure_profile(*p.model, 32, 2, opt);
+  const int micro = job.cluster.planner.micro_batch > 0 ? job.cluster.planner.micro_batch : 16;
+  auto profile = model::measure_profile(*p.model, micro, 15, opt);
   if (!profile) return profile.err();
   p.profile = std::move(*profile);
   auto& s = p.settings;

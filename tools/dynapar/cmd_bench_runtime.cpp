@@ -24,6 +24,7 @@ struct runtime_bench_options {
   std::vector<std::string> policies{"joint_lyapunov", "dp_even", "dp_balanced", "pipeline_even", "hetpipe_static"};
   std::int64_t steps = 200;
   int replan_every = 5;
+  int rounds = 2;  // every policy once per round, so that the machine's drift hits them all
   bool no_budget = false;
   bool json = false;
 };
@@ -87,12 +88,27 @@ int bench_runtime(const runtime_bench_options& o) {
     if (auto pol = planner::make_policy(name); !pol) return report(pol.err());
   if (o.no_budget) p->job.cluster.budget = {};
   const double budget = p->job.cluster.budget.cost_per_slot;
+  std::vector<policy_run> sum(o.policies.size());
+  for (int round = 0; round < o.rounds; ++round)
+    for (std::size_t k = 0; k < o.policies.size(); ++k) {
+      std::cerr << "bench runtime: round " << round + 1 << "/" << o.rounds << ", " << o.policies[k] << "\n";
+      auto r = run_policy(*p, o.policies[k], o);
+      if (!r) return report(r.err());
+      auto& a = sum[k];
+      a.measured_s += r->measured_s;
+      a.modeled_s += r->modeled_s;
+      a.predicted_s += r->predicted_s;
+      a.floor_s += r->floor_s;
+      a.cost += r->cost;
+      a.steps += r->steps;
+      a.replans += r->replans;
+      a.accuracy += r->accuracy / o.rounds;
+    }
   json rows = json::array();
   double reference_s = 0;
-  for (const auto& name : o.policies) {
-    std::cerr << "bench runtime: " << name << "...\n";
-    auto r = run_policy(*p, name, o);
-    if (!r) return report(r.err());
+  for (std::size_t k = 0; k < o.policies.size(); ++k) {
+    const auto& name = o.policies[k];
+    const policy_run* r = &sum[k];
     const double n = std::max(1, r->steps);
     if (rows.empty()) reference_s = r->measured_s / n;
     rows.push_back({{"policy", name},
@@ -107,15 +123,15 @@ int bench_runtime(const runtime_bench_options& o) {
                     {"efficiency", r->floor_s / r->measured_s},
                     {"avg_cost", r->cost / n},
                     {"budget", p->job.cluster.budget.has_cost() ? json(budget) : json(nullptr)},
-                    {"replans", r->replans},
+                    {"replans", static_cast<double>(r->replans) / o.rounds},
                     {"test_accuracy", r->accuracy}});
   }
-  json out = {{"job", p->job.name}, {"steps", o.steps}, {"replan_every", o.replan_every}, {"emulation_scale", p->scale}, {"runs", rows}};
+  json out = {{"job", p->job.name}, {"steps", o.steps}, {"rounds", o.rounds}, {"replan_every", o.replan_every}, {"emulation_scale", p->scale}, {"runs", rows}};
   if (o.json) {
     std::cout << out.dump() << "\n";
     return exit_ok;
   }
-  std::cout << p->job.name << ": " << o.steps << " steps, a slot every " << o.replan_every
+  std::cout << p->job.name << ": " << o.rounds << " rounds of " << o.steps << " steps, a slot every " << o.replan_every
             << " steps, the same runtime and dynamics for every policy\n"
             << std::left << std::setw(16) << "policy" << std::right << std::setw(10) << "step ms" << std::setw(9) << "ratio"
             << std::setw(10) << "sim ms" << std::setw(10) << "meas/sim" << std::setw(10) << "part/sim" << std::setw(10) << "driver ms"
@@ -133,7 +149,7 @@ int bench_runtime(const runtime_bench_options& o) {
               << r["efficiency"].get<double>()
               << std::setw(11) << cost.str() << std::setw(8)
               << (r["budget"].is_null() ? "-" : r["avg_cost"].get<double>() <= budget ? "met" : "missed") << std::setw(8)
-              << r["replans"].get<int>() << std::defaultfloat << "\n";
+              << std::setprecision(1) << r["replans"].get<double>() << std::defaultfloat << "\n";
   }
   return exit_ok;
 }
@@ -147,7 +163,8 @@ void add_bench_runtime(CLI::App& bench, runner& run) {
   sub->add_option("--policies", o->policies, "Policies (comma-separated), the first is the reference of the ratios")
       ->delimiter(',')
       ->check(CLI::IsMember(planner::policy_names()));
-  sub->add_option("--steps", o->steps, "Steps per policy")->check(CLI::Range(2, 1000000));
+  sub->add_option("--steps", o->steps, "Steps per policy and round")->check(CLI::Range(2, 1000000));
+  sub->add_option("--rounds", o->rounds, "Rounds (every policy once per round)")->check(CLI::Range(1, 1000));
   sub->add_option("--replan-every", o->replan_every, "Steps per slot (the job's dynamics play in slots)")->check(CLI::Range(1, 100000));
   sub->add_flag("--no-budget", o->no_budget, "Drop the job's cost budget (the fastest plans, whatever they cost)");
   sub->add_flag("--json", o->json, "Print one JSON object");

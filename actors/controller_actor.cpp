@@ -99,7 +99,7 @@ caf::behavior controller(caf::stateful_actor<controller_state>* self, controller
         self->state.estimates->announce(id, measured_speed);
       },
       [=](leave_atom, int id) { set_available(self->state, id, false); },
-      // What a step really took: learn speeds and links, charge its cost to the queues.
+      // What a step really took: learn speeds and links; its cost counts towards the slot.
       [=](report_atom, const step_measure& m) {
         auto& st = self->state;
         if (!st.current) return;

@@ -53,8 +53,9 @@ result<planner::model_profile> measure_profile(const model_chain& m, int batch, 
     const auto [f2, b2] = time_layer(m.layers[l], x2, l > 0, repeat, &y2);
     planner::layer_profile lp;
     lp.name = m.names[l];
-    lp.fwd_s = std::max(f2 - f1, 0.0) / batch;
-    lp.bwd_s = std::max(b2 - b1, 0.0) / batch;
+    // Noise can make the larger batch look no slower: then no fixed part, per-sample from it.
+    lp.fwd_s = f2 > f1 ? (f2 - f1) / batch : f2 / (2 * batch);
+    lp.bwd_s = b2 > b1 ? (b2 - b1) / batch : b2 / (2 * batch);
     lp.fixed_s = std::max(0.0, f1 + b1 - batch * (lp.fwd_s + lp.bwd_s));
     lp.act_bytes = static_cast<double>(y1[0].numel() * y1.element_size());
     for (const auto& p : m.layers[l]->parameters()) lp.param_bytes += static_cast<double>(p.numel() * p.element_size());

@@ -10,14 +10,16 @@ s = json.load(open(d + "/summary.json"))
 assert s["reference_max_rel_diff"] <= 1e-4, s["reference_max_rel_diff"]
 assert s["samples_lost"] == 0 and s["samples_duplicated"] == 0, s
 assert s["replans"] >= 1 and s["joins"] == 1 and s["leaves"] == 1, s
-assert s["bytes_migrated"] > 0 and s["avg_cost"] > 0 and s["budget"] == 0.0125, s
+assert s["avg_cost"] > 0 and s["budget"] == 0.0125, s
 plans = [json.loads(l) for l in open(d + "/plans.jsonl")]
 assert len(plans) == s["replans"] + 1, (len(plans), s["replans"])
 assert all(p["reason"] for p in plans), plans
 assert "joined" in plans[0]["reason"], plans[0]
+assert sum(p["layers_moved"] for p in plans) == s["layers_moved"], s
+assert sum(p["bytes_migrated"] for p in plans) == s["bytes_migrated"], s
 for p in plans:
     if p["slot"] >= 8:
-        assert all(2 not in g["devices"] for g in p["plan"]["groups"]), p
+        assert all(0 not in g["devices"] for g in p["plan"]["groups"]), p
 steps = [json.loads(l) for l in open(d + "/metrics.jsonl")]
 assert len(steps) == s["steps"] == 24
 print("ok: diff", s["reference_max_rel_diff"], "replans", s["replans"])

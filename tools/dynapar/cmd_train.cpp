@@ -1,13 +1,12 @@
-// `dynapar train`: a real model trained by device and group actors in this process, with a
-// plan the policy computes once at the start (or the job's explicit plan); --verify repeats
-// the job on one plain device and compares the parameters.
+// `dynapar train`: a real model trained by device, group and controller actors in this
+// process (job_setup.hpp turns the job into settings); writes metrics.jsonl, plans.jsonl and
+// summary.json; --verify repeats the job on one plain device and compares the parameters.
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -21,8 +20,6 @@
 #include "data/sampler.hpp"
 #include "logging/logging.hpp"
 #include "model/api.hpp"
-#include "planner/evaluate.hpp"
-#include "planner/policy.hpp"
 
 namespace dynapar::cli {
 namespace {

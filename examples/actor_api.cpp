@@ -1,7 +1,8 @@
 // dynapar as a library, actor style: a heterogeneous cluster built in your own CAF actor
 // system from code (no YAML), with a policy of your own plugged into the controller. The
 // driver forms groups around the devices as each plan says, and at the end the run is
-// compared with one plain device. Build target `actor_api`; run `build/bin/actor_api`.
+// compared with one plain device. Build target `actor_api`; run
+// `OPENBLAS_NUM_THREADS=1 build/bin/actor_api` (the speed emulation dilates each device thread's CPU time).
 #include <caf/all.hpp>
 
 #include <algorithm>

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "config/cluster_file.hpp"
+#include "config/job_file.hpp"
 #include "config/profile_json.hpp"
 
 using namespace dynapar;
@@ -75,4 +76,27 @@ TEST_CASE("profile JSON round-trips and rejects bad layers", "[unit][config]") {
   REQUIRE(flops);
   CHECK(flops->layers[0].fwd_s == Approx(2e-3));
   CHECK_FALSE(config::load_profile("no-such-model"));
+}
+
+TEST_CASE("job files: dynamics in the scenario format, and the mistakes a job can make with them", "[unit][config]") {
+  const std::string base = "model: cnn\ndevices: [{id: 0}, {id: 1}]\n";
+  auto job_error = [](const std::string& text) {
+    auto r = config::parse_job(YAML::Load(text), "t");
+    return r ? std::string() : r.err().message;
+  };
+  auto ok = config::parse_job(YAML::Load(base + "replan_every: 5\nemulate_cores: 1.5\n"
+                                         "dynamics: {events: [{slot: 3, kind: leave, device: 1}],"
+                                         " traces: [{device: 0, speed: [[0, 1], [4, 0.5]]}]}"),
+                              "t");
+  REQUIRE(ok);
+  CHECK(ok->emulate_cores == 1.5);
+  REQUIRE(ok->dynamics.events.size() == 1);
+  CHECK(ok->dynamics.events[0].slot == 3);
+  CHECK(ok->dynamics.traces[0].speed[1].value == 0.5);
+  CHECK(job_error(base + "dynamics: {events: [{slot: 3, kind: leave, device: 1}]}").find("set replan_every") != std::string::npos);
+  CHECK(job_error(base + "replan_every: 5\ndynamics: {events: [{slot: 3, kind: fail, device: 1}]}").find("'fail'") !=
+        std::string::npos);
+  CHECK(job_error(base + "replan_every: 5\ndynamics: {events: [{slot: 3, kind: leave, device: 7}]}").find("unknown device id 7") !=
+        std::string::npos);
+  CHECK(job_error(base + "emulate_cores: -1").find("emulate_cores") != std::string::npos);
 }

@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <thread>
@@ -148,6 +149,7 @@ void advance(caf::stateful_actor<device_state>* self) {
 
 caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_config cfg) {
   self->state.cfg = std::move(cfg);
+  self->state.cfg.speed = std::clamp(self->state.cfg.speed, 1e-3, 1.0);
   self->state.worker = model::make_worker(self->state.cfg.optimizer);
   return {
       [=](hold_atom, int layer, const model::layer_copy& replica) {
@@ -171,7 +173,7 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
         self->send(x.report_to, moved_atom::value, x.layer, x.from, x.to, x.bytes);
       },
       [=](drop_atom, int layer) { self->state.worker->drop(layer); },
-      [=](speed_atom, double speed) { self->state.cfg.speed = speed; },
+      [=](speed_atom, double speed) { self->state.cfg.speed = std::clamp(speed, 1e-3, 1.0); },
       // The joining device's benchmark, at its speed.
       [=](probe_atom) {
         const work_start w;

@@ -35,12 +35,13 @@ sim::scenario emulate(const std::vector<double>& speeds) {
   return e;
 }
 
-// The independent reference: the same steps on one plain device, micro-batches of 8.
+// The independent reference: the same steps on one plain device, accumulating micro-batches
+// of `micro` samples.
 double diff_from_one_device(const model::model_chain& m, const data::dataset& d, const actors::train_settings& s,
-                            const std::vector<model::layer_copy>& trained) {
+                            const std::vector<model::layer_copy>& trained, int micro = 8) {
   model::reference ref(m, s.optimizer);
   data::global_sampler sampler(d.size(), s.batch, s.seed);
-  for (int t = 0; t < s.steps; ++t) ref.step(d, sampler.step_samples(t), 8);
+  for (int t = 0; t < s.steps; ++t) ref.step(d, sampler.step_samples(t), micro);
   return model::max_rel_diff(trained, ref.layers());
 }
 }  // namespace
@@ -221,10 +222,7 @@ TEST_CASE("the controller learns a device slowing down from measurements and re-
   for (const auto& [step, share] : share0)
     if (step >= 6 && share < share0.front().second) lowered = true;
   CHECK(lowered);
-  model::reference ref(**m, s.optimizer);
-  data::global_sampler sampler(d.size(), s.batch, s.seed);
-  for (int t = 0; t < s.steps; ++t) ref.step(d, sampler.step_samples(t), 16);
-  CHECK(model::max_rel_diff(out->final_layers, ref.layers()) == 0);
+  CHECK(diff_from_one_device(**m, d, s, out->final_layers, 16) == 0);
 }
 
 namespace {
@@ -288,11 +286,9 @@ TEST_CASE("re-plans with a slowdown, a join and a leave keep the run equal to on
       if (p.slot >= 6) CHECK(std::count(g.devices.begin(), g.devices.end(), 0) == 0);
     }
   }
-  model::reference ref(**m, s.optimizer);
-  data::global_sampler sampler(d.size(), s.batch, s.seed);
-  for (int t = 0; t < s.steps; ++t) ref.step(d, sampler.step_samples(t), 16);
-  CHECK(model::max_rel_diff(out->final_layers, ref.layers()) <= 1e-4);
-  CHECK(model::max_rel_diff(out->final_layers, ref.layers()) == 0);  // exact micro-batches: bit for bit
+  const double diff = diff_from_one_device(**m, d, s, out->final_layers, 16);
+  CHECK(diff <= 1e-4);
+  CHECK(diff == 0);  // exact micro-batches: bit for bit
 }
 
 TEST_CASE("forced re-plans around a join and a leave move layers between live devices exactly", "[actor][train]") {
@@ -325,10 +321,7 @@ TEST_CASE("forced re-plans around a join and a leave move layers between live de
   CHECK(out->ledger.lost == 0);
   CHECK(out->ledger.duplicated == 0);
   CHECK(out->hash_checks == 12);
-  model::reference ref(**m, s.optimizer);
-  data::global_sampler sampler(d.size(), s.batch, s.seed);
-  for (int t = 0; t < s.steps; ++t) ref.step(d, sampler.step_samples(t), 16);
-  CHECK(model::max_rel_diff(out->final_layers, ref.layers()) == 0);
+  CHECK(diff_from_one_device(**m, d, s, out->final_layers, 16) == 0);
 }
 
 TEST_CASE("a departed device in a fixed plan is an error naming it", "[actor][train]") {

@@ -6,15 +6,29 @@
 #include <caf/all.hpp>
 
 #include <map>
+#include <memory>
 
 #include "actors/trainer.hpp"
 
 namespace dynapar::actors {
 
+// Devices hosted by node processes (actors/remote_devices.hpp): which may take part now, and
+// the local actor that stands for each. A device joins at the next slot after its node
+// does, and leaves after the current step once its node asks to.
+class device_directory {
+ public:
+  virtual ~device_directory() = default;
+  virtual bool present(int id) const = 0;  // hosted, and its node has not asked to leave
+  virtual caf::actor proxy(int id) = 0;     // null when not hosted
+};
+
 struct cluster_actors {
   std::map<int, caf::actor> devices;  // by device id (actors/device_actor.hpp)
   caf::actor controller;              // optional (actors/controller_actor.hpp); re-plans every
                                       // settings.slot_steps steps unless settings.controller says
+  // Without one, devices are spawned in this process; with one, only the devices it has
+  // present take part, and their actors are its proxies.
+  std::shared_ptr<device_directory> remote;
 };
 
 result<train_outcome> train(caf::actor_system& sys, cluster_actors& actors, const model::model_chain& m,

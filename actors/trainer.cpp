@@ -77,6 +77,23 @@ class driver {
   result<std::optional<plan_decision>> next_plan(std::int64_t t, bool availability_changed);
   status apply(const plan_decision& decision, std::int64_t t, std::int64_t slot, step_record& rec);
   void retire_leavers();
+  // Announced departure: the device keeps serving its layers until a plan without it has
+  // moved them away (retire_leavers).
+  void depart(int id) {
+    if (actors_.controller) self_->send(actors_.controller, leave_atom::value, id);
+    joined_.erase(id);
+    leaving_.insert(id);
+    ++out_.leaves;
+  }
+  // A node asked to leave: its devices depart before the next step, not at the next slot.
+  bool remote_departures() {
+    if (!actors_.remote) return false;
+    std::vector<int> gone;
+    for (int id : joined_)
+      if (!actors_.remote->present(id)) gone.push_back(id);
+    for (int id : gone) depart(id);
+    return !gone.empty();
+  }
   double emulated_sync_s() const;
   status run_step(std::int64_t t, const std::vector<int>& samples, step_record& rec, step_measure& measure);
   status check_replicas(std::int64_t t);
@@ -124,11 +141,14 @@ status driver::enter_slot(std::int64_t slot, bool& changed) {
   for (const auto& dev : truth_.devices) {
     const int id = dev.id;
     const bool in = joined_.count(id) > 0;
-    if (dev.available && !in) {
-      // A device joins: its actor starts (unless the caller brought one), runs the benchmark
-      // at its speed, and announces the measured speed.
+    // Devices in node processes take part while their node hosts them.
+    const bool available = dev.available && (!actors_.remote || actors_.remote->present(id));
+    if (available && !in) {
+      // A device joins: its actor starts (unless the caller brought one, or a node hosts it),
+      // runs the benchmark at its speed, and announces the measured speed.
       auto& a = actors_.devices[id];
-      if (!a) a = spawn_device(sys_, {id, s_.optimizer, true_speed(id)});
+      if (!a) a = actors_.remote ? actors_.remote->proxy(id) : spawn_device(sys_, {id, s_.optimizer, true_speed(id)});
+      if (!a) return make_error("device_lost", "device " + std::to_string(id) + " left its node while joining");
       self_->send(a, speed_atom::value, true_speed(id));
       double probe_s = 0;
       self_->request(a, timeout_, probe_atom::value)
@@ -139,13 +159,8 @@ status driver::enter_slot(std::int64_t slot, bool& changed) {
       leaving_.erase(id);
       if (slot > 0) ++out_.joins;
       changed = true;
-    } else if (!dev.available && in) {
-      // Announced departure: the device keeps serving its layers until a plan without it
-      // has moved them away (retire_leavers).
-      if (actors_.controller) self_->send(actors_.controller, leave_atom::value, id);
-      joined_.erase(id);
-      leaving_.insert(id);
-      ++out_.leaves;
+    } else if (!available && in) {
+      depart(id);
       changed = true;
     } else if (in) {
       self_->send(actors_.devices[id], speed_atom::value, true_speed(id));
@@ -387,6 +402,7 @@ result<train_outcome> driver::run() {
       slot = t / s_.slot_steps;
       if (auto st = enter_slot(slot, changed); !st) return st.err();
     }
+    if (remote_departures()) changed = true;
     auto next = next_plan(t, changed);
     if (!next) return next.err();
     if (*next)

@@ -18,6 +18,8 @@ struct Envelope {
     report @7 :DeviceReport;
     fault @8 :FaultCommand;
     metrics @9 :Metrics;
+    welcome @10 :Welcome;
+    call @11 :DeviceCall;
   }
 }
 
@@ -112,4 +114,58 @@ struct Metrics {
   cost @4 :Float64;
   costQueue @5 :Float64;
   samplesPerS @6 :Float64;
+}
+
+# The controller's answer to a Join: which devices it accepted (or why none), and what a node
+# needs to hold layers: the model (a built-in name or a TorchScript path both sides can read),
+# its seed and the optimizer.
+struct Welcome {
+  accepted @0 :Bool;
+  reason @1 :Text;
+  devices @2 :List(Int32);
+  model @3 :Text;
+  seed @4 :UInt64;
+  optimizer @5 :Text;
+  lr @6 :Float64;
+  momentum @7 :Float64;
+  weightDecay @8 :Float64;
+}
+
+# Tensor data travels after the envelope, one ZeroMQ frame per tensor, in this list's order.
+struct TensorMeta {
+  dtype @0 :UInt8;            # 0 float32, 1 float64, 2 int64, 3 int32, 4 uint8
+  shape @1 :List(Int64);
+}
+
+enum DeviceOp {
+  reply @0;          # the answer to call `id`: ints, reals, tensors as the call defines
+  error @1;          # call `id` failed: text says why
+  hold @2;           # ints [layer] ++ layer layout; tensors: the layer
+  migrate @3;        # ints [layer, to]; reals [bandwidth, latency]
+  moved @4;          # ints [layer, from, to, bytes]: a migrated layer arrived
+  drop @5;           # ints [layer]
+  speed @6;          # reals [speed]
+  probe @7;          # reply reals [seconds]
+  step @8;           # a stage's part of a step (docs/DISTRIBUTED.md)
+  activation @9;     # ints [step, micro]; tensors [activation]
+  gradient @10;      # ints [step, micro]; tensors [gradient]
+  stageReport @11;   # a stage finished or failed
+  gradients @12;     # ints [layers...]; reply: per-micro-batch gradients
+  apply @13;         # ints [layer]; reals [divisor]; tensors: summed gradients
+  hash @14;          # ints [layer]; reply ints [hash]
+  copy @15;          # ints [layer]; reply: the layer
+  perturb @16;       # ints [layer]
+  retire @17;        # the device leaves the run
+}
+
+# A device operation between processes: the controller calls a device on a node, the node
+# answers, and devices send each other activations, gradients and layers.
+struct DeviceCall {
+  op @0 :DeviceOp;
+  id @1 :UInt64;              # request id; 0: no answer wanted
+  device @2 :Int32;           # the device it is for (a reply: the one answering)
+  ints @3 :List(Int64);
+  reals @4 :List(Float64);
+  text @5 :Text;
+  tensors @6 :List(TensorMeta);
 }

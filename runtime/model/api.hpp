@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/blob.hpp"
 #include "common/result.hpp"
 #include "data/dataset.hpp"
 #include "planner/profile.hpp"
@@ -101,6 +102,28 @@ class reference {
   struct impl;
   std::unique_ptr<impl> impl_;
 };
+
+// Tensors between processes: a description (element type, shape) and the raw bytes as a
+// blob, both ways without a copy (the blob keeps the tensor alive; the received tensor keeps
+// the frame alive). Types: 0 float32, 1 float64, 2 int64, 3 int32, 4 uint8.
+struct tensor_meta {
+  std::uint8_t dtype = 0;
+  std::vector<std::int64_t> shape;
+};
+blob to_blob(const tensor& t, tensor_meta& meta);
+// Checks the type and that the bytes match the shape exactly.
+result<tensor> from_blob(const tensor_meta& meta, const blob& data);
+
+// A layer between processes: its tensors (parameters, then each parameter's optimizer state)
+// and a layout of integers saying which state each parameter has (docs/DISTRIBUTED.md).
+struct layer_wire {
+  std::vector<std::int64_t> layout;
+  std::vector<tensor> tensors;
+};
+layer_wire to_wire(const layer_copy& l);
+// Rebuilt on layer `layer` of the receiver's own copy of the model; the tensors must match
+// its parameters' shapes and the layout its optimizer's state.
+result<layer_copy> from_wire(const model_chain& m, int layer, const layer_wire& w);
 
 // Measures per-layer forward and backward times and sizes on this machine, as a planner
 // profile: timed at `batch` and 2 x `batch` (`repeat` runs each after a warm-up), per-sample

@@ -149,6 +149,49 @@ body read_body(schema::Envelope::Reader env, const decode_limits& lim) {
       m.peer = r.getPeer();
       return m;
     }
+    case schema::Envelope::Body::WELCOME: {
+      auto r = b.getWelcome();
+      welcome_msg m;
+      m.accepted = r.getAccepted();
+      m.reason = text(r.getReason(), lim, "welcome.reason");
+      auto devs = r.getDevices();
+      check_list(devs, lim, "welcome.devices");
+      for (auto d : devs) m.devices.push_back(d);
+      m.model = text(r.getModel(), lim, "welcome.model");
+      m.seed = r.getSeed();
+      m.optimizer = text(r.getOptimizer(), lim, "welcome.optimizer");
+      m.lr = r.getLr();
+      m.momentum = r.getMomentum();
+      m.weight_decay = r.getWeightDecay();
+      return m;
+    }
+    case schema::Envelope::Body::CALL: {
+      auto r = b.getCall();
+      device_call m;
+      const auto op = static_cast<std::uint16_t>(r.getOp());
+      if (op >= device_op_count) throw reject{"bad_field", "call.op has an unknown value"};
+      m.op = static_cast<device_op>(op);
+      m.id = r.getId();
+      m.device = r.getDevice();
+      auto ints = r.getInts();
+      check_list(ints, lim, "call.ints");
+      for (auto v : ints) m.ints.push_back(v);
+      auto reals = r.getReals();
+      check_list(reals, lim, "call.reals");
+      for (auto v : reals) m.reals.push_back(v);
+      m.text = text(r.getText(), lim, "call.text");
+      auto ts = r.getTensors();
+      check_list(ts, lim, "call.tensors");
+      for (auto t : ts) {
+        tensor_meta tm;
+        tm.dtype = t.getDtype();
+        auto shape = t.getShape();
+        check_list(shape, lim, "call.tensors.shape");
+        for (auto v : shape) tm.shape.push_back(v);
+        m.tensors.push_back(std::move(tm));
+      }
+      return m;
+    }
     case schema::Envelope::Body::METRICS: {
       auto r = b.getMetrics();
       return metrics_msg{r.getSlot(), r.getStep(), r.getBatchTimeS(), r.getLoss(), r.getCost(), r.getCostQueue(), r.getSamplesPerS()};
@@ -227,6 +270,36 @@ std::vector<std::uint8_t> encode(const envelope& e) {
                    f.setFactor(m.factor);
                    f.setDurationSteps(static_cast<std::uint32_t>(m.duration_steps));
                    f.setPeer(m.peer);
+                 },
+                 [&](const welcome_msg& m) {
+                   auto w = b.initWelcome();
+                   w.setAccepted(m.accepted);
+                   w.setReason(m.reason);
+                   auto devs = w.initDevices(static_cast<unsigned>(m.devices.size()));
+                   for (std::size_t i = 0; i < m.devices.size(); ++i) devs.set(i, m.devices[i]);
+                   w.setModel(m.model);
+                   w.setSeed(m.seed);
+                   w.setOptimizer(m.optimizer);
+                   w.setLr(m.lr);
+                   w.setMomentum(m.momentum);
+                   w.setWeightDecay(m.weight_decay);
+                 },
+                 [&](const device_call& m) {
+                   auto c = b.initCall();
+                   c.setOp(static_cast<schema::DeviceOp>(static_cast<std::uint16_t>(m.op)));
+                   c.setId(m.id);
+                   c.setDevice(m.device);
+                   auto ints = c.initInts(static_cast<unsigned>(m.ints.size()));
+                   for (std::size_t i = 0; i < m.ints.size(); ++i) ints.set(i, m.ints[i]);
+                   auto reals = c.initReals(static_cast<unsigned>(m.reals.size()));
+                   for (std::size_t i = 0; i < m.reals.size(); ++i) reals.set(i, m.reals[i]);
+                   c.setText(m.text);
+                   auto ts = c.initTensors(static_cast<unsigned>(m.tensors.size()));
+                   for (std::size_t i = 0; i < m.tensors.size(); ++i) {
+                     ts[i].setDtype(m.tensors[i].dtype);
+                     auto shape = ts[i].initShape(static_cast<unsigned>(m.tensors[i].shape.size()));
+                     for (std::size_t k = 0; k < m.tensors[i].shape.size(); ++k) shape.set(k, m.tensors[i].shape[k]);
+                   }
                  },
                  [&](const metrics_msg& m) {
                    auto r = b.initMetrics();

@@ -12,7 +12,8 @@
 
 namespace dynapar::wire {
 
-inline constexpr std::uint16_t protocol_version = 1;
+// 2: welcome and device calls (processes, docs/DISTRIBUTED.md).
+inline constexpr std::uint16_t protocol_version = 2;
 
 // A plan with the model size and batch it was made for, so a receiver can check it alone.
 struct plan_msg {
@@ -73,7 +74,41 @@ struct metrics_msg {
   double samples_per_s = 0;
 };
 
-using body = std::variant<plan_msg, join_msg, leave_msg, heartbeat_msg, device_report, fault_command, metrics_msg>;
+struct welcome_msg {
+  bool accepted = false;
+  std::string reason;
+  std::vector<int> devices;
+  std::string model;
+  std::uint64_t seed = 0;
+  std::string optimizer;
+  double lr = 0, momentum = 0, weight_decay = 0;
+};
+
+// Same numbering as schemas/control.capnp DeviceOp.
+enum class device_op {
+  reply, error, hold, migrate, moved, drop, speed, probe, step, activation, gradient, stage_report, gradients, apply,
+  hash, copy, perturb, retire
+};
+inline constexpr int device_op_count = 18;
+
+struct tensor_meta {
+  std::uint8_t dtype = 0;
+  std::vector<std::int64_t> shape;
+};
+
+// Tensor data is not in here: it follows the envelope as frames (comm::packet).
+struct device_call {
+  device_op op = device_op::reply;
+  std::uint64_t id = 0;
+  int device = 0;
+  std::vector<std::int64_t> ints;
+  std::vector<double> reals;
+  std::string text;
+  std::vector<tensor_meta> tensors;
+};
+
+using body = std::variant<plan_msg, join_msg, leave_msg, heartbeat_msg, device_report, fault_command, metrics_msg,
+                          welcome_msg, device_call>;
 
 struct envelope {
   std::uint16_t version = protocol_version;

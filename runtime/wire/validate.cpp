@@ -74,6 +74,25 @@ status validate_body(const body& b, const decode_limits& lim) {
             if (m.duration_steps < 0) return bad("fault.durationSteps", "must be >= 0");
             return ok_status();
           },
+          [&](const welcome_msg& m) -> status {
+            if (m.accepted && m.devices.empty()) return bad("welcome.devices", "must not be empty when accepted");
+            if (m.accepted && m.model.empty()) return bad("welcome.model", "must not be empty when accepted");
+            for (auto [name, v] : {std::pair{"welcome.lr", m.lr}, std::pair{"welcome.momentum", m.momentum},
+                                   std::pair{"welcome.weightDecay", m.weight_decay}})
+              if (!finite_nonneg(v)) return bad(name, "must be finite and >= 0");
+            return ok_status();
+          },
+          [&](const device_call& m) -> status {
+            for (std::size_t i = 0; i < m.tensors.size(); ++i) {
+              if (m.tensors[i].dtype > 4) return bad("call.tensors[" + std::to_string(i) + "].dtype", "has an unknown value");
+              if (m.tensors[i].shape.size() > 8) return bad("call.tensors[" + std::to_string(i) + "].shape", "has more than 8 dimensions");
+              for (auto d : m.tensors[i].shape)
+                if (d < 0) return bad("call.tensors[" + std::to_string(i) + "].shape", "has a negative size");
+            }
+            for (double v : m.reals)
+              if (!std::isfinite(v)) return bad("call.reals", "must be finite");
+            return ok_status();
+          },
           [&](const metrics_msg& m) -> status {
             for (auto [name, v] : {std::pair{"metrics.batchTimeS", m.batch_time_s}, std::pair{"metrics.cost", m.cost},
                                    std::pair{"metrics.costQueue", m.cost_queue}, std::pair{"metrics.samplesPerS", m.samples_per_s}})

@@ -12,8 +12,8 @@
 
 #include "actors/trainer.hpp"
 #include "cli_util.hpp"
-#include "job_setup.hpp"
 #include "commands.hpp"
+#include "train_job.hpp"
 #include "config/job_file.hpp"
 #include "config/profile_json.hpp"
 #include "config/report_json.hpp"
@@ -26,13 +26,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct train_options {
-  std::string job, out = "out/train";
-  bool verify = false;
-  std::int64_t steps = 0;
-};
+}  // namespace
 
-int train_main(const train_options& o) {
+int train_main(const train_options& o, const train_fn& how) {
   auto prep = prepare_job(o.job, o.steps);
   if (!prep) return report(prep.err());
   const config::job* j = &prep->job;
@@ -90,7 +86,7 @@ int train_main(const train_options& o) {
       if (r.step + 1 == steps) std::cerr << "\n";
     }
   };
-  auto outcome = actors::train(*prep->model, prep->train_set, s, cb);
+  auto outcome = how ? how(*prep, cb) : actors::train(*prep->model, prep->train_set, s, cb);
   if (!outcome) return report(outcome.err());
   const double acc = model::accuracy(outcome->final_layers, test_set);
   json summary = {{"job", j->name},
@@ -130,6 +126,8 @@ int train_main(const train_options& o) {
   return exit_ok;
 }
 
+namespace {
+
 int profile_main(const std::string& name, int batch, int repeat, const std::string& out) {
   model::set_threads(1);
   auto m = model::make_model(name, 1);
@@ -155,7 +153,7 @@ void add_train(CLI::App& app, runner& run) {
   sub->add_option("--out", o->out, "Directory for metrics.jsonl and summary.json (default out/train)");
   sub->add_flag("--verify", o->verify, "Also run the job on one plain device and report reference_max_rel_diff");
   sub->add_option("--steps", o->steps, "Override the job's length")->check(CLI::Range(1, 100000000));
-  sub->callback([o, &run] { run = [o] { return train_main(*o); }; });
+  sub->callback([o, &run] { run = [o] { return train_main(*o, nullptr); }; });
 
   auto p = std::make_shared<std::tuple<std::string, int, int, std::string>>("", 64, 5, "");
   auto* prof = app.add_subcommand("profile", "Measure a model's per-layer times and sizes here; print the planner profile JSON");

@@ -1,0 +1,42 @@
+// A node process's side (dynapar node; docs/DISTRIBUTED.md): connects a ZeroMQ DEALER socket
+// to the controller, joins with its device specs, and hosts a device actor per accepted
+// device. A bridge actor turns the controller's device calls into device messages and their
+// answers back into calls; stub actors stand for devices on other nodes, so the device
+// actors themselves do not know where their neighbours are.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "common/result.hpp"
+#include "planner/cluster.hpp"
+
+namespace dynapar::actors {
+
+struct node_config {
+  std::string controller;             // tcp://HOST:PORT
+  std::string name;                   // unique per node; empty: node-<pid>
+  std::vector<planner::device_spec> devices;
+  bool allow_remote = false;          // a controller beyond loopback
+  double connect_timeout_s = 10;      // for the controller's welcome
+  double controller_timeout_s = 10;   // silence (no heartbeat) before giving up
+  double heartbeat_s = 1;
+  int scheduler_threads = 2;          // the bridge and stubs (devices are detached threads)
+};
+
+struct node_outcome {
+  int devices = 0;                    // accepted
+  std::int64_t calls = 0;             // device calls received
+  bool left = false;                  // asked to leave (signal) before the run ended
+};
+
+// Runs until the controller retires every device of this node. Setting `leave` (a signal
+// handler does) asks the controller to let them go after the current step; their layers
+// move away first.
+result<node_outcome> run_node(const node_config& cfg, const std::atomic<bool>& leave);
+
+// dynapar node --leave: asks the controller to retire `devices` after the current step.
+status request_leave(const std::string& controller, const std::vector<int>& devices, double timeout_s, bool allow_remote);
+
+}  // namespace dynapar::actors

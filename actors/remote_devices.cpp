@@ -1,0 +1,405 @@
+#include "actors/remote_devices.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "actors/remote_protocol.hpp"
+#include "logging/logging.hpp"
+#include "wire/codec.hpp"
+
+namespace dynapar::actors {
+
+using clock = std::chrono::steady_clock;
+
+struct remote_devices::impl {
+  impl(caf::actor_system& s, std::shared_ptr<const model::model_chain> m, remote_config c)
+      : sys(s), model(std::move(m)), cfg(std::move(c)), router(ctx, zmq::socket_type::router), pull(ctx, zmq::socket_type::pull) {}
+
+  caf::actor_system& sys;
+  std::shared_ptr<const model::model_chain> model;
+  remote_config cfg;
+  zmq::context_t ctx{1};
+  zmq::socket_t router, pull;
+  std::unique_ptr<comm::outbox> out;
+  std::string endpoint;
+  struct entry {
+    std::string route;  // the node's identity on the ROUTER
+    caf::actor proxy;
+    bool leaving = false;
+  };
+  mutable std::mutex mu;
+  std::map<int, entry> devices;
+  std::map<std::string, clock::time_point> nodes;  // last heard from
+  std::thread net;
+  std::atomic<bool> stopping{false};
+  std::shared_ptr<spdlog::logger> log = logging::get("remote");
+
+  void post(const std::string& route, const wire::device_call& c, const std::vector<model::tensor>& ts = {}) {
+    auto p = remote::pack(c, ts, "controller");
+    p.route = route;
+    if (auto st = out->post(std::move(p)); !st) log->warn("device {}: {}", c.device, st.err().message);
+  }
+  void reply(const std::string& route, wire::body b) {
+    wire::envelope e;
+    e.sender = "controller";
+    e.msg = std::move(b);
+    comm::packet p;
+    p.route = route;
+    p.header = wire::encode(e);
+    if (auto st = comm::send_packet(router, std::move(p), true); !st) log->warn("{}", st.err().message);
+  }
+  void retired(int id) {
+    std::string route;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = devices.find(id);
+      if (it == devices.end()) return;
+      route = it->second.route;
+      devices.erase(it);
+    }
+    wire::device_call c;
+    c.op = wire::device_op::retire;
+    c.device = id;
+    post(route, c);
+  }
+  void loop();
+  void handle(comm::packet p);
+  void on_join(const std::string& route, const wire::join_msg& m);
+  void on_leave(const std::string& route, const wire::leave_msg& m);
+};
+
+namespace {
+
+// A device on a node, as the driver and the group supervisors see it.
+struct proxy_state {
+  int id = 0;
+  std::string route;
+  std::shared_ptr<remote_devices::impl> hub;
+  std::uint64_t next_id = 1;
+  std::map<std::uint64_t, std::function<void(const wire::device_call*, std::vector<model::tensor>&, const std::string&)>> pending;
+  caf::actor report_to, migration_sink;
+  static inline const char* name = "remote_device";
+};
+using proxy = caf::stateful_actor<proxy_state>;
+
+void tell(proxy* self, wire::device_call c, const std::vector<model::tensor>& ts = {}) {
+  c.device = self->state.id;
+  self->state.hub->post(self->state.route, c, ts);
+}
+
+// A call with an answer: the promise is kept until the node replies (or the proxy stops,
+// which breaks it: the requester's timeout or error handler sees that).
+template <class T, class Decode>
+caf::result<T> ask(proxy* self, wire::device_call c, const std::vector<model::tensor>& ts, Decode decode) {
+  auto rp = self->make_response_promise<T>();
+  auto& s = self->state;
+  c.id = s.next_id++;
+  s.pending[c.id] = [rp, decode](const wire::device_call* r, std::vector<model::tensor>& got, const std::string& error) mutable {
+    if (!r) return rp.deliver(caf::make_error(caf::sec::runtime_error, error)), void();
+    result<T> v = decode(*r, got);
+    if (!v) return rp.deliver(caf::make_error(caf::sec::runtime_error, v.err().message)), void();
+    rp.deliver(std::move(*v));
+  };
+  tell(self, std::move(c), ts);
+  return rp;
+}
+
+wire::device_call call(wire::device_op op, std::vector<std::int64_t> ints = {}, std::vector<double> reals = {}) {
+  wire::device_call c;
+  c.op = op;
+  c.ints = std::move(ints);
+  c.reals = std::move(reals);
+  return c;
+}
+
+result<bool> acknowledged(const wire::device_call&, std::vector<model::tensor>&) { return true; }
+
+caf::behavior remote_device(proxy* self, int id, std::string route, std::shared_ptr<remote_devices::impl> hub) {
+  self->state.id = id;
+  self->state.route = std::move(route);
+  self->state.hub = hub;
+  self->attach_functor([hub, id] { hub->retired(id); });
+  using op = wire::device_op;
+  return {
+      [=](hold_atom, int layer, const model::layer_copy& replica) -> caf::result<bool> {
+        std::vector<model::tensor> ts;
+        auto c = remote::layer_call(id, layer, -1, id, 0, replica, ts);
+        return ask<bool>(self, std::move(c), ts, acknowledged);
+      },
+      [=](migrate_atom, int layer, int to, const caf::actor&, const comm::link_spec& link,
+          const caf::actor& report_to) -> caf::result<bool> {
+        self->state.migration_sink = report_to;
+        return ask<bool>(self, call(op::migrate, {layer, to}, remote::link_reals(link, {})), {}, acknowledged);
+      },
+      [=](drop_atom, int layer) { tell(self, call(op::drop, {layer})); },
+      [=](speed_atom, double speed) { tell(self, call(op::speed, {}, {speed})); },
+      [=](probe_atom) -> caf::result<double> {
+        return ask<double>(self, call(op::probe), {}, [](const wire::device_call& r, std::vector<model::tensor>&) -> result<double> {
+          if (r.reals.size() != 1) return make_error("bad_call", "a probe reply needs one real");
+          return r.reals[0];
+        });
+      },
+      [=](step_atom, stage_task& task) {
+        self->state.report_to = task.report_to;
+        std::vector<model::tensor> ts;
+        auto c = remote::step_call(task, ts);
+        tell(self, std::move(c), ts);
+      },
+      [=](grads_atom, const std::vector<int>& layers) -> caf::result<device_gradients> {
+        return ask<device_gradients>(self, call(op::gradients, std::vector<std::int64_t>(layers.begin(), layers.end())), {},
+                                     remote::gradients_from);
+      },
+      [=](apply_atom, int layer, const std::vector<model::tensor>& summed, double divisor) -> caf::result<bool> {
+        return ask<bool>(self, call(op::apply, {layer}, {divisor}), summed, acknowledged);
+      },
+      [=](hash_atom, int layer) -> caf::result<std::uint64_t> {
+        return ask<std::uint64_t>(self, call(op::hash, {layer}), {},
+                                  [](const wire::device_call& r, std::vector<model::tensor>&) -> result<std::uint64_t> {
+                                    if (r.ints.size() != 1) return make_error("bad_call", "a hash reply needs one integer");
+                                    return static_cast<std::uint64_t>(r.ints[0]);
+                                  });
+      },
+      [=](copy_atom, int layer) -> caf::result<model::layer_copy> {
+        auto m = self->state.hub->model;
+        return ask<model::layer_copy>(self, call(op::copy, {layer}), {},
+                                      [m](const wire::device_call& r, std::vector<model::tensor>& ts) -> result<model::layer_copy> {
+                                        auto l = remote::layer_from(*m, r, ts);
+                                        if (!l) return l.err();
+                                        return l->replica;
+                                      });
+      },
+      [=](perturb_atom, int layer) { tell(self, call(op::perturb, {layer})); },
+      // From the node: answers, stage reports, arrivals of migrated layers.
+      [=](remote_atom, const wire::device_call& c, std::vector<model::tensor>& ts) {
+        auto& s = self->state;
+        switch (c.op) {
+          case op::reply:
+          case op::error: {
+            auto it = s.pending.find(c.id);
+            if (it == s.pending.end()) return;  // the answer to a call nobody waits for any more
+            auto done = std::move(it->second);
+            s.pending.erase(it);
+            done(c.op == op::reply ? &c : nullptr, ts, "device " + std::to_string(id) + ": " + c.text);
+            return;
+          }
+          case op::stage_report: {
+            auto r = remote::report_from(c);
+            stage_report rep;
+            if (r) {
+              rep = std::move(*r);
+            } else {
+              rep.device = id;
+              rep.error = r.err().message;
+            }
+            if (s.report_to) self->send(s.report_to, std::move(rep));
+            return;
+          }
+          case op::moved:
+            if (c.ints.size() == 4 && s.migration_sink)
+              self->send(s.migration_sink, moved_atom::value, static_cast<int>(c.ints[0]), static_cast<int>(c.ints[1]),
+                         static_cast<int>(c.ints[2]), static_cast<std::size_t>(c.ints[3]));
+            return;
+          default:
+            return;
+        }
+      },
+  };
+}
+
+}  // namespace
+
+void remote_devices::impl::on_join(const std::string& route, const wire::join_msg& m) {
+  wire::welcome_msg w;
+  std::vector<int> ids;
+  std::string problem;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& d : m.devices) {
+      if (!cfg.devices.count(d.id)) problem = "device " + std::to_string(d.id) + " is not in the job's cluster";
+      else if (devices.count(d.id)) problem = "device " + std::to_string(d.id) + " is already hosted by another node";
+      ids.push_back(d.id);
+    }
+  }
+  if (!problem.empty()) {
+    log->warn("node '{}' refused: {}", m.node, problem);
+    w.reason = problem;
+    return reply(route, w);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    nodes[route] = clock::now();
+    for (int id : ids) devices[id] = entry{route, caf::actor{}, false};
+  }
+  w.accepted = true;
+  w.devices = ids;
+  w.model = cfg.model;
+  w.seed = cfg.seed;
+  w.optimizer = cfg.optimizer.kind;
+  w.lr = cfg.optimizer.lr;
+  w.momentum = cfg.optimizer.momentum;
+  w.weight_decay = cfg.optimizer.weight_decay;
+  log->info("node '{}' joined with {} device(s)", m.node, ids.size());
+  reply(route, w);
+}
+
+void remote_devices::impl::on_leave(const std::string& route, const wire::leave_msg& m) {
+  wire::welcome_msg w;
+  std::string problem;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    std::vector<int> ids = m.devices;
+    if (ids.empty())
+      for (const auto& [id, e] : devices)
+        if (e.route == route) ids.push_back(id);
+    for (int id : ids)
+      if (!devices.count(id)) problem = "device " + std::to_string(id) + " is not in the run";
+    if (problem.empty())
+      for (int id : ids) devices[id].leaving = true;
+    w.devices = ids;
+  }
+  if (!problem.empty()) {
+    w.reason = problem;
+    w.devices.clear();
+  } else {
+    w.accepted = true;
+    w.model = cfg.model;
+    w.reason = "leaving after the current step";
+    log->info("'{}' asks devices to leave ({}): {} device(s)", m.node, m.reason, w.devices.size());
+  }
+  reply(route, w);
+}
+
+void remote_devices::impl::handle(comm::packet p) {
+  auto u = remote::unpack(p);
+  if (!u) {
+    log->warn("dropped a message: {}", u.err().message);
+    if (u.err().code == "version") {
+      wire::welcome_msg w;
+      w.reason = u.err().message;
+      reply(p.route, w);
+    }
+    return;
+  }
+  if (const auto* j = std::get_if<wire::join_msg>(&u->env.msg)) return on_join(p.route, *j);
+  if (const auto* l = std::get_if<wire::leave_msg>(&u->env.msg)) return on_leave(p.route, *l);
+  if (std::holds_alternative<wire::heartbeat_msg>(u->env.msg)) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (nodes.count(p.route)) nodes[p.route] = clock::now();
+    return;
+  }
+  auto* c = std::get_if<wire::device_call>(&u->env.msg);
+  if (!c) return log->warn("dropped an unexpected message from a node");
+  using op = wire::device_op;
+  const bool relay = c->op == op::activation || c->op == op::gradient || (c->op == op::hold && c->ints.size() >= 2 && c->ints[1] >= 0);
+  std::lock_guard<std::mutex> lock(mu);
+  if (relay) {
+    // Between devices: on to the target's node, tensor frames as they came.
+    auto it = devices.find(c->device);
+    if (it == devices.end()) return log->warn("dropped a message for device {}, which no node hosts", c->device);
+    p.route = it->second.route;
+    if (auto st = comm::send_packet(router, std::move(p), true); !st) log->warn("{}", st.err().message);
+    return;
+  }
+  const int to = c->op == op::moved && c->ints.size() == 4 ? static_cast<int>(c->ints[1]) : c->device;
+  auto it = devices.find(to);
+  if (it == devices.end() || !it->second.proxy) return log->warn("dropped an answer for device {}, which no node hosts", to);
+  caf::anon_send(it->second.proxy, remote_atom::value, std::move(*c), std::move(u->tensors));
+}
+
+void remote_devices::impl::loop() {
+  auto last_beat = clock::now();
+  auto drain = [&] {
+    while (true) {
+      auto p = comm::recv_packet(pull, true, std::chrono::milliseconds(0));
+      if (!p || !*p) return;
+      if (auto st = comm::send_packet(router, std::move(**p), true); !st) log->warn("{}", st.err().message);
+    }
+  };
+  while (!stopping) {
+    zmq::pollitem_t items[] = {{static_cast<void*>(router), 0, ZMQ_POLLIN, 0}, {static_cast<void*>(pull), 0, ZMQ_POLLIN, 0}};
+    zmq::poll(items, 2, std::chrono::milliseconds(50));
+    if (items[1].revents & ZMQ_POLLIN) drain();
+    if (items[0].revents & ZMQ_POLLIN)
+      while (true) {
+        auto p = comm::recv_packet(router, true, std::chrono::milliseconds(0));
+        if (!p) {
+          log->warn("dropped a message: {}", p.err().message);
+          continue;
+        }
+        if (!*p) break;
+        handle(std::move(**p));
+      }
+    if (clock::now() - last_beat > std::chrono::duration<double>(cfg.heartbeat_s)) {
+      last_beat = clock::now();
+      std::vector<std::string> routes;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        for (const auto& [r, t] : nodes) routes.push_back(r);
+      }
+      for (const auto& r : routes) reply(r, wire::heartbeat_msg{"controller", 0});
+    }
+  }
+  // What the proxies posted last (their devices' retirements) still goes out.
+  const auto until = clock::now() + std::chrono::milliseconds(300);
+  while (clock::now() < until) {
+    zmq::pollitem_t item{static_cast<void*>(pull), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&item, 1, std::chrono::milliseconds(50)) > 0) drain();
+  }
+}
+
+result<std::shared_ptr<remote_devices>> remote_devices::start(caf::actor_system& sys, std::shared_ptr<const model::model_chain> m,
+                                                              remote_config cfg) {
+  if (auto st = comm::check_endpoint(cfg.bind, cfg.allow_remote); !st) return st.err();
+  auto h = std::make_shared<impl>(sys, std::move(m), std::move(cfg));
+  try {
+    h->router.set(zmq::sockopt::linger, 1000);
+    h->router.set(zmq::sockopt::router_mandatory, 0);
+    h->router.bind(h->cfg.bind);
+    h->endpoint = h->router.get(zmq::sockopt::last_endpoint);
+    h->pull.bind("inproc://dynapar-controller-outbox");
+  } catch (const zmq::error_t& e) {
+    return make_error("bind", "cannot listen on " + h->cfg.bind + ": " + e.what());
+  }
+  h->out = std::make_unique<comm::outbox>(h->ctx, "inproc://dynapar-controller-outbox");
+  h->net = std::thread([raw = h.get()] { raw->loop(); });
+  return std::shared_ptr<remote_devices>(new remote_devices(h));
+}
+
+remote_devices::~remote_devices() { stop(); }
+
+void remote_devices::stop() {
+  if (impl_->net.joinable()) {
+    impl_->stopping = true;
+    impl_->net.join();
+  }
+}
+
+bool remote_devices::present(int id) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->devices.find(id);
+  return it != impl_->devices.end() && !it->second.leaving;
+}
+
+caf::actor remote_devices::proxy(int id) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->devices.find(id);
+  if (it == impl_->devices.end()) return {};
+  if (!it->second.proxy) it->second.proxy = impl_->sys.spawn(remote_device, id, it->second.route, impl_);
+  return it->second.proxy;
+}
+
+std::string remote_devices::endpoint() const { return impl_->endpoint; }
+
+std::set<int> remote_devices::present_ids() const {
+  std::set<int> out;
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  for (const auto& [id, e] : impl_->devices)
+    if (!e.leaving) out.insert(id);
+  return out;
+}
+
+}  // namespace dynapar::actors

@@ -1,0 +1,50 @@
+// The controller process's side of node processes (docs/DISTRIBUTED.md). One network thread
+// owns a ZeroMQ ROUTER socket: nodes connect with DEALER sockets and join with their device
+// specs; every device they host gets a proxy actor here that speaks the device actor's
+// messages (actors/messages.hpp) and forwards them as device calls. Activations, gradients
+// and migrating layers between nodes pass through the ROUTER, tensor frames untouched. The
+// driver sees the devices through device_directory, as if they were local.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include "actors/session.hpp"
+#include "model/api.hpp"
+
+namespace dynapar::actors {
+
+struct remote_config {
+  std::string bind = "tcp://127.0.0.1:0";  // port 0: any free port (endpoint() says which)
+  bool allow_remote = false;                // bind beyond loopback
+  double heartbeat_s = 1;                   // to every node, so that nodes notice a dead controller
+  // What a node needs to hold layers: the model it rebuilds itself and the optimizer.
+  std::string model;
+  std::uint64_t seed = 1;
+  model::optimizer_config optimizer;
+  std::set<int> devices;                    // ids a node may bring (the job's cluster)
+};
+
+class remote_devices : public device_directory {
+ public:
+  static result<std::shared_ptr<remote_devices>> start(caf::actor_system& sys, std::shared_ptr<const model::model_chain> m,
+                                                       remote_config cfg);
+  ~remote_devices() override;
+  bool present(int id) const override;
+  caf::actor proxy(int id) override;
+  std::string endpoint() const;
+  std::set<int> present_ids() const;
+  // Stops the network thread after sending what is queued (device retirements included).
+  void stop();
+
+  struct impl;
+
+ private:
+  explicit remote_devices(std::shared_ptr<impl> p) : impl_(std::move(p)) {}
+  std::shared_ptr<impl> impl_;
+};
+
+}  // namespace dynapar::actors

@@ -1,0 +1,203 @@
+#include "actors/remote_protocol.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "wire/codec.hpp"
+
+namespace dynapar::actors::remote {
+namespace {
+
+error bad(const wire::device_call& c, const std::string& why) {
+  return make_error("bad_call", "device call (op " + std::to_string(static_cast<int>(c.op)) + ", device " +
+                                    std::to_string(c.device) + "): " + why);
+}
+
+bool fits_int(std::int64_t v) { return v >= std::numeric_limits<int>::min() && v <= std::numeric_limits<int>::max(); }
+
+}  // namespace
+
+std::string clip(const std::string& s) { return s.size() <= 1000 ? s : s.substr(0, 997) + "..."; }
+
+comm::packet pack(const wire::device_call& c, const std::vector<model::tensor>& tensors, const std::string& sender) {
+  wire::envelope env;
+  env.sender = sender;
+  wire::device_call call = c;
+  comm::packet p;
+  call.tensors.clear();
+  for (const auto& t : tensors) {
+    model::tensor_meta meta;
+    p.blobs.push_back(model::to_blob(t, meta));
+    call.tensors.push_back({meta.dtype, meta.shape});
+  }
+  env.msg = std::move(call);
+  p.header = wire::encode(env);
+  return p;
+}
+
+result<unpacked> unpack(const comm::packet& p) {
+  auto env = wire::decode(p.header.data(), p.header.size());
+  if (!env) return env.err();
+  unpacked out{std::move(*env), {}};
+  const auto* call = std::get_if<wire::device_call>(&out.env.msg);
+  const std::size_t want = call ? call->tensors.size() : 0;
+  if (p.blobs.size() != want)
+    return make_error("malformed", "the message announces " + std::to_string(want) + " tensors but carries " +
+                                       std::to_string(p.blobs.size()) + " data frames");
+  for (std::size_t i = 0; i < want; ++i) {
+    auto t = model::from_blob({call->tensors[i].dtype, call->tensors[i].shape}, p.blobs[i]);
+    if (!t) return make_error(t.err().code, "tensor " + std::to_string(i) + ": " + t.err().message);
+    out.tensors.push_back(std::move(*t));
+  }
+  return out;
+}
+
+std::vector<double> link_reals(const comm::link_spec& a, const comm::link_spec& b) {
+  auto bw = [](double v) { return std::isfinite(v) ? v : 0.0; };
+  return {bw(a.bw), a.lat, bw(b.bw), b.lat};
+}
+
+comm::link_spec link_from(const std::vector<double>& reals, std::size_t at) {
+  comm::link_spec l;
+  if (at + 1 >= reals.size()) return l;
+  l.bw = reals[at] > 0 ? reals[at] : std::numeric_limits<double>::infinity();
+  l.lat = std::max(0.0, reals[at + 1]);
+  return l;
+}
+
+// ints: [step, lo, hi, prev_id, next_id, inputs, targets, then (op, micro) per instruction]
+wire::device_call step_call(const stage_task& t, std::vector<model::tensor>& tensors) {
+  wire::device_call c;
+  c.op = wire::device_op::step;
+  c.ints = {t.step, t.lo, t.hi, t.prev_id, t.next_id, static_cast<std::int64_t>(t.inputs.size()),
+            static_cast<std::int64_t>(t.targets.size())};
+  for (const auto& in : t.program) {
+    c.ints.push_back(static_cast<std::int64_t>(in.kind));
+    c.ints.push_back(in.micro);
+  }
+  c.reals = link_reals(t.to_prev, t.to_next);
+  tensors = t.inputs;
+  tensors.insert(tensors.end(), t.targets.begin(), t.targets.end());
+  return c;
+}
+
+result<stage_task> step_from(const wire::device_call& c, const std::vector<model::tensor>& tensors) {
+  if (c.ints.size() < 7 || (c.ints.size() - 7) % 2 != 0 || c.reals.size() != 4) return bad(c, "a step needs 7 + 2n integers and 4 reals");
+  for (std::size_t i = 1; i < c.ints.size(); ++i)
+    if (!fits_int(c.ints[i])) return bad(c, "an integer out of range");
+  stage_task t;
+  t.step = c.ints[0];
+  t.lo = static_cast<int>(c.ints[1]);
+  t.hi = static_cast<int>(c.ints[2]);
+  t.prev_id = static_cast<int>(c.ints[3]);
+  t.next_id = static_cast<int>(c.ints[4]);
+  const auto n_in = c.ints[5], n_tg = c.ints[6];
+  if (n_in < 0 || n_tg < 0 || static_cast<std::size_t>(n_in + n_tg) != tensors.size())
+    return bad(c, "input and target counts do not match the tensors");
+  if (t.lo < 0 || t.hi <= t.lo) return bad(c, "bad layer range");
+  for (std::size_t i = 7; i < c.ints.size(); i += 2) {
+    const auto k = c.ints[i];
+    if (k < 0 || k > static_cast<std::int64_t>(schedule::op::optimizer_step)) return bad(c, "unknown instruction");
+    t.program.push_back({static_cast<schedule::op>(k), static_cast<int>(c.ints[i + 1])});
+  }
+  t.to_prev = link_from(c.reals, 0);
+  t.to_next = link_from(c.reals, 2);
+  t.inputs.assign(tensors.begin(), tensors.begin() + n_in);
+  t.targets.assign(tensors.begin() + n_in, tensors.end());
+  return t;
+}
+
+// ints: [device, step, messages, then (from, to, transfers) per link]; reals: [compute, wait,
+// loss, then (bytes, busy) per link]; text: the error.
+wire::device_call report_call(const stage_report& r) {
+  wire::device_call c;
+  c.op = wire::device_op::stage_report;
+  c.device = r.device;
+  c.ints = {r.device, r.step, r.messages};
+  c.reals = {r.compute_s, r.wait_s, r.loss_sum};
+  for (const auto& l : r.links) {
+    c.ints.insert(c.ints.end(), {l.from, l.to, l.transfers});
+    c.reals.insert(c.reals.end(), {l.bytes, l.busy_s});
+  }
+  c.text = clip(r.error);
+  return c;
+}
+
+result<stage_report> report_from(const wire::device_call& c) {
+  if (c.ints.size() < 3 || (c.ints.size() - 3) % 3 != 0 || c.reals.size() != 3 + 2 * ((c.ints.size() - 3) / 3))
+    return bad(c, "a stage report needs 3 + 3n integers and 3 + 2n reals");
+  for (std::size_t i = 0; i < c.ints.size(); ++i)
+    if (i != 1 && !fits_int(c.ints[i])) return bad(c, "an integer out of range");
+  stage_report r;
+  r.device = static_cast<int>(c.ints[0]);
+  r.step = c.ints[1];
+  r.messages = static_cast<int>(c.ints[2]);
+  r.compute_s = c.reals[0];
+  r.wait_s = c.reals[1];
+  r.loss_sum = c.reals[2];
+  for (std::size_t k = 0; 3 + 3 * k < c.ints.size(); ++k)
+    r.links.push_back({static_cast<int>(c.ints[3 + 3 * k]), static_cast<int>(c.ints[4 + 3 * k]), c.reals[3 + 2 * k],
+                       c.reals[4 + 2 * k], static_cast<int>(c.ints[5 + 3 * k])});
+  r.error = c.text;
+  return r;
+}
+
+wire::device_call layer_call(int device, int layer, int from, int to, std::size_t bytes, const model::layer_copy& l,
+                             std::vector<model::tensor>& tensors) {
+  wire::device_call c;
+  c.op = wire::device_op::hold;
+  c.device = device;
+  auto w = model::to_wire(l);
+  c.ints = {layer, from, to, static_cast<std::int64_t>(bytes)};
+  c.ints.insert(c.ints.end(), w.layout.begin(), w.layout.end());
+  tensors = std::move(w.tensors);
+  return c;
+}
+
+result<layer_msg> layer_from(const model::model_chain& m, const wire::device_call& c, const std::vector<model::tensor>& tensors) {
+  if (c.ints.size() < 4) return bad(c, "a layer needs 4 integers and its layout");
+  for (int i = 0; i < 3; ++i)
+    if (!fits_int(c.ints[i])) return bad(c, "an integer out of range");
+  if (c.ints[3] < 0) return bad(c, "negative size");
+  layer_msg out{static_cast<int>(c.ints[0]), static_cast<int>(c.ints[1]), static_cast<int>(c.ints[2]),
+                static_cast<std::size_t>(c.ints[3]), nullptr};
+  model::layer_wire w{std::vector<std::int64_t>(c.ints.begin() + 4, c.ints.end()), tensors};
+  auto l = model::from_wire(m, out.layer, w);
+  if (!l) return l.err();
+  out.replica = std::move(*l);
+  return out;
+}
+
+wire::device_call gradients_reply(const device_gradients& g, std::vector<model::tensor>& tensors) {
+  wire::device_call c;
+  c.op = wire::device_op::reply;
+  c.device = g.device;
+  c.ints = {g.device, static_cast<std::int64_t>(g.layers.size())};
+  for (const auto& [l, micro] : g.layers) {
+    c.ints.push_back(l);
+    c.ints.push_back(static_cast<std::int64_t>(micro.size()));
+    c.ints.push_back(micro.empty() ? 0 : static_cast<std::int64_t>(micro.front().size()));
+    for (const auto& m : micro) tensors.insert(tensors.end(), m.begin(), m.end());
+  }
+  return c;
+}
+
+result<device_gradients> gradients_from(const wire::device_call& c, const std::vector<model::tensor>& tensors) {
+  if (c.ints.size() < 2 || !fits_int(c.ints[0]) || c.ints[1] < 0 || c.ints.size() != 2 + 3 * static_cast<std::size_t>(c.ints[1]))
+    return bad(c, "gradients need 2 + 3n integers");
+  device_gradients g{static_cast<int>(c.ints[0]), {}};
+  std::size_t next = 0;
+  for (std::size_t k = 0; k < static_cast<std::size_t>(c.ints[1]); ++k) {
+    const auto l = c.ints[2 + 3 * k], micro = c.ints[3 + 3 * k], per = c.ints[4 + 3 * k];
+    if (!fits_int(l) || micro < 0 || per < 0 || micro * per > static_cast<std::int64_t>(tensors.size() - next))
+      return bad(c, "gradient counts do not match the tensors");
+    std::vector<std::vector<model::tensor>> parts(static_cast<std::size_t>(micro));
+    for (auto& p : parts)
+      for (std::int64_t i = 0; i < per; ++i) p.push_back(tensors[next++]);
+    g.layers.emplace_back(static_cast<int>(l), std::move(parts));
+  }
+  if (next != tensors.size()) return bad(c, "more tensors than the gradient counts say");
+  return g;
+}
+
+}  // namespace dynapar::actors::remote

@@ -1,0 +1,55 @@
+// One message between processes: a header (Cap'n Proto bytes, runtime/wire) and data frames
+// (tensor bytes), each its own ZeroMQ frame. Data frames are sent without a copy (ZeroMQ keeps
+// the blob's owner until the bytes are out) and received without one (the blob owns the
+// frame). On a ROUTER socket `route` is the peer's identity frame.
+#pragma once
+
+#include <chrono>
+#include <mutex>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "common/blob.hpp"
+#include "common/result.hpp"
+
+namespace dynapar::comm {
+
+struct packet {
+  std::string route;
+  std::vector<std::uint8_t> header;
+  std::vector<blob> blobs;
+};
+
+struct packet_limits {
+  std::size_t max_frames = 4096;      // header + data frames
+  std::size_t max_bytes = 1u << 30;   // all frames together
+};
+
+status send_packet(zmq::socket_t& s, packet p, bool routed);
+// Waits up to `wait` (0: does not wait). Nothing: no message within the wait. A message
+// with too many frames or bytes is read to its end and reported as an error.
+result<std::optional<packet>> recv_packet(zmq::socket_t& s, bool routed, std::chrono::milliseconds wait,
+                                          const packet_limits& limits = {});
+
+// Many threads post packets; one network thread owns the real sockets (ZeroMQ sockets are not
+// thread-safe) and reads what was posted from an inproc PULL socket bound at `address`
+// (before the outbox connects). The route travels as the first frame.
+class outbox {
+ public:
+  outbox(zmq::context_t& ctx, const std::string& address);
+  status post(packet p);
+
+ private:
+  std::mutex mu_;
+  zmq::socket_t push_;
+};
+
+// Endpoints: tcp://HOST:PORT. A host other than loopback must be allowed explicitly, so that
+// nothing is reachable from other machines by accident.
+status check_endpoint(const std::string& endpoint, bool allow_remote);
+
+}  // namespace dynapar::comm

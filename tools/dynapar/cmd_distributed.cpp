@@ -1,0 +1,252 @@
+// `dynapar controller`, `dynapar node` and `dynapar launch`: the same training as `dynapar
+// train`, with the devices in node processes (docs/DISTRIBUTED.md). The controller process
+// holds the driver, the controller actor and a proxy per remote device; nodes host the
+// device actors. `launch --local N` is the controller plus N node processes on loopback.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <caf/all.hpp>
+
+#include "actors/node_host.hpp"
+#include "actors/remote_devices.hpp"
+#include "actors/session.hpp"
+#include "cli_util.hpp"
+#include "commands.hpp"
+#include "logging/logging.hpp"
+#include "sim/world.hpp"
+#include "train_job.hpp"
+
+namespace dynapar::cli {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+struct controller_options {
+  train_options train;
+  std::string bind = "tcp://127.0.0.1:5555";
+  bool allow_remote = false;
+  double wait_s = 60;       // for the devices that start the run
+  int local_nodes = 0;      // launch: node processes to start
+};
+
+// Node processes started by `launch`: stopped (SIGTERM, then SIGKILL) if still there at the end.
+struct children {
+  std::vector<pid_t> pids;
+  std::string failed;  // a node that exited with an error
+  void poll() {
+    for (auto& p : pids) {
+      int st = 0;
+      if (p > 0 && waitpid(p, &st, WNOHANG) == p) {
+        if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0) && failed.empty()) failed = "node process " + std::to_string(p) + " failed";
+        p = -1;
+      }
+    }
+  }
+  void finish(double grace_s) {
+    const auto until = clock::now() + std::chrono::duration<double>(grace_s);
+    while (clock::now() < until) {
+      poll();
+      bool any = false;
+      for (auto p : pids) any = any || p > 0;
+      if (!any) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    for (auto p : pids)
+      if (p > 0) {
+        kill(p, SIGKILL);
+        waitpid(p, nullptr, 0);
+      }
+  }
+};
+
+pid_t start_node(const std::string& endpoint, const std::string& name, const std::vector<int>& devices) {
+  std::vector<std::string> args = {"dynapar", "node", "--controller", endpoint, "--name", name};
+  for (int d : devices) {
+    args.push_back("--device");
+    args.push_back(std::to_string(d));
+  }
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  execv("/proc/self/exe", argv.data());
+  _exit(127);
+}
+
+// Devices the emulated cluster has available at slot 0: the run starts when nodes host them.
+std::set<int> starting_devices(const prepared_job& p) {
+  std::set<int> ids;
+  sim::world w(p.settings.emulated);
+  for (const auto& d : w.at(0).devices)
+    if (d.available) ids.insert(d.id);
+  return ids;
+}
+
+std::string list(const std::set<int>& ids) {
+  std::ostringstream o;
+  for (int id : ids) o << (o.tellp() > 0 ? ", " : "") << id;
+  return o.str();
+}
+
+result<actors::train_outcome> train_remote(prepared_job& p, const actors::train_callbacks& cb, const controller_options& o) {
+  auto log = logging::get("controller");
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", static_cast<std::size_t>(2));
+  cfg.set("scheduler.policy", caf::atom("sharing"));
+  caf::actor_system sys{cfg};
+  actors::remote_config rc;
+  rc.bind = o.bind;
+  rc.allow_remote = o.allow_remote;
+  rc.model = p.job.model;
+  rc.seed = p.job.seed;
+  rc.optimizer = p.settings.optimizer;
+  for (const auto& d : p.cluster.devices) rc.devices.insert(d.id);
+  auto remote = actors::remote_devices::start(sys, p.model, rc);
+  if (!remote) return remote.err();
+  log->info("listening on {}", (*remote)->endpoint());
+  children kids;
+  if (o.local_nodes > 0) {
+    // The job's devices round-robin over the nodes.
+    std::vector<std::vector<int>> per(o.local_nodes);
+    int k = 0;
+    for (int id : rc.devices) per[k++ % o.local_nodes].push_back(id);
+    for (int n = 0; n < o.local_nodes; ++n)
+      if (!per[n].empty()) kids.pids.push_back(start_node((*remote)->endpoint(), "node-" + std::to_string(n), per[n]));
+  }
+  const auto need = starting_devices(p);
+  const auto until = clock::now() + std::chrono::duration<double>(o.wait_s);
+  log->info("waiting for nodes hosting devices {}", list(need));
+  while (true) {
+    const auto have = (*remote)->present_ids();
+    std::set<int> missing;
+    for (int id : need)
+      if (!have.count(id)) missing.insert(id);
+    if (missing.empty()) break;
+    kids.poll();
+    if (!kids.failed.empty()) {
+      kids.finish(0);
+      return make_error("node_failed", kids.failed + " before training started");
+    }
+    if (clock::now() > until) {
+      kids.finish(0);
+      return make_error("no_nodes", "no node hosts device(s) " + list(missing) + " after " + std::to_string(o.wait_s) +
+                                        " s (start them with: dynapar node --controller " + (*remote)->endpoint() + " --device ID)");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  actors::cluster_actors a;
+  a.remote = *remote;
+  auto out = actors::train(sys, a, *p.model, p.train_set, p.settings, cb);
+  // The driver stopped every proxy: their nodes are told to retire their devices.
+  sys.await_all_actors_done();
+  (*remote)->stop();
+  kids.finish(10);
+  if (out && !kids.failed.empty()) log->warn("{}", kids.failed);
+  return out;
+}
+
+std::atomic<bool> leave_requested{false};
+void on_signal(int) { leave_requested = true; }
+
+struct node_options {
+  actors::node_config node;
+  std::vector<std::string> devices;
+  bool leave = false;
+};
+
+// --device ID or ID:NAME. Speeds, prices and links come from the job: the node names which
+// of the job's devices it hosts.
+result<std::vector<planner::device_spec>> parse_devices(const std::vector<std::string>& specs) {
+  std::vector<planner::device_spec> out;
+  for (const auto& s : specs) {
+    const auto colon = s.find(':');
+    const auto id = s.substr(0, colon);
+    if (id.empty() || id.size() > 9 || id.find_first_not_of("0123456789") != std::string::npos)
+      return make_error("bad_device", "--device '" + s + "': expected a device id of the job (ID or ID:NAME)");
+    planner::device_spec d;
+    d.id = std::stoi(id);
+    d.name = colon == std::string::npos ? "device-" + id : s.substr(colon + 1);
+    out.push_back(d);
+  }
+  return out;
+}
+
+int node_main(node_options o) {
+  auto devs = parse_devices(o.devices);
+  if (!devs) return report(devs.err());
+  if (o.leave) {
+    std::vector<int> ids;
+    for (const auto& d : *devs) ids.push_back(d.id);
+    if (auto st = actors::request_leave(o.node.controller, ids, o.node.connect_timeout_s, o.node.allow_remote); !st)
+      return report(st.err());
+    std::cout << "leave accepted: the devices leave after the current step\n";
+    return exit_ok;
+  }
+  o.node.devices = *devs;
+  model::set_threads(1);
+  signal(SIGTERM, on_signal);
+  signal(SIGINT, on_signal);
+  auto r = actors::run_node(o.node, leave_requested);
+  if (!r) return report(r.err());
+  return exit_ok;
+}
+
+void add_controller_flags(CLI::App* sub, controller_options& o) {
+  sub->add_option("job", o.train.job, "Job YAML (docs/FORMATS.md)")->required();
+  sub->add_option("--out", o.train.out, "Directory for metrics.jsonl, plans.jsonl and summary.json");
+  sub->add_flag("--verify", o.train.verify, "Also run the job on one plain device and report reference_max_rel_diff");
+  sub->add_option("--steps", o.train.steps, "Override the job's length")->check(CLI::Range(1, 100000000));
+  sub->add_option("--wait-s", o.wait_s, "Seconds to wait for the nodes hosting the starting devices (default 60)")
+      ->check(CLI::Range(0.1, 86400.0));
+}
+
+}  // namespace
+
+void add_distributed(CLI::App& app, runner& run) {
+  auto c = std::make_shared<controller_options>();
+  c->train.out = "out/controller";
+  auto* ctl = app.add_subcommand("controller", "Train a job whose devices are hosted by `dynapar node` processes");
+  add_controller_flags(ctl, *c);
+  ctl->add_option("--bind", c->bind, "ZeroMQ endpoint to listen on (default tcp://127.0.0.1:5555)");
+  ctl->add_flag("--allow-remote", c->allow_remote, "Allow an address beyond loopback");
+  ctl->callback([c, &run] {
+    run = [c] { return train_main(c->train, [c](prepared_job& p, const actors::train_callbacks& cb) { return train_remote(p, cb, *c); }); };
+  });
+
+  auto l = std::make_shared<controller_options>();
+  l->train.out = "out/launch";
+  l->bind = "tcp://127.0.0.1:0";
+  auto* launch = app.add_subcommand("launch", "Start a controller and N node processes on loopback and train the job");
+  add_controller_flags(launch, *l);
+  launch->add_option("--local", l->local_nodes, "Node processes to start; the job's devices go round-robin to them")
+      ->required()
+      ->check(CLI::Range(1, 64));
+  launch->callback([l, &run] {
+    run = [l] { return train_main(l->train, [l](prepared_job& p, const actors::train_callbacks& cb) { return train_remote(p, cb, *l); }); };
+  });
+
+  auto n = std::make_shared<node_options>();
+  auto* node = app.add_subcommand("node", "Host devices for a controller (SIGTERM: leave after the current step)");
+  node->add_option("--controller", n->node.controller, "The controller's endpoint, tcp://HOST:PORT")->required();
+  node->add_option("--device", n->devices, "A device of the job this node hosts: ID or ID:NAME (repeatable)")->required();
+  node->add_option("--name", n->node.name, "Unique node name (default node-PID)");
+  node->add_flag("--leave", n->leave, "Ask the controller to retire these devices after the current step, then exit");
+  node->add_flag("--allow-remote", n->node.allow_remote, "Allow a controller beyond loopback");
+  node->add_option("--connect-timeout-s", n->node.connect_timeout_s, "Seconds to wait for the controller's answer (default 10)")
+      ->check(CLI::Range(0.1, 3600.0));
+  node->add_option("--controller-timeout-s", n->node.controller_timeout_s,
+                   "Seconds of silence from the controller before the node gives up (default 10)")
+      ->check(CLI::Range(0.5, 86400.0));
+  node->callback([n, &run] { run = [n] { return node_main(*n); }; });
+}
+
+}  // namespace dynapar::cli

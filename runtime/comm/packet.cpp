@@ -87,7 +87,7 @@ status check_endpoint(const std::string& endpoint, bool allow_remote) {
   if (port != "*" && std::stoi(port) > 65535) return make_error("bad_endpoint", "'" + endpoint + "': port out of range");
   const bool loopback = host == "localhost" || host.rfind("127.", 0) == 0 || host == "[::1]";
   if (!loopback && !allow_remote)
-    return make_error("not_loopback", "'" + endpoint + "' is reachable beyond this machine; pass --allow-remote to allow it");
+    return make_error("bad_endpoint", "'" + endpoint + "' is reachable beyond this machine; pass --allow-remote to allow it");
   return ok_status();
 }
 

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <iostream>
@@ -19,6 +20,7 @@
 #include "actors/remote_devices.hpp"
 #include "actors/session.hpp"
 #include "cli_util.hpp"
+#include "comm/packet.hpp"
 #include "commands.hpp"
 #include "logging/logging.hpp"
 #include "sim/world.hpp"
@@ -34,7 +36,9 @@ struct controller_options {
   std::string bind = "tcp://127.0.0.1:5555";
   bool allow_remote = false;
   double wait_s = 60;       // for the devices that start the run
+  int min_devices = 0;      // start with this many of them (0: all)
   int local_nodes = 0;      // launch: node processes to start
+  std::vector<int> local_devices;  // launch: the devices they host (empty: the job's)
 };
 
 // Node processes started by `launch`: stopped (SIGTERM, then SIGKILL) if still there at the end.
@@ -118,19 +122,21 @@ result<actors::train_outcome> train_remote(prepared_job& p, const actors::train_
     // The job's devices round-robin over the nodes.
     std::vector<std::vector<int>> per(o.local_nodes);
     int k = 0;
-    for (int id : rc.devices) per[k++ % o.local_nodes].push_back(id);
+    for (int id : rc.devices)
+      if (o.local_devices.empty() || std::count(o.local_devices.begin(), o.local_devices.end(), id)) per[k++ % o.local_nodes].push_back(id);
     for (int n = 0; n < o.local_nodes; ++n)
       if (!per[n].empty()) kids.pids.push_back(start_node((*remote)->endpoint(), "node-" + std::to_string(n), per[n]));
   }
   const auto need = starting_devices(p);
+  const std::size_t enough = o.min_devices > 0 ? std::min<std::size_t>(o.min_devices, need.size()) : need.size();
   const auto until = clock::now() + std::chrono::duration<double>(o.wait_s);
-  log->info("waiting for nodes hosting devices {}", list(need));
+  log->info("waiting for nodes hosting {} of devices {}", enough, list(need));
   while (true) {
     const auto have = (*remote)->present_ids();
     std::set<int> missing;
     for (int id : need)
       if (!have.count(id)) missing.insert(id);
-    if (missing.empty()) break;
+    if (need.size() - missing.size() >= enough) break;
     kids.poll();
     if (!kids.failed.empty()) {
       kids.finish(0);
@@ -155,7 +161,20 @@ result<actors::train_outcome> train_remote(prepared_job& p, const actors::train_
 }
 
 std::atomic<bool> leave_requested{false};
-void on_signal(int) { leave_requested = true; }
+
+// SIGTERM and SIGINT ask the node to leave. They are blocked in every thread (so that no
+// ZeroMQ or CAF call is interrupted) and taken by one thread that only waits for them.
+void leave_on_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::thread([set] {
+    int sig = 0;
+    while (sigwait(&set, &sig) == 0) leave_requested = true;
+  }).detach();
+}
 
 struct node_options {
   actors::node_config node;
@@ -193,8 +212,7 @@ int node_main(node_options o) {
   }
   o.node.devices = *devs;
   model::set_threads(1);
-  signal(SIGTERM, on_signal);
-  signal(SIGINT, on_signal);
+  leave_on_signals();
   auto r = actors::run_node(o.node, leave_requested);
   if (!r) return report(r.err());
   return exit_ok;
@@ -207,6 +225,10 @@ void add_controller_flags(CLI::App* sub, controller_options& o) {
   sub->add_option("--steps", o.train.steps, "Override the job's length")->check(CLI::Range(1, 100000000));
   sub->add_option("--wait-s", o.wait_s, "Seconds to wait for the nodes hosting the starting devices (default 60)")
       ->check(CLI::Range(0.1, 86400.0));
+  sub->add_option("--min-devices", o.min_devices,
+                  "Start once nodes host this many of the devices available at slot 0 (default all); the others join when their nodes come")
+      ->check(CLI::Range(1, 100000));
+  sub->add_flag("--allow-remote", o.allow_remote, "Allow a --bind address beyond loopback");
 }
 
 }  // namespace
@@ -217,9 +239,12 @@ void add_distributed(CLI::App& app, runner& run) {
   auto* ctl = app.add_subcommand("controller", "Train a job whose devices are hosted by `dynapar node` processes");
   add_controller_flags(ctl, *c);
   ctl->add_option("--bind", c->bind, "ZeroMQ endpoint to listen on (default tcp://127.0.0.1:5555)");
-  ctl->add_flag("--allow-remote", c->allow_remote, "Allow an address beyond loopback");
   ctl->callback([c, &run] {
-    run = [c] { return train_main(c->train, [c](prepared_job& p, const actors::train_callbacks& cb) { return train_remote(p, cb, *c); }); };
+    run = [c] {
+      // Refused before the job is loaded: a bad address should not cost a profiling run.
+      if (auto st = comm::check_endpoint(c->bind, c->allow_remote); !st) return report(st.err());
+      return train_main(c->train, [c](prepared_job& p, const actors::train_callbacks& cb) { return train_remote(p, cb, *c); });
+    };
   });
 
   auto l = std::make_shared<controller_options>();
@@ -230,8 +255,13 @@ void add_distributed(CLI::App& app, runner& run) {
   launch->add_option("--local", l->local_nodes, "Node processes to start; the job's devices go round-robin to them")
       ->required()
       ->check(CLI::Range(1, 64));
+  launch->add_option("--bind", l->bind, "Endpoint for the nodes, so that more can join (default tcp://127.0.0.1:0, any free port)");
+  launch->add_option("--devices", l->local_devices, "The job's devices the local nodes host (default all)")->delimiter(',');
   launch->callback([l, &run] {
-    run = [l] { return train_main(l->train, [l](prepared_job& p, const actors::train_callbacks& cb) { return train_remote(p, cb, *l); }); };
+    run = [l] {
+      if (auto st = comm::check_endpoint(l->bind, l->allow_remote); !st) return report(st.err());
+      return train_main(l->train, [l](prepared_job& p, const actors::train_callbacks& cb) { return train_remote(p, cb, *l); });
+    };
   });
 
   auto n = std::make_shared<node_options>();

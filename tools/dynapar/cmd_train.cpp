@@ -62,7 +62,7 @@ int train_main(const train_options& o, const train_fn& how) {
                   {"joined", r.joined},
                   {"left", r.left}}
                  .dump()
-          << "\n";
+          << "\n" << std::flush;  // followed live (tests/cli/launch_elastic.sh)
     if (r.step > 0) {
       if (tty) std::cerr << "\n";
       log->info("step {}: new plan {} ({} layers moved, {:.1f} MB): {}", r.step, planner::describe(r.plan), r.layers_moved,
@@ -77,7 +77,7 @@ int train_main(const train_options& o, const train_fn& how) {
                     {"pipeline_s", r.pipeline_s}, {"sync_s", r.sync_s}, {"migration_s", r.migration_s},
                     {"bytes_migrated", r.bytes_migrated}, {"cost", r.cost}, {"stages", stages}}
                    .dump()
-            << "\n";
+            << "\n" << std::flush;
     if (tty && (r.step % 10 == 0 || r.step + 1 == steps)) {
       const int width = 30, filled = static_cast<int>(width * (r.step + 1) / steps);
       std::cerr << "\r[" << std::string(filled, '#') << std::string(width - filled, '.') << "] step " << r.step + 1 << "/" << steps

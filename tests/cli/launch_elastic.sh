@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# `dynapar launch --local 3` over node processes while they come and go: a fourth node joins
+# during the run (device 3), device 1 is then retired with `dynapar node --leave`, and then the
+# fourth node leaves on SIGTERM. The run must still equal one device (--verify), lose no sample, and no plan may use
+# a device before its node joined or after it left.
+set -euo pipefail
+bin="$1" job="$2" out="$3"
+rm -rf "$out" && mkdir -p "$out"
+port=$((20000 + ($$ % 20000)))
+ep="tcp://127.0.0.1:$port"
+steps() { [ -f "$out/run/metrics.jsonl" ] && wc -l < "$out/run/metrics.jsonl" || echo 0; }
+# Waits (up to 120 s) until plans.jsonl has a plan in which device $2 is in the list $1
+# ("joined" or "left"): each change is made only once the previous one has taken effect.
+wait_plan() {
+  for _ in $(seq 1200); do
+    [ -f "$out/run/plans.jsonl" ] && /usr/bin/python3 -c '
+import json, sys
+sys.exit(0 if any(int(sys.argv[2]) in json.loads(l)[sys.argv[1]] for l in open(sys.argv[3])) else 1)' "$1" "$2" "$out/run/plans.jsonl" && return 0
+    sleep 0.1
+  done
+  echo "no plan with device $2 $1 (the run is at step $(steps))" >&2; return 1
+}
+"$bin" launch --local 3 --devices 0,1,2 --min-devices 3 --bind "$ep" "$job" --verify --out "$out/run" > "$out/summary.out" 2> "$out/launch.log" &
+launch=$!
+node3=""
+trap 'kill $launch $node3 2>/dev/null || true' EXIT
+for _ in $(seq 1200); do [ "$(steps)" -ge 4 ] && break; sleep 0.1; done
+"$bin" node --controller "$ep" --device 3 --name late-node --connect-timeout-s 60 2> "$out/node3.log" &
+node3=$!
+wait_plan joined 3
+"$bin" node --controller "$ep" --leave --device 1
+wait_plan left 1
+kill -TERM "$node3"
+wait "$node3"
+wait "$launch"
+/usr/bin/python3 - "$out/run" <<'PY'
+import json, sys
+d = sys.argv[1]
+s = json.load(open(d + "/summary.json"))
+assert s["reference_max_rel_diff"] <= 1e-4, s["reference_max_rel_diff"]
+assert s["samples_lost"] == 0 and s["samples_duplicated"] == 0, s
+assert s["joins"] == 1 and s["leaves"] == 2, s
+plans = [json.loads(l) for l in open(d + "/plans.jsonl")]
+used = lambda p, dev: any(dev in g["devices"] for g in p["plan"]["groups"])
+joined3 = [p["step"] for p in plans if 3 in p["joined"]]
+left1 = [p["step"] for p in plans if 1 in p["left"]]
+left3 = [p["step"] for p in plans if 3 in p["left"]]
+assert joined3 and left1 and left3, plans
+assert 0 < joined3[0] < left1[0] < left3[0] < s["steps"], (joined3, left1, left3)
+for p in plans:
+    if p["step"] < joined3[0] or p["step"] >= left3[0]:
+        assert not used(p, 3), p
+    if p["step"] >= left1[0]:
+        assert not used(p, 1), p
+print("ok: diff", s["reference_max_rel_diff"], "joins", s["joins"], "leaves", s["leaves"], "replans", s["replans"])
+PY

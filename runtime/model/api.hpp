@@ -82,6 +82,8 @@ double accuracy(const std::vector<layer_copy>& layers, const data::dataset& d);
 // Largest difference between two models, per tensor max|a - b| / max|b|.
 double max_rel_diff(const std::vector<layer_copy>& a, const std::vector<layer_copy>& b);
 void set_threads(int intra_op);
+// A float32 tensor of n elements, all `value` (benchmarks).
+tensor filled_tensor(std::int64_t n, float value);
 // A fixed piece of LibTorch work (small matrix products, ~ a millisecond here); returns its
 // seconds. A joining device runs it at its speed so the controller starts from a measured
 // speed (this machine's time over the device's), not from a configured one.

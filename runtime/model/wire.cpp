@@ -18,6 +18,8 @@ constexpr std::int64_t max_dims = 8, max_elements = std::int64_t{1} << 34;
 
 }  // namespace
 
+tensor filled_tensor(std::int64_t n, float value) { return box(torch::full({n}, value)); }
+
 blob to_blob(const tensor& t, tensor_meta& meta) {
   meta = {};
   torch::Tensor c = t->t.contiguous();

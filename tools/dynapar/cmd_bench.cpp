@@ -213,6 +213,7 @@ void add_bench(CLI::App& app, runner& run) {
   tr->add_flag("--json", t->json, "Print one JSON object");
   tr->callback([t, &run] { run = [t] { return bench_train(*t); }; });
   add_bench_runtime(*bench, run);
+  add_bench_wire(*bench, run);
 }
 
 }  // namespace dynapar::cli

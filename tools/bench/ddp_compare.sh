@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# docs/BENCHMARKS.md, "Processes": side by side in one run, in alternating rounds,
+#  - the same plan in one process (dynapar train) and in 3 processes (dynapar launch --local 3);
+#  - dynapar over 3 processes against PyTorch DDP (Gloo, 3 processes, tools/bench/ddp_peer.py)
+#    on the same CNN, batch and optimizer: homogeneous, and with one process at 1/4 speed.
+# Step times are means over steps 10.. of each run (the first steps warm up).
+# Usage: tools/bench/ddp_compare.sh [ROUNDS] [OUT]   (from the repository root, after a build)
+set -euo pipefail
+rounds=${1:-3}
+out=${2:-out/bench_ddp}
+bin=build/bin/dynapar
+mkdir -p "$out"
+export OPENBLAS_NUM_THREADS=1
+steady() {  # mean time_s of metrics.jsonl from step 10
+  /usr/bin/python3 -c '
+import json, sys
+t = [json.loads(l)["time_s"] for l in open(sys.argv[1])][10:]
+print(sum(t) / len(t))' "$1/metrics.jsonl"
+}
+ddp() { /usr/bin/python3 tools/bench/ddp_peer.py --procs 3 --batch 96 --steps 200 "$@" 2>/dev/null |
+        /usr/bin/python3 -c 'import json, sys; print(json.loads(sys.stdin.readlines()[-1])["mean_step_s"])'; }
+: > "$out/rows.txt"
+for r in $(seq "$rounds"); do
+  "$bin" train examples/jobs/bench/ddp3.yaml --out "$out/one" > /dev/null 2>&1
+  "$bin" launch --local 3 examples/jobs/bench/ddp3.yaml --out "$out/three" > /dev/null 2>&1
+  "$bin" launch --local 3 examples/jobs/bench/ddp3_slow.yaml --out "$out/slow" > /dev/null 2>&1
+  echo "$r one_process $(steady "$out/one")" >> "$out/rows.txt"
+  echo "$r three_processes $(steady "$out/three")" >> "$out/rows.txt"
+  echo "$r ddp $(ddp)" >> "$out/rows.txt"
+  echo "$r dynapar_slow $(steady "$out/slow")" >> "$out/rows.txt"
+  echo "$r ddp_slow $(ddp --slow 2:0.25)" >> "$out/rows.txt"
+done
+/usr/bin/python3 - "$out/rows.txt" <<'PY'
+import collections, statistics, sys
+rows = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    _, k, v = line.split()
+    rows[k].append(float(v))
+m = {k: statistics.median(v) for k, v in rows.items()}
+for k in ["one_process", "three_processes", "ddp", "dynapar_slow", "ddp_slow"]:
+    print(f"{k:16s} median step {m[k] * 1e3:7.1f} ms  runs " + ", ".join(f"{v * 1e3:.1f}" for v in rows[k]))
+print(f"3 processes / 1 process, same plan (step time): {m['three_processes'] / m['one_process']:.3f}")
+print(f"throughput dynapar / DDP, homogeneous:           {m['ddp'] / m['three_processes']:.3f}")
+print(f"throughput dynapar / DDP, one process at 1/4:    {m['ddp_slow'] / m['dynapar_slow']:.3f}")
+PY

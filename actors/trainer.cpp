@@ -256,8 +256,12 @@ void driver::retire_leavers() {
       ++it;
       continue;
     }
-    self_->send_exit(actors_.devices.at(*it), caf::exit_reason::user_shutdown);
-    actors_.devices.erase(*it);
+    // A device its node still hosts left only in the emulated dynamics: its proxy stays, so
+    // that it can come back. Otherwise its actor (or its node's device) is retired.
+    if (!actors_.remote || !actors_.remote->present(*it)) {
+      self_->send_exit(actors_.devices.at(*it), caf::exit_reason::user_shutdown);
+      actors_.devices.erase(*it);
+    }
     it = leaving_.erase(it);
   }
 }

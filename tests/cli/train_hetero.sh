@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # `dynapar train JOB --verify` with online re-planning, a slowdown, a join and a leave: the run
 # must equal the single-device run, and the outputs must record every plan with its reason.
+# With a fourth argument N: the same through `dynapar launch --local N` (node processes).
 set -euo pipefail
-"$1" train "$2" --verify --out "$3" > /dev/null
+if [ $# -ge 4 ]; then
+  "$1" launch --local "$4" "$2" --verify --out "$3" > /dev/null
+else
+  "$1" train "$2" --verify --out "$3" > /dev/null
+fi
 /usr/bin/python3 - "$3" <<'PY'
 import json, sys
 d = sys.argv[1]

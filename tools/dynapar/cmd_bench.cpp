@@ -214,6 +214,7 @@ void add_bench(CLI::App& app, runner& run) {
   tr->callback([t, &run] { run = [t] { return bench_train(*t); }; });
   add_bench_runtime(*bench, run);
   add_bench_wire(*bench, run);
+  add_bench_sum(*bench, run);
 }
 
 }  // namespace dynapar::cli

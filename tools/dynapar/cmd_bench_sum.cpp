@@ -1,0 +1,206 @@
+// `dynapar bench sum`: the cross-group gradient sum between processes, two ways, in one run:
+//  - dynapar's: every holder sends its gradient to the controller over ZeroMQ (tensor
+//    frames), the controller adds them in rank order (the order that keeps runs bit-exact)
+//    and sends the sum back to each;
+//  - LibTorch's c10d Gloo ring all-reduce among the same processes.
+// Worker processes are this binary (`bench sum-worker`); each size and backend gets fresh ones.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+
+#include "actors/remote_protocol.hpp"
+#include "cli_util.hpp"
+#include "commands.hpp"
+#include "model/collective.hpp"
+
+namespace dynapar::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using clock = std::chrono::steady_clock;
+
+struct sum_options {
+  int procs = 3;
+  std::vector<double> sizes_kib = {64, 1664, 16384};  // 1664 KiB: the CNN's gradients
+  int iters = 30;
+};
+
+struct worker_options {
+  std::string backend, store, endpoint, out;
+  int rank = 0, world = 1, iters = 30;
+  std::size_t bytes = 0;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// The ZeroMQ side of a worker: send the gradient, wait for the sum, time the round.
+result<std::vector<double>> zmq_rounds(const worker_options& o) {
+  zmq::context_t ctx{1};
+  zmq::socket_t s(ctx, zmq::socket_type::dealer);
+  s.set(zmq::sockopt::routing_id, "rank-" + std::to_string(o.rank));
+  s.set(zmq::sockopt::linger, 0);
+  s.connect(o.endpoint);
+  const auto g = model::filled_tensor(static_cast<std::int64_t>(o.bytes / 4), static_cast<float>(o.rank + 1));
+  wire::device_call c;
+  c.op = wire::device_op::gradients;
+  c.device = o.rank;
+  std::vector<double> times;
+  for (int i = 0; i < o.iters + 3; ++i) {
+    const auto t0 = clock::now();
+    if (auto st = comm::send_packet(s, actors::remote::pack(c, {g}), false); !st) return st.err();
+    auto p = comm::recv_packet(s, false, std::chrono::milliseconds(30000));
+    if (!p) return p.err();
+    if (!*p) return make_error("bench", "no sum within 30 s");
+    auto u = actors::remote::unpack(**p);
+    if (!u || u->tensors.size() != 1 || model::bytes(u->tensors[0]) != o.bytes) return make_error("bench", "a wrong sum came back");
+    if (i >= 3) times.push_back(std::chrono::duration<double>(clock::now() - t0).count());
+  }
+  return times;
+}
+
+int worker_main(const worker_options& o) {
+  model::set_threads(1);
+  auto times = o.backend == "gloo" ? model::gloo_allreduce_times(o.store, o.rank, o.world, o.bytes / 4, o.iters) : zmq_rounds(o);
+  if (!times) return report(times.err());
+  if (o.rank == 0) std::ofstream(o.out) << median(*times) << "\n";
+  return exit_ok;
+}
+
+pid_t spawn_worker(const worker_options& o) {
+  std::vector<std::string> args = {"dynapar", "bench", "sum-worker", "--backend", o.backend, "--rank", std::to_string(o.rank),
+                                   "--world", std::to_string(o.world), "--bytes", std::to_string(o.bytes), "--iters",
+                                   std::to_string(o.iters), "--store", o.store, "--endpoint", o.endpoint, "--out", o.out};
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  execv("/proc/self/exe", argv.data());
+  _exit(127);
+}
+
+bool wait_all(const std::vector<pid_t>& pids) {
+  bool ok = true;
+  for (pid_t p : pids) {
+    int st = 0;
+    waitpid(p, &st, 0);
+    ok = ok && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+  }
+  return ok;
+}
+
+// The controller's side of dynapar's sum: gather one gradient per rank, add in rank order,
+// send the sum to each.
+status central_sums(zmq::socket_t& router, int world, int rounds) {
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<std::pair<std::string, model::tensor>> got;
+    while (static_cast<int>(got.size()) < world) {
+      auto p = comm::recv_packet(router, true, std::chrono::milliseconds(60000));
+      if (!p) return p.err();
+      if (!*p) return make_error("bench", "a worker sent nothing for 60 s");
+      auto u = actors::remote::unpack(**p);
+      if (!u || u->tensors.size() != 1) return make_error("bench", "a malformed gradient");
+      got.emplace_back((*p)->route, u->tensors[0]);
+    }
+    std::sort(got.begin(), got.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<std::vector<model::tensor>> parts;
+    for (const auto& [route, t] : got) parts.push_back({t});
+    const auto sum = model::sum(parts);
+    wire::device_call c;
+    c.op = wire::device_op::reply;
+    for (const auto& [route, t] : got) {
+      auto p = actors::remote::pack(c, sum);
+      p.route = route;
+      if (auto st = comm::send_packet(router, std::move(p), true); !st) return st;
+    }
+  }
+  return ok_status();
+}
+
+result<double> run_backend(const sum_options& o, const std::string& backend, std::size_t bytes, const fs::path& dir) {
+  worker_options w;
+  w.backend = backend;
+  w.world = o.procs;
+  w.bytes = bytes;
+  w.iters = o.iters;
+  w.out = (dir / "median").string();
+  w.store = (dir / ("store-" + backend + std::to_string(bytes))).string();
+  zmq::context_t ctx{1};
+  zmq::socket_t router(ctx, zmq::socket_type::router);
+  router.set(zmq::sockopt::linger, 0);
+  if (backend == "zmq") {
+    router.bind("tcp://127.0.0.1:0");
+    w.endpoint = router.get(zmq::sockopt::last_endpoint);
+  } else {
+    w.endpoint = "tcp://127.0.0.1:1";
+  }
+  std::vector<pid_t> pids;
+  for (int r = 0; r < o.procs; ++r) {
+    w.rank = r;
+    pids.push_back(spawn_worker(w));
+  }
+  status served = ok_status();
+  if (backend == "zmq") served = central_sums(router, o.procs, o.iters + 3);
+  const bool ok = wait_all(pids);
+  if (!served) return served.err();
+  if (!ok) return make_error("bench", backend + " workers failed");
+  double v = 0;
+  std::ifstream(w.out) >> v;
+  if (v <= 0) return make_error("bench", backend + ": no timing");
+  return v;
+}
+
+int sum_main(const sum_options& o) {
+  std::error_code ec;
+  const fs::path dir = fs::temp_directory_path() / ("dynapar-bench-sum-" + std::to_string(::getpid()));
+  fs::create_directories(dir, ec);
+  std::cout << "processes: " << o.procs << ", " << o.iters << " rounds each (median)\n"
+            << std::left << std::setw(12) << "gradient" << std::setw(22) << "dynapar central (ms)" << std::setw(20)
+            << "Gloo ring (ms)" << "central / Gloo\n";
+  for (double kib : o.sizes_kib) {
+    const auto bytes = static_cast<std::size_t>(kib * 1024) / 4 * 4;
+    auto z = run_backend(o, "zmq", bytes, dir);
+    if (!z) return report(z.err());
+    auto g = run_backend(o, "gloo", bytes, dir);
+    if (!g) return report(g.err());
+    std::cout << std::left << std::setw(12) << (std::to_string(static_cast<int>(kib)) + " KiB") << std::setw(22)
+              << std::setprecision(3) << *z * 1e3 << std::setw(20) << *g * 1e3 << *z / *g << "\n";
+  }
+  fs::remove_all(dir, ec);
+  return exit_ok;
+}
+
+}  // namespace
+
+void add_bench_sum(CLI::App& bench, runner& run) {
+  auto o = std::make_shared<sum_options>();
+  auto* sub = bench.add_subcommand("sum", "Gradient sums between processes: dynapar's central exact sum against Gloo's ring all-reduce");
+  sub->add_option("--procs", o->procs, "Processes (default 3)")->check(CLI::Range(2, 16));
+  sub->add_option("--sizes-kib", o->sizes_kib, "Gradient sizes in KiB (default 64,1664,16384)")->delimiter(',')->check(CLI::Range(1.0, 1048576.0));
+  sub->add_option("--iters", o->iters, "Timed rounds per size and backend (default 30)")->check(CLI::Range(1, 10000));
+  sub->callback([o, &run] { run = [o] { return sum_main(*o); }; });
+
+  auto w = std::make_shared<worker_options>();
+  auto* worker = bench.add_subcommand("sum-worker", "");  // internal: one process of `bench sum`
+  worker->group("");
+  worker->add_option("--backend", w->backend)->required()->check(CLI::IsMember({"zmq", "gloo"}));
+  worker->add_option("--rank", w->rank)->required();
+  worker->add_option("--world", w->world)->required();
+  worker->add_option("--bytes", w->bytes)->required();
+  worker->add_option("--iters", w->iters)->required();
+  worker->add_option("--store", w->store)->required();
+  worker->add_option("--endpoint", w->endpoint)->required();
+  worker->add_option("--out", w->out)->required();
+  worker->callback([w, &run] { run = [w] { return worker_main(*w); }; });
+}
+
+}  // namespace dynapar::cli

@@ -17,6 +17,7 @@
 #include "actors/remote_protocol.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
+#include "comm/nccl_sum.hpp"
 #include "model/collective.hpp"
 
 namespace dynapar::cli {
@@ -179,6 +180,19 @@ int sum_main(const sum_options& o) {
   return exit_ok;
 }
 
+// NCCL across this machine's GPUs: the GPU counterpart of the sums above.
+int nccl_main(double mib, int iters) {
+  const auto floats = static_cast<std::size_t>(mib * 1048576 / 4);
+  auto t = comm::nccl_allreduce_times(floats, iters);
+  if (!t) return report(t.err());
+  const double s = median(t->seconds), bytes = static_cast<double>(floats) * 4;
+  // NCCL's "bus bandwidth": what each GPU's link carried for a ring all-reduce.
+  const double bus = t->gpus > 1 ? bytes * 2 * (t->gpus - 1) / t->gpus / s / 1e9 : 0;
+  std::cout << "NCCL all-reduce of " << mib << " MiB on " << t->gpus << " GPU(s): median " << s * 1e3 << " ms, bus "
+            << bus << " GB/s (" << iters << " rounds)\n";
+  return exit_ok;
+}
+
 }  // namespace
 
 void add_bench_sum(CLI::App& bench, runner& run) {
@@ -188,6 +202,12 @@ void add_bench_sum(CLI::App& bench, runner& run) {
   sub->add_option("--sizes-kib", o->sizes_kib, "Gradient sizes in KiB (default 64,1664,16384)")->delimiter(',')->check(CLI::Range(1.0, 1048576.0));
   sub->add_option("--iters", o->iters, "Timed rounds per size and backend (default 30)")->check(CLI::Range(1, 10000));
   sub->callback([o, &run] { run = [o] { return sum_main(*o); }; });
+
+  auto n = std::make_shared<std::pair<double, int>>(64.0, 20);
+  auto* nc = bench.add_subcommand("nccl", "All-reduce with NCCL across this machine's GPUs (builds with NCCL only)");
+  nc->add_option("--mib", n->first, "Buffer size in MiB (default 64)")->check(CLI::Range(0.001, 65536.0));
+  nc->add_option("--iters", n->second, "Timed rounds (default 20)")->check(CLI::Range(1, 10000));
+  nc->callback([n, &run] { run = [n] { return nccl_main(n->first, n->second); }; });
 
   auto w = std::make_shared<worker_options>();
   auto* worker = bench.add_subcommand("sum-worker", "");  // internal: one process of `bench sum`

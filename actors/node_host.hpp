@@ -21,7 +21,7 @@ struct node_config {
   bool allow_remote = false;          // a controller beyond loopback
   double connect_timeout_s = 10;      // for the controller's welcome
   double controller_timeout_s = 10;   // silence (no heartbeat) before giving up
-  double heartbeat_s = 1;
+  double heartbeat_s = 0.5;           // the controller declares a node lost after 2 s of silence
   int scheduler_threads = 2;          // the bridge and stubs (devices are detached threads)
 };
 

@@ -30,6 +30,7 @@ struct remote_devices::impl {
     std::string route;  // the node's identity on the ROUTER
     caf::actor proxy;
     bool leaving = false;
+    bool lost = false;  // its node went silent
   };
   mutable std::mutex mu;
   std::map<int, entry> devices;
@@ -67,6 +68,7 @@ struct remote_devices::impl {
     post(route, c);
   }
   void loop();
+  void check_nodes();
   void handle(comm::packet p);
   void on_join(const std::string& route, const wire::join_msg& m);
   void on_leave(const std::string& route, const wire::leave_msg& m);
@@ -82,11 +84,13 @@ struct proxy_state {
   std::uint64_t next_id = 1;
   std::map<std::uint64_t, std::function<void(const wire::device_call*, std::vector<model::tensor>&, const std::string&)>> pending;
   caf::actor report_to, migration_sink;
+  std::string lost;  // why the device is gone (its node went silent); empty while it is there
   static inline const char* name = "remote_device";
 };
 using proxy = caf::stateful_actor<proxy_state>;
 
 void tell(proxy* self, wire::device_call c, const std::vector<model::tensor>& ts = {}) {
+  if (!self->state.lost.empty()) return;
   c.device = self->state.id;
   self->state.hub->post(self->state.route, c, ts);
 }
@@ -95,8 +99,9 @@ void tell(proxy* self, wire::device_call c, const std::vector<model::tensor>& ts
 // which breaks it: the requester's timeout or error handler sees that).
 template <class T, class Decode>
 caf::result<T> ask(proxy* self, wire::device_call c, const std::vector<model::tensor>& ts, Decode decode) {
-  auto rp = self->make_response_promise<T>();
   auto& s = self->state;
+  if (!s.lost.empty()) return caf::make_error(caf::sec::runtime_error, s.lost);
+  auto rp = self->make_response_promise<T>();
   c.id = s.next_id++;
   s.pending[c.id] = [rp, decode](const wire::device_call* r, std::vector<model::tensor>& got, const std::string& error) mutable {
     if (!r) return rp.deliver(caf::make_error(caf::sec::runtime_error, error)), void();
@@ -145,6 +150,14 @@ caf::behavior remote_device(proxy* self, int id, std::string route, std::shared_
       },
       [=](step_atom, stage_task& task) {
         self->state.report_to = task.report_to;
+        if (!self->state.lost.empty()) {
+          stage_report r;
+          r.device = id;
+          r.step = task.step;
+          r.error = self->state.lost;
+          self->send(task.report_to, std::move(r));
+          return;
+        }
         std::vector<model::tensor> ts;
         auto c = remote::step_call(task, ts);
         tell(self, std::move(c), ts);
@@ -177,8 +190,23 @@ caf::behavior remote_device(proxy* self, int id, std::string route, std::shared_
       [=](remote_atom, const wire::device_call& c, std::vector<model::tensor>& ts) {
         auto& s = self->state;
         switch (c.op) {
-          case op::reply:
-          case op::error: {
+          case op::error:
+            if (c.id == 0) {  // from the hub: the node is lost. Nothing waits in vain.
+              s.lost = "device " + std::to_string(id) + ": " + c.text;
+              auto pending = std::move(s.pending);
+              s.pending.clear();
+              std::vector<model::tensor> none;
+              for (auto& [k, done] : pending) done(nullptr, none, s.lost);
+              if (s.report_to) {
+                stage_report r;
+                r.device = id;
+                r.error = s.lost;
+                self->send(s.report_to, std::move(r));
+              }
+              return;
+            }
+            [[fallthrough]];
+          case op::reply: {
             auto it = s.pending.find(c.id);
             if (it == s.pending.end()) return;  // the answer to a call nobody waits for any more
             auto done = std::move(it->second);
@@ -273,7 +301,42 @@ void remote_devices::impl::on_leave(const std::string& route, const wire::leave_
   reply(route, w);
 }
 
+// Nodes that went silent: their devices are lost (issue 8 recovers from that; today the
+// step fails at once with an error naming the node).
+void remote_devices::impl::check_nodes() {
+  const auto now = clock::now();
+  std::vector<std::pair<std::string, caf::actor>> notify;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto it = nodes.begin(); it != nodes.end();) {
+      const double silent = std::chrono::duration<double>(now - it->second).count();
+      if (silent <= cfg.node_timeout_s) {
+        ++it;
+        continue;
+      }
+      const std::string why = "node '" + it->first + "' lost (no message for " + std::to_string(silent).substr(0, 4) + " s)";
+      log->warn("{}", why);
+      for (auto& [id, e] : devices)
+        if (e.route == it->first && !e.lost) {
+          e.lost = true;
+          if (e.proxy) notify.emplace_back(why, e.proxy);
+        }
+      it = nodes.erase(it);
+    }
+  }
+  for (const auto& [why, proxy] : notify) {
+    wire::device_call c;
+    c.op = wire::device_op::error;
+    c.text = why;
+    caf::anon_send(proxy, remote_atom::value, std::move(c), std::vector<model::tensor>{});
+  }
+}
+
 void remote_devices::impl::handle(comm::packet p) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = nodes.find(p.route); it != nodes.end()) it->second = clock::now();
+  }
   auto u = remote::unpack(p);
   if (!u) {
     log->warn("dropped a message: {}", u.err().message);
@@ -287,11 +350,7 @@ void remote_devices::impl::handle(comm::packet p) {
   if (!std::holds_alternative<wire::device_call>(u->env.msg)) log->debug("message from {}", u->env.sender);
   if (const auto* j = std::get_if<wire::join_msg>(&u->env.msg)) return on_join(p.route, *j);
   if (const auto* l = std::get_if<wire::leave_msg>(&u->env.msg)) return on_leave(p.route, *l);
-  if (std::holds_alternative<wire::heartbeat_msg>(u->env.msg)) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (nodes.count(p.route)) nodes[p.route] = clock::now();
-    return;
-  }
+  if (std::holds_alternative<wire::heartbeat_msg>(u->env.msg)) return;  // seen above
   auto* c = std::get_if<wire::device_call>(&u->env.msg);
   if (!c) return log->warn("dropped an unexpected message from a node");
   using op = wire::device_op;
@@ -342,6 +401,7 @@ void remote_devices::impl::loop() {
         for (const auto& [r, t] : nodes) routes.push_back(r);
       }
       for (const auto& r : routes) reply(r, wire::heartbeat_msg{"controller", 0});
+      check_nodes();
     }
   }
   // What the proxies posted last (their devices' retirements) still goes out.
@@ -374,6 +434,14 @@ remote_devices::~remote_devices() { stop(); }
 
 void remote_devices::stop() {
   if (impl_->net.joinable()) {
+    // The run is over: every device still registered (also those that joined too late to be
+    // used) is retired, so that its node exits now instead of waiting for silence.
+    std::vector<int> left;
+    {
+      std::lock_guard<std::mutex> lock(impl_->mu);
+      for (const auto& [id, e] : impl_->devices) left.push_back(id);
+    }
+    for (int id : left) impl_->retired(id);
     impl_->stopping = true;
     impl_->net.join();
   }
@@ -382,7 +450,7 @@ void remote_devices::stop() {
 bool remote_devices::present(int id) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   auto it = impl_->devices.find(id);
-  return it != impl_->devices.end() && !it->second.leaving;
+  return it != impl_->devices.end() && !it->second.leaving && !it->second.lost;
 }
 
 caf::actor remote_devices::proxy(int id) {
@@ -399,7 +467,7 @@ std::set<int> remote_devices::present_ids() const {
   std::set<int> out;
   std::lock_guard<std::mutex> lock(impl_->mu);
   for (const auto& [id, e] : impl_->devices)
-    if (!e.leaving) out.insert(id);
+    if (!e.leaving && !e.lost) out.insert(id);
   return out;
 }
 

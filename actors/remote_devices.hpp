@@ -20,7 +20,10 @@ namespace dynapar::actors {
 struct remote_config {
   std::string bind = "tcp://127.0.0.1:0";  // port 0: any free port (endpoint() says which)
   bool allow_remote = false;                // bind beyond loopback
-  double heartbeat_s = 1;                   // to every node, so that nodes notice a dead controller
+  double heartbeat_s = 0.5;                 // to every node, so that nodes notice a dead controller
+  // A node silent this long is lost: its devices leave the run, and every call waiting on
+  // them fails at once (no wait until the step timeout).
+  double node_timeout_s = 2;
   // What a node needs to hold layers: the model it rebuilds itself and the optimizer.
   std::string model;
   std::uint64_t seed = 1;

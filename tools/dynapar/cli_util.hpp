@@ -2,8 +2,11 @@
 // the clock; the libraries they call do not).
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "common/result.hpp"
 
@@ -12,6 +15,10 @@ namespace dynapar::cli {
 // Prints "dynapar: <message>" to stderr and returns the exit code for it: 2 for bad input,
 // 1 for work that failed.
 int report(const error& e);
+
+// Starts this same binary with `args` (argv[0] first) as a child process; returns its pid.
+// The child runs a fresh dynapar (worker processes: launch's nodes, bench sum's workers).
+pid_t spawn_self(std::vector<std::string> args);
 
 class stopwatch {
  public:

@@ -77,16 +77,9 @@ int worker_main(const worker_options& o) {
 }
 
 pid_t spawn_worker(const worker_options& o) {
-  std::vector<std::string> args = {"dynapar", "bench", "sum-worker", "--backend", o.backend, "--rank", std::to_string(o.rank),
+  return spawn_self({"dynapar", "bench", "sum-worker", "--backend", o.backend, "--rank", std::to_string(o.rank),
                                    "--world", std::to_string(o.world), "--bytes", std::to_string(o.bytes), "--iters",
-                                   std::to_string(o.iters), "--store", o.store, "--endpoint", o.endpoint, "--out", o.out};
-  const pid_t pid = fork();
-  if (pid != 0) return pid;
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  execv("/proc/self/exe", argv.data());
-  _exit(127);
+                                   std::to_string(o.iters), "--store", o.store, "--endpoint", o.endpoint, "--out", o.out});
 }
 
 bool wait_all(const std::vector<pid_t>& pids) {

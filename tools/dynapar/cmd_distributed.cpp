@@ -77,13 +77,7 @@ pid_t start_node(const std::string& endpoint, const std::string& name, const std
     args.push_back("--device");
     args.push_back(std::to_string(d));
   }
-  const pid_t pid = fork();
-  if (pid != 0) return pid;
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  execv("/proc/self/exe", argv.data());
-  _exit(127);
+  return spawn_self(std::move(args));
 }
 
 // Devices the emulated cluster has available at slot 0: the run starts when nodes host them.

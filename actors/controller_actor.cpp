@@ -93,7 +93,14 @@ caf::behavior controller(caf::stateful_actor<controller_state>* self, controller
   }
   s.queues = std::make_unique<planner::virtual_queues>(s.cfg.budget);
   s.estimates = std::make_unique<sim::estimator>(s.cfg.cluster, s.cfg.profile, s.cfg.smoothing);
+  if (s.cfg.restore) {
+    s.queues->restore(s.cfg.restore->queues);
+    s.estimates->restore(s.cfg.restore->estimates);
+  }
   return {
+      [=](snapshot_atom) {
+        return controller_snapshot{self->state.queues->state(), self->state.estimates->snapshot()};
+      },
       [=](join_atom, int id, double measured_speed) {
         set_available(self->state, id, true);
         self->state.estimates->announce(id, measured_speed);

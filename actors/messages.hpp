@@ -35,6 +35,7 @@ using leave_atom = caf::atom_constant<caf::atom("leave")>;
 using perturb_atom = caf::atom_constant<caf::atom("perturb")>;
 using report_atom = caf::atom_constant<caf::atom("report")>;
 using plan_atom = caf::atom_constant<caf::atom("plan")>;
+using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 using remote_atom = caf::atom_constant<caf::atom("remote")>;  // a device call from another process
 
 // One stage's part of a step.
@@ -128,3 +129,4 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::device_gradients)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::comm::link_spec)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::plan_decision)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::wire::device_call)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::controller_snapshot)

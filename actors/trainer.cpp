@@ -97,6 +97,7 @@ class driver {
   double emulated_sync_s() const;
   status run_step(std::int64_t t, const std::vector<int>& samples, step_record& rec, step_measure& measure);
   status check_replicas(std::int64_t t);
+  status take_checkpoint(std::int64_t steps_done);
   void shutdown() {
     for (auto& g : groups_) self_->send_exit(g, caf::exit_reason::user_shutdown);
     groups_.clear();
@@ -132,6 +133,7 @@ class driver {
   // change, not every step.
   double sync_s_ = 0;
   bool sync_stale_ = true;
+  std::int64_t first_slot_ = 0;                   // of this run (a resumed run starts late)
 };
 
 status driver::enter_slot(std::int64_t slot, bool& changed) {
@@ -157,7 +159,7 @@ status driver::enter_slot(std::int64_t slot, bool& changed) {
       if (actors_.controller) self_->send(actors_.controller, join_atom::value, id, bench_ref_s_ / probe_s);
       joined_.insert(id);
       leaving_.erase(id);
-      if (slot > 0) ++out_.joins;
+      if (slot > first_slot_) ++out_.joins;
       changed = true;
     } else if (!available && in) {
       depart(id);
@@ -172,9 +174,15 @@ status driver::enter_slot(std::int64_t slot, bool& changed) {
 result<std::optional<plan_decision>> driver::next_plan(std::int64_t t, bool availability_changed) {
   if (!actors_.controller) {
     std::optional<plan_decision> next;
-    if (t == 0) next = plan_decision{s_.plan, "the job's plan", 0, 0};
+    // The plan in force at t: the job's, or the last scheduled re-plan up to t (a resumed run
+    // starts late).
+    if (!current_) {
+      next = plan_decision{s_.plan, "the job's plan", 0, 0};
+      for (const auto& [step, p] : s_.replans)
+        if (step <= t && step > 0) next = plan_decision{p, "scheduled re-plan", 0, 0};
+    }
     for (const auto& [step, p] : s_.replans)
-      if (step == t && t > 0) next = plan_decision{p, "scheduled re-plan", 0, 0};
+      if (step == t && t > 0 && current_) next = plan_decision{p, "scheduled re-plan", 0, 0};
     return next;
   }
   if (t > 0 && t % replan_every_ != 0 && !availability_changed) return std::optional<plan_decision>{};
@@ -208,7 +216,9 @@ status driver::apply(const plan_decision& decision, std::int64_t t, std::int64_t
   for (const auto& mv : diff.moves) {
     const auto& target = actors_.devices.at(mv.to);
     if (mv.from < 0) {  // the first plan: fresh layers
-      self_->request(target, timeout_, hold_atom::value, mv.layer, model::copy_layer(m_, mv.layer))
+      // The first plan: fresh layers, or a resumed run's saved ones.
+      const auto layer = s_.resume ? s_.resume->layers.at(mv.layer) : model::copy_layer(m_, mv.layer);
+      self_->request(target, timeout_, hold_atom::value, mv.layer, layer)
           .receive([](bool) {}, [&](caf::error& e) { failure_ = text(e); });
       continue;
     }
@@ -363,6 +373,23 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
   return ok_status();
 }
 
+// Between steps every replica of a layer is the same (invariant 3), so one copy per layer and
+// the controller's state make a consistent cut; the caller writes it out.
+status driver::take_checkpoint(std::int64_t steps_done) {
+  checkpoint c;
+  c.step = steps_done;
+  for (int l = 0; l < L_; ++l)
+    self_->request(actors_.devices.at(holders_.at(l).front()), timeout_, copy_atom::value, l)
+        .receive([&](model::layer_copy& x) { c.layers.push_back(std::move(x)); }, [&](caf::error& e) { failure_ = text(e); });
+  if (actors_.controller)
+    self_->request(actors_.controller, timeout_, snapshot_atom::value)
+        .receive([&](controller_snapshot& x) { c.controller = std::move(x); }, [&](caf::error& e) { failure_ = text(e); });
+  if (auto st = check("checkpoint after step " + std::to_string(steps_done - 1)); !st) return st;
+  ++out_.checkpoints;
+  cb_.on_checkpoint(std::move(c));
+  return ok_status();
+}
+
 // Replicas of a layer must stay bit-identical (FORMULATION invariant 3).
 status driver::check_replicas(std::int64_t t) {
   for (const auto& [l, ids] : holders_) {
@@ -395,9 +422,22 @@ result<train_outcome> driver::run() {
 
   data::global_sampler sampler(d_.size(), s_.batch, s_.seed);
   data::sample_ledger ledger(d_.size());
+  const std::int64_t start = s_.resume ? s_.resume->step : 0;
+  if (s_.resume) {
+    if (static_cast<int>(s_.resume->layers.size()) != L_)
+      return make_error("bad_checkpoint", "the checkpoint has " + std::to_string(s_.resume->layers.size()) +
+                                              " layers, the model " + std::to_string(L_));
+    if (start < 0 || start > s_.steps)
+      return make_error("bad_checkpoint", "the checkpoint is at step " + std::to_string(start) + ", the job has " +
+                                              std::to_string(s_.steps) + " steps");
+    // Steps before the checkpoint were applied by the run that wrote it.
+    for (std::int64_t t = 0; t < start; ++t) ledger.applied(t / sampler.steps_per_epoch(), sampler.step_samples(t));
+  }
+  first_slot_ = start / s_.slot_steps;
+  out_.resumed_from = start;
   double total_time = 0, total_cost = 0;
   std::int64_t slot = -1;
-  for (std::int64_t t = 0; t < s_.steps; ++t) {
+  for (std::int64_t t = start; t < s_.steps; ++t) {
     const auto t0 = clock::now();
     step_record rec;
     rec.step = t;
@@ -444,6 +484,8 @@ result<train_outcome> driver::run() {
     out_.messages_per_step = 0;
     for (const auto& st : rec.stages) out_.messages_per_step += st.messages;
     if (cb_.on_step) cb_.on_step(rec);
+    if (s_.checkpoint_every > 0 && (t + 1) % s_.checkpoint_every == 0 && cb_.on_checkpoint)
+      if (auto st = take_checkpoint(t + 1); !st) return st.err();
   }
   for (int l = 0; l < L_; ++l)
     self_->request(actors_.devices.at(holders_.at(l).front()), timeout_, copy_atom::value, l)
@@ -452,9 +494,10 @@ result<train_outcome> driver::run() {
   if (auto st = check("collecting the trained layers"); !st) return st.err();
   out_.final_plan = *current_;
   out_.steps = s_.steps;
-  out_.mean_step_time_s = s_.steps > 0 ? total_time / s_.steps : 0;
-  out_.samples_per_s = total_time > 0 ? s_.steps * s_.batch / total_time : 0;
-  out_.avg_cost = s_.steps > 0 ? total_cost / s_.steps : 0;
+  const auto ran = s_.steps - start;  // by this run
+  out_.mean_step_time_s = ran > 0 ? total_time / ran : 0;
+  out_.samples_per_s = total_time > 0 ? ran * s_.batch / total_time : 0;
+  out_.avg_cost = ran > 0 ? total_cost / ran : 0;
   out_.ledger = ledger.check(sampler, s_.steps);
   return out_;
 }

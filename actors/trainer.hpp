@@ -20,9 +20,16 @@
 #include "planner/plan.hpp"
 #include "planner/policy.hpp"
 #include "planner/problem.hpp"
+#include "sim/estimator.hpp"
 #include "sim/scenario.hpp"
 
 namespace dynapar::actors {
+
+// What the controller has learnt, for checkpoints: its queues and estimates.
+struct controller_snapshot {
+  planner::queue_state queues;
+  sim::estimator::learnt estimates;
+};
 
 // Online re-planning: a controller actor learns speeds and link bandwidths from the step
 // reports and decides the plan every `replan_every` steps and whenever a device joins or
@@ -41,6 +48,7 @@ struct controller_config {
   // Weight of each step's measurement in the speed and bandwidth estimates: small, because
   // one step's times on a shared machine are noisy (~20 %); 0.1 averages about ten steps.
   double smoothing = 0.1;
+  std::optional<controller_snapshot> restore;  // resuming: start from a checkpoint's state
 };
 
 // The controller's answer for a slot: the plan and why.
@@ -49,6 +57,15 @@ struct plan_decision {
   std::string reason;                         // events seen and the planner's explanation
   double predicted_s = 0;                     // step time the planner expects (estimates)
   double queue = 0;                           // cost queue backlog, in budgets
+};
+
+// A consistent cut of the run after `step` steps: one copy of every layer with its optimizer
+// state, and the controller's state. The sampler's position is the step (it is a function of
+// seed and step). Written by the caller (docs/RELIABILITY.md: checkpoint files).
+struct checkpoint {
+  std::int64_t step = 0;                        // steps applied: the run resumes at this one
+  std::vector<model::layer_copy> layers;
+  std::optional<controller_snapshot> controller;
 };
 
 struct train_settings {
@@ -76,6 +93,11 @@ struct train_settings {
   std::optional<planner::model_profile> profile;
   // With a controller, its plans replace `plan` and `replans`.
   std::optional<controller_config> controller;
+  // Every this many steps, a checkpoint goes to callbacks.on_checkpoint (0: never).
+  int checkpoint_every = 0;
+  // Resume from a checkpoint: steps [0, resume->step) count as applied; the layers are
+  // placed by the first plan as they were saved, and the controller restarts from its state.
+  std::optional<checkpoint> resume;
 };
 
 struct stage_timing {
@@ -112,6 +134,7 @@ struct plan_record {
 struct train_callbacks {
   std::function<void(const step_record&)> on_step;
   std::function<void(const plan_record&)> on_plan;
+  std::function<void(checkpoint)> on_checkpoint;  // should not block: write in the background
 };
 
 struct train_outcome {
@@ -128,6 +151,8 @@ struct train_outcome {
   double avg_cost = 0;               // per step
   int joins = 0, leaves = 0;         // devices arriving / departing during the run
   planner::plan final_plan;
+  std::int64_t resumed_from = 0;     // the first step this run executed
+  int checkpoints = 0;
 };
 
 result<train_outcome> train(const model::model_chain& m, const data::dataset& train_data, const train_settings& s,

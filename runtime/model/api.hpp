@@ -127,6 +127,11 @@ layer_wire to_wire(const layer_copy& l);
 // its parameters' shapes and the layout its optimizer's state.
 result<layer_copy> from_wire(const model_chain& m, int layer, const layer_wire& w);
 
+// Checkpoint files: every layer with its optimizer state (docs/RELIABILITY.md). The caller
+// makes the replacement atomic (write to a temporary name, then rename).
+status save_layers(const std::string& path, const std::vector<layer_copy>& layers);
+result<std::vector<layer_copy>> load_layers(const std::string& path, const model_chain& m);
+
 // Measures per-layer forward and backward times and sizes on this machine, as a planner
 // profile: timed at `batch` and 2 x `batch` (`repeat` runs each after a warm-up), per-sample
 // times from the difference and the per-micro-batch fixed time from the rest. Exact at those

@@ -53,4 +53,17 @@ planner::cluster_state estimator::view(const planner::cluster_state& truth, cons
   return v;
 }
 
+estimator::learnt estimator::snapshot() const {
+  learnt l;
+  l.speeds = speed_;
+  for (int i = 0; i < 3; ++i) l.tiers[i] = tier_mult_[i];
+  return l;
+}
+
+void estimator::restore(const learnt& l) {
+  if (l.speeds.size() != speed_.size()) return;
+  speed_ = l.speeds;
+  for (int i = 0; i < 3; ++i) tier_mult_[i] = l.tiers[i];
+}
+
 }  // namespace dynapar::sim

@@ -20,6 +20,13 @@ class estimator {
   // A device (re)joins announcing a measured speed: the estimate restarts there.
   void announce(int device_id, double speed);
   planner::cluster_state view(const planner::cluster_state& truth, const std::vector<int>& hidden) const;
+  // Checkpoints: what has been learnt, speeds in the nominal cluster's device order.
+  struct learnt {
+    std::vector<double> speeds;
+    double tiers[3] = {1, 1, 1};
+  };
+  learnt snapshot() const;
+  void restore(const learnt& l);  // a different device count is ignored
 
  private:
   planner::cluster_state nominal_;

@@ -13,6 +13,7 @@
 #include "actors/trainer.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
+#include "checkpoint_files.hpp"
 #include "train_job.hpp"
 #include "config/job_file.hpp"
 #include "config/profile_json.hpp"
@@ -31,6 +32,22 @@ using nlohmann::json;
 int train_main(const train_options& o, const train_fn& how) {
   auto prep = prepare_job(o.job, o.steps);
   if (!prep) return report(prep.err());
+  if (!o.resume.empty()) {
+    auto c = load_checkpoint(o.resume, prep->job.name, *prep->model);
+    if (!c) return report(c.err());
+    if (prep->settings.controller && c->controller) prep->settings.controller->restore = c->controller;
+    logging::get("train")->info("resuming from '{}' at step {}", o.resume, c->step);
+    prep->settings.resume = std::move(*c);
+  }
+  std::unique_ptr<checkpoint_writer> checkpoints;
+  const std::string checkpoint_dir = o.checkpoint_dir.empty() ? o.resume : o.checkpoint_dir;
+  if (!checkpoint_dir.empty()) {
+    prep->settings.checkpoint_every = o.checkpoint_every > 0 ? o.checkpoint_every : 50;
+    std::error_code ec;
+    fs::create_directories(checkpoint_dir, ec);
+    if (ec) return report(make_error("io", "cannot create '" + checkpoint_dir + "': " + ec.message()));
+    checkpoints = std::make_unique<checkpoint_writer>(checkpoint_dir, prep->job.name);
+  }
   const config::job* j = &prep->job;
   const auto& s = prep->settings;
   const auto& test_set = prep->test_set;
@@ -86,7 +103,10 @@ int train_main(const train_options& o, const train_fn& how) {
       if (r.step + 1 == steps) std::cerr << "\n";
     }
   };
+  if (checkpoints) cb.on_checkpoint = [&](actors::checkpoint c) { checkpoints->write(std::move(c)); };
   auto outcome = how ? how(*prep, cb) : actors::train(*prep->model, prep->train_set, s, cb);
+  if (checkpoints)
+    if (auto st = checkpoints->finish(); !st) return report(st.err());
   if (!outcome) return report(outcome.err());
   const double acc = model::accuracy(outcome->final_layers, test_set);
   json summary = {{"job", j->name},
@@ -110,6 +130,8 @@ int train_main(const train_options& o, const train_fn& how) {
                   {"budget", j->cluster.budget.has_cost() ? json(j->cluster.budget.cost_per_slot) : json(nullptr)},
                   {"emulation_scale", scale},
                   {"final_plan", config::plan_to_json(outcome->final_plan)},
+                  {"resumed_from_step", outcome->resumed_from},
+                  {"checkpoints", outcome->checkpoints},
                   {"wall_s", sw.seconds()}};
   if (o.verify) {
     log->info("verify: the same {} steps on one plain device", steps);
@@ -124,6 +146,12 @@ int train_main(const train_options& o, const train_fn& how) {
   std::ofstream(fs::path(o.out) / "summary.json") << summary.dump(2) << "\n";
   std::cout << summary.dump(2) << "\n";
   return exit_ok;
+}
+
+void add_checkpoint_flags(CLI::App* sub, train_options& o) {
+  sub->add_option("--checkpoint-dir", o.checkpoint_dir, "Write checkpoints into this directory (docs/RELIABILITY.md)");
+  sub->add_option("--checkpoint-every", o.checkpoint_every, "Steps between checkpoints (default 50)")->check(CLI::Range(1, 100000000));
+  sub->add_option("--resume", o.resume, "Continue from the newest checkpoint in this directory (and keep writing there)");
 }
 
 namespace {
@@ -153,6 +181,7 @@ void add_train(CLI::App& app, runner& run) {
   sub->add_option("--out", o->out, "Directory for metrics.jsonl and summary.json (default out/train)");
   sub->add_flag("--verify", o->verify, "Also run the job on one plain device and report reference_max_rel_diff");
   sub->add_option("--steps", o->steps, "Override the job's length")->check(CLI::Range(1, 100000000));
+  add_checkpoint_flags(sub, *o);
   sub->callback([o, &run] { run = [o] { return train_main(*o, nullptr); }; });
 
   auto p = std::make_shared<std::tuple<std::string, int, int, std::string>>("", 64, 5, "");

@@ -7,6 +7,8 @@
 #include <functional>
 #include <string>
 
+#include <CLI/CLI.hpp>
+
 #include "job_setup.hpp"
 
 namespace dynapar::cli {
@@ -15,10 +17,15 @@ struct train_options {
   std::string job, out = "out/train";
   bool verify = false;
   std::int64_t steps = 0;
+  std::string checkpoint_dir;   // write checkpoints here (docs/RELIABILITY.md)
+  int checkpoint_every = 0;     // steps between checkpoints (0: none; default 50 with a dir)
+  std::string resume;           // continue from the newest checkpoint in this directory
 };
 
 using train_fn = std::function<result<actors::train_outcome>(prepared_job&, const actors::train_callbacks&)>;
 
 int train_main(const train_options& o, const train_fn& how);
+// --checkpoint-dir, --checkpoint-every, --resume.
+void add_checkpoint_flags(CLI::App* sub, train_options& o);
 
 }  // namespace dynapar::cli

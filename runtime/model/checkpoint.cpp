@@ -1,0 +1,60 @@
+// Layers with their optimizer state in one file, in LibTorch's archive format: each layer as
+// its wire form (model::to_wire: tensors plus the layout of their optimizer state).
+#include <torch/serialize.h>
+
+#include "model/boxes.hpp"
+
+namespace dynapar::model {
+
+status save_layers(const std::string& path, const std::vector<layer_copy>& layers) {
+  try {
+    torch::serialize::OutputArchive ar;
+    ar.write("layers", torch::tensor(static_cast<std::int64_t>(layers.size())));
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+      const auto w = to_wire(layers[l]);
+      const std::string key = "l" + std::to_string(l);
+      ar.write(key + ".layout", torch::tensor(w.layout, torch::kInt64));
+      ar.write(key + ".count", torch::tensor(static_cast<std::int64_t>(w.tensors.size())));
+      for (std::size_t i = 0; i < w.tensors.size(); ++i) ar.write(key + ".t" + std::to_string(i), w.tensors[i]->t);
+    }
+    ar.save_to(path);
+    return ok_status();
+  } catch (const std::exception& e) {
+    return make_error("io", "cannot write '" + path + "': " + e.what());
+  }
+}
+
+result<std::vector<layer_copy>> load_layers(const std::string& path, const model_chain& m) {
+  try {
+    torch::serialize::InputArchive ar;
+    ar.load_from(path);
+    torch::Tensor n;
+    ar.read("layers", n);
+    if (n.item<std::int64_t>() != static_cast<std::int64_t>(m.layers.size()))
+      return make_error("bad_checkpoint", "'" + path + "' holds " + std::to_string(n.item<std::int64_t>()) + " layers; the model has " +
+                                              std::to_string(m.layers.size()));
+    std::vector<layer_copy> out;
+    for (std::size_t l = 0; l < m.layers.size(); ++l) {
+      const std::string key = "l" + std::to_string(l);
+      torch::Tensor layout, count;
+      ar.read(key + ".layout", layout);
+      ar.read(key + ".count", count);
+      layer_wire w;
+      layout = layout.contiguous();
+      w.layout.assign(layout.data_ptr<std::int64_t>(), layout.data_ptr<std::int64_t>() + layout.numel());
+      for (std::int64_t i = 0; i < count.item<std::int64_t>(); ++i) {
+        torch::Tensor t;
+        ar.read(key + ".t" + std::to_string(i), t);
+        w.tensors.push_back(box(t));
+      }
+      auto layer = from_wire(m, static_cast<int>(l), w);
+      if (!layer) return make_error("bad_checkpoint", "'" + path + "': " + layer.err().message);
+      out.push_back(std::move(*layer));
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return make_error("bad_checkpoint", "cannot read '" + path + "' as a dynapar checkpoint: " + e.what());
+  }
+}
+
+}  // namespace dynapar::model

@@ -17,7 +17,10 @@ struct device_state {
   std::unique_ptr<model::device_worker> worker;
   stage_task task;
   schedule::stage_runner runner;
-  std::map<int, model::tensor> acts, grads, outputs, input_grads;
+  // Received activations and gradients by (step tag, micro-batch): a re-run of a step after a
+  // failure has a new tag, so late messages of the abandoned attempt are never used.
+  std::map<std::pair<std::int64_t, int>, model::tensor> acts, grads;
+  std::map<int, model::tensor> outputs, input_grads;
   model::tensor current;           // the input of the next forward
   stage_report report;
   bool active = false;
@@ -94,8 +97,8 @@ void advance(caf::stateful_actor<device_state>* self) {
         s.current = s.task.inputs[m];
         break;
       case schedule::op::recv_act:
-        s.current = s.acts[m];
-        s.acts.erase(m);
+        s.current = s.acts[{s.task.step, m}];
+        s.acts.erase({s.task.step, m});
         break;
       case schedule::op::forward: {
         const work_start w;
@@ -117,10 +120,10 @@ void advance(caf::stateful_actor<device_state>* self) {
         const work_start w;
         const bool last = !s.task.next;
         if (last && m >= static_cast<int>(s.task.targets.size())) return fail("no targets for micro-batch " + std::to_string(m));
-        auto g = last ? s.worker->backward_from_loss(m, s.task.targets[m]) : s.worker->backward(m, s.grads[m]);
+        auto g = last ? s.worker->backward_from_loss(m, s.task.targets[m]) : s.worker->backward(m, s.grads[{s.task.step, m}]);
         s.report.compute_s += finish_work(s, w);
         if (!g) return fail(g.err().message);
-        s.grads.erase(m);
+        s.grads.erase({s.task.step, m});
         s.input_grads[m] = *g;
         break;
       }
@@ -184,9 +187,19 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
         auto& s = self->state;
         s.task = std::move(task);
         s.runner = schedule::stage_runner(s.task.program);
-        // Messages of this step that came before its task are kept in acts/grads.
-        for (const auto& [m, t] : s.acts) s.runner.arrived_activation(m);
-        for (const auto& [m, t] : s.grads) s.runner.arrived_gradient(m);
+        // Messages of this step that came before its task are kept in acts/grads; those of
+        // earlier tags (an abandoned attempt) are dropped.
+        const auto stale = [&](auto& m) {
+          for (auto it = m.begin(); it != m.end();) it = it->first.first < s.task.step ? m.erase(it) : std::next(it);
+        };
+        stale(s.acts);
+        stale(s.grads);
+        s.outputs.clear();
+        s.input_grads.clear();
+        for (const auto& [k, t] : s.acts)
+          if (k.first == s.task.step) s.runner.arrived_activation(k.second);
+        for (const auto& [k, t] : s.grads)
+          if (k.first == s.task.step) s.runner.arrived_gradient(k.second);
         s.report = stage_report{};
         s.report.device = s.cfg.id;
         s.report.step = s.task.step;
@@ -195,18 +208,27 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
         s.wait_since = clock::now();
         advance(self);
       },
-      [=](act_atom, std::int64_t, int micro, const model::tensor& t) {
-        self->state.acts[micro] = t;
-        self->state.runner.arrived_activation(micro);
+      [=](act_atom, std::int64_t step, int micro, const model::tensor& t) {
+        auto& s = self->state;
+        if (step < s.task.step) return;  // an abandoned attempt's
+        s.acts[{step, micro}] = t;
+        if (step != s.task.step || !s.active) return;  // the next step's, early
+        s.runner.arrived_activation(micro);
         advance(self);
       },
-      [=](grad_atom, std::int64_t, int micro, const model::tensor& t) {
-        self->state.grads[micro] = t;
-        self->state.runner.arrived_gradient(micro);
+      [=](grad_atom, std::int64_t step, int micro, const model::tensor& t) {
+        auto& s = self->state;
+        if (step < s.task.step) return;
+        s.grads[{step, micro}] = t;
+        if (step != s.task.step || !s.active) return;
+        s.runner.arrived_gradient(micro);
         advance(self);
       },
-      [=](grads_atom, const std::vector<int>& layers) {
-        device_gradients out{self->state.cfg.id, {}};
+      // Fault injection: the device dies `after_us` from now, wherever it is in its work.
+      [=](fail_atom, int after_us) { self->delayed_send(self, std::chrono::microseconds(after_us), fail_atom::value); },
+      [=](fail_atom) { self->quit(caf::exit_reason::kill); },
+      [=](grads_atom, std::int64_t step, const std::vector<int>& layers) {
+        device_gradients out{self->state.cfg.id, step, {}};
         for (int l : layers) out.layers.emplace_back(l, self->state.worker->micro_gradients(l));
         return out;
       },

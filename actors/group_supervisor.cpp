@@ -65,7 +65,7 @@ caf::behavior group_supervisor(caf::stateful_actor<supervisor_state>* self, grou
       },
       [=](const stage_report& r) {
         auto& st = self->state;
-        if (st.pending == 0) return;  // a late report of an abandoned step
+        if (st.pending == 0 || r.step != st.report.step) return;  // a late report of an abandoned step
         st.report.stages.push_back(r);
         st.report.loss_sum += r.loss_sum;
         if (!r.error.empty() && st.report.error.empty()) st.report.error = r.error;

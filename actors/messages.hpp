@@ -35,6 +35,7 @@ using leave_atom = caf::atom_constant<caf::atom("leave")>;
 using perturb_atom = caf::atom_constant<caf::atom("perturb")>;
 using report_atom = caf::atom_constant<caf::atom("report")>;
 using plan_atom = caf::atom_constant<caf::atom("plan")>;
+using fail_atom = caf::atom_constant<caf::atom("fail")>;
 using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 using remote_atom = caf::atom_constant<caf::atom("remote")>;  // a device call from another process
 
@@ -100,6 +101,7 @@ struct layer_transfer {
 // A device's per-micro-batch gradients of every layer it holds, after a step.
 struct device_gradients {
   int device = 0;
+  std::int64_t step = 0;  // the attempt's tag (stale answers are told apart)
   std::vector<std::pair<int, std::vector<std::vector<model::tensor>>>> layers;
 };
 

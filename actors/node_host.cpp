@@ -162,8 +162,9 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
       else self->send(dev, grad_atom::value, c.ints[0], static_cast<int>(c.ints[1]), ts[0]);
       return;
     case op::gradients: {
-      std::vector<int> layers(c.ints.begin(), c.ints.end());
-      self->request(dev, caf::infinite, grads_atom::value, layers)
+      if (c.ints.empty()) return sh->fail(c, "gradients need the step's tag");
+      std::vector<int> layers(c.ints.begin() + 1, c.ints.end());
+      self->request(dev, caf::infinite, grads_atom::value, c.ints[0], layers)
           .then(
               [sh, c](device_gradients& g) {
                 std::vector<model::tensor> out;

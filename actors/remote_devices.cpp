@@ -162,9 +162,10 @@ caf::behavior remote_device(proxy* self, int id, std::string route, std::shared_
         auto c = remote::step_call(task, ts);
         tell(self, std::move(c), ts);
       },
-      [=](grads_atom, const std::vector<int>& layers) -> caf::result<device_gradients> {
-        return ask<device_gradients>(self, call(op::gradients, std::vector<std::int64_t>(layers.begin(), layers.end())), {},
-                                     remote::gradients_from);
+      [=](grads_atom, std::int64_t step, const std::vector<int>& layers) -> caf::result<device_gradients> {
+        std::vector<std::int64_t> ints{step};
+        ints.insert(ints.end(), layers.begin(), layers.end());
+        return ask<device_gradients>(self, call(op::gradients, std::move(ints)), {}, remote::gradients_from);
       },
       [=](apply_atom, int layer, const std::vector<model::tensor>& summed, double divisor) -> caf::result<bool> {
         return ask<bool>(self, call(op::apply, {layer}, {divisor}), summed, acknowledged);

@@ -172,7 +172,7 @@ wire::device_call gradients_reply(const device_gradients& g, std::vector<model::
   wire::device_call c;
   c.op = wire::device_op::reply;
   c.device = g.device;
-  c.ints = {g.device, static_cast<std::int64_t>(g.layers.size())};
+  c.ints = {g.device, g.step, static_cast<std::int64_t>(g.layers.size())};
   for (const auto& [l, micro] : g.layers) {
     c.ints.push_back(l);
     c.ints.push_back(static_cast<std::int64_t>(micro.size()));
@@ -183,12 +183,13 @@ wire::device_call gradients_reply(const device_gradients& g, std::vector<model::
 }
 
 result<device_gradients> gradients_from(const wire::device_call& c, const std::vector<model::tensor>& tensors) {
-  if (c.ints.size() < 2 || !fits_int(c.ints[0]) || c.ints[1] < 0 || c.ints.size() != 2 + 3 * static_cast<std::size_t>(c.ints[1]))
-    return bad(c, "gradients need 2 + 3n integers");
-  device_gradients g{static_cast<int>(c.ints[0]), {}};
+  if (c.ints.size() < 3 || !fits_int(c.ints[0]) || c.ints[2] < 0 || c.ints[2] > 1 << 20 ||
+      c.ints.size() != 3 + 3 * static_cast<std::size_t>(c.ints[2]))
+    return bad(c, "gradients need 3 + 3n integers");
+  device_gradients g{static_cast<int>(c.ints[0]), c.ints[1], {}};
   std::size_t next = 0;
-  for (std::size_t k = 0; k < static_cast<std::size_t>(c.ints[1]); ++k) {
-    const auto l = c.ints[2 + 3 * k], micro = c.ints[3 + 3 * k], per = c.ints[4 + 3 * k];
+  for (std::size_t k = 0; k < static_cast<std::size_t>(c.ints[2]); ++k) {
+    const auto l = c.ints[3 + 3 * k], micro = c.ints[4 + 3 * k], per = c.ints[5 + 3 * k];
     if (!fits_int(l) || micro < 0 || per < 0 || micro * per > static_cast<std::int64_t>(tensors.size() - next))
       return bad(c, "gradient counts do not match the tensors");
     std::vector<std::vector<model::tensor>> parts(static_cast<std::size_t>(micro));

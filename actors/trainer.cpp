@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <map>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -12,6 +14,7 @@
 #include "actors/messages.hpp"
 #include "actors/session.hpp"
 #include "data/sampler.hpp"
+#include "logging/logging.hpp"
 #include "planner/time_model.hpp"
 #include "sim/world.hpp"
 
@@ -98,6 +101,20 @@ class driver {
   status run_step(std::int64_t t, const std::vector<int>& samples, step_record& rec, step_measure& measure);
   status check_replicas(std::int64_t t);
   status take_checkpoint(std::int64_t steps_done);
+  // A device actor stopped: fatal for the step in flight if the plan uses it.
+  void note_down(const caf::down_msg& d) {
+    for (const auto& [id, a] : actors_.devices)
+      if (a && a.address() == d.source) {
+        dead_.insert(id);
+        for (const auto& g : current_ ? current_->groups : std::vector<planner::group_plan>{})
+          if (std::count(g.devices.begin(), g.devices.end(), id) && failure_.empty())
+            failure_ = "device " + std::to_string(id) + " stopped (" + to_string(d.reason) + ")";
+      }
+  }
+  std::set<int> find_lost();
+  enum class recovered { rerun, done, rolled_back };
+  result<recovered> recover(std::int64_t& t, const error& why, data::sample_ledger& ledger, data::global_sampler& sampler);
+  void drain_stale();
   void shutdown() {
     for (auto& g : groups_) self_->send_exit(g, caf::exit_reason::user_shutdown);
     groups_.clear();
@@ -134,14 +151,36 @@ class driver {
   double sync_s_ = 0;
   bool sync_stale_ = true;
   std::int64_t first_slot_ = 0;                   // of this run (a resumed run starts late)
+  // Faults (docs/RELIABILITY.md). Each attempt at a step has its own tag, so that messages of
+  // an abandoned attempt are never taken for the re-run's.
+  std::int64_t tag_ = 0;
+  bool committed_ = false;                        // the attempt in flight reached its apply phase
+  std::set<int> failing_;                         // injected: dying this slot, unannounced
+  std::set<int> dead_;                            // device actors seen stopping
+  bool force_replan_ = false;
+  checkpoint cut_;                                // where to roll back when a layer loses every replica
+  std::vector<model::layer_copy> fresh_;          // layers the next first plan places (empty: the model's)
+  std::mt19937_64 fault_rng_;
+  double last_step_s_ = 0.05;
+  std::vector<double> recovery_s_;
 };
 
 status driver::enter_slot(std::int64_t slot, bool& changed) {
   truth_ = world_.at(static_cast<int>(slot));
   links_ = std::make_unique<planner::link_table>(truth_);
   sync_stale_ = true;
+  // Injected crashes: the device dies at a random moment of about the next step, unannounced;
+  // detection and recovery find out (docs/RELIABILITY.md).
+  for (int id : world_.failing(static_cast<int>(slot)))
+    if (joined_.count(id) && actors_.devices.count(id)) {
+      std::uniform_real_distribution<double> moment(0, last_step_s_);
+      self_->send(actors_.devices.at(id), fail_atom::value, static_cast<int>(moment(fault_rng_) * 1e6));
+      failing_.insert(id);
+      ++out_.faults_injected;
+    }
   for (const auto& dev : truth_.devices) {
     const int id = dev.id;
+    if (failing_.count(id)) continue;
     const bool in = joined_.count(id) > 0;
     // Devices in node processes take part while their node hosts them.
     const bool available = dev.available && (!actors_.remote || actors_.remote->present(id));
@@ -151,6 +190,7 @@ status driver::enter_slot(std::int64_t slot, bool& changed) {
       auto& a = actors_.devices[id];
       if (!a) a = actors_.remote ? actors_.remote->proxy(id) : spawn_device(sys_, {id, s_.optimizer, true_speed(id)});
       if (!a) return make_error("device_lost", "device " + std::to_string(id) + " left its node while joining");
+      self_->monitor(a);
       self_->send(a, speed_atom::value, true_speed(id));
       double probe_s = 0;
       self_->request(a, timeout_, probe_atom::value)
@@ -209,6 +249,8 @@ status driver::apply(const plan_decision& decision, std::int64_t t, std::int64_t
                                         " (devices that joined and have not left: the plan may use only these)");
   const auto started = clock::now();
   const auto diff = planner::diff(current_ ? &*current_ : nullptr, next, [&](int from, int to) {
+    // A lost device is never a source (recovery made sure another holder survives).
+    if (!actors_.devices.count(from)) return std::numeric_limits<double>::infinity();
     return comm::transfer_s(link(from, to), 1e6);
   });
   const auto me = caf::actor_cast<caf::actor>(self_);
@@ -217,7 +259,7 @@ status driver::apply(const plan_decision& decision, std::int64_t t, std::int64_t
     const auto& target = actors_.devices.at(mv.to);
     if (mv.from < 0) {  // the first plan: fresh layers
       // The first plan: fresh layers, or a resumed run's saved ones.
-      const auto layer = s_.resume ? s_.resume->layers.at(mv.layer) : model::copy_layer(m_, mv.layer);
+      const auto layer = fresh_.empty() ? model::copy_layer(m_, mv.layer) : fresh_.at(mv.layer);
       self_->request(target, timeout_, hold_atom::value, mv.layer, layer)
           .receive([](bool) {}, [&](caf::error& e) { failure_ = text(e); });
       continue;
@@ -230,7 +272,8 @@ status driver::apply(const plan_decision& decision, std::int64_t t, std::int64_t
     self_->receive([&](moved_atom, int, int, int, std::size_t b) { bytes += static_cast<double>(b); },
                    caf::after(timeout_) >> [&] { failure_ = "a layer did not arrive"; });
   if (auto st = check("migrating layers before step " + std::to_string(t)); !st) return st;
-  for (const auto& [dev, layer] : diff.drops) self_->send(actors_.devices.at(dev), drop_atom::value, layer);
+  for (const auto& [dev, layer] : diff.drops)
+    if (actors_.devices.count(dev)) self_->send(actors_.devices.at(dev), drop_atom::value, layer);
   for (auto& g : groups_) self_->send_exit(g, caf::exit_reason::user_shutdown);
   groups_.clear();
   holders_.clear();
@@ -297,6 +340,8 @@ double driver::emulated_sync_s() const {
 }
 
 status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_record& rec, step_measure& measure) {
+  ++tag_;
+  committed_ = false;
   // Every group gets its contiguous slice of the step's samples, cut into micro-batches.
   std::vector<int> shares;
   for (const auto& gp : current_->groups) shares.push_back(gp.share);
@@ -304,7 +349,7 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     const auto& gp = current_->groups[g];
     group_task task;
-    task.step = t;
+    task.step = tag_;
     task.report_to = caf::actor_cast<caf::actor>(self_);
     for (std::size_t j = 0; j + 1 < gp.devices.size(); ++j) task.links.push_back(link(gp.devices[j], gp.devices[j + 1]));
     for (int lo = slices[g].first; lo < slices[g].second; lo += gp.micro_batch) {
@@ -315,9 +360,13 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
     self_->send(groups_[g], step_atom::value, std::move(task));
   }
   double loss_sum = 0;
-  for (std::size_t k = 0; k < groups_.size() && failure_.empty(); ++k)
+  auto on_down = [&](caf::down_msg& d) { note_down(d); };
+  for (std::size_t k = 0; k < groups_.size() && failure_.empty();)
     self_->receive(
+        on_down,
         [&](const group_report& r) {
+          if (r.step != tag_) return;  // an abandoned attempt's
+          ++k;
           if (!r.error.empty()) failure_ = r.error;
           loss_sum += r.loss_sum;
           rec.pipeline_s = std::max(rec.pipeline_s, r.time_s);
@@ -337,11 +386,14 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
   std::map<int, std::vector<int>> held;  // device -> layers
   for (const auto& [l, ids] : holders_)
     for (int id : ids) held[id].push_back(l);
-  for (const auto& [id, layers] : held) self_->send(actors_.devices.at(id), grads_atom::value, layers);
+  for (const auto& [id, layers] : held) self_->send(actors_.devices.at(id), grads_atom::value, tag_, layers);
   std::map<std::pair<int, int>, std::vector<std::vector<model::tensor>>> got;  // (device, layer) -> micro-batches
-  for (std::size_t k = 0; k < held.size() && failure_.empty(); ++k)
+  for (std::size_t k = 0; k < held.size() && failure_.empty();)
     self_->receive(
+        on_down,
         [&](device_gradients& g) {
+          if (g.step != tag_) return;
+          ++k;
           for (auto& [l, micro] : g.layers) got[{g.device, l}] = std::move(micro);
         },
         [&](caf::error& e) { failure_ = text(e); }, caf::after(timeout_) >> [&] { failure_ = "gradients timed out"; });
@@ -351,6 +403,9 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
     for (int id : ids)
       for (auto& micro : got[{id, l}]) parts[l].push_back(std::move(micro));
   int acks = 0;
+  // From here every live holder applies this step: a failure now leaves the survivors one
+  // step further (recover() knows, from committed_).
+  committed_ = true;
   for (const auto& [l, ids] : holders_) {
     const auto summed = model::sum(parts[l]);
     for (int id : ids) {
@@ -366,11 +421,90 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
   const double left = rec.sync_s - since(sync_started);
   if (left > 0) std::this_thread::sleep_for(std::chrono::duration<double>(left));
   for (int k = 0; k < acks && failure_.empty(); ++k)
-    self_->receive([&](bool) {}, [&](caf::error& e) { failure_ = text(e); },
+    self_->receive(on_down, [&](bool) {}, [&](caf::error& e) { failure_ = text(e); },
                    caf::after(timeout_) >> [&] { failure_ = "applying gradients timed out"; });
   if (auto st = check("step " + std::to_string(t)); !st) return st;
   rec.loss = loss_sum / s_.batch;
   return ok_status();
+}
+
+// After a failed attempt: the devices that stopped (seen going down, or not answering a
+// probe within 2 s; a hung one is stopped here).
+std::set<int> driver::find_lost() {
+  std::set<int> lost = dead_;
+  for (const auto& [id, a] : actors_.devices) {
+    if (lost.count(id)) continue;
+    bool alive = false;
+    self_->request(a, std::chrono::seconds(2), probe_atom::value).receive([&](double) { alive = true; }, [&](caf::error&) {});
+    if (!alive) lost.insert(id);
+  }
+  return lost;
+}
+
+// Messages of abandoned attempts still on their way to the driver.
+void driver::drain_stale() {
+  bool more = true;
+  while (more)
+    self_->receive([](const group_report&) {}, [](const device_gradients&) {}, [](bool) {}, [](caf::error&) {},
+                   [&](caf::down_msg& d) { note_down(d); }, caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
+}
+
+// Goes on without the lost devices (docs/RELIABILITY.md). The attempt in flight either
+// reached its apply phase (committed_: every surviving holder applied it, so the step is
+// done) or not (nothing was applied anywhere: it re-runs on the same samples). Layers whose
+// every holder is lost come back from the last consistent cut: the whole model rolls back to
+// it and the steps since re-run. Either way each step and sample is applied exactly once.
+result<driver::recovered> driver::recover(std::int64_t& t, const error& why, data::sample_ledger& ledger,
+                                         data::global_sampler& sampler) {
+  const auto started = clock::now();
+  auto lost = find_lost();
+  if (lost.empty()) return why;
+  if (!actors_.controller) {
+    std::string ids;
+    for (int id : lost) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+    return make_error("device_lost", "device " + ids + " lost (" + why.message +
+                                         "); going on without it needs a controller (replan_every)");
+  }
+  bool rollback = false;
+  for (const auto& [l, ids] : holders_) {
+    bool kept = false;
+    for (int id : ids) kept = kept || !lost.count(id);
+    rollback = rollback || !kept;
+  }
+  for (int id : lost) {
+    if (auto it = actors_.devices.find(id); it != actors_.devices.end()) {
+      self_->demonitor(it->second);
+      self_->send_exit(it->second, caf::exit_reason::kill);
+      actors_.devices.erase(it);
+    }
+    self_->send(actors_.controller, leave_atom::value, id);
+    joined_.erase(id);
+    leaving_.erase(id);
+    failing_.erase(id);
+    dead_.erase(id);
+    ++out_.devices_lost;
+  }
+  drain_stale();
+  ++out_.recoveries;
+  force_replan_ = true;
+  recovered how = committed_ ? recovered::done : recovered::rerun;
+  if (committed_) ledger.applied(t / sampler.steps_per_epoch(), sampler.step_samples(t));
+  const std::int64_t done = committed_ ? t + 1 : t;
+  if (rollback) {
+    // Steps [cut, done) are undone with the model they trained.
+    for (std::int64_t u = cut_.step; u < done; ++u) ledger.undo(u / sampler.steps_per_epoch(), sampler.step_samples(u));
+    for (const auto& [l, ids] : holders_)
+      for (int id : ids)
+        if (actors_.devices.count(id)) self_->send(actors_.devices.at(id), drop_atom::value, l);
+    fresh_ = cut_.layers;
+    current_.reset();
+    t = cut_.step;
+    how = recovered::rolled_back;
+  } else {
+    t = done;
+  }
+  recovery_s_.push_back(since(started));
+  return how;
 }
 
 // Between steps every replica of a layer is the same (invariant 3), so one copy per layer and
@@ -385,6 +519,8 @@ status driver::take_checkpoint(std::int64_t steps_done) {
     self_->request(actors_.controller, timeout_, snapshot_atom::value)
         .receive([&](controller_snapshot& x) { c.controller = std::move(x); }, [&](caf::error& e) { failure_ = text(e); });
   if (auto st = check("checkpoint after step " + std::to_string(steps_done - 1)); !st) return st;
+  cut_ = c;
+  if (!cb_.on_checkpoint) return ok_status();
   ++out_.checkpoints;
   cb_.on_checkpoint(std::move(c));
   return ok_status();
@@ -435,23 +571,31 @@ result<train_outcome> driver::run() {
   }
   first_slot_ = start / s_.slot_steps;
   out_.resumed_from = start;
+  // The first rollback point: the start (fresh layers, or the resumed checkpoint's).
+  cut_.step = start;
+  if (s_.resume) cut_.layers = s_.resume->layers;
+  fresh_ = cut_.layers;
+  fault_rng_.seed(s_.seed ^ 0xfa17ull);
   double total_time = 0, total_cost = 0;
   std::int64_t slot = -1;
   for (std::int64_t t = start; t < s_.steps; ++t) {
     const auto t0 = clock::now();
     step_record rec;
     rec.step = t;
-    bool changed = false;
-    if (t / s_.slot_steps != slot) {
+    bool changed = force_replan_;
+    force_replan_ = false;
+    if (t / s_.slot_steps > slot) {  // a rollback does not enter past slots again
       slot = t / s_.slot_steps;
       if (auto st = enter_slot(slot, changed); !st) return st.err();
     }
     if (remote_departures()) changed = true;
     auto next = next_plan(t, changed);
     if (!next) return next.err();
-    if (*next)
+    if (*next) {
       if (auto st = apply(**next, t, slot, rec); !st) return st.err();
-    if (!current_) return make_error("bad_job", "no plan before step 0");
+      fresh_.clear();
+    }
+    if (!current_) return make_error("bad_job", "no plan before step " + std::to_string(t));
     for (int id : leaving_)
       for (const auto& g : current_->groups)
         if (std::count(g.devices.begin(), g.devices.end(), id))
@@ -460,7 +604,15 @@ result<train_outcome> driver::run() {
     retire_leavers();
     const auto samples = sampler.step_samples(t);
     step_measure measure;
-    if (auto st = run_step(t, samples, rec, measure); !st) return st.err();
+    if (auto st = run_step(t, samples, rec, measure); !st) {
+      auto r = recover(t, st.err(), ledger, sampler);
+      if (!r) return r.err();
+      logging::get("train")->warn("{}: recovered in {:.3f} s ({}), going on at step {}", st.err().message, recovery_s_.back(),
+                                  *r == recovered::rerun ? "the step re-runs" : *r == recovered::done ? "the step had applied" : "rolled back to the last checkpoint",
+                                  t);
+      --t;  // the loop's ++t: go on at t
+      continue;
+    }
     ledger.applied(t / sampler.steps_per_epoch(), samples);
     if (t == s_.perturb_step && holders_.count(s_.perturb_layer) &&
         s_.perturb_group < static_cast<int>(holders_[s_.perturb_layer].size()))
@@ -468,6 +620,7 @@ result<train_outcome> driver::run() {
     if (s_.hash_every > 0 && (t + 1) % s_.hash_every == 0)
       if (auto st = check_replicas(t); !st) return st.err();
     rec.time_s = since(t0);
+    last_step_s_ = rec.time_s;
     double price = 0;
     for (const auto& g : current_->groups)
       for (int id : g.devices)
@@ -484,7 +637,7 @@ result<train_outcome> driver::run() {
     out_.messages_per_step = 0;
     for (const auto& st : rec.stages) out_.messages_per_step += st.messages;
     if (cb_.on_step) cb_.on_step(rec);
-    if (s_.checkpoint_every > 0 && (t + 1) % s_.checkpoint_every == 0 && cb_.on_checkpoint)
+    if (s_.checkpoint_every > 0 && (t + 1) % s_.checkpoint_every == 0)
       if (auto st = take_checkpoint(t + 1); !st) return st.err();
   }
   for (int l = 0; l < L_; ++l)
@@ -499,6 +652,10 @@ result<train_outcome> driver::run() {
   out_.samples_per_s = total_time > 0 ? ran * s_.batch / total_time : 0;
   out_.avg_cost = ran > 0 ? total_cost / ran : 0;
   out_.ledger = ledger.check(sampler, s_.steps);
+  for (double r : recovery_s_) {
+    out_.mean_recovery_s += r / static_cast<double>(recovery_s_.size());
+    out_.max_recovery_s = std::max(out_.max_recovery_s, r);
+  }
   return out_;
 }
 

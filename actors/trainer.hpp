@@ -153,6 +153,10 @@ struct train_outcome {
   planner::plan final_plan;
   std::int64_t resumed_from = 0;     // the first step this run executed
   int checkpoints = 0;
+  // Faults (docs/RELIABILITY.md): crashes injected by the dynamics' `fail` events, devices
+  // found lost, and recoveries (detection, re-plan and migration, until training goes on).
+  int faults_injected = 0, devices_lost = 0, recoveries = 0;
+  double mean_recovery_s = 0, max_recovery_s = 0;
 };
 
 result<train_outcome> train(const model::model_chain& m, const data::dataset& train_data, const train_settings& s,

@@ -50,11 +50,9 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
     j.dynamics.seed = j.seed;
     parse_dynamics(top, j.dynamics);
     bool departs = j.dynamics.random.departure_rate > 0;
-    for (const auto& e : j.dynamics.events) {
-      if (e.kind == sim::event_kind::fail)
-        throw field_error{"dynamics.events: 'fail' is not supported in training jobs yet (crash recovery is not built); use 'leave'"};
-      departs = departs || e.kind == sim::event_kind::leave;
-    }
+    // A 'fail' event kills the device at a random moment of the slot's first step
+    // (docs/RELIABILITY.md); like a leave, going on without it needs a controller.
+    for (const auto& e : j.dynamics.events) departs = departs || e.kind == sim::event_kind::leave || e.kind == sim::event_kind::fail;
     for (const auto& t : j.dynamics.traces) departs = departs || !t.available.empty();
     if (departs && j.replan_every == 0)
       throw field_error{"dynamics in which devices leave need a controller to re-plan: set replan_every"};

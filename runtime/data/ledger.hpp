@@ -18,6 +18,8 @@ class sample_ledger {
   explicit sample_ledger(int dataset_size) : n_(dataset_size) {}
   // A step's samples were applied (its optimizer step happened).
   void applied(std::int64_t epoch, const std::vector<int>& samples);
+  // A rollback discarded a step's effect (its samples count as not applied again).
+  void undo(std::int64_t epoch, const std::vector<int>& samples);
   // Against what the sampler says steps [0, steps) should have used.
   template <class Sampler>
   ledger_report check(Sampler& s, std::int64_t steps) const;

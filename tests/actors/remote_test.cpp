@@ -120,7 +120,7 @@ TEST_CASE("malformed device calls are errors naming what is wrong", "[remote]") 
 
   // Gradients claiming more tensors than came.
   wire::device_call g;
-  g.ints = {0, 1, 0, 2, 3};
+  g.ints = {0, 7, 1, 0, 2, 3};
   REQUIRE_FALSE(remote::gradients_from(g, {x}));
 
   // A packet whose header announces two tensors but which carries one frame.

@@ -131,6 +131,11 @@ int train_main(const train_options& o, const train_fn& how) {
                   {"emulation_scale", scale},
                   {"final_plan", config::plan_to_json(outcome->final_plan)},
                   {"resumed_from_step", outcome->resumed_from},
+                  {"faults_injected", outcome->faults_injected},
+                  {"devices_lost", outcome->devices_lost},
+                  {"recoveries", outcome->recoveries},
+                  {"mean_recovery_s", outcome->mean_recovery_s},
+                  {"max_recovery_s", outcome->max_recovery_s},
                   {"checkpoints", outcome->checkpoints},
                   {"wall_s", sw.seconds()}};
   if (o.verify) {

@@ -1,0 +1,159 @@
+// Crashes during training (docs/RELIABILITY.md): a device actor killed at a random moment of a
+// step is detected, the run goes on without it (its layers from replicas, or from the last
+// checkpoint when none survives), and still equals one plain device, with every sample
+// applied once.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "actors/trainer.hpp"
+#include "data/sampler.hpp"
+#include "model/api.hpp"
+#include "planner/policy.hpp"
+
+using namespace dynapar;
+
+namespace {
+
+// Pipelines of two (layers split in half) over the available devices in id order, an odd one
+// out alone; equal shares. So the test knows which layers have replicas where.
+class pairs_policy final : public planner::policy {
+ public:
+  std::string name() const override { return "pairs"; }
+  result<planner::plan> decide(const planner::decision_context& ctx) override {
+    const auto& p = ctx.prob;
+    std::vector<int> ids;
+    for (int i : p.available) ids.push_back(p.cluster.devices[i].id);
+    std::sort(ids.begin(), ids.end());
+    if (ids.empty()) return make_error("infeasible", "no device is available");
+    planner::plan out;
+    out.slot = ctx.slot;
+    out.schedule = p.cfg.schedule;
+    const int L = p.num_layers(), q = p.cfg.share_quantum;
+    const int groups = static_cast<int>((ids.size() + 1) / 2), units = p.cfg.batch / q;
+    for (int g = 0; g < groups; ++g) {
+      const int share = (units / groups + (g < units % groups ? 1 : 0)) * q;
+      if (2 * g + 1 < static_cast<int>(ids.size()))
+        out.groups.push_back({{ids[2 * g], ids[2 * g + 1]}, {0, L / 2, L}, share, p.cfg.micro_batch});
+      else
+        out.groups.push_back({{ids[2 * g]}, {0, L}, share, p.cfg.micro_batch});
+    }
+    return out;
+  }
+};
+
+actors::train_settings job(const planner::model_profile& profile, int devices, std::vector<std::pair<int, int>> kills) {
+  actors::controller_config cc;
+  cc.custom = std::make_shared<pairs_policy>();
+  cc.profile = profile;
+  sim::scenario e;
+  for (int i = 0; i < devices; ++i) {
+    planner::device_spec d;
+    d.id = i;
+    d.speed = 0.4;
+    d.memory_bytes = 4e9;
+    e.cluster.devices.push_back(d);
+  }
+  for (auto [slot, device] : kills) e.events.push_back({slot, sim::event_kind::fail, device});
+  cc.cluster = e.cluster;
+  cc.planner.batch = 64;
+  cc.planner.micro_batch = 16;
+  cc.planner.share_quantum = 16;
+  cc.replan_every = 2;
+  actors::train_settings s;
+  s.controller = cc;
+  s.emulated = e;
+  s.slot_steps = 2;
+  s.profile = profile;
+  s.steps = 14;
+  s.batch = 64;
+  s.hash_every = 1;
+  s.checkpoint_every = 3;  // the rollback point, kept in memory
+  s.optimizer = {"adam", 1e-3, 0.9, 0};
+  return s;
+}
+
+double diff_from_one_device(const model::model_chain& m, const data::dataset& d, const actors::train_settings& s,
+                            const std::vector<model::layer_copy>& trained) {
+  model::reference ref(m, s.optimizer);
+  data::global_sampler sampler(d.size(), s.batch, s.seed);
+  for (int t = 0; t < s.steps; ++t) ref.step(d, sampler.step_samples(t), 16);
+  return model::max_rel_diff(trained, ref.layers());
+}
+
+struct fixture {
+  std::shared_ptr<const model::model_chain> m;
+  data::dataset d = data::synthetic(1200, 21);
+  planner::model_profile profile;
+  fixture() {
+    model::set_threads(1);
+    auto made = model::make_model("cnn", 5);
+    REQUIRE(made);
+    m = *made;
+    auto p = model::measure_profile(*m, 16, 2, {});
+    REQUIRE(p);
+    profile = *p;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a device killed mid-step: the run goes on from replicas and equals one device", "[actor][fault]") {
+  fixture f;
+  // Groups {0, 1} and {2, 3}; device 1 dies in slot 2: its half of the model lives on in 3.
+  const auto s = job(f.profile, 4, {{2, 1}});
+  std::vector<actors::plan_record> plans;
+  actors::train_callbacks cb;
+  cb.on_plan = [&](const actors::plan_record& r) { plans.push_back(r); };
+  auto out = actors::train(*f.m, f.d, s, cb);
+  REQUIRE(out);
+  CHECK(out->faults_injected == 1);
+  CHECK(out->devices_lost == 1);
+  CHECK(out->recoveries == 1);
+  CHECK(out->ledger.lost == 0);
+  CHECK(out->ledger.duplicated == 0);
+  for (const auto& p : plans)
+    if (p.step > 4)
+      for (const auto& g : p.plan.groups) CHECK(std::count(g.devices.begin(), g.devices.end(), 1) == 0);
+  CHECK(out->bytes_migrated > 0);  // the lost half came from device 3
+  CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers) == 0);
+}
+
+TEST_CASE("every device of one group killed at once: the other group's replicas carry on", "[actor][fault]") {
+  fixture f;
+  const auto s = job(f.profile, 4, {{2, 2}, {2, 3}});
+  auto out = actors::train(*f.m, f.d, s);
+  REQUIRE(out);
+  CHECK(out->faults_injected == 2);
+  CHECK(out->devices_lost == 2);
+  CHECK(out->recoveries >= 1);  // one or two detections, as the two deaths fall
+  CHECK(out->ledger.lost == 0);
+  CHECK(out->ledger.duplicated == 0);
+  CHECK(out->final_plan.groups.size() == 1);
+  CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers) == 0);
+}
+
+TEST_CASE("all replicas of a layer lost: the run rolls back to its last checkpoint and equals one device", "[actor][fault]") {
+  fixture f;
+  // One pipeline {0, 1}: when device 1 dies, its half of the model has no replica.
+  const auto s = job(f.profile, 2, {{3, 1}});
+  auto out = actors::train(*f.m, f.d, s);
+  REQUIRE(out);
+  CHECK(out->recoveries == 1);
+  CHECK(out->ledger.lost == 0);
+  CHECK(out->ledger.duplicated == 0);
+  CHECK(out->final_plan.groups.size() == 1);
+  CHECK(out->final_plan.groups[0].devices == std::vector<int>{0});
+  CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers) == 0);
+}
+
+TEST_CASE("a crash without a controller stops the run with an error naming the device", "[actor][fault]") {
+  fixture f;
+  auto s = job(f.profile, 2, {{1, 1}});
+  s.controller.reset();
+  s.plan.groups.push_back({{0, 1}, {0, 2, 4}, 64, 16});
+  auto out = actors::train(*f.m, f.d, s);
+  REQUIRE_FALSE(out);
+  CHECK(out.err().message.find("device 1") != std::string::npos);
+  CHECK(out.err().message.find("controller") != std::string::npos);
+}

@@ -1,11 +1,13 @@
 #include "actors/node_host.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <caf/all.hpp>
 
 #include <chrono>
 #include <map>
+#include <thread>
 
 #include "actors/device_actor.hpp"
 #include "actors/remote_protocol.hpp"
@@ -200,6 +202,16 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
               },
               on_error);
       return;
+    case op::fail: {
+      // Fault injection: this process dies with SIGKILL, its devices with it, unannounced.
+      const auto after = std::chrono::microseconds(c.ints.empty() ? 0 : std::max<std::int64_t>(0, c.ints[0]));
+      logging::get("node")->warn("fault injection: node {} is killed in {} us", sh->name, after.count());
+      std::thread([after] {
+        std::this_thread::sleep_for(after);
+        ::raise(SIGKILL);
+      }).detach();
+      return;
+    }
     case op::retire:
       self->send_exit(dev, caf::exit_reason::user_shutdown);
       s.devices.erase(c.device);

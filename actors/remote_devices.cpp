@@ -84,6 +84,7 @@ struct proxy_state {
   std::uint64_t next_id = 1;
   std::map<std::uint64_t, std::function<void(const wire::device_call*, std::vector<model::tensor>&, const std::string&)>> pending;
   caf::actor report_to, migration_sink;
+  std::int64_t step = 0;  // the tag of the last step task: a loss report must carry it
   std::string lost;  // why the device is gone (its node went silent); empty while it is there
   static inline const char* name = "remote_device";
 };
@@ -150,6 +151,7 @@ caf::behavior remote_device(proxy* self, int id, std::string route, std::shared_
       },
       [=](step_atom, stage_task& task) {
         self->state.report_to = task.report_to;
+        self->state.step = task.step;
         if (!self->state.lost.empty()) {
           stage_report r;
           r.device = id;
@@ -187,6 +189,8 @@ caf::behavior remote_device(proxy* self, int id, std::string route, std::shared_
                                       });
       },
       [=](perturb_atom, int layer) { tell(self, call(op::perturb, {layer})); },
+      // Fault injection on a node: the whole process dies, as a machine would.
+      [=](fail_atom, int after_us) { tell(self, call(op::fail, {after_us})); },
       // From the node: answers, stage reports, arrivals of migrated layers.
       [=](remote_atom, const wire::device_call& c, std::vector<model::tensor>& ts) {
         auto& s = self->state;
@@ -201,6 +205,7 @@ caf::behavior remote_device(proxy* self, int id, std::string route, std::shared_
               if (s.report_to) {
                 stage_report r;
                 r.device = id;
+                r.step = s.step;
                 r.error = s.lost;
                 self->send(s.report_to, std::move(r));
               }

@@ -156,6 +156,7 @@ enum DeviceOp {
   copy @15;          # ints [layer]; reply: the layer
   perturb @16;       # ints [layer]
   retire @17;        # the device leaves the run
+  fail @18;          # ints [after_us]: fault injection, the node process kills itself (SIGKILL) then
 }
 
 # A device operation between processes: the controller calls a device on a node, the node

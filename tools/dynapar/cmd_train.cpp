@@ -41,8 +41,10 @@ int train_main(const train_options& o, const train_fn& how) {
   }
   std::unique_ptr<checkpoint_writer> checkpoints;
   const std::string checkpoint_dir = o.checkpoint_dir.empty() ? o.resume : o.checkpoint_dir;
+  // Consistent cuts every N steps: kept in memory as the rollback point of crash recovery,
+  // and written out with a checkpoint directory.
+  prep->settings.checkpoint_every = o.checkpoint_every > 0 ? o.checkpoint_every : 50;
   if (!checkpoint_dir.empty()) {
-    prep->settings.checkpoint_every = o.checkpoint_every > 0 ? o.checkpoint_every : 50;
     std::error_code ec;
     fs::create_directories(checkpoint_dir, ec);
     if (ec) return report(make_error("io", "cannot create '" + checkpoint_dir + "': " + ec.message()));

@@ -102,11 +102,11 @@ class driver {
   status check_replicas(std::int64_t t);
   status take_checkpoint(std::int64_t steps_done);
   // A device actor stopped: fatal for the step in flight if the plan uses it.
-  void note_down(const caf::down_msg& d) {
+  void note_down(const caf::down_msg& d, bool fatal = true) {
     for (const auto& [id, a] : actors_.devices)
       if (a && a.address() == d.source) {
         dead_.insert(id);
-        for (const auto& g : current_ ? current_->groups : std::vector<planner::group_plan>{})
+        for (const auto& g : current_ && fatal ? current_->groups : std::vector<planner::group_plan>{})
           if (std::count(g.devices.begin(), g.devices.end(), id) && failure_.empty())
             failure_ = "device " + std::to_string(id) + " stopped (" + to_string(d.reason) + ")";
       }
@@ -268,9 +268,18 @@ status driver::apply(const plan_decision& decision, std::int64_t t, std::int64_t
         .receive([&](bool) { ++pending; }, [&](caf::error& e) { failure_ = text(e); });
   }
   double bytes = 0;
-  for (int k = 0; k < pending && failure_.empty(); ++k)
-    self_->receive([&](moved_atom, int, int, int, std::size_t b) { bytes += static_cast<double>(b); },
-                   caf::after(timeout_) >> [&] { failure_ = "a layer did not arrive"; });
+  for (int k = 0; k < pending && failure_.empty();)
+    self_->receive(
+        [&](moved_atom, int, int, int, std::size_t b) {
+          bytes += static_cast<double>(b);
+          ++k;
+        },
+        [&](caf::down_msg& d) {  // a source or target of this diff stopped
+          note_down(d, false);
+          for (const auto& mv : diff.moves)
+            if (dead_.count(mv.to) || dead_.count(mv.from)) failure_ = "a device stopped while layers moved";
+        },
+        caf::after(timeout_) >> [&] { failure_ = "a layer did not arrive"; });
   if (auto st = check("migrating layers before step " + std::to_string(t)); !st) return st;
   for (const auto& [dev, layer] : diff.drops)
     if (actors_.devices.count(dev)) self_->send(actors_.devices.at(dev), drop_atom::value, layer);
@@ -446,7 +455,8 @@ void driver::drain_stale() {
   bool more = true;
   while (more)
     self_->receive([](const group_report&) {}, [](const device_gradients&) {}, [](bool) {}, [](caf::error&) {},
-                   [&](caf::down_msg& d) { note_down(d); }, caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
+                   [&](caf::down_msg& d) { note_down(d, false); },  // the next attempt finds out
+                   caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
 }
 
 // Goes on without the lost devices (docs/RELIABILITY.md). The attempt in flight either
@@ -589,10 +599,29 @@ result<train_outcome> driver::run() {
       if (auto st = enter_slot(slot, changed); !st) return st.err();
     }
     if (remote_departures()) changed = true;
+    // A device that died between steps (unused, or after the last one) is lost before it is
+    // planned again.
+    drain_stale();
+    bool died = false;
+    for (int id : dead_) died = died || joined_.count(id) || leaving_.count(id);
+    if (died) {
+      committed_ = false;  // step t has not started
+      auto r = recover(t, make_error("device_lost", "a device stopped between steps"), ledger, sampler);
+      if (!r) return r.err();
+      --t;
+      continue;
+    }
     auto next = next_plan(t, changed);
     if (!next) return next.err();
     if (*next) {
-      if (auto st = apply(**next, t, slot, rec); !st) return st.err();
+      if (auto st = apply(**next, t, slot, rec); !st) {
+        // A device lost while layers moved: nothing was applied; plan again without it.
+        committed_ = false;
+        auto r = recover(t, st.err(), ledger, sampler);
+        if (!r) return r.err();
+        --t;
+        continue;
+      }
       fresh_.clear();
     }
     if (!current_) return make_error("bad_job", "no plan before step " + std::to_string(t));

@@ -608,6 +608,7 @@ result<train_outcome> driver::run() {
       committed_ = false;  // step t has not started
       auto r = recover(t, make_error("device_lost", "a device stopped between steps"), ledger, sampler);
       if (!r) return r.err();
+      logging::get("train")->warn("before step {}: a device stopped between steps: recovered in {:.3f} s", t, recovery_s_.back());
       --t;
       continue;
     }
@@ -619,6 +620,7 @@ result<train_outcome> driver::run() {
         committed_ = false;
         auto r = recover(t, st.err(), ledger, sampler);
         if (!r) return r.err();
+        logging::get("train")->warn("{}: recovered in {:.3f} s", st.err().message, recovery_s_.back());
         --t;
         continue;
       }

@@ -459,6 +459,12 @@ bool remote_devices::present(int id) const {
   return it != impl_->devices.end() && !it->second.leaving && !it->second.lost;
 }
 
+bool remote_devices::lost(int id) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->devices.find(id);
+  return it != impl_->devices.end() && it->second.lost;
+}
+
 caf::actor remote_devices::proxy(int id) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   auto it = impl_->devices.find(id);

@@ -38,6 +38,7 @@ class remote_devices : public device_directory {
   ~remote_devices() override;
   bool present(int id) const override;
   caf::actor proxy(int id) override;
+  bool lost(int id) const override;
   std::string endpoint() const;
   std::set<int> present_ids() const;
   // Stops the network thread after sending what is queued (device retirements included).

@@ -20,6 +20,7 @@ class device_directory {
   virtual ~device_directory() = default;
   virtual bool present(int id) const = 0;  // hosted, and its node has not asked to leave
   virtual caf::actor proxy(int id) = 0;     // null when not hosted
+  virtual bool lost(int id) const = 0;      // its node went silent (a crash, not a leave)
 };
 
 struct cluster_actors {

@@ -88,12 +88,15 @@ class driver {
     leaving_.insert(id);
     ++out_.leaves;
   }
-  // A node asked to leave: its devices depart before the next step, not at the next slot.
+  // A node asked to leave: its devices depart before the next step, not at the next slot. A
+  // lost node's devices are dead instead (recovered from, before the step).
   bool remote_departures() {
     if (!actors_.remote) return false;
     std::vector<int> gone;
-    for (int id : joined_)
-      if (!actors_.remote->present(id)) gone.push_back(id);
+    for (int id : joined_) {
+      if (actors_.remote->lost(id)) dead_.insert(id);  // a crash: recovered, not a leave
+      else if (!actors_.remote->present(id)) gone.push_back(id);
+    }
     for (int id : gone) depart(id);
     return !gone.empty();
   }

@@ -353,7 +353,6 @@ void remote_devices::impl::handle(comm::packet p) {
     }
     return;
   }
-  if (!std::holds_alternative<wire::device_call>(u->env.msg)) log->debug("message from {}", u->env.sender);
   if (const auto* j = std::get_if<wire::join_msg>(&u->env.msg)) return on_join(p.route, *j);
   if (const auto* l = std::get_if<wire::leave_msg>(&u->env.msg)) return on_leave(p.route, *l);
   if (std::holds_alternative<wire::heartbeat_msg>(u->env.msg)) return;  // seen above

@@ -353,19 +353,32 @@ result<node_outcome> run_node(const node_config& cfg, const std::atomic<bool>& l
   return out;
 }
 
-status request_leave(const std::string& controller, const std::vector<int>& devices, double timeout_s, bool allow_remote) {
+namespace {
+// One request to the controller from a short-lived client, answered with a Welcome.
+status ask_controller(const std::string& controller, const std::string& name, wire::body b, double timeout_s,
+                      bool allow_remote) {
   if (auto st = comm::check_endpoint(controller, allow_remote); !st) return st;
-  if (devices.empty()) return make_error("bad_node", "--leave needs the --device ids to retire");
   zmq::context_t ctx{1};
   zmq::socket_t s(ctx, zmq::socket_type::dealer);
   s.set(zmq::sockopt::linger, 0);
   s.connect(controller);
-  const std::string name = "leave-" + std::to_string(::getpid());
-  if (auto st = send_body(s, name, wire::leave_msg{name, devices, "dynapar node --leave"}); !st) return st;
+  if (auto st = send_body(s, name, std::move(b)); !st) return st;
   auto w = await_welcome(s, controller, timeout_s);
   if (!w) return w.err();
   if (!w->accepted) return make_error("refused", "the controller refused: " + w->reason);
   return ok_status();
+}
+}  // namespace
+
+status request_leave(const std::string& controller, const std::vector<int>& devices, double timeout_s, bool allow_remote) {
+  if (devices.empty()) return make_error("bad_node", "--leave needs the --device ids to retire");
+  const std::string name = "leave-" + std::to_string(::getpid());
+  return ask_controller(controller, name, wire::leave_msg{name, devices, "dynapar node --leave"}, timeout_s, allow_remote);
+}
+
+status request_fault(const std::string& controller, const wire::fault_command& f, double timeout_s, bool allow_remote) {
+  if (auto st = wire::validate_body(f); !st) return st;
+  return ask_controller(controller, "inject-" + std::to_string(::getpid()), f, timeout_s, allow_remote);
 }
 
 }  // namespace dynapar::actors

@@ -11,6 +11,7 @@
 
 #include "common/result.hpp"
 #include "planner/cluster.hpp"
+#include "wire/messages.hpp"
 
 namespace dynapar::actors {
 
@@ -38,5 +39,9 @@ result<node_outcome> run_node(const node_config& cfg, const std::atomic<bool>& l
 
 // dynapar node --leave: asks the controller to retire `devices` after the current step.
 status request_leave(const std::string& controller, const std::vector<int>& devices, double timeout_s, bool allow_remote);
+
+// dynapar inject: a FaultCommand to the controller (docs/RELIABILITY.md); kill and leave are
+// carried out, the other kinds are refused with a reason.
+status request_fault(const std::string& controller, const wire::fault_command& f, double timeout_s, bool allow_remote);
 
 }  // namespace dynapar::actors

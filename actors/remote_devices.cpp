@@ -72,6 +72,7 @@ struct remote_devices::impl {
   void handle(comm::packet p);
   void on_join(const std::string& route, const wire::join_msg& m);
   void on_leave(const std::string& route, const wire::leave_msg& m);
+  void on_fault(const std::string& route, const wire::fault_command& f);
 };
 
 namespace {
@@ -338,6 +339,36 @@ void remote_devices::impl::check_nodes() {
   }
 }
 
+// dynapar inject: a crash kills the device's node process (SIGKILL, as a machine dies); a
+// leave is a graceful departure. Other kinds are refused, saying so.
+void remote_devices::impl::on_fault(const std::string& route, const wire::fault_command& f) {
+  wire::welcome_msg w;
+  caf::actor proxy;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = devices.find(f.device);
+    if (it == devices.end() || it->second.lost) {
+      w.reason = "device " + std::to_string(f.device) + " is not in the run";
+    } else if (f.kind == wire::fault_kind::kill) {
+      proxy = it->second.proxy;
+      if (!proxy) w.reason = "device " + std::to_string(f.device) + " has not joined the training yet";
+    } else if (f.kind == wire::fault_kind::leave) {
+      it->second.leaving = true;
+    } else {
+      w.reason = "only kill and leave can be injected so far";
+    }
+  }
+  if (w.reason.empty()) {
+    if (proxy) caf::anon_send(proxy, fail_atom::value, 0);
+    w.accepted = true;
+    w.model = cfg.model;
+    w.devices = {f.device};
+    w.reason = f.kind == wire::fault_kind::kill ? "its node is killed now" : "it leaves after the current step";
+    log->warn("fault injected: device {}: {}", f.device, w.reason);
+  }
+  reply(route, w);
+}
+
 void remote_devices::impl::handle(comm::packet p) {
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -355,6 +386,7 @@ void remote_devices::impl::handle(comm::packet p) {
   }
   if (const auto* j = std::get_if<wire::join_msg>(&u->env.msg)) return on_join(p.route, *j);
   if (const auto* l = std::get_if<wire::leave_msg>(&u->env.msg)) return on_leave(p.route, *l);
+  if (const auto* f = std::get_if<wire::fault_command>(&u->env.msg)) return on_fault(p.route, *f);
   if (std::holds_alternative<wire::heartbeat_msg>(u->env.msg)) return;  // seen above
   auto* c = std::get_if<wire::device_call>(&u->env.msg);
   if (!c) return log->warn("dropped an unexpected message from a node");

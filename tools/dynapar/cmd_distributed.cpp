@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -226,6 +227,32 @@ void add_controller_flags(CLI::App* sub, controller_options& o) {
   sub->add_flag("--allow-remote", o.allow_remote, "Allow a --bind address beyond loopback");
 }
 
+struct inject_options {
+  std::string controller, kind;
+  int device = -1, steps = 0, peer = -1;
+  double factor = 1, timeout_s = 10;
+  bool allow_remote = false;
+};
+
+int inject_main(const inject_options& o) {
+  static const std::map<std::string, wire::fault_kind> kinds = {
+      {"kill", wire::fault_kind::kill},   {"slow", wire::fault_kind::slow}, {"pause", wire::fault_kind::pause},
+      {"leave", wire::fault_kind::leave}, {"join", wire::fault_kind::join}, {"partition", wire::fault_kind::partition}};
+  wire::fault_command f;
+  f.kind = kinds.at(o.kind);
+  f.device = o.device;
+  f.factor = o.factor;
+  f.duration_steps = o.steps;
+  f.peer = o.peer;
+  if (auto st = actors::request_fault(o.controller, f, o.timeout_s, o.allow_remote); !st) {
+    auto e = st.err();
+    if (e.code == "bad_field") e.code = "bad_fault";
+    return report(e);
+  }
+  std::cout << o.kind << " device " << o.device << ": accepted\n";
+  return exit_ok;
+}
+
 }  // namespace
 
 void add_distributed(CLI::App& app, runner& run) {
@@ -272,6 +299,20 @@ void add_distributed(CLI::App& app, runner& run) {
                    "Seconds of silence from the controller before the node gives up (default 10)")
       ->check(CLI::Range(0.5, 86400.0));
   node->callback([n, &run] { run = [n] { return node_main(*n); }; });
+
+  auto f = std::make_shared<inject_options>();
+  auto* inject = app.add_subcommand("inject", "Inject a fault into a running controller's cluster (docs/RELIABILITY.md)");
+  inject->add_option("kind", f->kind, "kill or leave (slow, pause, join, partition: not yet)")
+      ->required()
+      ->check(CLI::IsMember({"kill", "slow", "pause", "leave", "join", "partition"}));
+  inject->add_option("--controller", f->controller, "The controller's endpoint, tcp://HOST:PORT")->required();
+  inject->add_option("--device", f->device, "The device it hits")->required()->check(CLI::Range(0, 1000000));
+  inject->add_option("--factor", f->factor, "slow: speed multiplier in (0, 1]");
+  inject->add_option("--steps", f->steps, "slow, pause: how many steps (0: until told otherwise)")->check(CLI::Range(0, 100000000));
+  inject->add_option("--peer", f->peer, "partition: the other device");
+  inject->add_option("--timeout-s", f->timeout_s, "Seconds to wait for the controller's answer (default 10)")->check(CLI::Range(0.1, 3600.0));
+  inject->add_flag("--allow-remote", f->allow_remote, "Allow a controller beyond loopback");
+  inject->callback([f, &run] { run = [f] { return inject_main(*f); }; });
 }
 
 }  // namespace dynapar::cli

@@ -1,4 +1,4 @@
-#include "actors/trainer.hpp"
+#include "actors/driver.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -19,11 +19,7 @@
 #include "sim/world.hpp"
 
 namespace dynapar::actors {
-namespace {
-using clock = std::chrono::steady_clock;
-
-std::string text(const caf::error& e) { return to_string(e); }
-double since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
+namespace detail {
 
 // Without an emulated cluster: every device the plans or the caller name, at full speed, on
 // one node.
@@ -46,127 +42,6 @@ sim::scenario default_emulation(const train_settings& s, const cluster_actors& a
   }
   return e;
 }
-
-class driver {
- public:
-  driver(caf::actor_system& sys, cluster_actors& actors, const model::model_chain& m, const data::dataset& d,
-         const train_settings& s, const train_callbacks& cb)
-      : sys_(sys), self_(sys), actors_(actors), m_(m), d_(d), s_(s), cb_(cb), L_(model::num_layers(m)),
-        timeout_(std::chrono::milliseconds(static_cast<long>(s.step_timeout_s * 1000))),
-        emu_(s.emulated.cluster.devices.empty() ? default_emulation(s, actors) : s.emulated),
-        world_(emu_), truth_(emu_.cluster), links_(std::make_unique<planner::link_table>(truth_)) {}
-
-  ~driver() { shutdown(); }
-
-  result<train_outcome> run();
-
- private:
-  status check(const std::string& where) {
-    if (failure_.empty()) return ok_status();
-    auto e = make_error("step_failed", where + ": " + failure_);
-    failure_.clear();
-    return e;
-  }
-  comm::link_spec link(int a, int b) const {
-    const int i = links_->index_of(a), j = links_->index_of(b);
-    if (i < 0 || j < 0) return {};
-    return {links_->bw(i, j), links_->lat(i, j)};
-  }
-  double true_speed(int id) const {
-    const int i = links_->index_of(id);
-    return i < 0 ? 1.0 : std::clamp(truth_.devices[i].speed, 1e-3, 1.0);
-  }
-  status enter_slot(std::int64_t slot, bool& changed);
-  result<std::optional<plan_decision>> next_plan(std::int64_t t, bool availability_changed);
-  status apply(const plan_decision& decision, std::int64_t t, std::int64_t slot, step_record& rec);
-  void retire_leavers();
-  // Announced departure: the device keeps serving its layers until a plan without it has
-  // moved them away (retire_leavers).
-  void depart(int id) {
-    if (actors_.controller) self_->send(actors_.controller, leave_atom::value, id);
-    joined_.erase(id);
-    leaving_.insert(id);
-    ++out_.leaves;
-  }
-  // A node asked to leave: its devices depart before the next step, not at the next slot. A
-  // lost node's devices are dead instead (recovered from, before the step).
-  bool remote_departures() {
-    if (!actors_.remote) return false;
-    std::vector<int> gone;
-    for (int id : joined_) {
-      if (actors_.remote->lost(id)) dead_.insert(id);  // a crash: recovered, not a leave
-      else if (!actors_.remote->present(id)) gone.push_back(id);
-    }
-    for (int id : gone) depart(id);
-    return !gone.empty();
-  }
-  double emulated_sync_s() const;
-  status run_step(std::int64_t t, const std::vector<int>& samples, step_record& rec, step_measure& measure);
-  status check_replicas(std::int64_t t);
-  status take_checkpoint(std::int64_t steps_done);
-  // A device actor stopped: fatal for the step in flight if the plan uses it.
-  void note_down(const caf::down_msg& d, bool fatal = true) {
-    for (const auto& [id, a] : actors_.devices)
-      if (a && a.address() == d.source) {
-        dead_.insert(id);
-        for (const auto& g : current_ && fatal ? current_->groups : std::vector<planner::group_plan>{})
-          if (std::count(g.devices.begin(), g.devices.end(), id) && failure_.empty())
-            failure_ = "device " + std::to_string(id) + " stopped (" + to_string(d.reason) + ")";
-      }
-  }
-  std::set<int> find_lost();
-  enum class recovered { rerun, done, rolled_back };
-  result<recovered> recover(std::int64_t& t, const error& why, data::sample_ledger& ledger, data::global_sampler& sampler);
-  void drain_stale();
-  void shutdown() {
-    for (auto& g : groups_) self_->send_exit(g, caf::exit_reason::user_shutdown);
-    groups_.clear();
-    for (auto& [id, a] : actors_.devices) self_->send_exit(a, caf::exit_reason::user_shutdown);
-    actors_.devices.clear();
-    if (actors_.controller) self_->send_exit(actors_.controller, caf::exit_reason::user_shutdown);
-    actors_.controller = caf::actor{};
-  }
-
-  caf::actor_system& sys_;
-  caf::scoped_actor self_;
-  cluster_actors& actors_;
-  const model::model_chain& m_;
-  const data::dataset& d_;
-  const train_settings& s_;
-  const train_callbacks& cb_;
-  const int L_;
-  const std::chrono::milliseconds timeout_;
-  sim::scenario emu_;
-  sim::world world_;
-  planner::cluster_state truth_;                  // the emulated cluster this slot
-  std::unique_ptr<planner::link_table> links_;    // over truth_
-  std::set<int> joined_;                          // devices that joined and have not left
-  std::set<int> leaving_;                         // left, still holding layers until re-planned
-  double bench_ref_s_ = 0;                        // this machine's time for the benchmark
-  std::optional<planner::plan> current_;
-  std::vector<caf::actor> groups_;
-  std::map<int, std::vector<int>> holders_;       // layer -> device ids, plan order
-  std::string failure_;
-  train_outcome out_;
-  int replan_every_ = 0;
-  // The emulated sums' time depends on the plan and the slot's links only: computed once per
-  // change, not every step.
-  double sync_s_ = 0;
-  bool sync_stale_ = true;
-  std::int64_t first_slot_ = 0;                   // of this run (a resumed run starts late)
-  // Faults (docs/RELIABILITY.md). Each attempt at a step has its own tag, so that messages of
-  // an abandoned attempt are never taken for the re-run's.
-  std::int64_t tag_ = 0;
-  bool committed_ = false;                        // the attempt in flight reached its apply phase
-  std::set<int> failing_;                         // injected: dying this slot, unannounced
-  std::set<int> dead_;                            // device actors seen stopping
-  bool force_replan_ = false;
-  checkpoint cut_;                                // where to roll back when a layer loses every replica
-  std::vector<model::layer_copy> fresh_;          // layers the next first plan places (empty: the model's)
-  std::mt19937_64 fault_rng_;
-  double last_step_s_ = 0.05;
-  std::vector<double> recovery_s_;
-};
 
 status driver::enter_slot(std::int64_t slot, bool& changed) {
   truth_ = world_.at(static_cast<int>(slot));
@@ -440,123 +315,6 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
   return ok_status();
 }
 
-// After a failed attempt: the devices that stopped (seen going down, or not answering a
-// probe within 2 s; a hung one is stopped here).
-std::set<int> driver::find_lost() {
-  std::set<int> lost = dead_;
-  for (const auto& [id, a] : actors_.devices) {
-    if (lost.count(id)) continue;
-    bool alive = false;
-    self_->request(a, std::chrono::seconds(2), probe_atom::value).receive([&](double) { alive = true; }, [&](caf::error&) {});
-    if (!alive) lost.insert(id);
-  }
-  return lost;
-}
-
-// Messages of abandoned attempts still on their way to the driver.
-void driver::drain_stale() {
-  bool more = true;
-  while (more)
-    self_->receive([](const group_report&) {}, [](const device_gradients&) {}, [](bool) {}, [](caf::error&) {},
-                   [&](caf::down_msg& d) { note_down(d, false); },  // the next attempt finds out
-                   caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
-}
-
-// Goes on without the lost devices (docs/RELIABILITY.md). The attempt in flight either
-// reached its apply phase (committed_: every surviving holder applied it, so the step is
-// done) or not (nothing was applied anywhere: it re-runs on the same samples). Layers whose
-// every holder is lost come back from the last consistent cut: the whole model rolls back to
-// it and the steps since re-run. Either way each step and sample is applied exactly once.
-result<driver::recovered> driver::recover(std::int64_t& t, const error& why, data::sample_ledger& ledger,
-                                         data::global_sampler& sampler) {
-  const auto started = clock::now();
-  auto lost = find_lost();
-  if (lost.empty()) return why;
-  if (!actors_.controller) {
-    std::string ids;
-    for (int id : lost) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
-    return make_error("device_lost", "device " + ids + " lost (" + why.message +
-                                         "); going on without it needs a controller (replan_every)");
-  }
-  bool rollback = false;
-  for (const auto& [l, ids] : holders_) {
-    bool kept = false;
-    for (int id : ids) kept = kept || !lost.count(id);
-    rollback = rollback || !kept;
-  }
-  for (int id : lost) {
-    if (auto it = actors_.devices.find(id); it != actors_.devices.end()) {
-      self_->demonitor(it->second);
-      self_->send_exit(it->second, caf::exit_reason::kill);
-      actors_.devices.erase(it);
-    }
-    self_->send(actors_.controller, leave_atom::value, id);
-    joined_.erase(id);
-    leaving_.erase(id);
-    failing_.erase(id);
-    dead_.erase(id);
-    ++out_.devices_lost;
-  }
-  drain_stale();
-  ++out_.recoveries;
-  force_replan_ = true;
-  recovered how = committed_ ? recovered::done : recovered::rerun;
-  if (committed_) ledger.applied(t / sampler.steps_per_epoch(), sampler.step_samples(t));
-  const std::int64_t done = committed_ ? t + 1 : t;
-  if (rollback) {
-    // Steps [cut, done) are undone with the model they trained.
-    for (std::int64_t u = cut_.step; u < done; ++u) ledger.undo(u / sampler.steps_per_epoch(), sampler.step_samples(u));
-    for (const auto& [l, ids] : holders_)
-      for (int id : ids)
-        if (actors_.devices.count(id)) self_->send(actors_.devices.at(id), drop_atom::value, l);
-    fresh_ = cut_.layers;
-    current_.reset();
-    t = cut_.step;
-    how = recovered::rolled_back;
-  } else {
-    t = done;
-  }
-  recovery_s_.push_back(since(started));
-  return how;
-}
-
-// Between steps every replica of a layer is the same (invariant 3), so one copy per layer and
-// the controller's state make a consistent cut; the caller writes it out.
-status driver::take_checkpoint(std::int64_t steps_done) {
-  checkpoint c;
-  c.step = steps_done;
-  for (int l = 0; l < L_; ++l)
-    self_->request(actors_.devices.at(holders_.at(l).front()), timeout_, copy_atom::value, l)
-        .receive([&](model::layer_copy& x) { c.layers.push_back(std::move(x)); }, [&](caf::error& e) { failure_ = text(e); });
-  if (actors_.controller)
-    self_->request(actors_.controller, timeout_, snapshot_atom::value)
-        .receive([&](controller_snapshot& x) { c.controller = std::move(x); }, [&](caf::error& e) { failure_ = text(e); });
-  if (auto st = check("checkpoint after step " + std::to_string(steps_done - 1)); !st) return st;
-  cut_ = c;
-  if (!cb_.on_checkpoint) return ok_status();
-  ++out_.checkpoints;
-  cb_.on_checkpoint(std::move(c));
-  return ok_status();
-}
-
-// Replicas of a layer must stay bit-identical (FORMULATION invariant 3).
-status driver::check_replicas(std::int64_t t) {
-  for (const auto& [l, ids] : holders_) {
-    std::vector<std::uint64_t> hashes;
-    for (int id : ids)
-      self_->request(actors_.devices.at(id), timeout_, hash_atom::value, l)
-          .receive([&](std::uint64_t v) { hashes.push_back(v); }, [&](caf::error& e) { failure_ = text(e); });
-    for (auto v : hashes)
-      if (v != hashes.front() && failure_.empty())
-        failure_ = "replicas of layer " + std::to_string(l) + " (" + model::layer_name(m_, l) + ") differ after step " + std::to_string(t);
-  }
-  ++out_.hash_checks;
-  if (failure_.empty()) return ok_status();
-  auto e = make_error("replica_mismatch", failure_);
-  failure_.clear();
-  return e;
-}
-
 result<train_outcome> driver::run() {
   if (d_.size() < s_.batch) return make_error("bad_job", "the data set has fewer samples than one batch");
   if (s_.slot_steps < 1) return make_error("bad_job", "slot_steps must be >= 1");
@@ -607,12 +365,10 @@ result<train_outcome> driver::run() {
     drain_stale();
     bool died = false;
     for (int id : dead_) died = died || joined_.count(id) || leaving_.count(id);
-    if (died) {
-      committed_ = false;  // step t has not started
-      auto r = recover(t, make_error("device_lost", "a device stopped between steps"), ledger, sampler);
-      if (!r) return r.err();
-      logging::get("train")->warn("before step {}: a device stopped between steps: recovered in {:.3f} s", t, recovery_s_.back());
-      --t;
+    if (died) {  // step t has not started
+      if (auto st = recover(t, false, make_error("device_lost", "a device stopped between steps"), ledger, sampler); !st)
+        return st.err();
+      --t;  // the loop's ++t: go on at t
       continue;
     }
     auto next = next_plan(t, changed);
@@ -620,10 +376,7 @@ result<train_outcome> driver::run() {
     if (*next) {
       if (auto st = apply(**next, t, slot, rec); !st) {
         // A device lost while layers moved: nothing was applied; plan again without it.
-        committed_ = false;
-        auto r = recover(t, st.err(), ledger, sampler);
-        if (!r) return r.err();
-        logging::get("train")->warn("{}: recovered in {:.3f} s", st.err().message, recovery_s_.back());
+        if (auto r = recover(t, false, st.err(), ledger, sampler); !r) return r.err();
         --t;
         continue;
       }
@@ -639,12 +392,8 @@ result<train_outcome> driver::run() {
     const auto samples = sampler.step_samples(t);
     step_measure measure;
     if (auto st = run_step(t, samples, rec, measure); !st) {
-      auto r = recover(t, st.err(), ledger, sampler);
-      if (!r) return r.err();
-      logging::get("train")->warn("{}: recovered in {:.3f} s ({}), going on at step {}", st.err().message, recovery_s_.back(),
-                                  *r == recovered::rerun ? "the step re-runs" : *r == recovered::done ? "the step had applied" : "rolled back to the last checkpoint",
-                                  t);
-      --t;  // the loop's ++t: go on at t
+      if (auto r = recover(t, committed_, st.err(), ledger, sampler); !r) return r.err();
+      --t;
       continue;
     }
     ledger.applied(t / sampler.steps_per_epoch(), samples);
@@ -693,11 +442,11 @@ result<train_outcome> driver::run() {
   return out_;
 }
 
-}  // namespace
+}  // namespace detail
 
 result<train_outcome> train(caf::actor_system& sys, cluster_actors& actors, const model::model_chain& m,
                             const data::dataset& train_data, const train_settings& s, const train_callbacks& callbacks) {
-  driver d(sys, actors, m, train_data, s, callbacks);
+  detail::driver d(sys, actors, m, train_data, s, callbacks);
   return d.run();
 }
 

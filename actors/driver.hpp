@@ -1,0 +1,158 @@
+// The training driver's class (actors/trainer.hpp describes what it does), shared by
+// trainer.cpp (slots, plans, steps) and driver_faults.cpp (crash recovery, checkpoints,
+// replica checks). Internal: only those two files include it.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "actors/messages.hpp"
+#include "actors/session.hpp"
+#include "actors/trainer.hpp"
+#include "data/ledger.hpp"
+#include "data/sampler.hpp"
+#include "planner/cluster.hpp"
+#include "sim/world.hpp"
+
+namespace dynapar::actors::detail {
+
+using clock = std::chrono::steady_clock;
+
+inline std::string text(const caf::error& e) { return to_string(e); }
+inline double since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
+
+// Without an emulated cluster: every device the plans or the caller name, at full speed, on
+// one node.
+sim::scenario default_emulation(const train_settings& s, const cluster_actors& a);
+
+class driver {
+ public:
+  driver(caf::actor_system& sys, cluster_actors& actors, const model::model_chain& m, const data::dataset& d,
+         const train_settings& s, const train_callbacks& cb)
+      : sys_(sys), self_(sys), actors_(actors), m_(m), d_(d), s_(s), cb_(cb), L_(model::num_layers(m)),
+        timeout_(std::chrono::milliseconds(static_cast<long>(s.step_timeout_s * 1000))),
+        emu_(s.emulated.cluster.devices.empty() ? default_emulation(s, actors) : s.emulated),
+        world_(emu_), truth_(emu_.cluster), links_(std::make_unique<planner::link_table>(truth_)) {}
+
+  ~driver() { shutdown(); }
+
+  result<train_outcome> run();
+
+ private:
+  status check(const std::string& where) {
+    if (failure_.empty()) return ok_status();
+    auto e = make_error("step_failed", where + ": " + failure_);
+    failure_.clear();
+    return e;
+  }
+  comm::link_spec link(int a, int b) const {
+    const int i = links_->index_of(a), j = links_->index_of(b);
+    if (i < 0 || j < 0) return {};
+    return {links_->bw(i, j), links_->lat(i, j)};
+  }
+  double true_speed(int id) const {
+    const int i = links_->index_of(id);
+    return i < 0 ? 1.0 : std::clamp(truth_.devices[i].speed, 1e-3, 1.0);
+  }
+  status enter_slot(std::int64_t slot, bool& changed);
+  result<std::optional<plan_decision>> next_plan(std::int64_t t, bool availability_changed);
+  status apply(const plan_decision& decision, std::int64_t t, std::int64_t slot, step_record& rec);
+  void retire_leavers();
+  // Announced departure: the device keeps serving its layers until a plan without it has
+  // moved them away (retire_leavers).
+  void depart(int id) {
+    if (actors_.controller) self_->send(actors_.controller, leave_atom::value, id);
+    joined_.erase(id);
+    leaving_.insert(id);
+    ++out_.leaves;
+  }
+  // A node asked to leave: its devices depart before the next step, not at the next slot. A
+  // lost node's devices are dead instead (recovered from, before the step).
+  bool remote_departures() {
+    if (!actors_.remote) return false;
+    std::vector<int> gone;
+    for (int id : joined_) {
+      if (actors_.remote->lost(id)) dead_.insert(id);  // a crash: recovered, not a leave
+      else if (!actors_.remote->present(id)) gone.push_back(id);
+    }
+    for (int id : gone) depart(id);
+    return !gone.empty();
+  }
+  double emulated_sync_s() const;
+  status run_step(std::int64_t t, const std::vector<int>& samples, step_record& rec, step_measure& measure);
+  status check_replicas(std::int64_t t);
+  status take_checkpoint(std::int64_t steps_done);
+  // A device actor stopped: fatal for the step in flight if the plan uses it.
+  void note_down(const caf::down_msg& d, bool fatal = true) {
+    for (const auto& [id, a] : actors_.devices)
+      if (a && a.address() == d.source) {
+        dead_.insert(id);
+        for (const auto& g : current_ && fatal ? current_->groups : std::vector<planner::group_plan>{})
+          if (std::count(g.devices.begin(), g.devices.end(), id) && failure_.empty())
+            failure_ = "device " + std::to_string(id) + " stopped (" + to_string(d.reason) + ")";
+      }
+  }
+  std::set<int> find_lost();
+  // `committed`: the failed attempt at step t had reached its apply phase.
+  status recover(std::int64_t& t, bool committed, const error& why, data::sample_ledger& ledger,
+                 data::global_sampler& sampler);
+  void drain_stale();
+  void shutdown() {
+    for (auto& g : groups_) self_->send_exit(g, caf::exit_reason::user_shutdown);
+    groups_.clear();
+    for (auto& [id, a] : actors_.devices) self_->send_exit(a, caf::exit_reason::user_shutdown);
+    actors_.devices.clear();
+    if (actors_.controller) self_->send_exit(actors_.controller, caf::exit_reason::user_shutdown);
+    actors_.controller = caf::actor{};
+  }
+
+  caf::actor_system& sys_;
+  caf::scoped_actor self_;
+  cluster_actors& actors_;
+  const model::model_chain& m_;
+  const data::dataset& d_;
+  const train_settings& s_;
+  const train_callbacks& cb_;
+  const int L_;
+  const std::chrono::milliseconds timeout_;
+  sim::scenario emu_;
+  sim::world world_;
+  planner::cluster_state truth_;                  // the emulated cluster this slot
+  std::unique_ptr<planner::link_table> links_;    // over truth_
+  std::set<int> joined_;                          // devices that joined and have not left
+  std::set<int> leaving_;                         // left, still holding layers until re-planned
+  double bench_ref_s_ = 0;                        // this machine's time for the benchmark
+  std::optional<planner::plan> current_;
+  std::vector<caf::actor> groups_;
+  std::map<int, std::vector<int>> holders_;       // layer -> device ids, plan order
+  std::string failure_;
+  train_outcome out_;
+  int replan_every_ = 0;
+  // The emulated sums' time depends on the plan and the slot's links only: computed once per
+  // change, not every step.
+  double sync_s_ = 0;
+  bool sync_stale_ = true;
+  std::int64_t first_slot_ = 0;                   // of this run (a resumed run starts late)
+  // Faults (docs/RELIABILITY.md). Each attempt at a step has its own tag, so that messages of
+  // an abandoned attempt are never taken for the re-run's.
+  std::int64_t tag_ = 0;
+  bool committed_ = false;                        // the attempt in flight reached its apply phase
+  std::set<int> failing_;                         // injected: dying this slot, unannounced
+  std::set<int> dead_;                            // device actors seen stopping
+  bool force_replan_ = false;
+  checkpoint cut_;                                // where to roll back when a layer loses every replica
+  std::vector<model::layer_copy> fresh_;          // layers the next first plan places (empty: the model's)
+  std::mt19937_64 fault_rng_;
+  double last_step_s_ = 0.05;
+  std::vector<double> recovery_s_;
+};
+
+}  // namespace dynapar::actors::detail

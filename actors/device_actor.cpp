@@ -227,6 +227,13 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
       // Fault injection: the device dies `after_us` from now, wherever it is in its work.
       [=](fail_atom, int after_us) { self->delayed_send(self, std::chrono::microseconds(after_us), fail_atom::value); },
       [=](fail_atom) { self->quit(caf::exit_reason::kill); },
+      // Fault injection: hung (or, in one process, cut off: the same from outside) for a
+      // while. Blocking is the point: nothing is handled or sent meanwhile. The device runs
+      // on its own thread, so nobody else is held up.
+      [=](pause_atom, int after_us, double seconds, bool /* cut off */) {
+        self->delayed_send(self, std::chrono::microseconds(after_us), pause_atom::value, seconds);
+      },
+      [=](pause_atom, double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); },
       [=](grads_atom, std::int64_t step, const std::vector<int>& layers) {
         device_gradients out{self->state.cfg.id, step, {}};
         for (int l : layers) out.layers.emplace_back(l, self->state.worker->micro_gradients(l));

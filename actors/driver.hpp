@@ -49,10 +49,21 @@ class driver {
  private:
   status check(const std::string& where) {
     if (failure_.empty()) return ok_status();
-    auto e = make_error("step_failed", where + ": " + failure_);
+    auto e = make_error(late_ ? "deadline" : "step_failed", where + ": " + failure_);
     failure_.clear();
+    late_ = false;
     return e;
   }
+  // Waits within a step end at its deadline (a hung device is found by the probes after it).
+  static std::chrono::milliseconds left(clock::time_point deadline) {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
+    return std::max(ms, std::chrono::milliseconds(0));
+  }
+  void missed(clock::time_point started, const char* what) {
+    failure_ = std::string(what) + " missed the step deadline (" + std::to_string(since(started)).substr(0, 5) + " s)";
+    late_ = true;
+  }
+  clock::duration step_deadline() const;
   comm::link_spec link(int a, int b) const {
     const int i = links_->index_of(a), j = links_->index_of(b);
     if (i < 0 || j < 0) return {};
@@ -60,7 +71,9 @@ class driver {
   }
   double true_speed(int id) const {
     const int i = links_->index_of(id);
-    return i < 0 ? 1.0 : std::clamp(truth_.devices[i].speed, 1e-3, 1.0);
+    const auto slow = slow_.find(id);
+    const double factor = slow == slow_.end() ? 1.0 : slow->second.first;
+    return i < 0 ? factor : std::clamp(truth_.devices[i].speed * factor, 1e-3, 1.0);
   }
   status enter_slot(std::int64_t slot, bool& changed);
   result<std::optional<plan_decision>> next_plan(std::int64_t t, bool availability_changed);
@@ -101,6 +114,11 @@ class driver {
       }
   }
   std::set<int> find_lost();
+  // The faults due at step t (the job's plan, `dynapar inject`), and slow-downs that end.
+  void fire_faults(std::int64_t t);
+  void note(const fault_record& r) {
+    if (cb_.on_fault) cb_.on_fault(r);
+  }
   // `committed`: the failed attempt at step t had reached its apply phase.
   status recover(std::int64_t& t, bool committed, const error& why, data::sample_ledger& ledger,
                  data::global_sampler& sampler);
@@ -152,7 +170,14 @@ class driver {
   std::vector<model::layer_copy> fresh_;          // layers the next first plan places (empty: the model's)
   std::mt19937_64 fault_rng_;
   double last_step_s_ = 0.05;
+  double mean_step_s_ = 0;                        // recent steps (for the automatic deadline)
+  bool late_ = false;                             // the failure was a missed deadline
+  std::size_t next_fault_ = 0;                    // into s_.faults
+  std::map<int, std::pair<double, std::int64_t>> slow_;  // device -> (speed factor, until step)
   std::vector<double> recovery_s_;
+  // Since the lost devices were known (after the probes): closed when the next step starts.
+  std::optional<clock::time_point> recovering_;
+  std::string recovery_how_;
 };
 
 }  // namespace dynapar::actors::detail

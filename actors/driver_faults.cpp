@@ -1,6 +1,7 @@
 // The driver's answers to faults (docs/RELIABILITY.md): finding lost devices, recovering
 // from them exactly once, consistent cuts (checkpoints), replica checks.
 #include <algorithm>
+#include <random>
 
 #include "actors/driver.hpp"
 #include "logging/logging.hpp"
@@ -38,7 +39,19 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
                        data::global_sampler& sampler) {
   const auto started = clock::now();
   auto lost = find_lost();
-  if (lost.empty()) return why;
+  const double probe_s = since(started);
+  if (lost.empty()) {
+    if (why.code != "deadline") return why;
+    // Late, but every device answers: a slow step, or a pause shorter than the probes. The
+    // attempt is settled as a crash's would be, without a re-plan.
+    drain_stale();
+    if (committed) ledger.applied(t / sampler.steps_per_epoch(), sampler.step_samples(t));
+    if (committed) ++t;
+    ++out_.step_retries;
+    note({t, "retried", "", -1, "", why.message, since(started)});
+    logging::get("train")->warn("{}: every device answers; {}", why.message, committed ? "the step had applied" : "the step re-runs");
+    return ok_status();
+  }
   if (!actors_.controller) {
     std::string ids;
     for (int id : lost) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
@@ -58,6 +71,8 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
       actors_.devices.erase(it);
     }
     self_->send(actors_.controller, leave_atom::value, id);
+    note({t, "lost", "crash", id, "", why.message, probe_s});
+    slow_.erase(id);
     joined_.erase(id);
     leaving_.erase(id);
     failing_.erase(id);
@@ -83,9 +98,80 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
   } else {
     t = done;
   }
-  recovery_s_.push_back(since(started));
-  logging::get("train")->warn("{}: recovered in {:.3f} s ({}), going on at step {}", why.message, recovery_s_.back(), how, t);
+  // The recovery ends when the next attempt starts, after its re-plan and migration.
+  recovery_how_ = how;
+  if (!recovering_) recovering_ = started + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(probe_s));
+  logging::get("train")->warn("{}: {} lost ({}), going on at step {}", why.message, lost.size() == 1 ? "a device" : "devices", how, t);
   return ok_status();
+}
+
+clock::duration driver::step_deadline() const {
+  double s = s_.step_deadline_s > 0 ? s_.step_deadline_s : std::max(5.0, 20 * mean_step_s_);
+  s = std::min(s, s_.step_timeout_s);
+  return std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(s));
+}
+
+// Faults of the job's plan due at step t and those `dynapar inject` asked for: each hits its
+// device (or one the plan uses, drawn from the seed) at a random moment of about this step.
+// Over node processes the device's node carries it out (actors/node_host.cpp).
+void driver::fire_faults(std::int64_t t) {
+  std::vector<std::pair<sim::fault, const char*>> due;
+  for (; next_fault_ < s_.faults.size() && s_.faults[next_fault_].step <= t; ++next_fault_)
+    if (s_.faults[next_fault_].step == t) due.emplace_back(s_.faults[next_fault_], "plan");  // not those before a resume
+  if (actors_.remote)
+    for (const auto& f : actors_.remote->injected()) due.emplace_back(f, "inject");
+  auto log = logging::get("train");
+  for (auto& [f, source] : due) {
+    int id = f.device;
+    if (id < 0) {
+      std::vector<int> used;
+      for (const auto& g : current_->groups)
+        for (int d : g.devices)
+          if (!failing_.count(d)) used.push_back(d);
+      std::sort(used.begin(), used.end());
+      if (used.empty()) continue;
+      id = used[std::uniform_int_distribution<std::size_t>(0, used.size() - 1)(fault_rng_)];
+    }
+    const char* kind = sim::name(f.kind);
+    if (!joined_.count(id) || !actors_.devices.count(id) || failing_.count(id)) {
+      log->warn("step {}: fault {} on device {} skipped: the device is not in the run", t, kind, id);
+      continue;
+    }
+    const auto& dev = actors_.devices.at(id);
+    const int after_us = static_cast<int>(std::uniform_real_distribution<double>(0, last_step_s_)(fault_rng_) * 1e6);
+    std::string detail;
+    switch (f.kind) {
+      case sim::fault_kind::kill:
+        self_->send(dev, fail_atom::value, after_us);
+        failing_.insert(id);
+        detail = "killed " + std::to_string(after_us) + " us into the step";
+        break;
+      case sim::fault_kind::pause:
+      case sim::fault_kind::partition:
+        self_->send(dev, pause_atom::value, after_us, f.seconds, f.kind == sim::fault_kind::partition);
+        detail = std::string(f.kind == sim::fault_kind::pause ? "hung" : "cut off") + " for " +
+                 std::to_string(f.seconds).substr(0, 5) + " s, " + std::to_string(after_us) + " us into the step";
+        break;
+      case sim::fault_kind::slow:
+        slow_[id] = {f.factor, t + f.steps};
+        self_->send(dev, speed_atom::value, true_speed(id));
+        detail = "speed x" + std::to_string(f.factor).substr(0, 5) + " for " + std::to_string(f.steps) + " steps";
+        break;
+    }
+    ++out_.faults_injected;
+    log->warn("step {}: fault injected ({}): device {} {}", t, source, id, detail);
+    note({t, "injected", kind, id, source, detail, f.seconds});
+  }
+  for (auto it = slow_.begin(); it != slow_.end();) {
+    if (t < it->second.second) {
+      ++it;
+      continue;
+    }
+    const int id = it->first;
+    it = slow_.erase(it);
+    if (actors_.devices.count(id)) self_->send(actors_.devices.at(id), speed_atom::value, true_speed(id));
+    note({t, "ended", "slow", id, "", "back to its speed", 0});
+  }
 }
 
 // Between steps every replica of a layer is the same (invariant 3), so one copy per layer and

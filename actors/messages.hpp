@@ -36,6 +36,7 @@ using perturb_atom = caf::atom_constant<caf::atom("perturb")>;
 using report_atom = caf::atom_constant<caf::atom("report")>;
 using plan_atom = caf::atom_constant<caf::atom("plan")>;
 using fail_atom = caf::atom_constant<caf::atom("fail")>;
+using pause_atom = caf::atom_constant<caf::atom("pause")>;  // fault injection: hung for a while
 using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 using remote_atom = caf::atom_constant<caf::atom("remote")>;  // a device call from another process
 

@@ -23,6 +23,10 @@ constexpr const char* outbox_address = "inproc://dynapar-node-outbox";
 
 struct node_shared {
   std::unique_ptr<comm::outbox> out;
+  // Fault injection: until then the node is silent; hung (nothing handled, sent or
+  // received) or cut off (what comes and goes is dropped).
+  std::atomic<std::int64_t> silent_until_us{0};
+  std::atomic<bool> cut_off{false};
   std::shared_ptr<const model::model_chain> model;
   std::atomic<int> live{0};
   std::string name;
@@ -212,6 +216,21 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
       }).detach();
       return;
     }
+    case op::pause: {
+      if (c.ints.size() != 2 || c.reals.size() != 1 || !(c.reals[0] > 0)) return;
+      const auto after = std::chrono::microseconds(std::max<std::int64_t>(0, c.ints[0]));
+      const bool cut = c.ints[1] != 0;
+      const double seconds = std::min(c.reals[0], 3600.0);
+      logging::get("node")->warn("fault injection: node {} goes silent ({}) for {:.1f} s in {} us", sh->name,
+                                 cut ? "cut off" : "hung", seconds, after.count());
+      std::thread([sh, after, cut, seconds] {
+        std::this_thread::sleep_for(after);
+        sh->cut_off = cut;
+        const auto until = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(seconds));
+        sh->silent_until_us = std::chrono::duration_cast<std::chrono::microseconds>(until.time_since_epoch()).count();
+      }).detach();
+      return;
+    }
     case op::retire:
       self->send_exit(dev, caf::exit_reason::user_shutdown);
       s.devices.erase(c.device);
@@ -255,10 +274,119 @@ result<wire::welcome_msg> await_welcome(zmq::socket_t& s, const std::string& con
     if (!*p) break;
     auto env = wire::decode((*p)->header.data(), (*p)->header.size());
     if (!env) return make_error(env.err().code, "the controller at " + controller + " answered: " + env.err().message);
-    if (auto* w = std::get_if<wire::welcome_msg>(&env->msg)) return *w;
+    // A request to join again sent before our join arrived is answered by that join.
+    if (auto* w = std::get_if<wire::welcome_msg>(&env->msg); w && !w->rejoin) return *w;
   }
   return make_error("unreachable", "no answer from a controller at " + controller + " within " + std::to_string(timeout_s) +
                                        " s (is `dynapar controller` running there, with that address?)");
+}
+
+}  // namespace
+
+namespace {
+
+// One hosting of this node's devices, from the controller's welcome until every device is
+// retired (done), the controller asks for a rejoin (it restarted, or it declared this node
+// lost), or the controller goes silent (an error).
+enum class session_end { done, rejoin };
+
+result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave, zmq::context_t& ctx, zmq::socket_t& dealer,
+                          zmq::socket_t& pull, const std::string& name, node_outcome& out) {
+  auto log = logging::get("node");
+  std::vector<int> ids;
+  for (const auto& d : cfg.devices) ids.push_back(d.id);
+  if (auto st = send_body(dealer, name, wire::join_msg{name, cfg.devices}); !st) return st.err();
+  auto w = await_welcome(dealer, cfg.controller, cfg.connect_timeout_s);
+  if (!w) return w.err();
+  if (!w->accepted) return make_error("refused", "the controller refused node '" + name + "': " + w->reason);
+  auto m = model::make_model(w->model, w->seed);
+  if (!m) return make_error(m.err().code, "the controller's model: " + m.err().message);
+  model::optimizer_config opt{w->optimizer, w->lr, w->momentum, w->weight_decay};
+  log->info("node '{}' joined {} with {} device(s) ({})", name, cfg.controller, w->devices.size(), w->model);
+
+  auto sh = std::make_shared<node_shared>();
+  sh->out = std::make_unique<comm::outbox>(ctx, outbox_address);
+  sh->model = *m;
+  sh->name = name;
+  out.devices = static_cast<int>(w->devices.size());
+  caf::actor_system_config cc;
+  cc.set("scheduler.max-threads", static_cast<std::size_t>(std::max(1, cfg.scheduler_threads)));
+  cc.set("scheduler.policy", caf::atom("sharing"));
+  caf::actor_system sys{cc};
+  std::map<int, caf::actor> devices;
+  for (int id : w->devices) devices[id] = spawn_device(sys, {id, opt, 1.0});
+  sh->live = static_cast<int>(devices.size());
+  auto b = sys.spawn(node_bridge, sh, devices);
+  auto last_heard = clock::now(), last_beat = clock::now();
+  bool leave_sent = false;
+  std::optional<error> failure;
+  session_end end = session_end::done;
+  while (sh->live > 0) {
+    zmq::pollitem_t items[] = {{static_cast<void*>(dealer), 0, ZMQ_POLLIN, 0}, {static_cast<void*>(pull), 0, ZMQ_POLLIN, 0}};
+    zmq::poll(items, 2, std::chrono::milliseconds(50));
+    const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(clock::now().time_since_epoch()).count();
+    const bool silent = now_us < sh->silent_until_us;
+    if (silent && !sh->cut_off) continue;  // hung: nothing moves
+    while (true) {  // what the actors posted
+      auto p = comm::recv_packet(pull, true, std::chrono::milliseconds(0));
+      if (!p || !*p) break;
+      if (silent) continue;  // cut off: lost on the way
+      if (auto st = comm::send_packet(dealer, std::move(**p), false); !st) log->warn("{}", st.err().message);
+    }
+    while (true) {
+      auto p = comm::recv_packet(dealer, false, std::chrono::milliseconds(0));
+      if (!p) {
+        log->warn("dropped a message: {}", p.err().message);
+        continue;
+      }
+      if (!*p) break;
+      if (silent) continue;
+      last_heard = clock::now();
+      auto u = remote::unpack(**p);
+      if (!u) {
+        log->warn("dropped a message from the controller: {}", u.err().message);
+        continue;
+      }
+      if (auto* c = std::get_if<wire::device_call>(&u->env.msg)) {
+        ++out.calls;
+        caf::anon_send(b, remote_atom::value, std::move(*c), std::move(u->tensors));
+      } else if (auto* lw = std::get_if<wire::welcome_msg>(&u->env.msg)) {
+        if (lw->rejoin) {
+          log->warn("{}", lw->reason);
+          end = session_end::rejoin;
+          break;
+        }
+        if (leave_sent) log->info("the controller: {}", lw->reason);
+      }
+    }
+    if (end == session_end::rejoin) break;
+    if (silent) continue;
+    if (leave && !leave_sent) {
+      log->info("leaving: the controller retires this node's devices after the current step");
+      (void)send_body(dealer, name, wire::leave_msg{name, {}, "signal"});
+      leave_sent = true;
+      out.left = true;
+    }
+    if (clock::now() - last_beat > std::chrono::duration<double>(cfg.heartbeat_s)) {
+      last_beat = clock::now();
+      (void)send_body(dealer, name, wire::heartbeat_msg{name, 0});
+    }
+    if (clock::now() - last_heard > std::chrono::duration<double>(cfg.controller_timeout_s)) {
+      failure = make_error("controller_lost", "no word from the controller at " + cfg.controller + " for " +
+                                                  std::to_string(cfg.controller_timeout_s) + " s; stopping this node");
+      break;
+    }
+  }
+  caf::anon_send_exit(b, caf::exit_reason::user_shutdown);
+  for (auto& [id, d] : devices) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
+  sys.await_all_actors_done();
+  // What this session's actors posted last is stale for the next one.
+  while (true) {
+    auto p = comm::recv_packet(pull, true, std::chrono::milliseconds(0));
+    if (!p || !*p) break;
+  }
+  if (failure) return *failure;
+  return end;
 }
 
 }  // namespace
@@ -274,80 +402,13 @@ result<node_outcome> run_node(const node_config& cfg, const std::atomic<bool>& l
   dealer.set(zmq::sockopt::linger, 1000);
   pull.bind(outbox_address);
   dealer.connect(cfg.controller);
-  if (auto st = send_body(dealer, name, wire::join_msg{name, cfg.devices}); !st) return st.err();
-  auto w = await_welcome(dealer, cfg.controller, cfg.connect_timeout_s);
-  if (!w) return w.err();
-  if (!w->accepted) return make_error("refused", "the controller refused node '" + name + "': " + w->reason);
-  auto m = model::make_model(w->model, w->seed);
-  if (!m) return make_error(m.err().code, "the controller's model: " + m.err().message);
-  model::optimizer_config opt{w->optimizer, w->lr, w->momentum, w->weight_decay};
-  log->info("node '{}' joined {} with {} device(s) ({})", name, cfg.controller, w->devices.size(), w->model);
-
-  auto sh = std::make_shared<node_shared>();
-  sh->out = std::make_unique<comm::outbox>(ctx, outbox_address);
-  sh->model = *m;
-  sh->name = name;
   node_outcome out;
-  out.devices = static_cast<int>(w->devices.size());
-  {
-    caf::actor_system_config cc;
-    cc.set("scheduler.max-threads", static_cast<std::size_t>(std::max(1, cfg.scheduler_threads)));
-    cc.set("scheduler.policy", caf::atom("sharing"));
-    caf::actor_system sys{cc};
-    std::map<int, caf::actor> devices;
-    for (int id : w->devices) devices[id] = spawn_device(sys, {id, opt, 1.0});
-    sh->live = static_cast<int>(devices.size());
-    auto b = sys.spawn(node_bridge, sh, devices);
-    auto last_heard = clock::now(), last_beat = clock::now();
-    bool leave_sent = false;
-    std::optional<error> failure;
-    while (sh->live > 0) {
-      zmq::pollitem_t items[] = {{static_cast<void*>(dealer), 0, ZMQ_POLLIN, 0}, {static_cast<void*>(pull), 0, ZMQ_POLLIN, 0}};
-      zmq::poll(items, 2, std::chrono::milliseconds(50));
-      while (true) {  // what the actors posted
-        auto p = comm::recv_packet(pull, true, std::chrono::milliseconds(0));
-        if (!p || !*p) break;
-        if (auto st = comm::send_packet(dealer, std::move(**p), false); !st) log->warn("{}", st.err().message);
-      }
-      while (true) {
-        auto p = comm::recv_packet(dealer, false, std::chrono::milliseconds(0));
-        if (!p) {
-          log->warn("dropped a message: {}", p.err().message);
-          continue;
-        }
-        if (!*p) break;
-        last_heard = clock::now();
-        auto u = remote::unpack(**p);
-        if (!u) {
-          log->warn("dropped a message from the controller: {}", u.err().message);
-          continue;
-        }
-        if (auto* c = std::get_if<wire::device_call>(&u->env.msg)) {
-          ++out.calls;
-          caf::anon_send(b, remote_atom::value, std::move(*c), std::move(u->tensors));
-        } else if (auto* lw = std::get_if<wire::welcome_msg>(&u->env.msg)) {
-          if (leave_sent) log->info("the controller: {}", lw->reason);
-        }
-      }
-      if (leave && !leave_sent) {
-        log->info("leaving: the controller retires this node's devices after the current step");
-        (void)send_body(dealer, name, wire::leave_msg{name, {}, "signal"});
-        leave_sent = true;
-        out.left = true;
-      }
-      if (clock::now() - last_beat > std::chrono::duration<double>(cfg.heartbeat_s)) {
-        last_beat = clock::now();
-        (void)send_body(dealer, name, wire::heartbeat_msg{name, 0});
-      }
-      if (clock::now() - last_heard > std::chrono::duration<double>(cfg.controller_timeout_s)) {
-        failure = make_error("controller_lost", "no word from the controller at " + cfg.controller + " for " +
-                                                    std::to_string(cfg.controller_timeout_s) + " s; stopping this node");
-        break;
-      }
-    }
-    caf::anon_send_exit(b, caf::exit_reason::user_shutdown);
-    for (auto& [id, d] : devices) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
-    if (failure) return *failure;
+  while (true) {
+    auto end = serve(cfg, leave, ctx, dealer, pull, name, out);
+    if (!end) return end.err();
+    if (*end == session_end::done) break;
+    ++out.rejoins;
+    log->info("node '{}' joins again with fresh devices", name);
   }
   log->info("node '{}': all devices retired", name);
   return out;

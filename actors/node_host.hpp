@@ -30,6 +30,7 @@ struct node_outcome {
   int devices = 0;                    // accepted
   std::int64_t calls = 0;             // device calls received
   bool left = false;                  // asked to leave (signal) before the run ended
+  int rejoins = 0;                    // times the controller asked it to join again
 };
 
 // Runs until the controller retires every device of this node. Setting `leave` (a signal
@@ -40,8 +41,8 @@ result<node_outcome> run_node(const node_config& cfg, const std::atomic<bool>& l
 // dynapar node --leave: asks the controller to retire `devices` after the current step.
 status request_leave(const std::string& controller, const std::vector<int>& devices, double timeout_s, bool allow_remote);
 
-// dynapar inject: a FaultCommand to the controller (docs/RELIABILITY.md); kill and leave are
-// carried out, the other kinds are refused with a reason.
+// dynapar inject: a FaultCommand to the controller (docs/RELIABILITY.md); refused with a
+// reason when the controller cannot carry it out (join, a partition between two devices).
 status request_fault(const std::string& controller, const wire::fault_command& f, double timeout_s, bool allow_remote);
 
 }  // namespace dynapar::actors

@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "actors/remote_protocol.hpp"
 #include "logging/logging.hpp"
@@ -31,10 +32,14 @@ struct remote_devices::impl {
     caf::actor proxy;
     bool leaving = false;
     bool lost = false;  // its node went silent
+    std::uint64_t gen = 0;  // which hosting of the device (a lost one may join again)
   };
+  std::uint64_t next_gen = 1;
   mutable std::mutex mu;
   std::map<int, entry> devices;
   std::map<std::string, clock::time_point> nodes;  // last heard from
+  std::map<std::string, clock::time_point> told_rejoin;  // unknown nodes, when last told to join again
+  std::vector<sim::fault> faults;                  // dynapar inject: for the driver
   std::thread net;
   std::atomic<bool> stopping{false};
   std::shared_ptr<spdlog::logger> log = logging::get("remote");
@@ -53,12 +58,14 @@ struct remote_devices::impl {
     p.header = wire::encode(e);
     if (auto st = comm::send_packet(router, std::move(p), true); !st) log->warn("{}", st.err().message);
   }
-  void retired(int id) {
+  // A proxy stopped. Its node (if the device is still its node's: a lost node's devices may
+  // have joined again from elsewhere) retires the device.
+  void retired(int id, std::uint64_t gen) {
     std::string route;
     {
       std::lock_guard<std::mutex> lock(mu);
       auto it = devices.find(id);
-      if (it == devices.end()) return;
+      if (it == devices.end() || it->second.gen != gen) return;
       route = it->second.route;
       devices.erase(it);
     }
@@ -125,11 +132,11 @@ wire::device_call call(wire::device_op op, std::vector<std::int64_t> ints = {}, 
 
 result<bool> acknowledged(const wire::device_call&, std::vector<model::tensor>&) { return true; }
 
-caf::behavior remote_device(proxy* self, int id, std::string route, std::shared_ptr<remote_devices::impl> hub) {
+caf::behavior remote_device(proxy* self, int id, std::string route, std::uint64_t gen, std::shared_ptr<remote_devices::impl> hub) {
   self->state.id = id;
   self->state.route = std::move(route);
   self->state.hub = hub;
-  self->attach_functor([hub, id] { hub->retired(id); });
+  self->attach_functor([hub, id, gen] { hub->retired(id, gen); });
   using op = wire::device_op;
   return {
       [=](hold_atom, int layer, const model::layer_copy& replica) -> caf::result<bool> {
@@ -192,6 +199,10 @@ caf::behavior remote_device(proxy* self, int id, std::string route, std::shared_
       [=](perturb_atom, int layer) { tell(self, call(op::perturb, {layer})); },
       // Fault injection on a node: the whole process dies, as a machine would.
       [=](fail_atom, int after_us) { tell(self, call(op::fail, {after_us})); },
+      // The node goes silent: hung, or cut off (its traffic dropped).
+      [=](pause_atom, int after_us, double seconds, bool cut_off) {
+        tell(self, call(op::pause, {after_us, cut_off ? 1 : 0}, {seconds}));
+      },
       // From the node: answers, stage reports, arrivals of migrated layers.
       [=](remote_atom, const wire::device_call& c, std::vector<model::tensor>& ts) {
         auto& s = self->state;
@@ -255,7 +266,8 @@ void remote_devices::impl::on_join(const std::string& route, const wire::join_ms
     std::lock_guard<std::mutex> lock(mu);
     for (const auto& d : m.devices) {
       if (!cfg.devices.count(d.id)) problem = "device " + std::to_string(d.id) + " is not in the job's cluster";
-      else if (devices.count(d.id)) problem = "device " + std::to_string(d.id) + " is already hosted by another node";
+      else if (devices.count(d.id) && !devices.at(d.id).lost)
+        problem = "device " + std::to_string(d.id) + " is already hosted by another node";
       ids.push_back(d.id);
     }
   }
@@ -267,7 +279,9 @@ void remote_devices::impl::on_join(const std::string& route, const wire::join_ms
   {
     std::lock_guard<std::mutex> lock(mu);
     nodes[route] = clock::now();
-    for (int id : ids) devices[id] = entry{route, caf::actor{}, false};
+    // A lost node's device may join again (a replacement, or the node itself once fenced):
+    // it is a new hosting; the old proxy stays lost until the driver stops it.
+    for (int id : ids) devices[id] = entry{route, caf::actor{}, false, false, next_gen++};
   }
   w.accepted = true;
   w.devices = ids;
@@ -339,40 +353,60 @@ void remote_devices::impl::check_nodes() {
   }
 }
 
-// dynapar inject: a crash kills the device's node process (SIGKILL, as a machine dies); a
-// leave is a graceful departure. Other kinds are refused, saying so.
+// dynapar inject (docs/RELIABILITY.md). A leave is a graceful departure, taken at once.
+// Kill, slow, pause and partition go to the driver, which carries them out at a random
+// moment of the next step, as it does the job's fault plan: a kill takes the device's node
+// down (SIGKILL), a pause or partition silences it, a slow-down dilates the device.
 void remote_devices::impl::on_fault(const std::string& route, const wire::fault_command& f) {
+  using k = wire::fault_kind;
   wire::welcome_msg w;
-  caf::actor proxy;
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = devices.find(f.device);
-    if (it == devices.end() || it->second.lost) {
+    if (f.kind == k::join) {
+      w.reason = "a device joins when a node hosting it starts: dynapar node --controller ADDR --device " + std::to_string(f.device);
+    } else if (it == devices.end() || it->second.lost) {
       w.reason = "device " + std::to_string(f.device) + " is not in the run";
-    } else if (f.kind == wire::fault_kind::kill) {
-      proxy = it->second.proxy;
-      if (!proxy) w.reason = "device " + std::to_string(f.device) + " has not joined the training yet";
-    } else if (f.kind == wire::fault_kind::leave) {
+    } else if (f.kind == k::partition && f.peer >= 0) {
+      w.reason = "a partition cuts the device's node off from all (--peer is not supported: links between two nodes go "
+                 "through the controller)";
+    } else if (f.kind == k::slow && f.duration_steps < 1) {
+      w.reason = "a slow-down needs --steps >= 1";
+    } else if (f.kind == k::leave) {
       it->second.leaving = true;
+    } else if (!it->second.proxy) {
+      w.reason = "device " + std::to_string(f.device) + " has not joined the training yet";
     } else {
-      w.reason = "only kill and leave can be injected so far";
+      sim::fault x;
+      x.kind = f.kind == k::kill ? sim::fault_kind::kill
+               : f.kind == k::slow ? sim::fault_kind::slow
+               : f.kind == k::pause ? sim::fault_kind::pause
+                                    : sim::fault_kind::partition;
+      x.device = f.device;
+      x.factor = f.factor;
+      x.steps = f.duration_steps;
+      x.seconds = f.duration_s;
+      faults.push_back(x);
     }
   }
   if (w.reason.empty()) {
-    if (proxy) caf::anon_send(proxy, fail_atom::value, 0);
     w.accepted = true;
     w.model = cfg.model;
     w.devices = {f.device};
-    w.reason = f.kind == wire::fault_kind::kill ? "its node is killed now" : "it leaves after the current step";
+    w.reason = f.kind == k::leave ? "it leaves after the current step" : "carried out at a random moment of the next step";
     log->warn("fault injected: device {}: {}", f.device, w.reason);
   }
   reply(route, w);
 }
 
 void remote_devices::impl::handle(comm::packet p) {
+  bool known = false;
   {
     std::lock_guard<std::mutex> lock(mu);
-    if (auto it = nodes.find(p.route); it != nodes.end()) it->second = clock::now();
+    if (auto it = nodes.find(p.route); it != nodes.end()) {
+      it->second = clock::now();
+      known = true;
+    }
   }
   auto u = remote::unpack(p);
   if (!u) {
@@ -387,6 +421,22 @@ void remote_devices::impl::handle(comm::packet p) {
   if (const auto* j = std::get_if<wire::join_msg>(&u->env.msg)) return on_join(p.route, *j);
   if (const auto* l = std::get_if<wire::leave_msg>(&u->env.msg)) return on_leave(p.route, *l);
   if (const auto* f = std::get_if<wire::fault_command>(&u->env.msg)) return on_fault(p.route, *f);
+  if (!known) {
+    // A node this controller does not know: it restarted, or it declared the node lost (a
+    // pause or partition longer than node_timeout_s). What it sends is stale: dropped. It is
+    // told (once a second) to join again, with fresh devices; its old devices are recovered
+    // from like crashed ones.
+    auto& told = told_rejoin[p.route];
+    if (clock::now() - told > std::chrono::seconds(1)) {
+      told = clock::now();
+      wire::welcome_msg w;
+      w.rejoin = true;
+      w.reason = "this controller does not know node '" + p.route + "' (restarted, or it was declared lost): join again";
+      log->info("{}", w.reason);
+      reply(p.route, w);
+    }
+    return;
+  }
   if (std::holds_alternative<wire::heartbeat_msg>(u->env.msg)) return;  // seen above
   auto* c = std::get_if<wire::device_call>(&u->env.msg);
   if (!c) return log->warn("dropped an unexpected message from a node");
@@ -478,7 +528,14 @@ void remote_devices::stop() {
       std::lock_guard<std::mutex> lock(impl_->mu);
       for (const auto& [id, e] : impl_->devices) left.push_back(id);
     }
-    for (int id : left) impl_->retired(id);
+    for (int id : left) {
+      std::uint64_t gen = 0;
+      {
+        std::lock_guard<std::mutex> lock(impl_->mu);
+        if (auto it = impl_->devices.find(id); it != impl_->devices.end()) gen = it->second.gen;
+      }
+      impl_->retired(id, gen);
+    }
     impl_->stopping = true;
     impl_->net.join();
   }
@@ -488,6 +545,11 @@ bool remote_devices::present(int id) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   auto it = impl_->devices.find(id);
   return it != impl_->devices.end() && !it->second.leaving && !it->second.lost;
+}
+
+std::vector<sim::fault> remote_devices::injected() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return std::exchange(impl_->faults, {});
 }
 
 bool remote_devices::lost(int id) const {
@@ -500,7 +562,7 @@ caf::actor remote_devices::proxy(int id) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   auto it = impl_->devices.find(id);
   if (it == impl_->devices.end()) return {};
-  if (!it->second.proxy) it->second.proxy = impl_->sys.spawn(remote_device, id, it->second.route, impl_);
+  if (!it->second.proxy) it->second.proxy = impl_->sys.spawn(remote_device, id, it->second.route, it->second.gen, impl_);
   return it->second.proxy;
 }
 

@@ -39,6 +39,7 @@ class remote_devices : public device_directory {
   bool present(int id) const override;
   caf::actor proxy(int id) override;
   bool lost(int id) const override;
+  std::vector<sim::fault> injected() override;
   std::string endpoint() const;
   std::set<int> present_ids() const;
   // Stops the network thread after sending what is queued (device retirements included).

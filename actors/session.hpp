@@ -21,6 +21,8 @@ class device_directory {
   virtual bool present(int id) const = 0;  // hosted, and its node has not asked to leave
   virtual caf::actor proxy(int id) = 0;     // null when not hosted
   virtual bool lost(int id) const = 0;      // its node went silent (a crash, not a leave)
+  // Faults `dynapar inject` asked for since the last call (their step is ignored: now).
+  virtual std::vector<sim::fault> injected() = 0;
 };
 
 struct cluster_actors {

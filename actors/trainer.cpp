@@ -55,6 +55,7 @@ status driver::enter_slot(std::int64_t slot, bool& changed) {
       self_->send(actors_.devices.at(id), fail_atom::value, static_cast<int>(moment(fault_rng_) * 1e6));
       failing_.insert(id);
       ++out_.faults_injected;
+      note({slot * s_.slot_steps, "injected", "kill", id, "plan", "the dynamics' fail event at slot " + std::to_string(slot), 0});
     }
   for (const auto& dev : truth_.devices) {
     const int id = dev.id;
@@ -248,6 +249,7 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
   }
   double loss_sum = 0;
   auto on_down = [&](caf::down_msg& d) { note_down(d); };
+  const auto started = clock::now(), deadline = started + step_deadline();
   for (std::size_t k = 0; k < groups_.size() && failure_.empty();)
     self_->receive(
         on_down,
@@ -263,7 +265,7 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
             measure.links.insert(measure.links.end(), st.links.begin(), st.links.end());
           }
         },
-        caf::after(timeout_) >> [&] { failure_ = "timed out"; });
+        caf::after(left(deadline)) >> [&] { missed(started, "the pipelines"); });
   if (auto st = check("step " + std::to_string(t)); !st) return st;
   // Each layer: its micro-batches' gradients from every holder, added in the global
   // micro-batch order (groups in plan order, micro-batches in order: the order of the step's
@@ -283,7 +285,7 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
           ++k;
           for (auto& [l, micro] : g.layers) got[{g.device, l}] = std::move(micro);
         },
-        [&](caf::error& e) { failure_ = text(e); }, caf::after(timeout_) >> [&] { failure_ = "gradients timed out"; });
+        [&](caf::error& e) { failure_ = text(e); }, caf::after(left(deadline)) >> [&] { missed(started, "gathering gradients"); });
   if (auto st = check("gathering gradients of step " + std::to_string(t)); !st) return st;
   std::map<int, std::vector<std::vector<model::tensor>>> parts;  // in the global micro-batch order
   for (const auto& [l, ids] : holders_)
@@ -305,11 +307,11 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
     sync_stale_ = false;
   }
   rec.sync_s = sync_s_;
-  const double left = rec.sync_s - since(sync_started);
-  if (left > 0) std::this_thread::sleep_for(std::chrono::duration<double>(left));
+  const double sleep_s = rec.sync_s - since(sync_started);
+  if (sleep_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s));
   for (int k = 0; k < acks && failure_.empty(); ++k)
     self_->receive(on_down, [&](bool) {}, [&](caf::error& e) { failure_ = text(e); },
-                   caf::after(timeout_) >> [&] { failure_ = "applying gradients timed out"; });
+                   caf::after(left(deadline)) >> [&] { missed(started, "applying gradients"); });
   if (auto st = check("step " + std::to_string(t)); !st) return st;
   rec.loss = loss_sum / s_.batch;
   return ok_status();
@@ -389,6 +391,14 @@ result<train_outcome> driver::run() {
           return make_error("device_left", "device " + std::to_string(id) + " left at slot " + std::to_string(slot) +
                                                " but the plan in force still uses it (re-planning needs a controller)");
     retire_leavers();
+    if (recovering_) {
+      recovery_s_.push_back(since(*recovering_));
+      recovering_.reset();
+      note({t, "recovered", "", -1, "", recovery_how_ + "; re-planned and migrated", recovery_s_.back()});
+      logging::get("train")->warn("step {}: recovered in {:.3f} s ({}; re-plan and migration included)", t, recovery_s_.back(),
+                                  recovery_how_);
+    }
+    fire_faults(t);
     const auto samples = sampler.step_samples(t);
     step_measure measure;
     if (auto st = run_step(t, samples, rec, measure); !st) {
@@ -400,10 +410,9 @@ result<train_outcome> driver::run() {
     if (t == s_.perturb_step && holders_.count(s_.perturb_layer) &&
         s_.perturb_group < static_cast<int>(holders_[s_.perturb_layer].size()))
       self_->send(actors_.devices.at(holders_[s_.perturb_layer][s_.perturb_group]), perturb_atom::value, s_.perturb_layer);
-    if (s_.hash_every > 0 && (t + 1) % s_.hash_every == 0)
-      if (auto st = check_replicas(t); !st) return st.err();
     rec.time_s = since(t0);
     last_step_s_ = rec.time_s;
+    mean_step_s_ = mean_step_s_ > 0 ? 0.9 * mean_step_s_ + 0.1 * rec.time_s : rec.time_s;
     double price = 0;
     for (const auto& g : current_->groups)
       for (int id : g.devices)
@@ -420,8 +429,16 @@ result<train_outcome> driver::run() {
     out_.messages_per_step = 0;
     for (const auto& st : rec.stages) out_.messages_per_step += st.messages;
     if (cb_.on_step) cb_.on_step(rec);
-    if (s_.checkpoint_every > 0 && (t + 1) % s_.checkpoint_every == 0)
-      if (auto st = take_checkpoint(t + 1); !st) return st.err();
+    // Checks between steps: a device lost during one is recovered from like any other (step
+    // t stands); a replica mismatch is not a crash and stops the run.
+    status after = ok_status();
+    if (s_.hash_every > 0 && (t + 1) % s_.hash_every == 0) after = check_replicas(t);
+    if (after && s_.checkpoint_every > 0 && (t + 1) % s_.checkpoint_every == 0) after = take_checkpoint(t + 1);
+    if (!after) {
+      std::int64_t resume_at = t + 1;
+      if (auto r = recover(resume_at, false, after.err(), ledger, sampler); !r) return r.err();
+      t = resume_at - 1;
+    }
   }
   for (int l = 0; l < L_; ++l)
     self_->request(actors_.devices.at(holders_.at(l).front()), timeout_, copy_atom::value, l)

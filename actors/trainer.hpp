@@ -21,6 +21,7 @@
 #include "planner/policy.hpp"
 #include "planner/problem.hpp"
 #include "sim/estimator.hpp"
+#include "sim/faults.hpp"
 #include "sim/scenario.hpp"
 
 namespace dynapar::actors {
@@ -98,6 +99,12 @@ struct train_settings {
   // Resume from a checkpoint: steps [0, resume->step) count as applied; the layers are
   // placed by the first plan as they were saved, and the controller restarts from its state.
   std::optional<checkpoint> resume;
+  // Faults to inject, in step order (sim::expand of the job's fault plan).
+  std::vector<sim::fault> faults;
+  // A step running longer fails; devices that then do not answer a probe are lost (a hung or
+  // cut-off device). 0: automatic, 20 times the recent mean step time, at least 5 s, at most
+  // step_timeout_s.
+  double step_deadline_s = 0;
 };
 
 struct stage_timing {
@@ -131,10 +138,22 @@ struct plan_record {
   std::vector<int> joined, left;     // devices entering / leaving the plan
 };
 
+// A fault injected, a device found lost, a recovery or a retried step: metrics.jsonl.
+struct fault_record {
+  std::int64_t step = 0;
+  std::string event;                 // injected, lost, recovered, retried, ended (a slow-down)
+  std::string kind;                  // kill, slow, pause, partition; lost: crash
+  int device = -1;
+  std::string source;                // injected: plan (the job's faults or dynamics), inject
+  std::string detail;
+  double seconds = 0;                // recovered: recovery time; pause, partition: duration
+};
+
 struct train_callbacks {
   std::function<void(const step_record&)> on_step;
   std::function<void(const plan_record&)> on_plan;
   std::function<void(checkpoint)> on_checkpoint;  // should not block: write in the background
+  std::function<void(const fault_record&)> on_fault;
 };
 
 struct train_outcome {
@@ -153,9 +172,11 @@ struct train_outcome {
   planner::plan final_plan;
   std::int64_t resumed_from = 0;     // the first step this run executed
   int checkpoints = 0;
-  // Faults (docs/RELIABILITY.md): crashes injected by the dynamics' `fail` events, devices
-  // found lost, and recoveries (detection, re-plan and migration, until training goes on).
-  int faults_injected = 0, devices_lost = 0, recoveries = 0;
+  // Faults (docs/RELIABILITY.md): faults injected (the dynamics' `fail` events, the job's
+  // fault plan, `dynapar inject`), devices found lost, recoveries (detection, re-plan and
+  // migration, until training goes on), and steps retried after missing their deadline with
+  // every device still answering.
+  int faults_injected = 0, devices_lost = 0, recoveries = 0, step_retries = 0;
   double mean_recovery_s = 0, max_recovery_s = 0;
 };
 

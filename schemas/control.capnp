@@ -103,7 +103,8 @@ struct FaultCommand {
   device @1 :Int32;
   factor @2 :Float64;         # slow: speed multiplier in (0, 1]
   durationSteps @3 :UInt32;   # slow, pause: 0 = until told otherwise
-  peer @4 :Int32;             # partition: the other end
+  peer @4 :Int32;             # partition: the other end (-1: the device's node is cut off from all)
+  durationS @5 :Float64;      # pause, partition: seconds
 }
 
 struct Metrics {
@@ -129,6 +130,8 @@ struct Welcome {
   lr @6 :Float64;
   momentum @7 :Float64;
   weightDecay @8 :Float64;
+  rejoin @9 :Bool;            # to a node the controller does not know (it restarted, or it
+                              # declared the node lost): join again, with fresh devices
 }
 
 # Tensor data travels after the envelope, one ZeroMQ frame per tensor, in this list's order.
@@ -157,6 +160,8 @@ enum DeviceOp {
   perturb @16;       # ints [layer]
   retire @17;        # the device leaves the run
   fail @18;          # ints [after_us]: fault injection, the node process kills itself (SIGKILL) then
+  pause @19;         # ints [after_us, cut_off]; reals [seconds]: fault injection, the node goes
+                     # silent (hung: nothing handled; cut_off: its traffic dropped) for that long
 }
 
 # A device operation between processes: the controller calls a device on a node, the node

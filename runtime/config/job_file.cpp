@@ -5,10 +5,77 @@
 #include "planner/policy.hpp"
 
 namespace dynapar::config {
+namespace {
+
+// faults: {seed, at: [{step, kind, device, factor, steps, seconds}], random: {...}}
+sim::fault_plan parse_faults(const fields& top, const planner::cluster_state& cluster, std::int64_t steps) {
+  sim::fault_plan plan;
+  fields f(top.child("faults"), "faults");
+  f.only({"seed", "at", "random"});
+  plan.seed = static_cast<std::uint64_t>(f.integer("seed", 0));
+  auto known = [&](int id) {
+    for (const auto& d : cluster.devices)
+      if (d.id == id) return true;
+    return false;
+  };
+  if (f.has("at")) {
+    const auto list = f.child("at");
+    if (!list.IsSequence()) throw field_error{"field 'faults.at' must be a list"};
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      const std::string where = "faults.at[" + std::to_string(k) + "]";
+      fields e(list[k], where);
+      e.only({"step", "kind", "device", "factor", "steps", "seconds"});
+      sim::fault x;
+      x.step = e.integer("step");
+      if (x.step < 0 || (steps > 0 && x.step >= steps))
+        throw field_error{where + ".step must be in [0, " + std::to_string(steps) + ")"};
+      const auto kind = e.text("kind");
+      if (kind == "kill") x.kind = sim::fault_kind::kill;
+      else if (kind == "slow") x.kind = sim::fault_kind::slow;
+      else if (kind == "pause") x.kind = sim::fault_kind::pause;
+      else if (kind == "partition") x.kind = sim::fault_kind::partition;
+      else throw field_error{where + ".kind must be kill, slow, pause or partition"};
+      x.device = e.integer("device", -1);
+      if (x.device != -1 && !known(x.device))
+        throw field_error{where + ".device " + std::to_string(x.device) + " is not in the job's devices (omit it: one the plan uses)"};
+      if (x.kind == sim::fault_kind::slow) {
+        x.factor = e.number("factor");
+        x.steps = e.integer("steps");
+        if (!(x.factor > 0 && x.factor <= 1) || x.steps < 1)
+          throw field_error{where + ": slow needs factor in (0, 1] and steps >= 1"};
+      }
+      if (x.kind == sim::fault_kind::pause || x.kind == sim::fault_kind::partition) {
+        x.seconds = e.number("seconds");
+        if (!(x.seconds > 0 && x.seconds <= 3600)) throw field_error{where + ".seconds must be in (0, 3600]"};
+      }
+      plan.at.push_back(x);
+    }
+  }
+  if (f.has("random")) {
+    fields r(f.child("random"), "faults.random");
+    r.only({"kills", "pauses", "slows", "from_step", "to_step", "pause_s", "slow_factor", "slow_steps"});
+    auto& x = plan.random;
+    x.kills = r.integer("kills", 0);
+    x.pauses = r.integer("pauses", 0);
+    x.slows = r.integer("slows", 0);
+    x.from_step = r.integer("from_step", 1);
+    x.to_step = r.integer("to_step", -1);
+    x.pause_s = r.number("pause_s", x.pause_s);
+    x.slow_factor = r.number("slow_factor", x.slow_factor);
+    x.slow_steps = r.integer("slow_steps", x.slow_steps);
+    if (x.kills < 0 || x.pauses < 0 || x.slows < 0 || x.from_step < 0 || x.slow_steps < 1 || !(x.pause_s > 0) ||
+        !(x.slow_factor > 0 && x.slow_factor <= 1) || (x.to_step >= 0 && x.to_step < x.from_step))
+      throw field_error{"faults.random: counts >= 0, 0 <= from_step <= to_step, pause_s > 0, slow_factor in (0, 1], slow_steps >= 1"};
+  }
+  return plan;
+}
+
+}  // namespace
 
 result<job> parse_job(const YAML::Node& doc, const std::string& name) {
   auto base = parse_cluster(doc, {"name", "data", "synthetic_samples", "steps", "epochs", "optimizer", "policy",
-                                  "hash_every", "threads", "plan", "exact", "emulate", "replan_every", "emulate_cores", "dynamics"});
+                                  "hash_every", "threads", "plan", "exact", "emulate", "replan_every", "emulate_cores", "dynamics",
+                                  "faults", "step_deadline_s"});
   if (!base) return base.err();
   try {
     fields top(doc, "");
@@ -56,6 +123,15 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
     for (const auto& t : j.dynamics.traces) departs = departs || !t.available.empty();
     if (departs && j.replan_every == 0)
       throw field_error{"dynamics in which devices leave need a controller to re-plan: set replan_every"};
+    if (top.has("faults")) {
+      j.faults = parse_faults(top, j.cluster.cluster, j.steps);
+      bool crashes = j.faults.random.kills + j.faults.random.pauses > 0;
+      for (const auto& f : j.faults.at) crashes = crashes || f.kind != sim::fault_kind::slow;
+      if (crashes && j.replan_every == 0)
+        throw field_error{"faults that take devices down need a controller to re-plan: set replan_every"};
+    }
+    j.step_deadline_s = top.number("step_deadline_s", 0);
+    if (j.step_deadline_s < 0) throw field_error{"field 'step_deadline_s' must be >= 0 (0: automatic)"};
     auto& cfg = j.cluster.planner;
     if (j.exact) {
       if (cfg.micro_batch == 0) cfg.micro_batch = std::min(16, cfg.batch);

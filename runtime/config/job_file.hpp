@@ -7,6 +7,7 @@
 #include <string>
 
 #include "config/cluster_file.hpp"
+#include "sim/faults.hpp"
 #include "sim/scenario.hpp"
 
 namespace dynapar::config {
@@ -36,6 +37,11 @@ struct job {
   // processes) with slots of `replan_every` steps (10 without a controller).
   sim::scenario dynamics;
   std::optional<planner::plan> plan;   // explicit plan instead of the policy's
+  // Faults to inject: at given steps and at seeded random ones (docs/RELIABILITY.md).
+  sim::fault_plan faults;
+  // A step that runs longer fails, and its silent devices are lost (0: automatic, 20 times
+  // the recent mean step time and at least 5 s; docs/RELIABILITY.md).
+  double step_deadline_s = 0;
 };
 
 result<job> load_job_file(const std::string& path);

@@ -147,6 +147,7 @@ body read_body(schema::Envelope::Reader env, const decode_limits& lim) {
       m.factor = r.getFactor();
       m.duration_steps = to_int(r.getDurationSteps(), "fault.durationSteps");
       m.peer = r.getPeer();
+      m.duration_s = r.getDurationS();
       return m;
     }
     case schema::Envelope::Body::WELCOME: {
@@ -163,6 +164,7 @@ body read_body(schema::Envelope::Reader env, const decode_limits& lim) {
       m.lr = r.getLr();
       m.momentum = r.getMomentum();
       m.weight_decay = r.getWeightDecay();
+      m.rejoin = r.getRejoin();
       return m;
     }
     case schema::Envelope::Body::CALL: {
@@ -270,6 +272,7 @@ std::vector<std::uint8_t> encode(const envelope& e) {
                    f.setFactor(m.factor);
                    f.setDurationSteps(static_cast<std::uint32_t>(m.duration_steps));
                    f.setPeer(m.peer);
+                   f.setDurationS(m.duration_s);
                  },
                  [&](const welcome_msg& m) {
                    auto w = b.initWelcome();
@@ -283,6 +286,7 @@ std::vector<std::uint8_t> encode(const envelope& e) {
                    w.setLr(m.lr);
                    w.setMomentum(m.momentum);
                    w.setWeightDecay(m.weight_decay);
+                   w.setRejoin(m.rejoin);
                  },
                  [&](const device_call& m) {
                    auto c = b.initCall();

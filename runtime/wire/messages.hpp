@@ -13,7 +13,7 @@
 namespace dynapar::wire {
 
 // 2: welcome and device calls (processes, docs/DISTRIBUTED.md).
-inline constexpr std::uint16_t protocol_version = 2;
+inline constexpr std::uint16_t protocol_version = 3;
 
 // A plan with the model size and batch it was made for, so a receiver can check it alone.
 struct plan_msg {
@@ -62,6 +62,7 @@ struct fault_command {
   double factor = 1;
   int duration_steps = 0;
   int peer = -1;
+  double duration_s = 0;  // pause, partition
 };
 
 struct metrics_msg {
@@ -82,14 +83,15 @@ struct welcome_msg {
   std::uint64_t seed = 0;
   std::string optimizer;
   double lr = 0, momentum = 0, weight_decay = 0;
+  bool rejoin = false;
 };
 
 // Same numbering as schemas/control.capnp DeviceOp.
 enum class device_op {
   reply, error, hold, migrate, moved, drop, speed, probe, step, activation, gradient, stage_report, gradients, apply,
-  hash, copy, perturb, retire, fail
+  hash, copy, perturb, retire, fail, pause
 };
-inline constexpr int device_op_count = 19;
+inline constexpr int device_op_count = 20;
 
 struct tensor_meta {
   std::uint8_t dtype = 0;

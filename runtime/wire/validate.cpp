@@ -69,9 +69,12 @@ status validate_body(const body& b, const decode_limits& lim) {
           [&](const fault_command& m) -> status {
             if (m.kind == fault_kind::slow && !(std::isfinite(m.factor) && m.factor > 0 && m.factor <= 1))
               return bad("fault.factor", "must be in (0, 1] for a slow-down");
-            if (m.kind == fault_kind::partition && (m.peer < 0 || m.peer == m.device))
-              return bad("fault.peer", "must name another device for a partition");
+            if (m.kind == fault_kind::partition && m.peer == m.device)
+              return bad("fault.peer", "must name another device, or be -1 (the device's node cut off from all)");
             if (m.duration_steps < 0) return bad("fault.durationSteps", "must be >= 0");
+            if ((m.kind == fault_kind::pause || m.kind == fault_kind::partition) &&
+                !(std::isfinite(m.duration_s) && m.duration_s > 0 && m.duration_s <= 3600))
+              return bad("fault.durationS", "must be in (0, 3600] seconds for a pause or partition");
             return ok_status();
           },
           [&](const welcome_msg& m) -> status {

@@ -40,6 +40,7 @@ struct controller_options {
   int min_devices = 0;      // start with this many of them (0: all)
   int local_nodes = 0;      // launch: node processes to start
   std::vector<int> local_devices;  // launch: the devices they host (empty: the job's)
+  double respawn_s = -1;    // launch: restart a node that crashed after this many seconds (< 0: never)
 };
 
 // Node processes started by `launch`: stopped (SIGTERM, then SIGKILL) if still there at the end.
@@ -113,14 +114,15 @@ result<actors::train_outcome> train_remote(prepared_job& p, const actors::train_
   if (!remote) return remote.err();
   log->info("listening on {}", (*remote)->endpoint());
   children kids;
+  std::vector<std::vector<int>> per;  // devices of each of kids.pids
   if (o.local_nodes > 0) {
     // The job's devices round-robin over the nodes.
-    std::vector<std::vector<int>> per(o.local_nodes);
+    per.resize(o.local_nodes);
     int k = 0;
     for (int id : rc.devices)
       if (o.local_devices.empty() || std::count(o.local_devices.begin(), o.local_devices.end(), id)) per[k++ % o.local_nodes].push_back(id);
-    for (int n = 0; n < o.local_nodes; ++n)
-      if (!per[n].empty()) kids.pids.push_back(start_node((*remote)->endpoint(), "node-" + std::to_string(n), per[n]));
+    per.erase(std::remove_if(per.begin(), per.end(), [](const auto& v) { return v.empty(); }), per.end());
+    for (std::size_t n = 0; n < per.size(); ++n) kids.pids.push_back(start_node((*remote)->endpoint(), "node-" + std::to_string(n), per[n]));
   }
   const auto need = starting_devices(p);
   const std::size_t enough = o.min_devices > 0 ? std::min<std::size_t>(o.min_devices, need.size()) : need.size();
@@ -146,7 +148,38 @@ result<actors::train_outcome> train_remote(prepared_job& p, const actors::train_
   }
   actors::cluster_actors a;
   a.remote = *remote;
+  // --respawn-s: a node that crashed (killed, or exited with an error) is started again, as a
+  // machine's replacement would be; its devices join at the next slot.
+  std::atomic<bool> trained{false};
+  std::thread keeper;
+  if (o.respawn_s >= 0 && !per.empty())
+    keeper = std::thread([&] {
+      std::map<std::size_t, clock::time_point> down;  // node index -> when it was found dead
+      int generation = 0;
+      while (!trained) {
+        for (std::size_t n = 0; n < kids.pids.size(); ++n) {
+          int st = 0;
+          if (kids.pids[n] > 0 && waitpid(kids.pids[n], &st, WNOHANG) == kids.pids[n]) {
+            kids.pids[n] = -1;
+            if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0)) down[n] = clock::now();
+          }
+        }
+        for (auto it = down.begin(); it != down.end();) {
+          if (clock::now() - it->second < std::chrono::duration<double>(o.respawn_s)) {
+            ++it;
+            continue;
+          }
+          const auto name = "node-" + std::to_string(it->first) + "-r" + std::to_string(++generation);
+          log->info("restarting crashed node {} as '{}'", it->first, name);
+          kids.pids[it->first] = start_node((*remote)->endpoint(), name, per[it->first]);
+          it = down.erase(it);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
   auto out = actors::train(sys, a, *p.model, p.train_set, p.settings, cb);
+  trained = true;
+  if (keeper.joinable()) keeper.join();
   // The driver stopped every proxy: their nodes are told to retire their devices.
   sys.await_all_actors_done();
   (*remote)->stop();
@@ -230,7 +263,7 @@ void add_controller_flags(CLI::App* sub, controller_options& o) {
 struct inject_options {
   std::string controller, kind;
   int device = -1, steps = 0, peer = -1;
-  double factor = 1, timeout_s = 10;
+  double factor = 1, seconds = 0, timeout_s = 10;
   bool allow_remote = false;
 };
 
@@ -244,6 +277,7 @@ int inject_main(const inject_options& o) {
   f.factor = o.factor;
   f.duration_steps = o.steps;
   f.peer = o.peer;
+  f.duration_s = o.seconds;
   if (auto st = actors::request_fault(o.controller, f, o.timeout_s, o.allow_remote); !st) {
     auto e = st.err();
     if (e.code == "bad_field") e.code = "bad_fault";
@@ -279,6 +313,8 @@ void add_distributed(CLI::App& app, runner& run) {
       ->check(CLI::Range(1, 64));
   launch->add_option("--bind", l->bind, "Endpoint for the nodes, so that more can join (default tcp://127.0.0.1:0, any free port)");
   launch->add_option("--devices", l->local_devices, "The job's devices the local nodes host (default all)")->delimiter(',');
+  launch->add_option("--respawn-s", l->respawn_s, "Restart a node that crashed after this many seconds (default: never)")
+      ->check(CLI::Range(0.0, 3600.0));
   launch->callback([l, &run] {
     run = [l] {
       if (auto st = comm::check_endpoint(l->bind, l->allow_remote); !st) return report(st.err());
@@ -302,14 +338,15 @@ void add_distributed(CLI::App& app, runner& run) {
 
   auto f = std::make_shared<inject_options>();
   auto* inject = app.add_subcommand("inject", "Inject a fault into a running controller's cluster (docs/RELIABILITY.md)");
-  inject->add_option("kind", f->kind, "kill or leave (slow, pause, join, partition: not yet)")
+  inject->add_option("kind", f->kind, "kill, slow, pause, partition or leave (join: start a node instead)")
       ->required()
       ->check(CLI::IsMember({"kill", "slow", "pause", "leave", "join", "partition"}));
   inject->add_option("--controller", f->controller, "The controller's endpoint, tcp://HOST:PORT")->required();
   inject->add_option("--device", f->device, "The device it hits")->required()->check(CLI::Range(0, 1000000));
   inject->add_option("--factor", f->factor, "slow: speed multiplier in (0, 1]");
-  inject->add_option("--steps", f->steps, "slow, pause: how many steps (0: until told otherwise)")->check(CLI::Range(0, 100000000));
-  inject->add_option("--peer", f->peer, "partition: the other device");
+  inject->add_option("--steps", f->steps, "slow: how many steps")->check(CLI::Range(0, 100000000));
+  inject->add_option("--seconds", f->seconds, "pause, partition: how long the device's node is silent")->check(CLI::Range(0.0, 3600.0));
+  inject->add_option("--peer", f->peer, "partition: the other device (not supported: a partition cuts the node off from all)");
   inject->add_option("--timeout-s", f->timeout_s, "Seconds to wait for the controller's answer (default 10)")->check(CLI::Range(0.1, 3600.0));
   inject->add_flag("--allow-remote", f->allow_remote, "Allow a controller beyond loopback");
   inject->callback([f, &run] { run = [f] { return inject_main(*f); }; });

@@ -105,6 +105,13 @@ int train_main(const train_options& o, const train_fn& how) {
       if (r.step + 1 == steps) std::cerr << "\n";
     }
   };
+  // Faults share metrics.jsonl with the steps, told apart by "event" (docs/FORMATS.md).
+  cb.on_fault = [&](const actors::fault_record& r) {
+    metrics << json{{"event", r.event}, {"step", r.step},     {"kind", r.kind},       {"device", r.device},
+                    {"source", r.source}, {"detail", r.detail}, {"seconds", r.seconds}}
+                   .dump()
+            << "\n" << std::flush;
+  };
   if (checkpoints) cb.on_checkpoint = [&](actors::checkpoint c) { checkpoints->write(std::move(c)); };
   auto outcome = how ? how(*prep, cb) : actors::train(*prep->model, prep->train_set, s, cb);
   if (checkpoints)
@@ -136,6 +143,7 @@ int train_main(const train_options& o, const train_fn& how) {
                   {"faults_injected", outcome->faults_injected},
                   {"devices_lost", outcome->devices_lost},
                   {"recoveries", outcome->recoveries},
+                  {"step_retries", outcome->step_retries},
                   {"mean_recovery_s", outcome->mean_recovery_s},
                   {"max_recovery_s", outcome->max_recovery_s},
                   {"checkpoints", outcome->checkpoints},

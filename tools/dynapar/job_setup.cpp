@@ -77,7 +77,7 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps) {
     s.plan = *pl;
   } else {
     s.controller = actors::controller_config{job.policy,           nullptr,          p.profile,        p.cluster,
-                                             job.cluster.planner, job.cluster.budget, job.replan_every, 0.1};
+                                             job.cluster.planner, job.cluster.budget, job.replan_every, 0.1, std::nullopt};
   }
   s.batch = job.cluster.planner.batch;
   const data::global_sampler sampler(p.train_set.size(), s.batch, job.seed);
@@ -93,6 +93,8 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps) {
     for (auto& d : s.emulated.cluster.devices) d.speed = 1;
   s.slot_steps = job.replan_every > 0 ? job.replan_every : 10;
   s.profile = p.profile;
+  s.faults = sim::expand(job.faults, s.steps, job.seed);
+  s.step_deadline_s = job.step_deadline_s;
   return p;
 }
 

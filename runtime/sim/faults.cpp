@@ -1,0 +1,40 @@
+#include "sim/faults.hpp"
+
+#include <algorithm>
+
+#include "common/rng.hpp"
+
+namespace dynapar::sim {
+
+const char* name(fault_kind k) {
+  switch (k) {
+    case fault_kind::kill: return "kill";
+    case fault_kind::slow: return "slow";
+    case fault_kind::pause: return "pause";
+    case fault_kind::partition: return "partition";
+  }
+  return "?";
+}
+
+std::vector<fault> expand(const fault_plan& plan, std::int64_t steps, std::uint64_t seed) {
+  std::vector<fault> out = plan.at;
+  const auto& r = plan.random;
+  const std::int64_t lo = std::max<std::int64_t>(0, r.from_step);
+  const std::int64_t hi = r.to_step < 0 ? steps - 1 : std::min(r.to_step, steps - 1);
+  if (hi >= lo) {
+    rng g(plan.seed ? plan.seed : seed ^ 0xc4a05ull);
+    auto draw = [&](fault f, int n) {
+      for (int k = 0; k < n; ++k) {
+        f.step = lo + static_cast<std::int64_t>(g.below(static_cast<std::uint64_t>(hi - lo + 1)));
+        out.push_back(f);
+      }
+    };
+    draw(fault{0, fault_kind::kill, -1, 1, 0, 0}, r.kills);
+    draw(fault{0, fault_kind::pause, -1, 1, 0, r.pause_s}, r.pauses);
+    draw(fault{0, fault_kind::slow, -1, r.slow_factor, r.slow_steps, 0}, r.slows);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const fault& a, const fault& b) { return a.step < b.step; });
+  return out;
+}
+
+}  // namespace dynapar::sim

@@ -1,0 +1,45 @@
+// A job's fault plan (docs/RELIABILITY.md, "Fault plans"): faults at given steps, and seeded
+// random ones, expanded into one list in step order. Plain data and a pure function, so the
+// same seed gives the same experiment in one process and over node processes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dynapar::sim {
+
+enum class fault_kind { kill, slow, pause, partition };
+
+const char* name(fault_kind k);
+
+struct fault {
+  std::int64_t step = 0;
+  fault_kind kind = fault_kind::kill;
+  int device = -1;          // -1: one of the devices the plan in force uses, drawn at the step
+  double factor = 1;        // slow: speed multiplier in (0, 1]
+  int steps = 0;            // slow: how many steps
+  double seconds = 0;       // pause, partition: how long the device is hung / cut off
+};
+
+// Faults at random steps in [from_step, to_step] (to_step -1: the run's last step), each on
+// a device drawn when it fires. Kills and pauses land at a random moment of their step.
+struct random_faults {
+  int kills = 0, pauses = 0, slows = 0;
+  std::int64_t from_step = 1, to_step = -1;
+  double pause_s = 6;       // long enough to miss the step deadline
+  double slow_factor = 0.25;
+  int slow_steps = 20;
+};
+
+struct fault_plan {
+  std::vector<fault> at;
+  random_faults random;
+  std::uint64_t seed = 0;   // 0: the job's seed
+};
+
+// Every fault of the plan for a run of `steps` steps, sorted by step (stable: listed faults
+// keep their order). Random steps are drawn from `seed`.
+std::vector<fault> expand(const fault_plan& plan, std::int64_t steps, std::uint64_t seed);
+
+}  // namespace dynapar::sim

@@ -66,9 +66,11 @@ struct remote_devices::impl {
       std::lock_guard<std::mutex> lock(mu);
       auto it = devices.find(id);
       if (it == devices.end() || it->second.gen != gen) return;
-      route = it->second.route;
+      // A lost node is not told: should it come back, it is asked to join again instead.
+      if (!it->second.lost) route = it->second.route;
       devices.erase(it);
     }
+    if (route.empty()) return;
     wire::device_call c;
     c.op = wire::device_op::retire;
     c.device = id;
@@ -545,6 +547,11 @@ bool remote_devices::present(int id) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   auto it = impl_->devices.find(id);
   return it != impl_->devices.end() && !it->second.leaving && !it->second.lost;
+}
+
+bool remote_devices::hosted(int id) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->devices.count(id) > 0;
 }
 
 std::vector<sim::fault> remote_devices::injected() {

@@ -40,6 +40,7 @@ class remote_devices : public device_directory {
   caf::actor proxy(int id) override;
   bool lost(int id) const override;
   std::vector<sim::fault> injected() override;
+  bool hosted(int id) const;  // registered: present, leaving, or lost and not yet let go
   std::string endpoint() const;
   std::set<int> present_ids() const;
   // Stops the network thread after sending what is queued (device retirements included).

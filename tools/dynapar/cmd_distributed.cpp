@@ -165,7 +165,11 @@ result<actors::train_outcome> train_remote(prepared_job& p, const actors::train_
           }
         }
         for (auto it = down.begin(); it != down.end();) {
-          if (clock::now() - it->second < std::chrono::duration<double>(o.respawn_s)) {
+          // Not before the controller has let go of its devices (it notices the crash only
+          // after node_timeout_s): until then it would refuse them.
+          bool held = false;
+          for (int id : per[it->first]) held = held || (*remote)->hosted(id);
+          if (held || clock::now() - it->second < std::chrono::duration<double>(o.respawn_s)) {
             ++it;
             continue;
           }

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# `dynapar inject` against a running `dynapar launch` (3 nodes, one device each):
+# - refused with the reason (exit 1): a device not in the run, `join` (nodes join by
+#   starting), a partition between two devices (--peer);
+# - carried out: device 0 slowed for 5 steps; device 2's node hung for 4 s (longer than the
+#   2 s node timeout: it is lost, recovered from, and joins again when it wakes); then device
+#   1's node killed.
+# The run recovers from both losses and still equals one device.
+set -euo pipefail
+bin="$1" job="$2" out="$3"
+rm -rf "$out" && mkdir -p "$out"
+port=$((20000 + ($$ % 20000)))
+ep="tcp://127.0.0.1:$port"
+"$bin" launch --local 3 --devices 0,1,2 --min-devices 3 --bind "$ep" "$job" --verify --out "$out/run" > /dev/null 2> "$out/launch.log" &
+launch=$!
+trap 'kill $launch 2>/dev/null || true' EXIT
+count() { [ -f "$out/run/metrics.jsonl" ] && grep -c "$1" "$out/run/metrics.jsonl" || echo 0; }
+for _ in $(seq 1200); do [ "$(count '"loss"')" -ge 10 ] && break; sleep 0.1; done
+x="$(dirname "$0")/expect_exit.sh"
+"$x" 1 "$bin" inject kill --controller "$ep" --device 9 | grep -q "device 9 is not in the run"
+"$x" 1 "$bin" inject join --controller "$ep" --device 3 | grep -q "a device joins when a node hosting it starts"
+"$x" 1 "$bin" inject partition --controller "$ep" --device 0 --peer 1 --seconds 3 | grep -q "peer is not supported"
+"$x" 2 "$bin" inject pause --controller "$ep" --device 0 | grep -q "durationS"
+"$bin" inject slow --controller "$ep" --device 0 --factor 0.5 --steps 5
+"$bin" inject pause --controller "$ep" --device 2 --seconds 4
+for _ in $(seq 600); do [ "$(count '"recovered"')" -ge 1 ] && break; sleep 0.1; done
+"$bin" inject kill --controller "$ep" --device 1
+wait "$launch"
+grep -q "node 'node-2' joins again" "$out/launch.log"
+/usr/bin/python3 - "$out/run" <<'PY'
+import json, sys
+d = sys.argv[1]
+s = json.load(open(d + "/summary.json"))
+events = [json.loads(l) for l in open(d + "/metrics.jsonl") if '"event"' in l]
+injected = sorted((e["kind"], e["device"]) for e in events if e["event"] == "injected" and e["source"] == "inject")
+assert injected == [("kill", 1), ("pause", 2), ("slow", 0)], injected
+lost = sorted(e["device"] for e in events if e["event"] == "lost")
+assert lost == [1, 2], lost
+assert s["faults_injected"] == 3 and s["devices_lost"] == 2 and s["recoveries"] >= 1 and s["leaves"] == 0, s
+assert s["reference_max_rel_diff"] <= 1e-4, s["reference_max_rel_diff"]
+assert s["samples_lost"] == 0 and s["samples_duplicated"] == 0, s
+print("ok: recoveries", s["recoveries"], "max", round(s["max_recovery_s"], 3), "s, diff", s["reference_max_rel_diff"])
+PY

@@ -100,3 +100,36 @@ TEST_CASE("job files: dynamics in the scenario format, and the mistakes a job ca
         std::string::npos);
   CHECK(job_error(base + "emulate_cores: -1").find("emulate_cores") != std::string::npos);
 }
+
+TEST_CASE("job files: a fault plan, and the mistakes a fault plan can make", "[unit][config]") {
+  const std::string base = "model: cnn\nsteps: 100\ndevices: [{id: 0}, {id: 1}]\n";
+  auto job_error = [](const std::string& text) {
+    auto r = config::parse_job(YAML::Load(text), "t");
+    return r ? std::string() : r.err().message;
+  };
+  auto ok = config::parse_job(YAML::Load(base + "replan_every: 5\nstep_deadline_s: 2\n"
+                                         "faults: {seed: 3, at: [{step: 7, kind: pause, device: 1, seconds: 4},"
+                                         " {step: 2, kind: slow, factor: 0.5, steps: 3}], random: {kills: 2, to_step: 50}}"),
+                              "t");
+  REQUIRE(ok);
+  CHECK(ok->step_deadline_s == 2);
+  REQUIRE(ok->faults.at.size() == 2);
+  CHECK(ok->faults.at[0].kind == sim::fault_kind::pause);
+  CHECK(ok->faults.at[0].seconds == 4);
+  CHECK(ok->faults.at[1].device == -1);  // omitted: a device the plan uses, drawn at the step
+  CHECK(ok->faults.random.kills == 2);
+  const auto plan = "replan_every: 5\nfaults: {at: [{step: 7, ";
+  CHECK(job_error(base + "faults: {random: {kills: 1}}").find("set replan_every") != std::string::npos);
+  CHECK(job_error(base + plan + "kind: explode}]}").find("faults.at[0].kind must be kill, slow, pause or partition") !=
+        std::string::npos);
+  CHECK(job_error(base + plan + "kind: kill, device: 9}]}").find("faults.at[0].device 9 is not in the job's devices") !=
+        std::string::npos);
+  CHECK(job_error(base + plan + "kind: pause}]}").find("faults.at[0].seconds") != std::string::npos);
+  CHECK(job_error(base + plan + "kind: slow, factor: 2, steps: 3}]}").find("factor in (0, 1]") != std::string::npos);
+  CHECK(job_error(base + "replan_every: 5\nfaults: {at: [{step: 100, kind: kill}]}").find("faults.at[0].step must be in [0, 100)") !=
+        std::string::npos);
+  CHECK(job_error(base + "replan_every: 5\nfaults: {random: {kills: 1, from_step: 9, to_step: 3}}").find("faults.random") !=
+        std::string::npos);
+  CHECK(job_error(base + "replan_every: 5\nfaults: {kills: 1}").find("kills") != std::string::npos);  // typo: not under random
+  CHECK(job_error(base + "step_deadline_s: -1").find("step_deadline_s") != std::string::npos);
+}

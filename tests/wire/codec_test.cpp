@@ -82,6 +82,14 @@ TEST_CASE("join, leave, heartbeat, report, fault and metrics round-trip", "[unit
   CHECK(fb.kind == fault_kind::slow);
   CHECK(fb.factor == 0.25);
   CHECK(fb.duration_steps == 10);
+  fault_command pause{fault_kind::pause, 2, 1, 0, -1, 4.5};
+  CHECK(std::get<fault_command>(round_trip(wrap(pause)).msg).duration_s == 4.5);
+  welcome_msg again;
+  again.rejoin = true;
+  again.reason = "join again";
+  auto ab = std::get<welcome_msg>(round_trip(wrap(again)).msg);
+  CHECK(ab.rejoin);
+  CHECK_FALSE(ab.accepted);
 
   metrics_msg mm{7, 70, 0.5, 2.3, 0.01, 1.5, 512};
   auto mb = std::get<metrics_msg>(round_trip(wrap(mm)).msg);

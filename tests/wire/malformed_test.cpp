@@ -103,6 +103,10 @@ TEST_CASE("malformed envelopes are rejected, each with its own error", "[unit][w
   SECTION("a slow-down by a factor outside (0, 1]") {
     CHECK(message_of(bytes_of(fault_command{fault_kind::slow, 1, 3.0, 0, -1})).find("fault.factor") != std::string::npos);
   }
+  SECTION("a pause or partition without a duration, or for ever") {
+    CHECK(message_of(bytes_of(fault_command{fault_kind::pause, 1, 1, 0, -1, 0})).find("fault.durationS") != std::string::npos);
+    CHECK(message_of(bytes_of(fault_command{fault_kind::partition, 1, 1, 0, -1, 1e9})).find("fault.durationS") != std::string::npos);
+  }
   SECTION("non-finite metrics") {
     CHECK(code_of(bytes_of(metrics_msg{0, 0, std::nan(""), 0, 0, 0, 0})) == "bad_field");
   }

@@ -1,0 +1,51 @@
+// Fault plans: listed faults kept, random ones drawn in range, in step order, reproducible.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "sim/faults.hpp"
+
+using namespace dynapar;
+
+TEST_CASE("a fault plan expands to its listed faults and seeded random ones, in step order", "[unit][sim]") {
+  sim::fault_plan p;
+  p.at.push_back({30, sim::fault_kind::pause, 2, 1, 0, 4});
+  p.at.push_back({5, sim::fault_kind::slow, 1, 0.5, 10, 0});
+  p.random.kills = 40;
+  p.random.pauses = 3;
+  p.random.from_step = 10;
+  p.random.to_step = 20;
+  const auto a = sim::expand(p, 100, 7);
+  REQUIRE(a.size() == 45);
+  CHECK(std::is_sorted(a.begin(), a.end(), [](const auto& x, const auto& y) { return x.step < y.step; }));
+  CHECK(a.front().kind == sim::fault_kind::slow);  // step 5, listed
+  int kills = 0, pauses = 0;
+  std::vector<std::int64_t> steps;
+  for (const auto& f : a) {
+    if (f.kind == sim::fault_kind::kill) ++kills, steps.push_back(f.step);
+    if (f.kind == sim::fault_kind::pause && f.device == -1) ++pauses;
+  }
+  CHECK(kills == 40);
+  CHECK(pauses == 3);
+  CHECK(*std::min_element(steps.begin(), steps.end()) >= 10);
+  CHECK(*std::max_element(steps.begin(), steps.end()) <= 20);
+  // 40 draws from 11 steps spread out: more than a few distinct steps.
+  std::sort(steps.begin(), steps.end());
+  CHECK(std::unique(steps.begin(), steps.end()) - steps.begin() >= 6);
+  // The same seed, the same experiment; another seed (the job's, or the plan's own), another.
+  auto same = sim::expand(p, 100, 7);
+  auto step_list = [](const std::vector<sim::fault>& v) {
+    std::vector<std::int64_t> s;
+    for (const auto& f : v) s.push_back(f.step);
+    return s;
+  };
+  CHECK(step_list(same) == step_list(a));
+  CHECK(step_list(sim::expand(p, 100, 8)) != step_list(a));
+  p.seed = 99;
+  CHECK(step_list(sim::expand(p, 100, 7)) == step_list(sim::expand(p, 100, 8)));  // the plan's seed wins
+  // A range past the run's end is cut to it; a run shorter than from_step draws nothing.
+  p.random.to_step = -1;
+  for (const auto& f : sim::expand(p, 15, 7))
+    if (f.device == -1) CHECK(f.step < 15);
+  CHECK(sim::expand(p, 5, 7).size() == 2);  // the listed ones only
+}

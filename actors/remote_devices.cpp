@@ -490,8 +490,8 @@ void remote_devices::impl::loop() {
         for (const auto& [r, t] : nodes) routes.push_back(r);
       }
       for (const auto& r : routes) reply(r, wire::heartbeat_msg{"controller", 0});
-      check_nodes();
     }
+    check_nodes();
   }
   // What the proxies posted last (their devices' retirements) still goes out.
   const auto until = clock::now() + std::chrono::milliseconds(300);

@@ -22,7 +22,8 @@ struct remote_config {
   bool allow_remote = false;                // bind beyond loopback
   double heartbeat_s = 0.5;                 // to every node, so that nodes notice a dead controller
   // A node silent this long is lost: its devices leave the run, and every call waiting on
-  // them fails at once (no wait until the step timeout).
+  // them fails at once (no wait until the step timeout). Checked every ~50 ms, so a crash
+  // is known at most this long after the node's last message.
   double node_timeout_s = 2;
   // What a node needs to hold layers: the model it rebuilds itself and the optimizer.
   std::string model;

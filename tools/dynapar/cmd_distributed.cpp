@@ -41,6 +41,7 @@ struct controller_options {
   int local_nodes = 0;      // launch: node processes to start
   std::vector<int> local_devices;  // launch: the devices they host (empty: the job's)
   double respawn_s = -1;    // launch: restart a node that crashed after this many seconds (< 0: never)
+  double node_timeout_s = 2;  // a node silent this long is lost
 };
 
 // Node processes started by `launch`: stopped (SIGTERM, then SIGKILL) if still there at the end.
@@ -106,6 +107,7 @@ result<actors::train_outcome> train_remote(prepared_job& p, const actors::train_
   actors::remote_config rc;
   rc.bind = o.bind;
   rc.allow_remote = o.allow_remote;
+  rc.node_timeout_s = o.node_timeout_s;
   rc.model = p.job.model;
   rc.seed = p.job.seed;
   rc.optimizer = p.settings.optimizer;
@@ -262,6 +264,8 @@ void add_controller_flags(CLI::App* sub, controller_options& o) {
                   "Start once nodes host this many of the devices available at slot 0 (default all); the others join when their nodes come")
       ->check(CLI::Range(1, 100000));
   sub->add_flag("--allow-remote", o.allow_remote, "Allow a --bind address beyond loopback");
+  sub->add_option("--node-timeout-s", o.node_timeout_s, "Seconds of silence after which a node is lost (default 2)")
+      ->check(CLI::Range(0.6, 3600.0));
 }
 
 struct inject_options {

@@ -27,6 +27,7 @@ struct device_state {
   std::chrono::steady_clock::time_point wait_since;
   comm::link_shaper to_next, to_prev;          // this device's side of its pipeline links
   std::map<int, comm::link_shaper> migration;  // by target device
+  std::map<int, std::size_t> held_bytes;       // layer -> its bytes with optimizer state
   static inline const char* name = "device";
 };
 
@@ -150,13 +151,29 @@ void advance(caf::stateful_actor<device_state>* self) {
   }
 }
 
+// Holds a layer unless it does not fit the emulated memory; the error says what would not fit.
+std::string hold(device_state& s, int layer, const model::layer_copy& replica) {
+  const std::size_t b = model::resident_bytes(replica, s.cfg.optimizer);
+  std::size_t used = 0;
+  for (const auto& [l, n] : s.held_bytes) used += l == layer ? 0 : n;
+  if (s.cfg.memory_bytes > 0 && static_cast<double>(used + b) > s.cfg.memory_bytes) {
+    auto mb = [](double v) { return std::to_string(v / 1e6).substr(0, std::to_string(v / 1e6).find('.') + 3); };
+    return "device " + std::to_string(s.cfg.id) + " out of memory: layer " + std::to_string(layer) + " needs " +
+           mb(static_cast<double>(b)) + " MB with its optimizer state, " + mb(static_cast<double>(used)) +
+           " MB are held, the device has " + mb(s.cfg.memory_bytes) + " MB";
+  }
+  s.worker->hold(layer, replica);
+  s.held_bytes[layer] = b;
+  return {};
+}
+
 caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_config cfg) {
   self->state.cfg = std::move(cfg);
   self->state.cfg.speed = std::clamp(self->state.cfg.speed, 1e-3, 1.0);
   self->state.worker = model::make_worker(self->state.cfg.optimizer);
   return {
-      [=](hold_atom, int layer, const model::layer_copy& replica) {
-        self->state.worker->hold(layer, replica);
+      [=](hold_atom, int layer, const model::layer_copy& replica) -> caf::result<bool> {
+        if (auto oom = hold(self->state, layer, replica); !oom.empty()) return caf::make_error(caf::sec::runtime_error, oom);
         return true;
       },
       // A plan moved `layer` from here to `to`: send a copy over the emulated link.
@@ -172,10 +189,14 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
         return true;
       },
       [=](hold_atom, const layer_transfer& x) {
-        self->state.worker->hold(x.layer, x.replica);
+        if (auto oom = hold(self->state, x.layer, x.replica); !oom.empty()) return self->send(x.report_to, moved_atom::value, x.layer, x.from, x.to, oom);
         self->send(x.report_to, moved_atom::value, x.layer, x.from, x.to, x.bytes);
       },
-      [=](drop_atom, int layer) { self->state.worker->drop(layer); },
+      [=](drop_atom, int layer) {
+        self->state.worker->drop(layer);
+        self->state.held_bytes.erase(layer);
+      },
+      [=](memory_atom, double bytes) { self->state.cfg.memory_bytes = std::max(0.0, bytes); },
       [=](speed_atom, double speed) { self->state.cfg.speed = std::clamp(speed, 1e-3, 1.0); },
       // The joining device's benchmark, at its speed.
       [=](probe_atom) {

@@ -17,6 +17,10 @@ struct device_config {
   // Relative speed (0, 1]: each forward and backward lasts its CPU time / speed (the device
   // sleeps the difference), so one machine plays a slower device without adding CPU load.
   double speed = 1;
+  // Emulated memory (bytes, 0: none): the layers a device holds with their optimizer state
+  // must fit, or holding one more fails as an out-of-memory would (activations are not
+  // counted: docs/RUNTIME.md).
+  double memory_bytes = 0;
 };
 
 caf::actor spawn_device(caf::actor_system& sys, const device_config& cfg);

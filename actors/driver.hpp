@@ -63,6 +63,18 @@ class driver {
     failure_ = std::string(what) + " missed the step deadline (" + std::to_string(since(started)).substr(0, 5) + " s)";
     late_ = true;
   }
+  // Waits in a step wake up every 100 ms with node processes, to notice a lost node at once
+  // even when no message of the step would tell (a stage already done, its peers waiting).
+  std::chrono::milliseconds slice(clock::time_point deadline) const {
+    return actors_.remote ? std::min(left(deadline), std::chrono::milliseconds(100)) : left(deadline);
+  }
+  void tick(clock::time_point started, clock::time_point deadline, const char* what) {
+    if (clock::now() >= deadline) return missed(started, what);
+    for (const auto& g : current_->groups)
+      for (int id : g.devices)
+        if (actors_.remote && actors_.remote->lost(id) && failure_.empty())
+          failure_ = std::string(what) + ": device " + std::to_string(id) + "'s node is lost";
+  }
   clock::duration step_deadline() const;
   comm::link_spec link(int a, int b) const {
     const int i = links_->index_of(a), j = links_->index_of(b);

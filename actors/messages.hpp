@@ -37,6 +37,7 @@ using report_atom = caf::atom_constant<caf::atom("report")>;
 using plan_atom = caf::atom_constant<caf::atom("plan")>;
 using fail_atom = caf::atom_constant<caf::atom("fail")>;
 using pause_atom = caf::atom_constant<caf::atom("pause")>;  // fault injection: hung for a while
+using memory_atom = caf::atom_constant<caf::atom("memory")>;  // a device's emulated memory cap
 using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 using remote_atom = caf::atom_constant<caf::atom("remote")>;  // a device call from another process
 

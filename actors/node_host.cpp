@@ -80,6 +80,14 @@ caf::behavior upstream_stub(caf::event_based_actor*, std::shared_ptr<node_shared
         c.ints = {layer, from, to, static_cast<std::int64_t>(bytes)};
         sh->post(c);
       },
+      [=](moved_atom, int layer, int from, int to, const std::string& refused) {  // the target is out of memory
+        wire::device_call c;
+        c.op = op::moved;
+        c.device = from;
+        c.ints = {layer, from, to, -1};
+        c.text = remote::clip(refused);
+        sh->post(c);
+      },
   };
 }
 
@@ -142,6 +150,9 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
       return;
     case op::speed:
       if (c.reals.size() == 1) self->send(dev, speed_atom::value, c.reals[0]);
+      return;
+    case op::memory:
+      if (c.reals.size() == 1) self->send(dev, memory_atom::value, c.reals[0]);
       return;
     case op::probe:
       self->request(dev, caf::infinite, probe_atom::value)

@@ -153,6 +153,7 @@ caf::behavior remote_device(proxy* self, int id, std::string route, std::uint64_
       },
       [=](drop_atom, int layer) { tell(self, call(op::drop, {layer})); },
       [=](speed_atom, double speed) { tell(self, call(op::speed, {}, {speed})); },
+      [=](memory_atom, double bytes) { tell(self, call(op::memory, {}, {bytes})); },
       [=](probe_atom) -> caf::result<double> {
         return ask<double>(self, call(op::probe), {}, [](const wire::device_call& r, std::vector<model::tensor>&) -> result<double> {
           if (r.reals.size() != 1) return make_error("bad_call", "a probe reply needs one real");
@@ -247,7 +248,10 @@ caf::behavior remote_device(proxy* self, int id, std::string route, std::uint64_
             return;
           }
           case op::moved:
-            if (c.ints.size() == 4 && s.migration_sink)
+            if (c.ints.size() == 4 && s.migration_sink && !c.text.empty())
+              self->send(s.migration_sink, moved_atom::value, static_cast<int>(c.ints[0]), static_cast<int>(c.ints[1]),
+                         static_cast<int>(c.ints[2]), c.text);
+            else if (c.ints.size() == 4 && s.migration_sink)
               self->send(s.migration_sink, moved_atom::value, static_cast<int>(c.ints[0]), static_cast<int>(c.ints[1]),
                          static_cast<int>(c.ints[2]), static_cast<std::size_t>(c.ints[3]));
             return;

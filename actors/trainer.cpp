@@ -71,6 +71,7 @@ status driver::enter_slot(std::int64_t slot, bool& changed) {
       if (!a) return make_error("device_lost", "device " + std::to_string(id) + " left its node while joining");
       self_->monitor(a);
       self_->send(a, speed_atom::value, true_speed(id));
+      self_->send(a, memory_atom::value, dev.memory_bytes);
       double probe_s = 0;
       self_->request(a, timeout_, probe_atom::value)
           .receive([&](double v) { probe_s = v; }, [&](caf::error& e) { failure_ = text(e); });
@@ -153,6 +154,7 @@ status driver::apply(const plan_decision& decision, std::int64_t t, std::int64_t
           bytes += static_cast<double>(b);
           ++k;
         },
+        [&](moved_atom, int, int, int, const std::string& refused) { failure_ = refused; },  // out of memory
         [&](caf::down_msg& d) {  // a source or target of this diff stopped
           note_down(d, false);
           for (const auto& mv : diff.moves)
@@ -265,7 +267,7 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
             measure.links.insert(measure.links.end(), st.links.begin(), st.links.end());
           }
         },
-        caf::after(left(deadline)) >> [&] { missed(started, "the pipelines"); });
+        caf::after(slice(deadline)) >> [&] { tick(started, deadline, "the pipelines"); });
   if (auto st = check("step " + std::to_string(t)); !st) return st;
   // Each layer: its micro-batches' gradients from every holder, added in the global
   // micro-batch order (groups in plan order, micro-batches in order: the order of the step's
@@ -285,7 +287,7 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
           ++k;
           for (auto& [l, micro] : g.layers) got[{g.device, l}] = std::move(micro);
         },
-        [&](caf::error& e) { failure_ = text(e); }, caf::after(left(deadline)) >> [&] { missed(started, "gathering gradients"); });
+        [&](caf::error& e) { failure_ = text(e); }, caf::after(slice(deadline)) >> [&] { tick(started, deadline, "gathering gradients"); });
   if (auto st = check("gathering gradients of step " + std::to_string(t)); !st) return st;
   std::map<int, std::vector<std::vector<model::tensor>>> parts;  // in the global micro-batch order
   for (const auto& [l, ids] : holders_)
@@ -309,9 +311,9 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
   rec.sync_s = sync_s_;
   const double sleep_s = rec.sync_s - since(sync_started);
   if (sleep_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s));
-  for (int k = 0; k < acks && failure_.empty(); ++k)
-    self_->receive(on_down, [&](bool) {}, [&](caf::error& e) { failure_ = text(e); },
-                   caf::after(left(deadline)) >> [&] { missed(started, "applying gradients"); });
+  for (int k = 0; k < acks && failure_.empty();)
+    self_->receive(on_down, [&](bool) { ++k; }, [&](caf::error& e) { failure_ = text(e); },
+                   caf::after(slice(deadline)) >> [&] { tick(started, deadline, "applying gradients"); });
   if (auto st = check("step " + std::to_string(t)); !st) return st;
   rec.loss = loss_sum / s_.batch;
   return ok_status();

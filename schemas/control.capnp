@@ -145,7 +145,8 @@ enum DeviceOp {
   error @1;          # call `id` failed: text says why
   hold @2;           # ints [layer] ++ layer layout; tensors: the layer
   migrate @3;        # ints [layer, to]; reals [bandwidth, latency]
-  moved @4;          # ints [layer, from, to, bytes]: a migrated layer arrived
+  moved @4;          # ints [layer, from, to, bytes]: a migrated layer arrived (bytes -1, text: refused,
+                     # the target is out of memory)
   drop @5;           # ints [layer]
   speed @6;          # reals [speed]
   probe @7;          # reply reals [seconds]
@@ -162,6 +163,7 @@ enum DeviceOp {
   fail @18;          # ints [after_us]: fault injection, the node process kills itself (SIGKILL) then
   pause @19;         # ints [after_us, cut_off]; reals [seconds]: fault injection, the node goes
                      # silent (hung: nothing handled; cut_off: its traffic dropped) for that long
+  memory @20;        # reals [bytes]: the device's emulated memory (0: none)
 }
 
 # A device operation between processes: the controller calls a device on a node, the node

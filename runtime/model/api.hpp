@@ -77,6 +77,10 @@ std::vector<tensor> sum(const std::vector<std::vector<tensor>>& parts);
 std::size_t bytes(const tensor& t);
 std::size_t bytes(const layer_copy& l);
 std::size_t bytes(const std::vector<tensor>& ts);
+// Memory a held layer takes once trained with `opt`: its parameters plus the optimizer state
+// they will have (Adam: two moments; SGD with momentum: one buffer), even before the first
+// step creates it.
+std::size_t resident_bytes(const layer_copy& l, const optimizer_config& opt);
 // Test accuracy of the model made of one copy per layer.
 double accuracy(const std::vector<layer_copy>& layers, const data::dataset& d);
 // Largest difference between two models, per tensor max|a - b| / max|b|.

@@ -1,4 +1,5 @@
 // Host-side helpers of the training driver: batches, gradient sums, accuracy, comparison.
+#include <algorithm>
 #include <ATen/Parallel.h>
 
 #include <chrono>
@@ -54,6 +55,13 @@ std::size_t bytes(const layer_copy& l) {
       n += static_cast<std::size_t>(m->momentum_buffer().defined() ? m->momentum_buffer().nbytes() : 0);
   }
   return n;
+}
+
+std::size_t resident_bytes(const layer_copy& l, const optimizer_config& opt) {
+  std::size_t params = 0;
+  for (const auto& p : l->module->parameters()) params += static_cast<std::size_t>(p.nbytes());
+  const std::size_t k = opt.kind == "adam" ? 2 : opt.momentum > 0 ? 1 : 0;
+  return std::max(bytes(l), params * (1 + k));
 }
 
 double accuracy(const std::vector<layer_copy>& layers, const data::dataset& d) {

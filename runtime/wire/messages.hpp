@@ -89,9 +89,9 @@ struct welcome_msg {
 // Same numbering as schemas/control.capnp DeviceOp.
 enum class device_op {
   reply, error, hold, migrate, moved, drop, speed, probe, step, activation, gradient, stage_report, gradients, apply,
-  hash, copy, perturb, retire, fail, pause
+  hash, copy, perturb, retire, fail, pause, memory
 };
-inline constexpr int device_op_count = 20;
+inline constexpr int device_op_count = 21;
 
 struct tensor_meta {
   std::uint8_t dtype = 0;

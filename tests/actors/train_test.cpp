@@ -338,3 +338,42 @@ TEST_CASE("a departed device in a fixed plan is an error naming it", "[actor][tr
   REQUIRE_FALSE(out);
   CHECK_THAT(out.err().message, Catch::Contains("device 1 left at slot 1"));
 }
+
+TEST_CASE("a device's emulated memory: a layer that does not fit is refused, naming the device; one that fits trains",
+          "[actor][train]") {
+  model::set_threads(1);
+  const auto d = data::synthetic(400, 2);
+  auto m = model::make_model("cnn", 3);
+  REQUIRE(m);
+  const model::optimizer_config adam{"adam", 1e-3, 0.9, 0};
+  std::size_t model_bytes = 0;  // every layer, with Adam's two moments
+  for (int l = 0; l < model::num_layers(**m); ++l) model_bytes += model::resident_bytes(model::copy_layer(**m, l), adam);
+  actors::train_settings s;
+  s.steps = 4;
+  s.optimizer = adam;
+  s.hash_every = 0;
+  s.emulated = emulate({1, 1});
+  s.emulated.cluster.devices[1].memory_bytes = 0.5 * static_cast<double>(model_bytes);
+  s.plan.groups = {{{0}, {0, 4}, 64, 16}};
+  planner::plan onto_1;  // every layer onto device 1: half of them do not fit
+  onto_1.groups = {{{1}, {0, 4}, 64, 16}};
+  SECTION("placed there by the first plan") {
+    s.plan = onto_1;
+    auto out = actors::train(**m, d, s);
+    REQUIRE_FALSE(out);
+    CHECK_THAT(out.err().message, Catch::Contains("device 1 out of memory"));
+  }
+  SECTION("moved there by a re-plan, with its optimizer state") {
+    s.replans = {{2, onto_1}};
+    auto out = actors::train(**m, d, s);
+    REQUIRE_FALSE(out);
+    CHECK_THAT(out.err().message, Catch::Contains("device 1 out of memory"));
+  }
+  SECTION("enough memory: the same re-plan trains, equal to one device") {
+    s.emulated.cluster.devices[1].memory_bytes = 1.01 * static_cast<double>(model_bytes);
+    s.replans = {{2, onto_1}};
+    auto out = actors::train(**m, d, s);
+    REQUIRE(out);
+    CHECK(diff_from_one_device(**m, d, s, out->final_layers, 16) == 0);
+  }
+}

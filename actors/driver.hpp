@@ -70,9 +70,10 @@ class driver {
   }
   void tick(clock::time_point started, clock::time_point deadline, const char* what) {
     if (clock::now() >= deadline) return missed(started, what);
+    if (!actors_.remote) return;
     for (const auto& g : current_->groups)
       for (int id : g.devices)
-        if (actors_.remote && actors_.remote->lost(id) && failure_.empty())
+        if (actors_.remote->lost(id) && failure_.empty())
           failure_ = std::string(what) + ": device " + std::to_string(id) + "'s node is lost";
   }
   clock::duration step_deadline() const;

@@ -45,8 +45,10 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
     // Late, but every device answers: a slow step, or a pause shorter than the probes. The
     // attempt is settled as a crash's would be, without a re-plan.
     drain_stale();
-    if (committed) ledger.applied(t / sampler.steps_per_epoch(), sampler.step_samples(t));
-    if (committed) ++t;
+    if (committed) {
+      ledger.applied(t / sampler.steps_per_epoch(), sampler.step_samples(t));
+      ++t;
+    }
     ++out_.step_retries;
     note({t, "retried", "", -1, "", why.message, since(started)});
     logging::get("train")->warn("{}: every device answers; {}", why.message, committed ? "the step had applied" : "the step re-runs");

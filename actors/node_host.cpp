@@ -304,8 +304,6 @@ enum class session_end { done, rejoin };
 result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave, zmq::context_t& ctx, zmq::socket_t& dealer,
                           zmq::socket_t& pull, const std::string& name, node_outcome& out) {
   auto log = logging::get("node");
-  std::vector<int> ids;
-  for (const auto& d : cfg.devices) ids.push_back(d.id);
   if (auto st = send_body(dealer, name, wire::join_msg{name, cfg.devices}); !st) return st.err();
   auto w = await_welcome(dealer, cfg.controller, cfg.connect_timeout_s);
   if (!w) return w.err();
@@ -333,11 +331,14 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
   std::optional<error> failure;
   session_end end = session_end::done;
   while (sh->live > 0) {
-    zmq::pollitem_t items[] = {{static_cast<void*>(dealer), 0, ZMQ_POLLIN, 0}, {static_cast<void*>(pull), 0, ZMQ_POLLIN, 0}};
-    zmq::poll(items, 2, std::chrono::milliseconds(50));
     const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(clock::now().time_since_epoch()).count();
     const bool silent = now_us < sh->silent_until_us;
-    if (silent && !sh->cut_off) continue;  // hung: nothing moves
+    if (silent && !sh->cut_off) {  // hung: nothing moves (not polling, which would spin on what waits)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
+    zmq::pollitem_t items[] = {{static_cast<void*>(dealer), 0, ZMQ_POLLIN, 0}, {static_cast<void*>(pull), 0, ZMQ_POLLIN, 0}};
+    zmq::poll(items, 2, std::chrono::milliseconds(50));
     while (true) {  // what the actors posted
       auto p = comm::recv_packet(pull, true, std::chrono::milliseconds(0));
       if (!p || !*p) break;

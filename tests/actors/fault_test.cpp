@@ -162,8 +162,8 @@ TEST_CASE("a hung device misses the step deadline: found by the probes, recovere
           "[actor][fault]") {
   fixture f;
   auto s = job(f.profile, 4, {});
-  s.step_deadline_s = 1;
-  s.faults.push_back({5, sim::fault_kind::pause, 1, 1, 0, 6});  // hung far longer than deadline + probe
+  s.step_deadline_s = 2;
+  s.faults.push_back({5, sim::fault_kind::pause, 1, 1, 0, 8});  // hung far longer than deadline + probe
   std::vector<actors::fault_record> events;
   actors::train_callbacks cb;
   cb.on_fault = [&](const actors::fault_record& r) { events.push_back(r); };
@@ -172,11 +172,11 @@ TEST_CASE("a hung device misses the step deadline: found by the probes, recovere
   CHECK(out->faults_injected == 1);
   CHECK(out->devices_lost == 1);
   CHECK(out->recoveries == 1);
-  CHECK(out->step_retries == 0);
   CHECK(out->ledger.lost == 0);
   CHECK(out->ledger.duplicated == 0);
-  std::vector<std::string> seq;
-  for (const auto& e : events) seq.push_back(e.event + ":" + std::to_string(e.device));
+  std::vector<std::string> seq;  // (a healthy step slowed past 2 s by a loaded machine is retried: not counted)
+  for (const auto& e : events)
+    if (e.event != "retried") seq.push_back(e.event + ":" + std::to_string(e.device));
   CHECK(seq == std::vector<std::string>{"injected:1", "lost:1", "recovered:-1"});
   CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers) == 0);
 }
@@ -185,8 +185,8 @@ TEST_CASE("a device late but still answering: the step re-runs, nothing is lost,
   fixture f;
   auto s = job(f.profile, 4, {});
   s.step_deadline_s = 1;
-  // Hung for 1.8 s: past the 1 s deadline, but awake again before the 2 s probe gives up.
-  s.faults.push_back({5, sim::fault_kind::pause, 2, 1, 0, 1.8});
+  // Hung for 1.5 s: past the 1 s deadline, but awake again well before the 2 s probe gives up.
+  s.faults.push_back({5, sim::fault_kind::pause, 2, 1, 0, 1.5});
   s.faults.push_back({8, sim::fault_kind::slow, 3, 0.5, 3, 0});
   auto out = actors::train(*f.m, f.d, s);
   REQUIRE(out);

@@ -12,6 +12,10 @@ std::string parse_error(const std::string& text) {
   auto r = config::parse_cluster(YAML::Load(text));
   return r ? "" : r.err().message;
 }
+std::string job_error(const std::string& text) {
+  auto r = config::parse_job(YAML::Load(text), "t");
+  return r ? std::string() : r.err().message;
+}
 }  // namespace
 
 TEST_CASE("a cluster file becomes devices, links, budgets and settings", "[unit][config]") {
@@ -80,10 +84,6 @@ TEST_CASE("profile JSON round-trips and rejects bad layers", "[unit][config]") {
 
 TEST_CASE("job files: dynamics in the scenario format, and the mistakes a job can make with them", "[unit][config]") {
   const std::string base = "model: cnn\ndevices: [{id: 0}, {id: 1}]\n";
-  auto job_error = [](const std::string& text) {
-    auto r = config::parse_job(YAML::Load(text), "t");
-    return r ? std::string() : r.err().message;
-  };
   auto ok = config::parse_job(YAML::Load(base + "replan_every: 5\nemulate_cores: 1.5\n"
                                          "dynamics: {events: [{slot: 3, kind: leave, device: 1}],"
                                          " traces: [{device: 0, speed: [[0, 1], [4, 0.5]]}]}"),
@@ -103,10 +103,6 @@ TEST_CASE("job files: dynamics in the scenario format, and the mistakes a job ca
 
 TEST_CASE("job files: a fault plan, and the mistakes a fault plan can make", "[unit][config]") {
   const std::string base = "model: cnn\nsteps: 100\ndevices: [{id: 0}, {id: 1}]\n";
-  auto job_error = [](const std::string& text) {
-    auto r = config::parse_job(YAML::Load(text), "t");
-    return r ? std::string() : r.err().message;
-  };
   auto ok = config::parse_job(YAML::Load(base + "replan_every: 5\nstep_deadline_s: 2\n"
                                          "faults: {seed: 3, at: [{step: 7, kind: pause, device: 1, seconds: 4},"
                                          " {step: 2, kind: slow, factor: 0.5, steps: 3}], random: {kills: 2, to_step: 50}}"),

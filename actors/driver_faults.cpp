@@ -12,10 +12,14 @@ namespace dynapar::actors::detail {
 // probe within 2 s; a hung one is stopped here).
 std::set<int> driver::find_lost() {
   std::set<int> lost = dead_;
-  for (const auto& [id, a] : actors_.devices) {
-    if (lost.count(id)) continue;
+  // All probes go out at once, so that several hung devices cost 2 s, not 2 s each.
+  using handle = decltype(self_->request(caf::actor{}, std::chrono::seconds(2), probe_atom::value));
+  std::vector<std::pair<int, handle>> probes;
+  for (const auto& [id, a] : actors_.devices)
+    if (!lost.count(id)) probes.emplace_back(id, self_->request(a, std::chrono::seconds(2), probe_atom::value));
+  for (auto& [id, h] : probes) {
     bool alive = false;
-    self_->request(a, std::chrono::seconds(2), probe_atom::value).receive([&](double) { alive = true; }, [&](caf::error&) {});
+    h.receive([&](double) { alive = true; }, [&](caf::error&) {});
     if (!alive) lost.insert(id);
   }
   return lost;

@@ -15,11 +15,13 @@ int report(const error& e) {
 }
 
 pid_t spawn_self(std::vector<std::string> args) {
-  const pid_t pid = fork();
-  if (pid != 0) return pid;
+  // Built before the fork: between fork and exec the child may only make async-signal-safe
+  // calls (another thread may have held the allocator's lock when the process forked).
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
   execv("/proc/self/exe", argv.data());
   _exit(127);
 }

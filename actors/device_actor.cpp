@@ -25,6 +25,10 @@ struct device_state {
   stage_report report;
   bool active = false;
   std::chrono::steady_clock::time_point wait_since;
+  // Seconds the emulated work of this step has overslept so far: a sleeping thread wakes up
+  // late (timer slack, and a wait for a core when the machine is busy), which a real slow
+  // device would not pay; later sleeps of the step are shortened by it.
+  double overslept = 0;
   comm::link_shaper to_next, to_prev;          // this device's side of its pipeline links
   std::map<int, comm::link_shaper> migration;  // by target device
   std::map<int, std::size_t> held_bytes;       // layer -> its bytes with optimizer state
@@ -51,10 +55,15 @@ struct work_start {
   clock::time_point t0 = clock::now();
   double cpu0 = thread_cpu_s();
 };
-double finish_work(const device_state& s, const work_start& w) {
-  const double left = (thread_cpu_s() - w.cpu0) / s.cfg.speed - since(w.t0);
+double finish_work(device_state& s, const work_start& w) {
+  const double target = (thread_cpu_s() - w.cpu0) / s.cfg.speed, worked = since(w.t0);
+  const double left = target - worked - s.overslept;
   if (left > 0) std::this_thread::sleep_for(std::chrono::duration<double>(left));
-  return since(w.t0);
+  const double took = since(w.t0);
+  // Only the emulation's own sleeps count: work slower than its target (a wait for a core
+  // while computing) is the machine's load, and is left as it is.
+  if (target > worked) s.overslept = std::max(0.0, s.overslept + took - target);
+  return took;
 }
 
 // Sends over an emulated link: delivered when the shaper says the bytes have arrived.
@@ -200,6 +209,7 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
       [=](speed_atom, double speed) { self->state.cfg.speed = std::clamp(speed, 1e-3, 1.0); },
       // The joining device's benchmark, at its speed.
       [=](probe_atom) {
+        self->state.overslept = 0;
         const work_start w;
         model::benchmark_work();
         return finish_work(self->state, w);
@@ -222,6 +232,7 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
         for (const auto& [k, t] : s.grads)
           if (k.first == s.task.step) s.runner.arrived_gradient(k.second);
         s.report = stage_report{};
+        s.overslept = 0;
         s.report.device = s.cfg.id;
         s.report.step = s.task.step;
         s.worker->begin_step();

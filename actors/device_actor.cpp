@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <map>
 #include <thread>
@@ -166,7 +167,11 @@ std::string hold(device_state& s, int layer, const model::layer_copy& replica) {
   std::size_t used = 0;
   for (const auto& [l, n] : s.held_bytes) used += l == layer ? 0 : n;
   if (s.cfg.memory_bytes > 0 && static_cast<double>(used + b) > s.cfg.memory_bytes) {
-    auto mb = [](double v) { return std::to_string(v / 1e6).substr(0, std::to_string(v / 1e6).find('.') + 3); };
+    auto mb = [](double v) {
+      char out[32];
+      std::snprintf(out, sizeof out, "%.2f", v / 1e6);
+      return std::string(out);
+    };
     return "device " + std::to_string(s.cfg.id) + " out of memory: layer " + std::to_string(layer) + " needs " +
            mb(static_cast<double>(b)) + " MB with its optimizer state, " + mb(static_cast<double>(used)) +
            " MB are held, the device has " + mb(s.cfg.memory_bytes) + " MB";

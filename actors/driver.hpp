@@ -85,7 +85,7 @@ class driver {
   double true_speed(int id) const {
     const int i = links_->index_of(id);
     const auto slow = slow_.find(id);
-    const double factor = slow == slow_.end() ? 1.0 : slow->second.first;
+    const double factor = slow == slow_.end() ? 1.0 : slow->second.factor;
     return i < 0 ? factor : std::clamp(truth_.devices[i].speed * factor, 1e-3, 1.0);
   }
   status enter_slot(std::int64_t slot, bool& changed);
@@ -186,7 +186,11 @@ class driver {
   double mean_step_s_ = 0;                        // recent steps (for the automatic deadline)
   bool late_ = false;                             // the failure was a missed deadline
   std::size_t next_fault_ = 0;                    // into s_.faults
-  std::map<int, std::pair<double, std::int64_t>> slow_;  // device -> (speed factor, until step)
+  struct slowdown {
+    double factor;
+    std::int64_t until;  // the first step at full speed again
+  };
+  std::map<int, slowdown> slow_;                  // injected slow-downs, by device
   std::vector<double> recovery_s_;
   // Since the lost devices were known (after the probes): closed when the next step starts.
   std::optional<clock::time_point> recovering_;

@@ -42,23 +42,14 @@ void driver::drain_stale() {
 status driver::recover(std::int64_t& t, bool committed, const error& why, data::sample_ledger& ledger,
                        data::global_sampler& sampler) {
   const auto started = clock::now();
-  auto lost = find_lost();
-  const double probe_s = since(started);
-  if (lost.empty()) {
-    if (why.code != "deadline") return why;
-    // Late, but every device answers: a slow step, or a pause shorter than the probes. The
-    // attempt is settled as a crash's would be, without a re-plan.
-    drain_stale();
-    if (committed) {
-      ledger.applied(t / sampler.steps_per_epoch(), sampler.step_samples(t));
-      ++t;
-    }
-    ++out_.step_retries;
-    note({t, "retried", "", -1, "", why.message, since(started)});
-    logging::get("train")->warn("{}: every device answers; {}", why.message, committed ? "the step had applied" : "the step re-runs");
-    return ok_status();
-  }
-  if (!actors_.controller) {
+  const auto lost = find_lost();
+  const auto known = clock::now();
+  const double probe_s = std::chrono::duration<double>(known - started).count();
+  // Late, but every device answers (a slow step, or a pause shorter than the probes): the
+  // attempt is settled below as a crash's would be, without a re-plan. Any other failure
+  // with nobody lost is not a fault this can mend.
+  if (lost.empty() && why.code != "deadline") return why;
+  if (!lost.empty() && !actors_.controller) {
     std::string ids;
     for (int id : lost) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
     return make_error("device_lost", "device " + ids + " lost (" + why.message +
@@ -86,11 +77,18 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
     ++out_.devices_lost;
   }
   drain_stale();
-  ++out_.recoveries;
-  force_replan_ = true;
   const char* how = committed ? "the step had applied" : "the step re-runs";
   if (committed) ledger.applied(t / sampler.steps_per_epoch(), sampler.step_samples(t));
   const std::int64_t done = committed ? t + 1 : t;
+  if (lost.empty()) {
+    t = done;
+    ++out_.step_retries;
+    note({t, "retried", "", -1, "", why.message, since(started)});
+    logging::get("train")->warn("{}: every device answers; {}", why.message, how);
+    return ok_status();
+  }
+  ++out_.recoveries;
+  force_replan_ = true;
   if (rollback) {
     // Steps [cut, done) are undone with the model they trained.
     for (std::int64_t u = cut_.step; u < done; ++u) ledger.undo(u / sampler.steps_per_epoch(), sampler.step_samples(u));
@@ -106,7 +104,7 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
   }
   // The recovery ends when the next attempt starts, after its re-plan and migration.
   recovery_how_ = how;
-  if (!recovering_) recovering_ = started + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(probe_s));
+  if (!recovering_) recovering_ = known;
   logging::get("train")->warn("{}: {} lost ({}), going on at step {}", why.message, lost.size() == 1 ? "a device" : "devices", how, t);
   return ok_status();
 }
@@ -169,7 +167,7 @@ void driver::fire_faults(std::int64_t t) {
     note({t, "injected", kind, id, source, detail, f.seconds});
   }
   for (auto it = slow_.begin(); it != slow_.end();) {
-    if (t < it->second.second) {
+    if (t < it->second.until) {
       ++it;
       continue;
     }

@@ -71,7 +71,7 @@ std::string explain(controller_state& st, const planner::problem& p, const plann
       os << "old plan now predicted " << old->batch_time_s * 1e3 << " ms; ";
   if (auto r = planner::evaluate(p, next, st.current ? &*st.current : nullptr, q)) {
     os << "new plan " << r->batch_time_s * 1e3 << " ms (compute " << r->compute_s * 1e3 << ", sums " << r->sync_s * 1e3
-       << ", migration " << r->migration_s * 1e3 << ")";
+       << ", updates " << r->update_s * 1e3 << ", migration " << r->migration_s * 1e3 << ")";
     for (const auto& g : r->groups)
       if (g.time_s == r->compute_s) os << ", bottleneck " << g.bottleneck;
     if (st.cfg.budget.has_cost()) os << ", cost queue " << q.cost << " budgets";

@@ -22,6 +22,7 @@ struct device_state {
   // failure has a new tag, so late messages of the abandoned attempt are never used.
   std::map<std::pair<std::int64_t, int>, model::tensor> acts, grads;
   std::map<int, model::tensor> outputs, input_grads;
+  std::map<int, double> rows;      // samples of each micro-batch in flight (profile-timed work)
   model::tensor current;           // the input of the next forward
   stage_report report;
   bool active = false;
@@ -48,16 +49,17 @@ double thread_cpu_s() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-// Work started at (t0, cpu0): the emulated device takes cpu / speed for it, so the device
-// sleeps whatever of that the wall clock has not yet spent. Dilating the CPU time rather than
-// the wall time keeps waits for a core (other devices, the driver) out of the emulated
-// device's speed. Returns the work's wall seconds.
+// Work started at (t0, cpu0): the emulated device takes cpu / speed for it (or, profile-timed,
+// `reference_s` / speed), so the device sleeps whatever of that the wall clock has not yet
+// spent. Dilating the CPU time rather than the wall time keeps waits for a core (other
+// devices, the driver) out of the emulated device's speed. Returns the work's wall seconds.
 struct work_start {
   clock::time_point t0 = clock::now();
   double cpu0 = thread_cpu_s();
 };
-double finish_work(device_state& s, const work_start& w) {
-  const double target = (thread_cpu_s() - w.cpu0) / s.cfg.speed, worked = since(w.t0);
+double finish_work(device_state& s, const work_start& w, double reference_s = -1) {
+  const double cpu = reference_s >= 0 ? reference_s : thread_cpu_s() - w.cpu0;
+  const double target = cpu / s.cfg.speed, worked = since(w.t0);
   const double left = target - worked - s.overslept;
   if (left > 0) std::this_thread::sleep_for(std::chrono::duration<double>(left));
   const double took = since(w.t0);
@@ -79,6 +81,17 @@ void send_shaped(caf::stateful_actor<device_state>* self, comm::link_shaper& lin
     self->delayed_send(to, std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(delay)),
                        std::forward<Ts>(xs)...);
   }
+}
+
+// The profile's seconds for this stage's forward or backward of `rows` samples (-1: not
+// profile-timed); the per-micro-batch fixed part is split evenly between the two.
+double reference_s(const device_state& s, bool forward, double rows) {
+  if (!s.cfg.timing) return -1;
+  double t = 0;
+  const auto& layers = s.cfg.timing->layers;
+  for (int l = std::max(0, s.task.lo); l < s.task.hi && l < static_cast<int>(layers.size()); ++l)
+    t += rows * (forward ? layers[l].fwd_s : layers[l].bwd_s) + 0.5 * layers[l].fixed_s;
+  return t;
 }
 
 void finish_report(device_state& s) {
@@ -114,7 +127,9 @@ void advance(caf::stateful_actor<device_state>* self) {
       case schedule::op::forward: {
         const work_start w;
         auto out = s.worker->forward(m, s.task.lo, s.task.hi, s.current);
-        s.report.compute_s += finish_work(s, w);
+        const auto rows = static_cast<double>(model::samples(s.current));
+        s.rows[m] = rows;
+        s.report.compute_s += finish_work(s, w, reference_s(s, true, rows));
         if (!out) return fail(out.err().message);
         s.outputs[m] = *out;
         break;
@@ -132,7 +147,8 @@ void advance(caf::stateful_actor<device_state>* self) {
         const bool last = !s.task.next;
         if (last && m >= static_cast<int>(s.task.targets.size())) return fail("no targets for micro-batch " + std::to_string(m));
         auto g = last ? s.worker->backward_from_loss(m, s.task.targets[m]) : s.worker->backward(m, s.grads[{s.task.step, m}]);
-        s.report.compute_s += finish_work(s, w);
+        s.report.compute_s += finish_work(s, w, reference_s(s, false, s.rows[m]));
+        s.rows.erase(m);
         if (!g) return fail(g.err().message);
         s.grads.erase({s.task.step, m});
         s.input_grads[m] = *g;
@@ -232,6 +248,7 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
         stale(s.grads);
         s.outputs.clear();
         s.input_grads.clear();
+        s.rows.clear();
         for (const auto& [k, t] : s.acts)
           if (k.first == s.task.step) s.runner.arrived_activation(k.second);
         for (const auto& [k, t] : s.grads)
@@ -277,7 +294,11 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
         return out;
       },
       [=](apply_atom, int layer, const std::vector<model::tensor>& summed, double divisor) -> caf::result<bool> {
-        auto st = self->state.worker->apply(layer, summed, divisor);
+        auto& s = self->state;
+        const work_start w;
+        auto st = s.worker->apply(layer, summed, divisor);
+        const auto& timed = s.cfg.timing;
+        finish_work(s, w, timed && layer >= 0 && layer < timed->num_layers() ? timed->layers[layer].update_s : -1);
         if (!st) return caf::make_error(caf::sec::runtime_error, st.err().message);
         return true;
       },

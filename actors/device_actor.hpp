@@ -21,6 +21,11 @@ struct device_config {
   // must fit, or holding one more fails as an out-of-memory would (activations are not
   // counted: docs/RUNTIME.md).
   double memory_bytes = 0;
+  // Profile-timed emulation (null: CPU-time dilation above): each forward and backward lasts
+  // what this profile gives its layers and samples, / speed, however long its CPU work took
+  // (if that took longer, the device is late). A deterministic device, free of what the
+  // co-running emulated devices cost each other on this machine (docs/RUNTIME.md).
+  std::shared_ptr<const planner::model_profile> timing;
 };
 
 caf::actor spawn_device(caf::actor_system& sys, const device_config& cfg);

@@ -67,7 +67,7 @@ status driver::enter_slot(std::int64_t slot, bool& changed) {
       // A device joins: its actor starts (unless the caller brought one, or a node hosts it),
       // runs the benchmark at its speed, and announces the measured speed.
       auto& a = actors_.devices[id];
-      if (!a) a = actors_.remote ? actors_.remote->proxy(id) : spawn_device(sys_, {id, s_.optimizer, true_speed(id)});
+      if (!a) a = actors_.remote ? actors_.remote->proxy(id) : spawn_device(sys_, {id, s_.optimizer, true_speed(id), 0, timing_});
       if (!a) return make_error("device_lost", "device " + std::to_string(id) + " left its node while joining");
       self_->monitor(a);
       self_->send(a, speed_atom::value, true_speed(id));
@@ -293,17 +293,8 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
   for (const auto& [l, ids] : holders_)
     for (int id : ids)
       for (auto& micro : got[{id, l}]) parts[l].push_back(std::move(micro));
-  int acks = 0;
-  // From here every live holder applies this step: a failure now leaves the survivors one
-  // step further (recover() knows, from committed_).
-  committed_ = true;
-  for (const auto& [l, ids] : holders_) {
-    const auto summed = model::sum(parts[l]);
-    for (int id : ids) {
-      self_->send(actors_.devices.at(id), apply_atom::value, l, summed, static_cast<double>(s_.batch));
-      ++acks;
-    }
-  }
+  std::map<int, std::vector<model::tensor>> summed;
+  for (const auto& [l, ids] : holders_) summed[l] = model::sum(parts[l]);
   if (sync_stale_) {
     sync_s_ = emulated_sync_s();
     sync_stale_ = false;
@@ -311,10 +302,22 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
   rec.sync_s = sync_s_;
   const double sleep_s = rec.sync_s - since(sync_started);
   if (sleep_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s));
+  // After the sums, every holder's optimizer step (at its emulated speed). From here every
+  // live holder applies this step: a failure now leaves the survivors one step further
+  // (recover() knows, from committed_).
+  const auto update_started = clock::now();
+  int acks = 0;
+  committed_ = true;
+  for (const auto& [l, ids] : holders_)
+    for (int id : ids) {
+      self_->send(actors_.devices.at(id), apply_atom::value, l, summed[l], static_cast<double>(s_.batch));
+      ++acks;
+    }
   for (int k = 0; k < acks && failure_.empty();)
     self_->receive(on_down, [&](bool) { ++k; }, [&](caf::error& e) { failure_ = text(e); },
                    caf::after(slice(deadline)) >> [&] { tick(started, deadline, "applying gradients"); });
   if (auto st = check("step " + std::to_string(t)); !st) return st;
+  rec.update_s = since(update_started);
   rec.loss = loss_sum / s_.batch;
   return ok_status();
 }
@@ -328,6 +331,11 @@ result<train_outcome> driver::run() {
   if (s_.controller && !actors_.controller) actors_.controller = spawn_controller(sys_, *s_.controller);
   replan_every_ = s_.controller ? s_.controller->replan_every : s_.slot_steps;
   if (replan_every_ < 1) return make_error("bad_job", "replan_every must be >= 1");
+  if (s_.profile_timed) {
+    if (!s_.profile) return make_error("bad_job", "profile-timed emulation needs the model's profile");
+    if (actors_.remote) return make_error("bad_job", "profile-timed emulation (emulate_compute: profile) runs in one process only");
+    timing_ = std::make_shared<const planner::model_profile>(*s_.profile);
+  }
   bench_ref_s_ = model::benchmark_work();
   for (int k = 0; k < 2; ++k) bench_ref_s_ = std::min(bench_ref_s_, model::benchmark_work());
 

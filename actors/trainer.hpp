@@ -92,6 +92,9 @@ struct train_settings {
   // Profile of the model: prices the emulated cross-group sums (their ring time on the
   // emulated links); without one the sums take only their in-process time.
   std::optional<planner::model_profile> profile;
+  // Profile-timed emulation: each forward and backward of a device lasts the profile's time /
+  // its speed (actors::device_config::timing; one process only). Off: its CPU time / speed.
+  bool profile_timed = false;
   // With a controller, its plans replace `plan` and `replans`.
   std::optional<controller_config> controller;
   // Every this many steps, a checkpoint goes to callbacks.on_checkpoint (0: never).
@@ -119,6 +122,7 @@ struct step_record {
   double time_s = 0;                 // driver wall clock: migration, pipelines, sums, apply
   double pipeline_s = 0;             // slowest group's pipeline
   double sync_s = 0;                 // emulated network time of the cross-group sums
+  double update_s = 0;               // the holders' optimizer steps, until the last is done
   double migration_s = 0;            // moving layers before this step
   double bytes_migrated = 0;
   double cost = 0;                   // sum of the used devices' price x time_s

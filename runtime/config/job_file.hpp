@@ -32,6 +32,8 @@ struct job {
                                        // shares its multiples: the run equals one device bit for bit
   double emulate_cores = 0;            // CPU cores the emulated devices may use together (0: this
                                        // machine's hardware threads); speeds scale down to fit
+  std::string emulate_compute = "cpu"; // "cpu": a device's work lasts its CPU time / speed;
+                                       // "profile": the profile's time / speed (one process only)
   cluster_file cluster;                // devices, links, planner settings (batch, schedule, ...)
   // Dynamics of the emulated cluster, in the scenario format (traces, links, events, random
   // processes) with slots of `replan_every` steps (10 without a controller).

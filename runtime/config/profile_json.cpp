@@ -39,7 +39,7 @@ result<planner::model_profile> profile_from_json(const json& j) {
     const json& l = j["layers"][i];
     const std::string where = "layers[" + std::to_string(i) + "]";
     if (!l.is_object()) return make_error("bad_profile", where + " must be an object");
-    static const char* known[] = {"name", "fwd_s", "bwd_s", "fwd_flops", "bwd_flops", "fixed_s", "act_bytes", "param_bytes", "act_mem_bytes"};
+    static const char* known[] = {"name", "fwd_s", "bwd_s", "fwd_flops", "bwd_flops", "fixed_s", "act_bytes", "param_bytes", "act_mem_bytes", "update_s"};
     for (auto it = l.begin(); it != l.end(); ++it) {
       bool ok = false;
       for (const char* kn : known) ok = ok || it.key() == kn;
@@ -61,7 +61,8 @@ result<planner::model_profile> profile_from_json(const json& j) {
       }
     }
     for (auto [key, out] : {std::pair{"fixed_s", &lp.fixed_s}, std::pair{"act_bytes", &lp.act_bytes},
-                            std::pair{"param_bytes", &lp.param_bytes}, std::pair{"act_mem_bytes", &lp.act_mem_bytes}}) {
+                            std::pair{"param_bytes", &lp.param_bytes}, std::pair{"act_mem_bytes", &lp.act_mem_bytes},
+                            std::pair{"update_s", &lp.update_s}}) {
       auto v = number_at(l, key, where, 0, false);
       if (!v) return v.err();
       *out = *v;
@@ -76,7 +77,7 @@ json profile_to_json(const planner::model_profile& m) {
   json layers = json::array();
   for (const auto& l : m.layers)
     layers.push_back({{"name", l.name}, {"fwd_s", l.fwd_s}, {"bwd_s", l.bwd_s}, {"fixed_s", l.fixed_s},
-                      {"act_bytes", l.act_bytes}, {"param_bytes", l.param_bytes}, {"act_mem_bytes", l.act_mem_bytes}});
+                      {"act_bytes", l.act_bytes}, {"param_bytes", l.param_bytes}, {"act_mem_bytes", l.act_mem_bytes}, {"update_s", l.update_s}});
   return {{"name", m.name}, {"optimizer_state_factor", m.optimizer_state_factor}, {"layers", layers}};
 }
 

@@ -75,6 +75,7 @@ std::vector<tensor> sum(const std::vector<std::vector<tensor>>& parts);
 // Bytes on the wire: a tensor's data; a layer's parameters plus its optimizer state (what a
 // migration moves); a gradient list.
 std::size_t bytes(const tensor& t);
+std::int64_t samples(const tensor& t);  // its first dimension (0: null or a scalar)
 std::size_t bytes(const layer_copy& l);
 std::size_t bytes(const std::vector<tensor>& ts);
 // Memory a held layer takes once trained with `opt`: its parameters plus the optimizer state

@@ -38,6 +38,7 @@ std::vector<tensor> sum(const std::vector<std::vector<tensor>>& parts) {
 }
 
 std::size_t bytes(const tensor& t) { return t ? static_cast<std::size_t>(t->t.nbytes()) : 0; }
+std::int64_t samples(const tensor& t) { return t && t->t.dim() > 0 ? t->t.size(0) : 0; }
 
 std::size_t bytes(const std::vector<tensor>& ts) {
   std::size_t n = 0;

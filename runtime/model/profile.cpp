@@ -36,6 +36,27 @@ std::pair<double, double> time_layer(const torch::nn::Sequential& proto, const t
   if (out) *out = y.detach();
   return {median(fwd), median(bwd)};
 }
+
+// Seconds of one optimizer step on a layer's parameters, done as a device applies a summed
+// gradient (gradient = sum / divisor, then the step). Median of `repeat` after a warm-up.
+double time_update(const torch::nn::Sequential& proto, const optimizer_config& opt, int repeat) {
+  using clock = std::chrono::steady_clock;
+  auto layer = deep_copy(proto);
+  auto params = layer->parameters();
+  if (params.empty()) return 0;
+  auto optimizer = make_optimizer(params, opt);
+  std::vector<torch::Tensor> summed;
+  for (const auto& p : params) summed.push_back(torch::randn_like(p));
+  std::vector<double> runs;
+  torch::NoGradGuard no_grad;
+  for (int r = 0; r <= repeat; ++r) {
+    const auto t0 = clock::now();
+    for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = summed[i] / 128.0;
+    optimizer->step();
+    if (r > 0) runs.push_back(std::chrono::duration<double>(clock::now() - t0).count());
+  }
+  return median(runs);
+}
 }  // namespace
 
 result<planner::model_profile> measure_profile(const model_chain& m, int batch, int repeat, const optimizer_config& opt) {
@@ -59,6 +80,7 @@ result<planner::model_profile> measure_profile(const model_chain& m, int batch, 
     lp.fixed_s = std::max(0.0, f1 + b1 - batch * (lp.fwd_s + lp.bwd_s));
     lp.act_bytes = static_cast<double>(y1[0].numel() * y1.element_size());
     for (const auto& p : m.layers[l]->parameters()) lp.param_bytes += static_cast<double>(p.numel() * p.element_size());
+    lp.update_s = time_update(m.layers[l], opt, repeat);
     lp.act_mem_bytes = 2 * lp.act_bytes + static_cast<double>(x1[0].numel() * x1.element_size());
     out.layers.push_back(lp);
     x1 = y1;

@@ -83,7 +83,8 @@ result<plan_report> evaluate(const problem& p, const plan& pl, const plan* previ
     r.groups.push_back(std::move(gr));
   }
   r.sync_s = sync_time(p, active);
-  r.batch_time_s = r.compute_s + r.sync_s + r.migration_s;
+  r.update_s = update_time(p, active);
+  r.batch_time_s = r.compute_s + r.sync_s + r.update_s + r.migration_s;
   r.cost = r.price_per_s * r.batch_time_s;
   r.floor_s = p.floor_s();
   r.efficiency = r.batch_time_s > 0 ? r.floor_s / r.batch_time_s : 0;

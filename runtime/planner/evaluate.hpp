@@ -24,9 +24,10 @@ struct group_report {
 };
 
 struct plan_report {
-  double batch_time_s = 0;        // T = max_g T_g + T_sync + T_mig
+  double batch_time_s = 0;        // T = max_g T_g + T_sync + T_upd + T_mig
   double compute_s = 0;           // max_g T_g
   double sync_s = 0;
+  double update_s = 0;            // the slowest holder's optimizer steps
   double migration_s = 0;
   double bytes_migrated = 0;
   double cost = 0;                // sum of used devices' price * T

@@ -17,6 +17,8 @@ struct layer_profile {
   double act_bytes = 0;      // bytes of the activation leaving this layer, per sample
   double param_bytes = 0;    // parameter bytes (gradients have the same size)
   double act_mem_bytes = 0;  // activation memory kept for backward, per sample
+  double update_s = 0;       // one optimizer step on the layer's parameters, once a step, by
+                             // every holder (0: not measured, e.g. the paper's profiles)
 };
 
 struct model_profile {
@@ -38,13 +40,14 @@ class profile_sums {
   double fixed(int lo, int hi) const { return fixed_[hi] - fixed_[lo]; }
   double params(int lo, int hi) const { return param_[hi] - param_[lo]; }
   double act_mem(int lo, int hi) const { return mem_[hi] - mem_[lo]; }
+  double update(int lo, int hi) const { return update_[hi] - update_[lo]; }
   // Activation bytes crossing the boundary after layer `cut` (1-based count of layers before it).
   double boundary_bytes(int cut) const { return act_[cut]; }
   int num_layers() const { return static_cast<int>(work_.size()) - 1; }
   double total_work() const { return work_.back(); }
 
  private:
-  std::vector<double> work_, fwd_, fixed_, param_, mem_, act_;
+  std::vector<double> work_, fwd_, fixed_, param_, mem_, act_, update_;
 };
 
 }  // namespace dynapar::planner

@@ -123,7 +123,7 @@ structure_score structure_evaluator::score(const structure& s) {
         energy_term += w_.energy[d] * p_.cluster.devices[d].power_w * stage_busy(p_, *sh, j, ch[g].share);
       }
   }
-  r.batch_time_s = compute + sync_time(p_, active) + mig;
+  r.batch_time_s = compute + sync_time(p_, active) + update_time(p_, active) + mig;
   r.cost = price * r.batch_time_s;
   r.score = w_.time * r.batch_time_s + w_.cost * r.cost + energy_term;
   return r;

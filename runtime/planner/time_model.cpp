@@ -133,6 +133,14 @@ double sync_time(const problem& p, const std::vector<const group_shape*>& active
   return worst;
 }
 
+double update_time(const problem& p, const std::vector<const group_shape*>& active) {
+  double worst = 0;
+  for (const auto* g : active)
+    for (int j = 0; j < g->stages(); ++j)
+      worst = std::max(worst, p.sums.update(g->splits[j], g->splits[j + 1]) / p.speed(g->devices[j]));
+  return worst;
+}
+
 holdings::holdings(const problem& p, const plan* previous) {
   if (!previous) return;
   range_.assign(p.cluster.devices.size(), {0, 0});

@@ -50,6 +50,10 @@ double stage_busy(const problem& p, const group_shape& g, int j, double share);
 // slowest device's total. Groups with zero share take no part.
 double sync_time(const problem& p, const std::vector<const group_shape*>& active);
 
+// Every holder's optimizer step after the sums: the slowest device's update of the layers it
+// holds (all groups', each device in one group).
+double update_time(const problem& p, const std::vector<const group_shape*>& active);
+
 // What each device held in the previous plan, for migration cost.
 class holdings {
  public:

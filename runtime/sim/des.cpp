@@ -143,6 +143,7 @@ step_outcome simulate_step(const planner::problem& truth, const planner::plan& p
   std::vector<const planner::group_shape*> active;
   for (const auto& s : shapes) active.push_back(&s);
   out.sync_s = planner::sync_time(truth, active);
+  out.update_s = planner::update_time(truth, active);
   const planner::holdings held(truth, previous);
   for (const auto& s : shapes)
     for (int j = 0; j < s.stages(); ++j) {
@@ -150,7 +151,7 @@ step_outcome simulate_step(const planner::problem& truth, const planner::plan& p
       out.migration_s = std::max(out.migration_s, sec);
       out.bytes_migrated += bytes;
     }
-  out.time_s = out.compute_s + out.sync_s + out.migration_s;
+  out.time_s = out.compute_s + out.sync_s + out.update_s + out.migration_s;
   return out;
 }
 

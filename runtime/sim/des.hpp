@@ -29,6 +29,7 @@ struct step_outcome {
   double time_s = 0;        // the whole step
   double compute_s = 0;     // slowest group's pipeline
   double sync_s = 0;
+  double update_s = 0;      // the slowest holder's optimizer steps
   double migration_s = 0;
   double bytes_migrated = 0;
   std::vector<double> group_s;

@@ -26,12 +26,13 @@ struct runtime_bench_options {
   int replan_every = 5;
   int rounds = 2;  // every policy once per round, so that the machine's drift hits them all
   bool no_budget = false;
+  std::string emulate_compute;  // empty: the job's
   bool json = false;
 };
 
 struct policy_run {
   double measured_s = 0, predicted_s = 0, floor_s = 0, cost = 0;
-  double modeled_s = 0;  // the parts of a step the time model covers: pipelines, sums, migration
+  double modeled_s = 0;  // the parts of a step the time model covers: pipelines, sums, updates, migration
   int steps = 0, replans = 0;
   double accuracy = 0;
 };
@@ -45,13 +46,17 @@ result<policy_run> run_policy(const prepared_job& p, const std::string& policy, 
   s.slot_steps = o.replan_every;
   s.steps = o.steps;
   s.hash_every = 0;
-  // Profiled again right before each run: the machine's speed drifts over minutes by ~10 %,
-  // which would otherwise be charged to the simulator.
-  const int micro = s.controller->planner.micro_batch > 0 ? s.controller->planner.micro_batch : 16;
-  auto profile = model::measure_profile(*p.model, micro, 15, s.optimizer);
-  if (!profile) return profile.err();
-  s.controller->profile = *profile;
-  s.profile = *profile;
+  if (!o.emulate_compute.empty()) s.profile_timed = o.emulate_compute == "profile";
+  // CPU-timed devices: profiled again right before each run, since the machine's speed drifts
+  // over minutes by ~10 %, which would otherwise be charged to the simulator. Profile-timed
+  // devices run at the job's profile in every run: the same emulated hardware for all.
+  if (!s.profile_timed) {
+    const int micro = s.controller->planner.micro_batch > 0 ? s.controller->planner.micro_batch : 16;
+    auto profile = model::measure_profile(*p.model, micro, 15, s.optimizer);
+    if (!profile) return profile.err();
+    s.controller->profile = *profile;
+    s.profile = *profile;
+  }
   // The simulator's view of the same run: the true emulated cluster slot by slot (the same
   // seeded world the driver plays) and the plan in force at each step.
   sim::world world(s.emulated);
@@ -70,7 +75,7 @@ result<policy_run> run_policy(const prepared_job& p, const std::string& policy, 
     r.predicted_s += sim::simulate_step(prob, plan, previous).time_s;
     r.floor_s += prob.floor_s();
     r.measured_s += rec.time_s;
-    r.modeled_s += rec.pipeline_s + rec.sync_s + rec.migration_s;
+    r.modeled_s += rec.pipeline_s + rec.sync_s + rec.update_s + rec.migration_s;
     r.cost += rec.cost;
     ++r.steps;
   };
@@ -116,8 +121,8 @@ int bench_runtime(const runtime_bench_options& o) {
                     {"ratio_to_first", r->measured_s / n / reference_s},
                     {"predicted_step_s", r->predicted_s / n},
                     {"measured_over_predicted", r->measured_s / r->predicted_s},
-                    // Without the driver's step-end work (exact gradient sums, every holder's
-                    // optimizer step), which the time model does not include.
+                    // Without the driver's own step-end work (gathering and adding the
+                    // micro-batch gradients), which the time model does not include.
                     {"modeled_over_predicted", r->modeled_s / r->predicted_s},
                     {"driver_s", (r->measured_s - r->modeled_s) / n},
                     {"efficiency", r->floor_s / r->measured_s},
@@ -166,6 +171,8 @@ void add_bench_runtime(CLI::App& bench, runner& run) {
   sub->add_option("--steps", o->steps, "Steps per policy and round")->check(CLI::Range(2, 1000000));
   sub->add_option("--rounds", o->rounds, "Rounds (every policy once per round)")->check(CLI::Range(1, 1000));
   sub->add_option("--replan-every", o->replan_every, "Steps per slot (the job's dynamics play in slots)")->check(CLI::Range(1, 100000));
+  sub->add_option("--emulate-compute", o->emulate_compute, "cpu: work lasts its CPU time / speed; profile: the profile's time / speed (default: the job's)")
+      ->check(CLI::IsMember({"cpu", "profile"}));
   sub->add_flag("--no-budget", o->no_budget, "Drop the job's cost budget (the fastest plans, whatever they cost)");
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->callback([o, &run] { run = [o] { return bench_runtime(*o); }; });

@@ -22,7 +22,7 @@ struct plan_options {
 void print_report(const std::string& policy, const planner::plan_report& r) {
   std::cout << std::setprecision(4) << "policy " << policy << ": batch time " << r.batch_time_s << " s (floor "
             << r.floor_s << " s, efficiency " << 100 * r.efficiency << " %)\n"
-            << "  compute " << r.compute_s << " s, sync " << r.sync_s << " s, migration " << r.migration_s
+            << "  compute " << r.compute_s << " s, sync " << r.sync_s << " s, updates " << r.update_s << " s, migration " << r.migration_s
             << " s; cost " << r.cost << " per slot; energy " << r.energy_j << " J\n"
             << "  score " << r.score << " = V*T " << r.time_term << " + Q*C " << r.cost_term << " + sum Z*E "
             << r.energy_term << "\n";

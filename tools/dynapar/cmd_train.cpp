@@ -93,7 +93,7 @@ int train_main(const train_options& o, const train_fn& how) {
     for (const auto& st : r.stages)
       stages.push_back({{"device", st.device}, {"compute_s", st.compute_s}, {"wait_s", st.wait_s}, {"messages", st.messages}});
     metrics << json{{"step", r.step},         {"loss", r.loss},       {"time_s", r.time_s},
-                    {"pipeline_s", r.pipeline_s}, {"sync_s", r.sync_s}, {"migration_s", r.migration_s},
+                    {"pipeline_s", r.pipeline_s}, {"sync_s", r.sync_s}, {"update_s", r.update_s}, {"migration_s", r.migration_s},
                     {"bytes_migrated", r.bytes_migrated}, {"cost", r.cost}, {"stages", stages}}
                    .dump()
             << "\n" << std::flush;

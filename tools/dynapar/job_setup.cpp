@@ -93,6 +93,7 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps) {
     for (auto& d : s.emulated.cluster.devices) d.speed = 1;
   s.slot_steps = job.replan_every > 0 ? job.replan_every : 10;
   s.profile = p.profile;
+  s.profile_timed = job.emulate && job.emulate_compute == "profile";
   s.faults = sim::expand(job.faults, s.steps, job.seed);
   s.step_deadline_s = job.step_deadline_s;
   return p;

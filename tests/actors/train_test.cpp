@@ -171,6 +171,60 @@ TEST_CASE("an emulated slow device measures slow by its speed factor", "[actor][
   CHECK(slow / fast == Approx(4).epsilon(0.35));
 }
 
+TEST_CASE("profile-timed devices take the profile's time / speed for their work and still train exactly", "[actor][train]") {
+  model::set_threads(1);
+  auto m = model::make_model("mlp", 1);
+  REQUIRE(m);
+  const int L = model::num_layers(**m);
+  // A made-up profile far slower than the MLP's real work (a few milliseconds a micro-batch),
+  // so the times it gives are what the devices must take: 4 ms forward and 8 ms backward per
+  // sample in all, 8 ms fixed per micro-batch, 40 ms to update.
+  planner::model_profile prof;
+  prof.name = "mlp";
+  for (int l = 0; l < L; ++l) {
+    planner::layer_profile lp;
+    lp.fwd_s = 4e-3 / L;
+    lp.bwd_s = 8e-3 / L;
+    lp.fixed_s = 8e-3 / L;
+    lp.update_s = 40e-3 / L;
+    prof.layers.push_back(lp);
+  }
+  actors::train_settings s;
+  // Device 0 alone; devices 1 and 2 as a two-stage pipeline at the cut after layer 1.
+  s.plan.groups = {{{0}, {0, L}, 16, 8}, {{1, 2}, {0, 1, L}, 32, 8}};
+  s.batch = 48;
+  s.steps = 3;
+  s.emulated = emulate({0.5, 0.25, 1.0});
+  s.profile = prof;
+  s.profile_timed = true;
+  std::map<int, double> compute;
+  double update = 0;
+  actors::train_callbacks cb;
+  cb.on_step = [&](const actors::step_record& r) {
+    if (r.step == 0) return;  // warm-up
+    for (const auto& st : r.stages) compute[st.device] += st.compute_s / 2;
+    update += r.update_s / 2;
+  };
+  const auto d = data::synthetic(400, 2);
+  auto out = actors::train(**m, d, s, cb);
+  REQUIRE(out);
+  // By hand: micro-batches of 8, forward + backward = 8 x 12 ms + 8 ms per micro-batch on the
+  // whole model; device 0: 2 micro-batches at speed 0.5; device 1 (layer 0 of L) 4 at 0.25;
+  // device 2 (the rest) 4 at 1. Each sleep can only end late, by scheduling noise.
+  const double mb = 8 * 12e-3 + 8e-3;
+  const double want[] = {2 * mb / 0.5, 4 * mb / L / 0.25, 4 * mb * (L - 1) / L / 1.0};
+  for (int dev = 0; dev < 3; ++dev) {
+    INFO("device " << dev);
+    CHECK(compute[dev] >= want[dev] * 0.98);
+    CHECK(compute[dev] <= want[dev] * 1.3);
+  }
+  // The slowest update: device 0 holds every layer at 0.5, 80 ms; device 1 one layer at 0.25.
+  const double slowest_update = std::max(40e-3 / 0.5, 40e-3 / L / 0.25);
+  CHECK(update >= 0.98 * slowest_update);
+  CHECK(update <= 1.3 * slowest_update);
+  CHECK(diff_from_one_device(**m, d, s, out->final_layers) == 0);
+}
+
 TEST_CASE("the controller learns a device slowing down from measurements and re-plans around it exactly", "[actor][train]") {
   model::set_threads(1);
   auto m = model::make_model("cnn", 2);

@@ -72,6 +72,13 @@ TEST_CASE("profile JSON round-trips and rejects bad layers", "[unit][config]") {
   REQUIRE(back);
   REQUIRE(back->num_layers() == m->num_layers());
   CHECK(back->layers[1].param_bytes == m->layers[1].param_bytes);
+  auto upd = config::profile_from_json(nlohmann::json::parse(R"({"layers": [{"fwd_s": 1, "bwd_s": 2, "update_s": 0.5}]})"));
+  REQUIRE(upd);
+  CHECK(upd->layers[0].update_s == 0.5);
+  CHECK(config::profile_from_json(config::profile_to_json(*upd))->layers[0].update_s == 0.5);
+  auto negative = config::profile_from_json(nlohmann::json::parse(R"({"layers": [{"fwd_s": 1, "bwd_s": 2, "update_s": -1}]})"));
+  REQUIRE_FALSE(negative);
+  CHECK(negative.err().message.find("update_s") != std::string::npos);
   auto bad = config::profile_from_json(nlohmann::json::parse(R"({"layers": [{"fwd_s": 1, "bwd_s": "x"}]})"));
   REQUIRE_FALSE(bad);
   CHECK(bad.err().message.find("layers[0].bwd_s") != std::string::npos);
@@ -99,6 +106,8 @@ TEST_CASE("job files: dynamics in the scenario format, and the mistakes a job ca
   CHECK(job_error(base + "replan_every: 5\ndynamics: {events: [{slot: 3, kind: leave, device: 7}]}").find("unknown device id 7") !=
         std::string::npos);
   CHECK(job_error(base + "emulate_cores: -1").find("emulate_cores") != std::string::npos);
+  CHECK(job_error(base + "emulate_compute: gpu").find("emulate_compute") != std::string::npos);
+  CHECK(config::parse_job(YAML::Load(base + "emulate_compute: profile"), "t")->emulate_compute == "profile");
 }
 
 TEST_CASE("job files: a fault plan, and the mistakes a fault plan can make", "[unit][config]") {

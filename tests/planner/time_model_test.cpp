@@ -84,6 +84,27 @@ TEST_CASE("segment-wise sums: a device pays only for the segments it holds", "[u
   CHECK(sync_time(p, {&a, &b}) == Approx(30e6 / 1e9));
 }
 
+TEST_CASE("every holder's optimizer step: the slowest device's updates add to the step", "[unit][planner]") {
+  auto m = uniform_model(4, 1e-3, 1e3);
+  for (int l = 0; l < 4; ++l) m.layers[l].update_s = 1e-3 * (l + 1);  // 1, 2, 3, 4 ms
+  auto c = same_node_devices(3);
+  c.devices[2].speed = 0.25;
+  planner_config cfg;
+  cfg.batch = 16;
+  problem p(m, c, cfg);
+  // Group A: device 0 holds every layer (10 ms at speed 1). Group B: device 1 holds [0,3)
+  // (6 ms), device 2 at a quarter holds [3,4) (4 ms / 0.25 = 16 ms): the slowest is 16 ms.
+  auto a = make_shape(p, {0}, {0, 4}, 4), b = make_shape(p, {1, 2}, {0, 3, 4}, 4);
+  CHECK(update_time(p, {&a, &b}) == Approx(16e-3));
+  CHECK(update_time(p, {&a}) == Approx(10e-3));
+  plan pl;
+  pl.groups = {{{0}, {0, 4}, 8, 4}, {{1, 2}, {0, 3, 4}, 8, 4}};
+  auto r = evaluate(p, pl, nullptr, {});
+  REQUIRE(r);
+  CHECK(r->update_s == Approx(16e-3));
+  CHECK(r->batch_time_s == Approx(r->compute_s + r->sync_s + 16e-3 + r->migration_s));
+}
+
 TEST_CASE("migration moves only layers a device did not hold, with optimizer state", "[unit][planner]") {
   auto m = uniform_model(4, 1e-3, 10e6);
   m.optimizer_state_factor = 1;

@@ -228,6 +228,18 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
       },
       [=](memory_atom, double bytes) { self->state.cfg.memory_bytes = std::max(0.0, bytes); },
       [=](speed_atom, double speed) { self->state.cfg.speed = std::clamp(speed, 1e-3, 1.0); },
+      [=](timing_atom, const std::vector<double>& per_layer) {
+        auto& timing = self->state.cfg.timing;
+        timing = nullptr;
+        if (per_layer.empty() || per_layer.size() % 4 != 0) return;
+        auto p = std::make_shared<planner::model_profile>();
+        for (std::size_t i = 0; i < per_layer.size(); i += 4) {
+          planner::layer_profile l;
+          l.fwd_s = per_layer[i], l.bwd_s = per_layer[i + 1], l.fixed_s = per_layer[i + 2], l.update_s = per_layer[i + 3];
+          p->layers.push_back(l);
+        }
+        timing = std::move(p);
+      },
       // The joining device's benchmark, at its speed.
       [=](probe_atom) {
         self->state.overslept = 0;
@@ -311,6 +323,13 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
 
 caf::actor spawn_device(caf::actor_system& sys, const device_config& cfg) {
   return sys.spawn<caf::detached>(device_actor, cfg);
+}
+
+std::vector<double> device_timing(const planner::model_profile* profile) {
+  std::vector<double> out;
+  if (profile)
+    for (const auto& l : profile->layers) out.insert(out.end(), {l.fwd_s, l.bwd_s, l.fixed_s, l.update_s});
+  return out;
 }
 
 }  // namespace dynapar::actors

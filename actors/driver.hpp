@@ -161,7 +161,6 @@ class driver {
   std::set<int> joined_;                          // devices that joined and have not left
   std::set<int> leaving_;                         // left, still holding layers until re-planned
   double bench_ref_s_ = 0;                        // this machine's time for the benchmark
-  std::shared_ptr<const planner::model_profile> timing_;  // profile-timed emulation, else null
   std::optional<planner::plan> current_;
   std::vector<caf::actor> groups_;
   std::map<int, std::vector<int>> holders_;       // layer -> device ids, plan order

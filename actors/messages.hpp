@@ -38,6 +38,7 @@ using plan_atom = caf::atom_constant<caf::atom("plan")>;
 using fail_atom = caf::atom_constant<caf::atom("fail")>;
 using pause_atom = caf::atom_constant<caf::atom("pause")>;  // fault injection: hung for a while
 using memory_atom = caf::atom_constant<caf::atom("memory")>;  // a device's emulated memory cap
+using timing_atom = caf::atom_constant<caf::atom("timing")>;  // profile-timed emulation (device_timing)
 using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 using remote_atom = caf::atom_constant<caf::atom("remote")>;  // a device call from another process
 

@@ -154,6 +154,9 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
     case op::memory:
       if (c.reals.size() == 1) self->send(dev, memory_atom::value, c.reals[0]);
       return;
+    case op::timing:
+      if (c.reals.size() % 4 == 0) self->send(dev, timing_atom::value, c.reals);
+      return;
     case op::probe:
       self->request(dev, caf::infinite, probe_atom::value)
           .then([sh, c](double v) { sh->answer(c, [&] { wire::device_call r; r.reals = {v}; return r; }()); }, on_error);

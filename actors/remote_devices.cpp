@@ -154,6 +154,7 @@ caf::behavior remote_device(proxy* self, int id, std::string route, std::uint64_
       [=](drop_atom, int layer) { tell(self, call(op::drop, {layer})); },
       [=](speed_atom, double speed) { tell(self, call(op::speed, {}, {speed})); },
       [=](memory_atom, double bytes) { tell(self, call(op::memory, {}, {bytes})); },
+      [=](timing_atom, const std::vector<double>& per_layer) { tell(self, call(op::timing, {}, per_layer)); },
       [=](probe_atom) -> caf::result<double> {
         return ask<double>(self, call(op::probe), {}, [](const wire::device_call& r, std::vector<model::tensor>&) -> result<double> {
           if (r.reals.size() != 1) return make_error("bad_call", "a probe reply needs one real");

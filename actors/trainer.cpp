@@ -67,11 +67,12 @@ status driver::enter_slot(std::int64_t slot, bool& changed) {
       // A device joins: its actor starts (unless the caller brought one, or a node hosts it),
       // runs the benchmark at its speed, and announces the measured speed.
       auto& a = actors_.devices[id];
-      if (!a) a = actors_.remote ? actors_.remote->proxy(id) : spawn_device(sys_, {id, s_.optimizer, true_speed(id), 0, timing_});
+      if (!a) a = actors_.remote ? actors_.remote->proxy(id) : spawn_device(sys_, {id, s_.optimizer, true_speed(id), 0, nullptr});
       if (!a) return make_error("device_lost", "device " + std::to_string(id) + " left its node while joining");
       self_->monitor(a);
       self_->send(a, speed_atom::value, true_speed(id));
       self_->send(a, memory_atom::value, dev.memory_bytes);
+      if (s_.profile_timed) self_->send(a, timing_atom::value, device_timing(s_.profile ? &*s_.profile : nullptr));
       double probe_s = 0;
       self_->request(a, timeout_, probe_atom::value)
           .receive([&](double v) { probe_s = v; }, [&](caf::error& e) { failure_ = text(e); });
@@ -331,11 +332,7 @@ result<train_outcome> driver::run() {
   if (s_.controller && !actors_.controller) actors_.controller = spawn_controller(sys_, *s_.controller);
   replan_every_ = s_.controller ? s_.controller->replan_every : s_.slot_steps;
   if (replan_every_ < 1) return make_error("bad_job", "replan_every must be >= 1");
-  if (s_.profile_timed) {
-    if (!s_.profile) return make_error("bad_job", "profile-timed emulation needs the model's profile");
-    if (actors_.remote) return make_error("bad_job", "profile-timed emulation (emulate_compute: profile) runs in one process only");
-    timing_ = std::make_shared<const planner::model_profile>(*s_.profile);
-  }
+  if (s_.profile_timed && !s_.profile) return make_error("bad_job", "profile-timed emulation needs the model's profile");
   bench_ref_s_ = model::benchmark_work();
   for (int k = 0; k < 2; ++k) bench_ref_s_ = std::min(bench_ref_s_, model::benchmark_work());
 

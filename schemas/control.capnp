@@ -164,6 +164,8 @@ enum DeviceOp {
   pause @19;         # ints [after_us, cut_off]; reals [seconds]: fault injection, the node goes
                      # silent (hung: nothing handled; cut_off: its traffic dropped) for that long
   memory @20;        # reals [bytes]: the device's emulated memory (0: none)
+  timing @21;        # reals [fwd_s, bwd_s, fixed_s, update_s] per layer: profile-timed emulation
+                     # (docs/RUNTIME.md); empty: CPU-timed
 }
 
 # A device operation between processes: the controller calls a device on a node, the node

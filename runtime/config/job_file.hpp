@@ -33,7 +33,7 @@ struct job {
   double emulate_cores = 0;            // CPU cores the emulated devices may use together (0: this
                                        // machine's hardware threads); speeds scale down to fit
   std::string emulate_compute = "cpu"; // "cpu": a device's work lasts its CPU time / speed;
-                                       // "profile": the profile's time / speed (one process only)
+                                       // "profile": the profile's time / speed
   cluster_file cluster;                // devices, links, planner settings (batch, schedule, ...)
   // Dynamics of the emulated cluster, in the scenario format (traces, links, events, random
   // processes) with slots of `replan_every` steps (10 without a controller).

@@ -13,7 +13,7 @@
 namespace dynapar::wire {
 
 // 2: welcome and device calls (processes, docs/DISTRIBUTED.md).
-inline constexpr std::uint16_t protocol_version = 3;
+inline constexpr std::uint16_t protocol_version = 4;
 
 // A plan with the model size and batch it was made for, so a receiver can check it alone.
 struct plan_msg {
@@ -89,9 +89,9 @@ struct welcome_msg {
 // Same numbering as schemas/control.capnp DeviceOp.
 enum class device_op {
   reply, error, hold, migrate, moved, drop, speed, probe, step, activation, gradient, stage_report, gradients, apply,
-  hash, copy, perturb, retire, fail, pause, memory
+  hash, copy, perturb, retire, fail, pause, memory, timing
 };
-inline constexpr int device_op_count = 21;
+inline constexpr int device_op_count = 22;
 
 struct tensor_meta {
   std::uint8_t dtype = 0;

@@ -74,7 +74,7 @@ sim::fault_plan parse_faults(const fields& top, const planner::cluster_state& cl
 
 result<job> parse_job(const YAML::Node& doc, const std::string& name) {
   auto base = parse_cluster(doc, {"name", "data", "synthetic_samples", "steps", "epochs", "optimizer", "policy",
-                                  "hash_every", "threads", "plan", "exact", "emulate", "replan_every", "emulate_cores", "emulate_compute", "dynamics",
+                                  "hash_every", "threads", "plan", "exact", "emulate", "replan_every", "emulate_cores", "emulate_compute", "profile", "dynamics",
                                   "faults", "step_deadline_s"});
   if (!base) return base.err();
   try {
@@ -113,6 +113,7 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
     if (j.replan_every < 0) throw field_error{"field 'replan_every' must be >= 0"};
     j.emulate_cores = top.number("emulate_cores", 0);
     if (j.emulate_cores < 0) throw field_error{"field 'emulate_cores' must be >= 0 (0: this machine's hardware threads)"};
+    j.profile = top.text("profile", j.profile);
     j.emulate_compute = top.text("emulate_compute", j.emulate_compute);
     if (j.emulate_compute != "cpu" && j.emulate_compute != "profile")
       throw field_error{"field 'emulate_compute' must be 'cpu' or 'profile', not '" + j.emulate_compute + "'"};

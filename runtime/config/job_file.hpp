@@ -32,6 +32,8 @@ struct job {
                                        // shares its multiples: the run equals one device bit for bit
   double emulate_cores = 0;            // CPU cores the emulated devices may use together (0: this
                                        // machine's hardware threads); speeds scale down to fit
+  std::string profile;                 // "": the model's profile is measured at the start; else a
+                                       // profile JSON file (`dynapar profile MODEL --out FILE`)
   std::string emulate_compute = "cpu"; // "cpu": a device's work lasts its CPU time / speed;
                                        // "profile": the profile's time / speed
   cluster_file cluster;                // devices, links, planner settings (batch, schedule, ...)

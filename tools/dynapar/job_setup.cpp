@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "config/profile_json.hpp"
 #include "data/sampler.hpp"
 #include "logging/logging.hpp"
 #include "planner/evaluate.hpp"
@@ -65,10 +66,14 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps) {
   p.model = *m;
   const double cores = job.emulate_cores > 0 ? job.emulate_cores : std::max(1u, std::thread::hardware_concurrency());
   p.cluster = job.emulate ? emulated_speeds(job.cluster.cluster, cores, p.scale) : job.cluster.cluster;
-  // The planner needs this model's profile on this machine: measure it.
+  // The planner needs this model's profile on this machine: measure it, or take the job's
+  // (the same emulated hardware run after run with profile-timed devices).
   const int micro = job.cluster.planner.micro_batch > 0 ? job.cluster.planner.micro_batch : 16;
-  auto profile = model::measure_profile(*p.model, micro, 15, opt);
+  auto profile = job.profile.empty() ? model::measure_profile(*p.model, micro, 15, opt) : config::load_profile(job.profile);
   if (!profile) return profile.err();
+  if (profile->num_layers() != model::num_layers(*p.model))
+    return make_error("bad_job", "profile '" + job.profile + "' has " + std::to_string(profile->num_layers()) + " layers, model '" +
+                                     job.model + "' " + std::to_string(model::num_layers(*p.model)));
   p.profile = std::move(*profile);
   auto& s = p.settings;
   if (job.replan_every == 0) {

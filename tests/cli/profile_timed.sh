@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Profile-timed devices (emulate_compute: profile) with the job's own profile file: every
+# stage's compute time in metrics.jsonl must be what the profile gives its layers, samples and
+# speed (worked out here from the plan in force), and the run must equal one device. The
+# profile is this machine's, made 4x slower, so that the real work always fits in it.
+# profile_timed.sh DYNAPAR OUT [N]: with N, through `dynapar launch --local N` (the timing op).
+set -euo pipefail
+bin=$1 out=$2
+rm -rf "$out" && mkdir -p "$out"
+"$bin" profile cnn --batch 16 --repeat 3 --out "$out/measured.json"
+/usr/bin/python3 - "$out" <<'PY'
+import json, sys
+d = sys.argv[1]
+p = json.load(open(d + "/measured.json"))
+for l in p["layers"]:
+    for k in ("fwd_s", "bwd_s", "fixed_s", "update_s"):
+        l[k] *= 4
+json.dump(p, open(d + "/slow.json", "w"))
+open(d + "/job.yaml", "w").write(f"""name: profile_timed
+model: cnn
+data: fashion_mnist
+batch: 64
+micro_batch: 16
+steps: 10
+optimizer: {{kind: adam, lr: 0.002}}
+policy: joint_lyapunov
+replan_every: 3
+emulate_cores: 1.0
+emulate_compute: profile
+profile: {d}/slow.json
+devices:
+  - {{id: 0, speed: 2, memory_gb: 4, node: 0}}
+  - {{id: 1, speed: 1, memory_gb: 4, node: 1}}
+""")
+PY
+if [ $# -ge 3 ]; then
+  "$bin" launch --local "$3" "$out/job.yaml" --verify --out "$out/run" > /dev/null
+else
+  "$bin" train "$out/job.yaml" --verify --out "$out/run" > /dev/null
+fi
+/usr/bin/python3 - "$out" <<'PY'
+import json, math, sys
+d = sys.argv[1]
+prof = json.load(open(d + "/slow.json"))["layers"]
+s = json.load(open(d + "/run/summary.json"))
+assert s["reference_max_rel_diff"] <= 1e-4, s["reference_max_rel_diff"]
+assert s["samples_lost"] == 0 and s["samples_duplicated"] == 0, s
+# Speeds 2:1 on 1.0 core: the fastest at min(1, 1.0 / (1 + 0.5)) of this machine.
+scale = s["emulation_scale"]
+assert abs(scale - 1 / 1.5) < 1e-9, scale
+speed = {0: scale, 1: scale / 2}
+plans = sorted((json.loads(l) for l in open(d + "/run/plans.jsonl")), key=lambda p: p["step"])
+checked = 0
+for line in open(d + "/run/metrics.jsonl"):
+    r = json.loads(line)
+    if "event" in r or r["step"] == 0:
+        continue
+    plan = [p for p in plans if p["step"] <= r["step"]][-1]["plan"]
+    want = {}
+    for g in plan["groups"]:
+        u, share = g["micro_batch"], g["share"]
+        rows = [min(u, share - k) for k in range(0, share, u)]
+        for j, dev in enumerate(g["devices"]):
+            layers = prof[g["splits"][j]:g["splits"][j + 1]]
+            t = sum(x * (l["fwd_s"] + l["bwd_s"]) + l["fixed_s"] for x in rows for l in layers)
+            want[dev] = t / speed[dev]
+    for st in r["stages"]:
+        w, got = want[st["device"]], st["compute_s"]
+        # A sleep only ends late; late by scheduling noise, not by the real (4x faster) work.
+        assert 0.98 * w <= got <= 1.25 * w + 0.005, (r["step"], st, w)
+        checked += 1
+assert checked >= 9, checked
+print("ok: diff", s["reference_max_rel_diff"], "stages checked", checked)
+PY

@@ -325,10 +325,9 @@ caf::actor spawn_device(caf::actor_system& sys, const device_config& cfg) {
   return sys.spawn<caf::detached>(device_actor, cfg);
 }
 
-std::vector<double> device_timing(const planner::model_profile* profile) {
+std::vector<double> device_timing(const planner::model_profile& profile) {
   std::vector<double> out;
-  if (profile)
-    for (const auto& l : profile->layers) out.insert(out.end(), {l.fwd_s, l.bwd_s, l.fixed_s, l.update_s});
+  for (const auto& l : profile.layers) out.insert(out.end(), {l.fwd_s, l.bwd_s, l.fixed_s, l.update_s});
   return out;
 }
 

@@ -32,6 +32,6 @@ struct device_config {
 caf::actor spawn_device(caf::actor_system& sys, const device_config& cfg);
 
 // The timing message's payload: fwd_s, bwd_s, fixed_s, update_s of each layer (empty: none).
-std::vector<double> device_timing(const planner::model_profile* profile);
+std::vector<double> device_timing(const planner::model_profile& profile);
 
 }  // namespace dynapar::actors

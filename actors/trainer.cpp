@@ -72,7 +72,7 @@ status driver::enter_slot(std::int64_t slot, bool& changed) {
       self_->monitor(a);
       self_->send(a, speed_atom::value, true_speed(id));
       self_->send(a, memory_atom::value, dev.memory_bytes);
-      if (s_.profile_timed) self_->send(a, timing_atom::value, device_timing(s_.profile ? &*s_.profile : nullptr));
+      if (s_.profile_timed) self_->send(a, timing_atom::value, device_timing(*s_.profile));  // run() checked it is there
       double probe_s = 0;
       self_->request(a, timeout_, probe_atom::value)
           .receive([&](double v) { probe_s = v; }, [&](caf::error& e) { failure_ = text(e); });

@@ -47,10 +47,11 @@ result<policy_run> run_policy(const prepared_job& p, const std::string& policy, 
   s.steps = o.steps;
   s.hash_every = 0;
   if (!o.emulate_compute.empty()) s.profile_timed = o.emulate_compute == "profile";
-  // CPU-timed devices: profiled again right before each run, since the machine's speed drifts
-  // over minutes by ~10 %, which would otherwise be charged to the simulator. Profile-timed
-  // devices run at the job's profile in every run: the same emulated hardware for all.
-  if (!s.profile_timed) {
+  // CPU-timed devices: profiled again right before each run (unless the job pins a profile),
+  // since the machine's speed drifts over minutes by ~10 %, which would otherwise be charged
+  // to the simulator. Profile-timed devices run at the job's profile in every run: the same
+  // emulated hardware for all.
+  if (!s.profile_timed && p.job.profile.empty()) {
     const int micro = s.controller->planner.micro_batch > 0 ? s.controller->planner.micro_batch : 16;
     auto profile = model::measure_profile(*p.model, micro, 15, s.optimizer);
     if (!profile) return profile.err();

@@ -22,7 +22,6 @@ struct device_state {
   // failure has a new tag, so late messages of the abandoned attempt are never used.
   std::map<std::pair<std::int64_t, int>, model::tensor> acts, grads;
   std::map<int, model::tensor> outputs, input_grads;
-  std::map<int, double> rows;      // samples of each micro-batch in flight (profile-timed work)
   model::tensor current;           // the input of the next forward
   stage_report report;
   bool active = false;
@@ -32,6 +31,7 @@ struct device_state {
   // device would not pay; later sleeps of the step are shortened by it.
   double overslept = 0;
   comm::link_shaper to_next, to_prev;          // this device's side of its pipeline links
+  std::vector<planner::layer_profile> timing;  // profile-timed emulation (empty: CPU-timed)
   std::map<int, comm::link_shaper> migration;  // by target device
   std::map<int, std::size_t> held_bytes;       // layer -> its bytes with optimizer state
   static inline const char* name = "device";
@@ -86,9 +86,9 @@ void send_shaped(caf::stateful_actor<device_state>* self, comm::link_shaper& lin
 // The profile's seconds for this stage's forward or backward of `rows` samples (-1: not
 // profile-timed); the per-micro-batch fixed part is split evenly between the two.
 double reference_s(const device_state& s, bool forward, double rows) {
-  if (!s.cfg.timing) return -1;
+  if (s.timing.empty()) return -1;
   double t = 0;
-  const auto& layers = s.cfg.timing->layers;
+  const auto& layers = s.timing;
   for (int l = std::max(0, s.task.lo); l < s.task.hi && l < static_cast<int>(layers.size()); ++l)
     t += rows * (forward ? layers[l].fwd_s : layers[l].bwd_s) + 0.5 * layers[l].fixed_s;
   return t;
@@ -127,9 +127,7 @@ void advance(caf::stateful_actor<device_state>* self) {
       case schedule::op::forward: {
         const work_start w;
         auto out = s.worker->forward(m, s.task.lo, s.task.hi, s.current);
-        const auto rows = static_cast<double>(model::samples(s.current));
-        s.rows[m] = rows;
-        s.report.compute_s += finish_work(s, w, reference_s(s, true, rows));
+        s.report.compute_s += finish_work(s, w, reference_s(s, true, static_cast<double>(model::samples(s.current))));
         if (!out) return fail(out.err().message);
         s.outputs[m] = *out;
         break;
@@ -146,9 +144,9 @@ void advance(caf::stateful_actor<device_state>* self) {
         const work_start w;
         const bool last = !s.task.next;
         if (last && m >= static_cast<int>(s.task.targets.size())) return fail("no targets for micro-batch " + std::to_string(m));
-        auto g = last ? s.worker->backward_from_loss(m, s.task.targets[m]) : s.worker->backward(m, s.grads[{s.task.step, m}]);
-        s.report.compute_s += finish_work(s, w, reference_s(s, false, s.rows[m]));
-        s.rows.erase(m);
+        const auto& from = last ? s.task.targets[m] : s.grads[{s.task.step, m}];  // a row per sample
+        auto g = last ? s.worker->backward_from_loss(m, from) : s.worker->backward(m, from);
+        s.report.compute_s += finish_work(s, w, reference_s(s, false, static_cast<double>(model::samples(from))));
         if (!g) return fail(g.err().message);
         s.grads.erase({s.task.step, m});
         s.input_grads[m] = *g;
@@ -229,16 +227,13 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
       [=](memory_atom, double bytes) { self->state.cfg.memory_bytes = std::max(0.0, bytes); },
       [=](speed_atom, double speed) { self->state.cfg.speed = std::clamp(speed, 1e-3, 1.0); },
       [=](timing_atom, const std::vector<double>& per_layer) {
-        auto& timing = self->state.cfg.timing;
-        timing = nullptr;
-        if (per_layer.empty() || per_layer.size() % 4 != 0) return;
-        auto p = std::make_shared<planner::model_profile>();
-        for (std::size_t i = 0; i < per_layer.size(); i += 4) {
+        auto& timing = self->state.timing;
+        timing.clear();
+        for (std::size_t i = 0; per_layer.size() % 4 == 0 && i < per_layer.size(); i += 4) {
           planner::layer_profile l;
           l.fwd_s = per_layer[i], l.bwd_s = per_layer[i + 1], l.fixed_s = per_layer[i + 2], l.update_s = per_layer[i + 3];
-          p->layers.push_back(l);
+          timing.push_back(l);
         }
-        timing = std::move(p);
       },
       // The joining device's benchmark, at its speed.
       [=](probe_atom) {
@@ -260,7 +255,6 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
         stale(s.grads);
         s.outputs.clear();
         s.input_grads.clear();
-        s.rows.clear();
         for (const auto& [k, t] : s.acts)
           if (k.first == s.task.step) s.runner.arrived_activation(k.second);
         for (const auto& [k, t] : s.grads)
@@ -309,8 +303,8 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
         auto& s = self->state;
         const work_start w;
         auto st = s.worker->apply(layer, summed, divisor);
-        const auto& timed = s.cfg.timing;
-        finish_work(s, w, timed && layer >= 0 && layer < timed->num_layers() ? timed->layers[layer].update_s : -1);
+        const bool timed = layer >= 0 && layer < static_cast<int>(s.timing.size());
+        finish_work(s, w, timed ? s.timing[layer].update_s : -1);
         if (!st) return caf::make_error(caf::sec::runtime_error, st.err().message);
         return true;
       },

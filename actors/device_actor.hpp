@@ -21,17 +21,15 @@ struct device_config {
   // must fit, or holding one more fails as an out-of-memory would (activations are not
   // counted: docs/RUNTIME.md).
   double memory_bytes = 0;
-  // Profile-timed emulation (null: CPU-time dilation above): each forward and backward lasts
-  // what this profile gives its layers and samples, / speed, however long its CPU work took
-  // (if that took longer, the device is late). A deterministic device, free of what the
-  // co-running emulated devices cost each other on this machine (docs/RUNTIME.md). Also set
-  // (or cleared) later by (timing_atom, device_timing(profile)).
-  std::shared_ptr<const planner::model_profile> timing;
 };
 
 caf::actor spawn_device(caf::actor_system& sys, const device_config& cfg);
 
-// The timing message's payload: fwd_s, bwd_s, fixed_s, update_s of each layer (empty: none).
+// Profile-timed emulation: (timing_atom, device_timing(profile)) makes each forward, backward
+// and update of the device last what the profile gives its layers and samples, / speed,
+// however long its CPU work took (if that took longer, the device is late): a deterministic
+// device, free of what co-running emulated devices cost each other (docs/RUNTIME.md). The
+// payload is fwd_s, bwd_s, fixed_s, update_s of each layer; empty: back to CPU-timed.
 std::vector<double> device_timing(const planner::model_profile& profile);
 
 }  // namespace dynapar::actors

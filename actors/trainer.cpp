@@ -67,7 +67,7 @@ status driver::enter_slot(std::int64_t slot, bool& changed) {
       // A device joins: its actor starts (unless the caller brought one, or a node hosts it),
       // runs the benchmark at its speed, and announces the measured speed.
       auto& a = actors_.devices[id];
-      if (!a) a = actors_.remote ? actors_.remote->proxy(id) : spawn_device(sys_, {id, s_.optimizer, true_speed(id), 0, nullptr});
+      if (!a) a = actors_.remote ? actors_.remote->proxy(id) : spawn_device(sys_, {id, s_.optimizer, true_speed(id)});
       if (!a) return make_error("device_lost", "device " + std::to_string(id) + " left its node while joining");
       self_->monitor(a);
       self_->send(a, speed_atom::value, true_speed(id));

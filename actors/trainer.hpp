@@ -93,8 +93,8 @@ struct train_settings {
   // emulated links); without one the sums take only their in-process time.
   std::optional<planner::model_profile> profile;
   // Profile-timed emulation: each forward and backward of a device lasts the profile's time /
-  // its speed (actors::device_config::timing; sent to every device as it joins, also to
-  // devices in node processes). Off: its CPU time / speed.
+  // its speed (actors::device_timing, sent to every device as it joins, also to devices in
+  // node processes). Off: its CPU time / speed.
   bool profile_timed = false;
   // With a controller, its plans replace `plan` and `replans`.
   std::optional<controller_config> controller;

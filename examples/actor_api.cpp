@@ -89,7 +89,7 @@ int main() {
   // The cluster, spawned from code in this actor system.
   actors::cluster_actors cluster_actors;
   cluster_actors.controller = actors::spawn_controller(sys, cc);
-  for (int id = 0; id < 3; ++id) cluster_actors.devices[id] = actors::spawn_device(sys, {id, opt, speeds[id], 0, nullptr});
+  for (int id = 0; id < 3; ++id) cluster_actors.devices[id] = actors::spawn_device(sys, {id, opt, speeds[id]});
 
   actors::train_settings s;
   s.emulated = cluster;

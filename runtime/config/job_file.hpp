@@ -46,6 +46,9 @@ struct job {
   // A step that runs longer fails, and its silent devices are lost (0: automatic, 20 times
   // the recent mean step time and at least 5 s; docs/RELIABILITY.md).
   double step_deadline_s = 0;
+  // `--verify` fails the command when the largest relative difference from one plain device
+  // exceeds this (exact jobs: 0 unless given; others: 0.05 unless given).
+  double verify_tolerance = 0;
 };
 
 result<job> load_job_file(const std::string& path);

@@ -1,8 +1,9 @@
 // Host-side helpers of the training driver: batches, gradient sums, accuracy, comparison.
-#include <algorithm>
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <chrono>
+#include <limits>
 
 #include "model/boxes.hpp"
 
@@ -80,13 +81,22 @@ double accuracy(const std::vector<layer_copy>& layers, const data::dataset& d) {
 }
 
 double max_rel_diff(const std::vector<layer_copy>& a, const std::vector<layer_copy>& b) {
+  // Models that do not line up, or a NaN anywhere, differ without bound: a comparison that
+  // skipped them would pass a broken run.
+  const double unbounded = std::numeric_limits<double>::infinity();
+  if (a.size() != b.size()) return unbounded;
   double worst = 0;
-  for (std::size_t l = 0; l < a.size() && l < b.size(); ++l) {
+  for (std::size_t l = 0; l < a.size(); ++l) {
     auto pa = a[l]->module->parameters(), pb = b[l]->module->parameters();
-    for (std::size_t i = 0; i < pa.size() && i < pb.size(); ++i) {
+    if (pa.size() != pb.size()) return unbounded;
+    for (std::size_t i = 0; i < pa.size(); ++i) {
+      if (pa[i].sizes() != pb[i].sizes()) return unbounded;
+      if (pa[i].numel() == 0) continue;
       const double scale = pb[i].abs().max().item<double>();
       const double diff = (pa[i] - pb[i]).abs().max().item<double>();
-      worst = std::max(worst, scale > 0 ? diff / scale : diff);
+      const double rel = scale > 0 ? diff / scale : diff;
+      if (!(rel <= unbounded)) return unbounded;  // NaN
+      worst = std::max(worst, rel);
     }
   }
   return worst;

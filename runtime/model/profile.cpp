@@ -26,7 +26,7 @@ std::pair<double, double> time_layer(const torch::nn::Sequential& proto, const t
     const auto t0 = clock::now();
     y = layer->forward(in);
     const auto t1 = clock::now();
-    y.backward(torch::ones_like(y));
+    if (y.requires_grad()) y.backward(torch::ones_like(y));  // a parameterless first layer has no graph
     const auto t2 = clock::now();
     if (r > 0) {
       fwd.push_back(std::chrono::duration<double>(t1 - t0).count());

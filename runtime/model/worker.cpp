@@ -36,30 +36,41 @@ class torch_worker final : public device_worker {
   result<tensor> forward(int micro, int lo, int hi, const tensor& input) override {
     for (int l = lo; l < hi; ++l)
       if (!holds(l)) return make_error("not_held", "forward of layer " + std::to_string(l) + " on a device that does not hold it");
-    torch::Tensor x = input->t;
-    // A later stage's input is a leaf of this device's graph: its gradient goes upstream.
-    if (lo > 0) x = x.detach().requires_grad_(true);
-    torch::Tensor y = x;
-    for (int l = lo; l < hi; ++l) y = layers_[l].module->forward(y);
-    kept_[micro] = {x, y, lo, hi};
-    return box(y.detach());
+    if (!input) return make_error("bad_tensor", "forward of micro-batch " + std::to_string(micro) + " without an input");
+    return guarded("forward", [&]() -> result<tensor> {
+      torch::Tensor x = input->t;
+      // A later stage's input is a leaf of this device's graph: its gradient goes upstream.
+      if (lo > 0) x = x.detach().requires_grad_(true);
+      torch::Tensor y = x;
+      for (int l = lo; l < hi; ++l) y = layers_[l].module->forward(y);
+      kept_[micro] = {x, y, lo, hi};
+      return box(y.detach());
+    });
   }
 
   result<tensor> backward(int micro, const tensor& grad_output) override {
     auto it = kept_.find(micro);
     if (it == kept_.end()) return make_error("no_forward", "backward of micro-batch " + std::to_string(micro) + " without its forward");
-    it->second.output.backward(grad_output->t);
-    return finish(micro, it);
+    if (!grad_output) return make_error("bad_tensor", "backward of micro-batch " + std::to_string(micro) + " without a gradient");
+    return guarded("backward", [&]() -> result<tensor> {
+      // A first stage of parameterless layers (Flatten, ReLU, pooling) has no graph: its
+      // output does not require grad, and there is nothing to differentiate.
+      if (it->second.output.requires_grad()) it->second.output.backward(grad_output->t);
+      return finish(micro, it);
+    });
   }
 
   result<tensor> backward_from_loss(int micro, const tensor& targets) override {
     auto it = kept_.find(micro);
     if (it == kept_.end()) return make_error("no_forward", "loss of micro-batch " + std::to_string(micro) + " without its forward");
-    auto loss = torch::nn::functional::cross_entropy(it->second.output, targets->t,
-                                                     torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
-    loss_ += loss.item<double>();
-    loss.backward();
-    return finish(micro, it);
+    if (!targets) return make_error("bad_tensor", "loss of micro-batch " + std::to_string(micro) + " without targets");
+    return guarded("loss", [&]() -> result<tensor> {
+      auto loss = torch::nn::functional::cross_entropy(it->second.output, targets->t,
+                                                       torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+      loss_ += loss.item<double>();
+      if (loss.requires_grad()) loss.backward();
+      return finish(micro, it);
+    });
   }
 
   double loss_sum() const override { return loss_; }
@@ -77,10 +88,17 @@ class torch_worker final : public device_worker {
     if (it == layers_.end()) return make_error("not_held", "apply to layer " + std::to_string(layer) + " not held here");
     auto params = it->second.module->parameters();
     if (params.size() != summed.size()) return make_error("bad_gradients", "layer " + std::to_string(layer) + ": gradient count differs");
-    torch::NoGradGuard no_grad;
-    // The same expression as the reference's, so that the bits agree.
-    for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = summed[i]->t / divisor;
-    it->second.optimizer->step();
+    for (std::size_t i = 0; i < params.size(); ++i)
+      if (!summed[i] || !summed[i]->t.sizes().equals(params[i].sizes()))
+        return make_error("bad_gradients", "layer " + std::to_string(layer) + ": gradient " + std::to_string(i) + " has the wrong shape");
+    auto done = guarded("apply", [&]() -> result<tensor> {
+      torch::NoGradGuard no_grad;
+      // The same expression as the reference's, so that the bits agree.
+      for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = summed[i]->t / divisor;
+      it->second.optimizer->step();
+      return tensor{};
+    });
+    if (!done) return done.err();
     return ok_status();
   }
 
@@ -120,8 +138,23 @@ class torch_worker final : public device_worker {
     torch::Tensor input, output;
     int lo, hi;
   };
+  // LibTorch reports bad shapes, types and graphs by throwing: an error value here, so that
+  // no c10::Error ever leaves a device as std::terminate.
+  template <class F>
+  static result<tensor> guarded(const char* what, F&& f) {
+    try {
+      return f();
+    } catch (const c10::Error& e) {
+      return make_error("torch", std::string(what) + ": " + e.what_without_backtrace());
+    } catch (const std::exception& e) {
+      return make_error("torch", std::string(what) + ": " + e.what());
+    }
+  }
+
   result<tensor> finish(int micro, std::map<int, kept_activation>::iterator it) {
-    torch::Tensor g = it->second.lo > 0 ? it->second.input.grad() : torch::Tensor();
+    const auto& input = it->second.input;
+    // An input the stage's output does not depend on differentiably has a zero gradient.
+    torch::Tensor g = it->second.lo == 0 ? torch::Tensor() : input.grad().defined() ? input.grad() : torch::zeros_like(input);
     // Take this micro-batch's parameter gradients out (no copy), so the next starts at zero.
     for (int l = it->second.lo; l < it->second.hi; ++l) {
       auto& grads = micro_grads_[l][micro];

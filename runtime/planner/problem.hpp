@@ -40,8 +40,12 @@ struct queue_state {
   std::vector<std::pair<int, double>> energy;       // (device id, Z_d(t))
 };
 
+// Refers to its model and cluster (no copies per decision): they must outlive it. Temporaries
+// are refused at compile time; a problem over a temporary cluster read freed memory.
 struct problem {
   problem(const model_profile& m, const cluster_state& c, planner_config cfg_in, budgets b = {});
+  problem(const model_profile&, cluster_state&&, planner_config, budgets = {}) = delete;
+  problem(model_profile&&, const cluster_state&, planner_config, budgets = {}) = delete;
   const model_profile& model;
   const cluster_state& cluster;
   planner_config cfg;

@@ -87,9 +87,12 @@ bool structure_evaluator::solve(const structure& s, std::vector<choice>& out, do
       const double per = (e.shapes[k].alpha() * b + e.shapes[k].beta()) / b + e.mig_s[k] * 1e-9;  // the affine model water-filling uses
       if (per < best) { best = per; out[g] = {&e.shapes[k], e.mig_s[k], 0}; }
     }
+    if (!out[g].shape) return false;  // no shape with a finite time: the grouping is infeasible
     aff[g] = {out[g].shape->alpha(), out[g].shape->beta(), out[g].shape->cap};
+    return true;
   };
-  for (std::size_t g = 0; g < n; ++g) pick(g, p_.cfg.batch * es[g]->speed_sum / speed_total);
+  for (std::size_t g = 0; g < n; ++g)
+    if (!pick(g, p_.cfg.batch * es[g]->speed_sum / speed_total)) return false;
   for (int pass = 0; pass < 2; ++pass) {
     auto fill = water_fill(aff, p_.cfg.batch);
     if (!fill) return false;
@@ -97,7 +100,7 @@ bool structure_evaluator::solve(const structure& s, std::vector<choice>& out, do
     for (std::size_t g = 0; g < n; ++g) out[g].share = fill->shares[g];
     if (pass == 0)
       for (std::size_t g = 0; g < n; ++g)
-        if (out[g].share > 0) pick(g, out[g].share);
+        if (out[g].share > 0 && !pick(g, out[g].share)) return false;
   }
   return true;
 }

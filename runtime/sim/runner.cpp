@@ -50,7 +50,10 @@ summary summarise(const std::string& policy, const std::vector<slot_record>& slo
     s.bytes_migrated += r.bytes_migrated;
     s.final_queue = r.cost_queue;
   }
-  if (times.empty()) return s;
+  if (times.empty()) {  // no slot ran: nothing was met (error says why)
+    s.meets_budget = false;
+    return s;
+  }
   const double n = static_cast<double>(times.size());
   for (double t : times) s.mean_batch_time_s += t / n;
   std::sort(times.begin(), times.end());
@@ -89,8 +92,15 @@ result<run_result> run_policy(const scenario& s, const std::string& policy_name,
       // The step dies part-way: the work until then and the detection are lost, then the
       // policy re-plans without the failed device and the step runs again.
       rec.failed = true;
-      const double lost = simulate_step(truth, *decided, prev_p).time_s * noise.uniform() + s.detect_s;
-      planner::problem known(s.model, est.view(truth_c, {}), s.cfg, s.budget);
+      // The lost attempt ran on the cluster as it was when the step began: the failing
+      // devices still in it.
+      planner::cluster_state before_c = truth_c;
+      for (auto& d : before_c.devices)
+        if (std::find(hidden.begin(), hidden.end(), d.id) != hidden.end()) d.available = true;
+      const planner::problem before(s.model, before_c, s.cfg, s.budget);
+      const double lost = simulate_step(before, *decided, prev_p).time_s * noise.uniform() + s.detect_s;
+      const planner::cluster_state known_c = est.view(truth_c, {});
+      const planner::problem known(s.model, known_c, s.cfg, s.budget);
       decided = (*pol)->decide({known, prev_p, queues.state(), t});
       rec.batch_time_s += lost;
     }

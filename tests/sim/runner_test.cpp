@@ -2,8 +2,10 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 
 #include "planner/builtin_profiles.hpp"
+#include "planner/policy.hpp"
 #include "sim/runner.hpp"
 
 using namespace dynapar;
@@ -82,4 +84,46 @@ TEST_CASE("the same seed gives the same results; another seed does not", "[unit]
   auto c = run_policy(s, "joint_lyapunov");
   REQUIRE(c);
   CHECK(c->sum.mean_batch_time_s != a->sum.mean_batch_time_s);
+}
+
+namespace {
+// Three nodes of four GPUs, GPT-2 small; all four devices of node 1 fail in the same slot.
+scenario node_failure_scenario() {
+  scenario s;
+  s.model = *planner::builtin_profile("gpt2_small");
+  const double speeds[] = {12, 6, 2.5};
+  for (int i = 0; i < 12; ++i) {
+    planner::device_spec d;
+    d.id = i;
+    d.speed = speeds[i / 4];
+    d.memory_bytes = 80e9;
+    d.price_per_s = speeds[i / 4] * 1e-4;
+    d.node = i / 4;
+    s.cluster.devices.push_back(d);
+  }
+  s.cfg.batch = 128;
+  s.slots = 30;
+  s.seed = 3;
+  for (int id = 4; id < 8; ++id) s.events.push_back({20, event_kind::fail, id});
+  return s;
+}
+}  // namespace
+
+TEST_CASE("a whole node failing at once: every policy re-plans on the survivors", "[unit][sim]") {
+  const auto s = node_failure_scenario();
+  for (const auto& name : planner::policy_names()) {
+    if (name == std::string("oracle")) continue;  // enumerates at most 7 devices
+    INFO(name);
+    auto r = run_policy(s, name);
+    REQUIRE(r);
+    INFO(r->sum.error);
+    CHECK(r->sum.error.empty());
+    for (int t = 0; t < s.slots; ++t) {
+      INFO("slot " << t);
+      CHECK(r->slots[t].ok);
+      CHECK(std::isfinite(r->slots[t].batch_time_s));
+      if (t > 20) CHECK(r->slots[t].devices_used <= 8);
+    }
+    CHECK(std::isfinite(r->sum.mean_batch_time_s));
+  }
 }

@@ -148,6 +148,7 @@ int train_main(const train_options& o, const train_fn& how) {
                   {"max_recovery_s", outcome->max_recovery_s},
                   {"checkpoints", outcome->checkpoints},
                   {"wall_s", sw.seconds()}};
+  double diff = 0;
   if (o.verify) {
     log->info("verify: the same {} steps on one plain device", steps);
     model::reference ref(*prep->model, s.optimizer);
@@ -155,11 +156,22 @@ int train_main(const train_options& o, const train_fn& how) {
     // Exact jobs accumulate over the same fixed micro-batches as every group does.
     const int micro = j->exact ? j->cluster.planner.micro_batch : 0;
     for (std::int64_t t = 0; t < steps; ++t) ref.step(prep->train_set, sampler.step_samples(t), micro);
-    summary["reference_max_rel_diff"] = model::max_rel_diff(outcome->final_layers, ref.layers());
+    diff = model::max_rel_diff(outcome->final_layers, ref.layers());
+    summary["reference_max_rel_diff"] = diff;
     summary["reference_test_accuracy"] = model::accuracy(ref.layers(), test_set);
+    summary["verify_tolerance"] = j->verify_tolerance;
+    summary["verified"] = diff <= j->verify_tolerance;
   }
   std::ofstream(fs::path(o.out) / "summary.json") << summary.dump(2) << "\n";
   std::cout << summary.dump(2) << "\n";
+  if (!o.verify) return exit_ok;
+  // NaN compares false both ways: a run that diverged to NaN fails too.
+  if (!(diff <= j->verify_tolerance)) {
+    std::cerr << "dynapar: verify FAILED: the run differs from one plain device by " << diff << " (max relative), over the job's tolerance "
+              << j->verify_tolerance << "\n";
+    return exit_mismatch;
+  }
+  std::cerr << "dynapar: verify ok: max relative difference from one plain device " << diff << " <= " << j->verify_tolerance << "\n";
   return exit_ok;
 }
 

@@ -8,7 +8,9 @@
 namespace dynapar::cli {
 
 // Exit codes: 0 success, 1 the work failed, 2 bad usage or bad input.
-inline constexpr int exit_ok = 0, exit_failed = 1, exit_usage = 2;
+// exit_mismatch: --verify found the run differing from one plain device beyond the job's
+// verify_tolerance.
+inline constexpr int exit_ok = 0, exit_failed = 1, exit_usage = 2, exit_mismatch = 3;
 
 using runner = std::function<int()>;
 

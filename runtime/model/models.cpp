@@ -1,4 +1,5 @@
 // Built-in models as chains of layers; each layer a Sequential so that it clones deeply.
+#include <torch/csrc/jit/python/update_graph_executor_opt.h>
 #include <torch/script.h>
 #include <torch/torch.h>
 
@@ -61,7 +62,16 @@ struct ScriptedImpl : nn::Cloneable<ScriptedImpl> {
       register_parameter(name, p.value);
     }
   }
-  torch::Tensor forward(torch::Tensor x) { return module_.forward({x}).toTensor(); }
+  torch::Tensor forward(torch::Tensor x) {
+    // The graph executor's optimisations specialise a method on what it has seen (does the
+    // input require grad? how many runs so far?) and then differentiate some ops (layer_norm,
+    // gelu) by their own formulas: a device thread, a stage whose input requires grad or a
+    // replica fresh in another process then rounds differently from the reference.
+    // Unoptimised, every run is the plain op sequence under eager autograd. The switch is
+    // per thread, so it is set on the thread that runs the layer.
+    torch::jit::setGraphExecutorOptimize(false);
+    return module_.forward({x}).toTensor();
+  }
   torch::jit::Module module_;
 };
 TORCH_MODULE(Scripted);

@@ -431,3 +431,27 @@ TEST_CASE("a device's emulated memory: a layer that does not fit is refused, nam
     CHECK(diff_from_one_device(**m, d, s, out->final_layers, 16) == 0);
   }
 }
+
+TEST_CASE("a parameterless first layer (Flatten) trains exactly on any split, alone on a stage or not", "[actor][train]") {
+  // examples/models/mlp_flatten.pt (examples/export_torchscript.py): Flatten, then five
+  // layers of Linear with LayerNorm, GELU and Tanh. Before the fix a lone Flatten stage
+  // crashed the process, and TorchScript layers on device threads rounded differently from
+  // the reference (the graph executor's per-thread optimisations).
+  model::set_threads(1);
+  auto m = model::make_model(std::string(DYNAPAR_SOURCE_DIR) + "/examples/models/mlp_flatten.pt", 0);
+  REQUIRE(m);
+  REQUIRE(model::num_layers(**m) == 6);
+  const auto d = data::synthetic(256, 5);
+  for (int cut = 1; cut < 6; ++cut) {
+    INFO("group 0's first stage: layers [0, " << cut << ")");
+    actors::train_settings s;
+    s.plan.schedule = planner::schedule_kind::one_f_one_b;
+    s.plan.groups.push_back({{0, 1}, {0, cut, 6}, 40, 8});
+    s.plan.groups.push_back({{2, 3, 4}, {0, 1, std::max(2, cut), 6}, 24, 8});  // Flatten alone
+    s.steps = 3;
+    s.optimizer = {"adam", 1e-3, 0.9, 0};
+    auto out = actors::train(**m, d, s);
+    REQUIRE(out);
+    CHECK(diff_from_one_device(**m, d, s, out->final_layers) == 0);
+  }
+}

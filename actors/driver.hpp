@@ -89,6 +89,11 @@ class driver {
     return i < 0 ? factor : std::clamp(truth_.devices[i].speed * factor, 1e-3, 1.0);
   }
   status enter_slot(std::int64_t slot, bool& changed);
+  // Devices that became available join, those gone depart (part of entering a slot).
+  status update_membership(std::int64_t slot, bool& changed);
+  // With every device lost (a whole cluster crashed at once): waits up to rejoin_wait_s for
+  // replacements to join (respawned nodes, or in one process fresh actors).
+  status await_devices(std::int64_t slot, std::int64_t t, bool& changed);
   result<std::optional<plan_decision>> next_plan(std::int64_t t, bool availability_changed);
   status apply(const plan_decision& decision, std::int64_t t, std::int64_t slot, step_record& rec);
   void retire_leavers();

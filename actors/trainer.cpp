@@ -57,6 +57,10 @@ status driver::enter_slot(std::int64_t slot, bool& changed) {
       ++out_.faults_injected;
       note({slot * s_.slot_steps, "injected", "kill", id, "plan", "the dynamics' fail event at slot " + std::to_string(slot), 0});
     }
+  return update_membership(slot, changed);
+}
+
+status driver::update_membership(std::int64_t slot, bool& changed) {
   for (const auto& dev : truth_.devices) {
     const int id = dev.id;
     if (failing_.count(id)) continue;
@@ -89,6 +93,20 @@ status driver::enter_slot(std::int64_t slot, bool& changed) {
       self_->send(actors_.devices[id], speed_atom::value, true_speed(id));
     }
   }
+  return ok_status();
+}
+
+status driver::await_devices(std::int64_t slot, std::int64_t t, bool& changed) {
+  logging::get("train")->warn("step {}: no device left; waiting up to {:.0f} s for devices to join", t, s_.rejoin_wait_s);
+  const auto until = clock::now() + std::chrono::duration<double>(s_.rejoin_wait_s);
+  while (joined_.empty() && clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (actors_.remote) remote_departures();
+    if (auto st = update_membership(slot, changed); !st) return st;
+  }
+  if (joined_.empty())
+    return make_error("no_devices", "every device was lost and none joined within " + std::to_string(s_.rejoin_wait_s).substr(0, 4) +
+                                        " s (step " + std::to_string(t) + ")");
   return ok_status();
 }
 
@@ -380,6 +398,8 @@ result<train_outcome> driver::run() {
       --t;  // the loop's ++t: go on at t
       continue;
     }
+    if (joined_.empty())
+      if (auto st = await_devices(slot, t, changed); !st) return st.err();
     auto next = next_plan(t, changed);
     if (!next) return next.err();
     if (*next) {

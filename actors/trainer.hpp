@@ -80,6 +80,8 @@ struct train_settings {
   double step_timeout_s = 120;
   // Fault injection: after step `perturb_step`, nudge group `perturb_group`'s replica of layer
   // `perturb_layer` (-1: never), as a silent corruption the replica hashes must catch.
+  // Every device lost at once: how long to wait for replacements before the run fails.
+  double rejoin_wait_s = 60;
   std::int64_t perturb_step = -1;
   int perturb_group = 0, perturb_layer = 0;
   // Plans that take effect before the given steps (in step order).

@@ -156,6 +156,14 @@ void driver::fire_faults(std::int64_t t) {
         detail = std::string(f.kind == sim::fault_kind::pause ? "hung" : "cut off") + " for " +
                  std::to_string(f.seconds).substr(0, 5) + " s, " + std::to_string(after_us) + " us into the step";
         break;
+      case sim::fault_kind::corrupt: {
+        int layer = -1;
+        for (const auto& [l, ids] : holders_)
+          if (layer < 0 && std::count(ids.begin(), ids.end(), id)) layer = l;
+        if (layer >= 0) self_->send(dev, perturb_atom::value, layer);
+        detail = "layer " + std::to_string(layer) + " nudged (silent corruption)";
+        break;
+      }
       case sim::fault_kind::slow:
         slow_[id] = {f.factor, t + f.steps};
         self_->send(dev, speed_atom::value, true_speed(id));

@@ -34,7 +34,8 @@ sim::fault_plan parse_faults(const fields& top, const planner::cluster_state& cl
       else if (kind == "slow") x.kind = sim::fault_kind::slow;
       else if (kind == "pause") x.kind = sim::fault_kind::pause;
       else if (kind == "partition") x.kind = sim::fault_kind::partition;
-      else throw field_error{where + ".kind must be kill, slow, pause or partition"};
+      else if (kind == "corrupt") x.kind = sim::fault_kind::corrupt;
+      else throw field_error{where + ".kind must be kill, slow, pause, partition or corrupt"};
       x.device = e.integer("device", -1);
       if (x.device != -1 && !known(x.device))
         throw field_error{where + ".device " + std::to_string(x.device) + " is not in the job's devices (omit it: one the plan uses)"};
@@ -132,7 +133,7 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
     if (top.has("faults")) {
       j.faults = parse_faults(top, j.cluster.cluster, j.steps);
       bool crashes = j.faults.random.kills + j.faults.random.pauses > 0;
-      for (const auto& f : j.faults.at) crashes = crashes || f.kind != sim::fault_kind::slow;
+      for (const auto& f : j.faults.at) crashes = crashes || (f.kind != sim::fault_kind::slow && f.kind != sim::fault_kind::corrupt);
       if (crashes && j.replan_every == 0)
         throw field_error{"faults that take devices down need a controller to re-plan: set replan_every"};
     }

@@ -34,7 +34,7 @@ chaos_experiment draw_chaos(const chaos_config& c, std::uint64_t seed) {
 }
 
 std::string chaos_experiment::describe() const {
-  int n[4] = {0, 0, 0, 0};
+  int n[5] = {0, 0, 0, 0, 0};
   for (const auto& f : faults) ++n[static_cast<int>(f.kind)];
   std::string out;
   auto add = [&](int k, const char* one, const char* many) {

@@ -12,6 +12,7 @@ const char* name(fault_kind k) {
     case fault_kind::slow: return "slow";
     case fault_kind::pause: return "pause";
     case fault_kind::partition: return "partition";
+    case fault_kind::corrupt: return "corrupt";
   }
   return "?";
 }

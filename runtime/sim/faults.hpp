@@ -9,7 +9,9 @@
 
 namespace dynapar::sim {
 
-enum class fault_kind { kill, slow, pause, partition };
+// corrupt: silent data corruption, one device's replica of one layer nudged (a test hook:
+// replica hashes catch it where the layer has replicas, only --verify where it has none).
+enum class fault_kind { kill, slow, pause, partition, corrupt };
 
 const char* name(fault_kind k);
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "sim/chaos.hpp"
 #include "sim/faults.hpp"
 
 using namespace dynapar;
@@ -48,4 +49,45 @@ TEST_CASE("a fault plan expands to its listed faults and seeded random ones, in 
   for (const auto& f : sim::expand(p, 15, 7))
     if (f.device == -1) CHECK(f.step < 15);
   CHECK(sim::expand(p, 5, 7).size() == 2);  // the listed ones only
+}
+
+TEST_CASE("a chaos experiment is a pure function of its seed, within the run", "[unit][sim]") {
+  sim::chaos_config c;
+  c.steps = 60;
+  c.slot_steps = 5;
+  c.devices = {0, 1, 2, 3};
+  int restarts = 0, leaves = 0, kinds[5] = {0, 0, 0, 0, 0};
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+    const auto a = sim::draw_chaos(c, seed), b = sim::draw_chaos(c, seed);
+    REQUIRE(a.describe() == b.describe());
+    REQUIRE(a.faults.size() == b.faults.size());
+    for (std::size_t i = 0; i < a.faults.size(); ++i) {
+      CHECK(a.faults[i].step == b.faults[i].step);
+      CHECK(a.faults[i].step >= 2);
+      CHECK(a.faults[i].step < c.steps - 2);
+      if (i > 0) CHECK(a.faults[i - 1].step <= a.faults[i].step);
+      ++kinds[static_cast<int>(a.faults[i].kind)];
+    }
+    if (!a.events.empty()) {
+      ++leaves;
+      REQUIRE(a.events.size() == 2);
+      CHECK(a.events[0].kind == sim::event_kind::leave);
+      CHECK(a.events[1].kind == sim::event_kind::join);
+      CHECK(a.events[0].device == a.events[1].device);
+      CHECK(a.events[0].slot < a.events[1].slot);
+      CHECK(a.events[1].slot < c.steps / c.slot_steps);
+    }
+    if (a.restart_after >= 0) {
+      ++restarts;
+      CHECK(a.restart_after < c.steps);
+    }
+  }
+  // Over 200 seeds every ingredient shows up, and not always.
+  CHECK(restarts > 20);
+  CHECK(restarts < 180);
+  CHECK(leaves > 20);
+  CHECK(leaves < 180);
+  for (int k = 0; k < 4; ++k) CHECK(kinds[k] > 20);
+  CHECK(kinds[4] == 0);  // no corruption: a chaos run must stay exact
+  CHECK(sim::draw_chaos(c, 1).describe() != sim::draw_chaos(c, 2).describe());
 }

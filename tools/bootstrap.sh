@@ -57,8 +57,16 @@ case "$mode" in
     build/bin/dynapar train examples/jobs/fashion_mnist_hetero.yaml --verify --out out/demo
     ;;
   test)
-    cd build
-    ctest --output-on-failure -j "$(nproc)" --timeout 600
+    (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 600)
+    # The pure libraries again under AddressSanitizer + UBSan, and the simulator's parallel
+    # policy runs under ThreadSanitizer (docs/TESTING.md).
+    for san in address,undefined thread; do
+      dir=build-${san%%,*}
+      cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DDYNAPAR_SANITIZE="$san" \
+        -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache > /dev/null
+      cmake --build "$dir" -j "$(nproc)"
+      (cd "$dir" && ctest --output-on-failure -j "$(nproc)" --timeout 600)
+    done
     ;;
   build) ;;
 esac

@@ -25,7 +25,7 @@ model_profile small_model() {
 
 // Target (issue 3): every instance within 1 %. Met on average; a rare instance is not (its
 // max is printed and recorded in docs/BENCHMARKS.md), so the share within 1 % is asserted.
-TEST_CASE("tentative search is within 1 % of the oracle on 200 random instances", "[unit][planner]") {
+TEST_CASE("tentative search is within 1 % of the oracle on 200 random instances", "[unit][planner][slow]") {
   rng r(2024);
   double sum = 0, worst = 0;
   int n = 0, exact = 0, within = 0;
@@ -74,7 +74,7 @@ TEST_CASE("homogeneous devices, fast links, no budget: single-device groups with
   }
 }
 
-TEST_CASE("a device that is not available is never in a plan, warm or cold", "[unit][planner]") {
+TEST_CASE("a device that is not available is never in a plan, warm or cold", "[unit][planner][slow]") {
   rng r(5);
   for (int i = 0; i < 30; ++i) {
     auto in = random_small_instance(r, 6);

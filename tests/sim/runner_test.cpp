@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "planner/builtin_profiles.hpp"
 #include "planner/policy.hpp"
@@ -125,5 +128,26 @@ TEST_CASE("a whole node failing at once: every policy re-plans on the survivors"
       if (t > 20) CHECK(r->slots[t].devices_used <= 8);
     }
     CHECK(std::isfinite(r->sum.mean_batch_time_s));
+  }
+}
+
+TEST_CASE("policies simulated on parallel threads give what each gives alone", "[unit][sim]") {
+  // What `dynapar simulate --policies all` does; the ThreadSanitizer build runs it too.
+  const auto s = node_failure_scenario();
+  std::vector<std::string> names;
+  for (const auto& n : planner::policy_names())
+    if (n != std::string("oracle")) names.push_back(n);
+  std::vector<double> alone, together(names.size(), -1);
+  for (const auto& n : names) alone.push_back(run_policy(s, n)->sum.mean_batch_time_s);
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    threads.emplace_back([&, i] {
+      auto r = run_policy(s, names[i]);
+      if (r) together[i] = r->sum.mean_batch_time_s;
+    });
+  for (auto& t : threads) t.join();
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    INFO(names[i]);
+    CHECK(together[i] == alone[i]);
   }
 }

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 
 #include "planner/partition.hpp"
 #include "planner/policy.hpp"
@@ -129,40 +130,58 @@ class pipeline_policy : public policy {
   bool balanced_;
 };
 
-// HetPipe-like: groups of similar total power formed once, heterogeneity-aware partitions,
-// equal shares; formed again only when one of its devices disappears.
+// HetPipe (Park et al., USENIX ATC 2020) as it sets itself up: one virtual worker per node,
+// its (heterogeneous) GPUs pipelining the model with a heterogeneity-aware partition; data
+// parallelism across virtual workers with equal minibatches; planned once, and formed again
+// only when one of its devices disappears. A node whose devices cannot hold the model joins
+// the next node's virtual worker; a node with more devices than layers uses its fastest.
 class hetpipe_static : public policy {
  public:
   std::string name() const override { return "hetpipe_static"; }
   result<plan> decide(const decision_context& ctx) override {
     const problem& p = ctx.prob;
     if (kept_ && all_available(p, *kept_)) return restamp(*kept_, ctx.slot);
-    std::vector<int> devs = p.available;
-    if (devs.empty()) return make_error("infeasible", "no device is available");
-    std::stable_sort(devs.begin(), devs.end(), [&](int a, int b) { return p.speed(a) > p.speed(b); });
-    // Fewest devices per group whose memory holds the model, as HetPipe sizes virtual workers.
-    const int L = p.num_layers();
-    for (int n = 1; n <= std::min<int>({L, p.cfg.max_stages, static_cast<int>(devs.size())}); ++n) {
-      const std::size_t groups = devs.size() / n;
-      std::vector<std::vector<int>> gs(groups);
-      for (std::size_t i = 0; i < groups * n; ++i) {
-        const std::size_t round = i / groups, k = i % groups;
-        gs[round % 2 ? groups - 1 - k : k].push_back(devs[i]);
-      }
-      std::vector<group_shape> shapes;
-      for (auto& g : gs) {
-        std::sort(g.begin(), g.end());
-        auto s = best_shape(p, g, static_cast<double>(p.cfg.batch) / groups);
-        if (!s) break;
-        shapes.push_back(std::move(*s));
-      }
-      if (shapes.size() != groups) continue;
-      auto pl = to_plan(p, shapes, equal_shares(p.cfg.batch, groups, p.cfg.share_quantum), ctx.slot);
-      if (!pl) continue;
-      kept_ = *pl;
-      return pl;
+    if (p.available.empty()) return make_error("infeasible", "no device is available");
+    std::map<std::pair<int, int>, std::vector<int>> nodes;  // (rack, node) -> devices, in id order
+    for (int d : p.available) {
+      const auto& dev = p.cluster.devices[d];
+      nodes[{dev.rack, dev.node >= 0 ? dev.node : -1 - d}].push_back(d);
     }
-    return make_error("infeasible", "hetpipe_static: no grouping fits the model in memory");
+    const int most = std::min(p.num_layers(), p.cfg.max_stages);
+    std::vector<std::vector<int>> workers;
+    std::vector<int> carry;
+    for (auto& [key, devs] : nodes) {
+      carry.insert(carry.end(), devs.begin(), devs.end());
+      if (static_cast<int>(carry.size()) > most) {
+        std::stable_sort(carry.begin(), carry.end(), [&](int a, int b) { return p.speed(a) > p.speed(b); });
+        carry.resize(most);
+        std::sort(carry.begin(), carry.end());
+      }
+      if (best_shape(p, carry, static_cast<double>(p.cfg.batch) / static_cast<double>(nodes.size()))) {
+        workers.push_back(std::move(carry));
+        carry.clear();
+      }
+    }
+    if (!carry.empty() && !workers.empty()) {  // the last nodes' devices join the last worker
+      auto& last = workers.back();
+      last.insert(last.end(), carry.begin(), carry.end());
+      if (static_cast<int>(last.size()) > most) {
+        std::stable_sort(last.begin(), last.end(), [&](int a, int b) { return p.speed(a) > p.speed(b); });
+        last.resize(most);
+      }
+      std::sort(last.begin(), last.end());
+    }
+    if (workers.empty()) return make_error("infeasible", "hetpipe_static: the devices together cannot hold the model");
+    const auto shares = equal_shares(p.cfg.batch, workers.size(), p.cfg.share_quantum);
+    std::vector<group_shape> shapes;
+    for (std::size_t w = 0; w < workers.size(); ++w) {
+      auto s = best_shape(p, workers[w], static_cast<double>(shares[w]));
+      if (!s) return make_error("infeasible", "hetpipe_static: a virtual worker cannot take an equal share of the batch in memory");
+      shapes.push_back(std::move(*s));
+    }
+    auto pl = to_plan(p, shapes, shares, ctx.slot);
+    if (pl) kept_ = *pl;
+    return pl;
   }
 
  private:

@@ -65,6 +65,17 @@ TEST_CASE("baselines keep their definitions", "[unit][planner]") {
   auto pb = (*make_policy("pipeline_balanced"))->decide({p, nullptr, {}, 0});
   REQUIRE(pb->groups.size() == 1);
   CHECK(pb->groups[0].splits[1] > 2);  // the fastest first device takes more layers
+  // HetPipe: a virtual worker per node (devices 10, 11 on node 0; 12, 13 on node 1), each a
+  // pipeline over its devices with a speed-aware split, equal shares, although every device
+  // could hold the model alone (so it is not dp_even).
+  auto hp = (*make_policy("hetpipe_static"))->decide({p, nullptr, {}, 0});
+  REQUIRE(hp->groups.size() == 2);
+  CHECK(hp->groups[0].devices == std::vector<int>{10, 11});
+  CHECK(hp->groups[1].devices == std::vector<int>{12, 13});
+  CHECK(hp->groups[0].share == 30);
+  CHECK(hp->groups[1].share == 30);
+  CHECK(hp->groups[0].splits[1] > 4);  // the 4x device takes more layers than the 2x one
+  CHECK(hp->groups[1].splits[1] == 4);  // equal devices split evenly
 }
 
 TEST_CASE("static policies keep their plan until one of its devices disappears", "[unit][planner]") {

@@ -10,7 +10,7 @@ score_weights weights(const problem& p, const queue_state& q) {
   score_weights w;
   const double floor = p.floor_s();
   w.time = p.cfg.v / (floor > 0 && floor < unlimited ? floor : 1.0);
-  w.cost = p.budget.has_cost() ? q.cost / p.budget.cost_per_slot : 0.0;
+  w.cost = p.budget.has_cost() ? q.cost / (q.cost_budget > 0 ? q.cost_budget : p.budget.cost_per_slot) : 0.0;
   w.energy.assign(p.cluster.devices.size(), 0.0);
   for (const auto& [id, z] : q.energy) {
     const int i = p.links.index_of(id);

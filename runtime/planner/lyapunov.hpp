@@ -21,10 +21,15 @@ class virtual_queues {
   const budgets& budget() const { return budget_; }
   // Restores a backlog (checkpoints).
   void restore(const queue_state& s);
+  // The per-slot cost budget of the next slot: C_bar, or with a known horizon what is left of
+  // the run's budget over the slots left (at least a tenth of C_bar).
+  double paced_cost_budget() const;
 
  private:
   budgets budget_;
   double q_ = 0;
+  double spent_ = 0;
+  int slots_ = 0;
   std::vector<double> z_;  // parallel to budget_.energy_per_slot
 };
 

@@ -72,7 +72,9 @@ result<run_result> run_policy(const scenario& s, const std::string& policy_name,
   if (!pol) return pol.err();
   world w(s);
   estimator est(s.cluster, s.model, s.estimate_smoothing);
-  planner::virtual_queues queues(s.budget);
+  planner::budgets paced = s.budget;
+  paced.horizon_slots = s.slots;  // a scenario's length is known: pace the budget over it
+  planner::virtual_queues queues(paced);
   rng noise(s.seed * 0x9e3779b97f4a7c15ULL + 17);
   std::optional<planner::plan> prev;
   run_result out;

@@ -30,6 +30,43 @@ TEST_CASE("queue updates follow Q(t+1) = max(Q(t) + C(t) / C_bar - 1, 0)", "[uni
   CHECK(ref_q == Approx(1.0));  // 0.5, 1.25, 0.5, 0, 1
 }
 
+TEST_CASE("with a known horizon the budget is paced over what is left", "[unit][planner]") {
+  budgets b;
+  b.cost_per_slot = 2.0;
+  b.horizon_slots = 10;
+  virtual_queues q(b);
+  CHECK(q.paced_cost_budget() == 2.0);
+  // Overspent: 5 slots at 3 leave 20 - 15 = 5 for 5 slots, 1 a slot; the queue grows by
+  // cost / paced budget - 1 with the budget of the slot being paid.
+  double ref_q = 0, spent = 0;
+  for (int t = 0; t < 5; ++t) {
+    const double paced = (20.0 - spent) / (10 - t);
+    q.update(3.0, {});
+    spent += 3.0;
+    ref_q = std::max(ref_q + 3.0 / paced - 1.0, 0.0);
+    CHECK(q.state().cost == Approx(ref_q));
+  }
+  CHECK(q.paced_cost_budget() == Approx(1.0));
+  CHECK(q.state().cost_budget == Approx(1.0));
+  // Overspent beyond the whole budget: a floor of a tenth, never zero or negative.
+  q.update(6.0, {});
+  CHECK(q.paced_cost_budget() == Approx(0.2));
+  // Underspent: the rest of the run may spend more per slot.
+  virtual_queues u(b);
+  for (int t = 0; t < 5; ++t) u.update(1.0, {});
+  CHECK(u.paced_cost_budget() == Approx(3.0));
+  // Restored from a checkpoint, the pacing goes on where it was.
+  virtual_queues r(b);
+  r.restore(u.state());
+  CHECK(r.paced_cost_budget() == Approx(3.0));
+  // Without a horizon: the plain long-run budget.
+  budgets open = b;
+  open.horizon_slots = 0;
+  virtual_queues o(open);
+  for (int t = 0; t < 5; ++t) o.update(3.0, {});
+  CHECK(o.paced_cost_budget() == 2.0);
+}
+
 TEST_CASE("without a budget the cost queue stays empty", "[unit][planner]") {
   virtual_queues q(budgets{});
   q.update(1e9, {});

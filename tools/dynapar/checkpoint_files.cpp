@@ -15,6 +15,8 @@ json controller_json(const actors::controller_snapshot& c) {
   json energy = json::array();
   for (const auto& [id, z] : c.queues.energy) energy.push_back({id, z});
   return {{"cost_queue", c.queues.cost},
+          {"cost_spent", c.queues.spent},
+          {"cost_slots", c.queues.slots},
           {"energy_queues", energy},
           {"speeds", c.estimates.speeds},
           {"link_tiers", {c.estimates.tiers[0], c.estimates.tiers[1], c.estimates.tiers[2]}}};
@@ -85,6 +87,8 @@ result<actors::checkpoint> load_checkpoint(const std::string& dir, const std::st
       const auto& j = state.at("controller");
       actors::controller_snapshot s;
       s.queues.cost = j.at("cost_queue").get<double>();
+      s.queues.spent = j.value("cost_spent", 0.0);  // absent in checkpoints before budget pacing
+      s.queues.slots = j.value("cost_slots", 0);
       for (const auto& e : j.at("energy_queues")) s.queues.energy.emplace_back(e.at(0).get<int>(), e.at(1).get<double>());
       s.estimates.speeds = j.at("speeds").get<std::vector<double>>();
       const auto tiers = j.at("link_tiers").get<std::vector<double>>();

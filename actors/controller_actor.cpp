@@ -7,7 +7,9 @@
 
 #include "actors/messages.hpp"
 #include "common/rng.hpp"
+#include "logging/logging.hpp"
 #include "planner/evaluate.hpp"
+#include "planner/hysteresis.hpp"
 #include "planner/lyapunov.hpp"
 #include "planner/policy.hpp"
 #include "sim/estimator.hpp"
@@ -26,6 +28,12 @@ struct controller_state {
   double slot_cost = 0;                    // summed over the slot's steps so far
   int slot_steps = 0;
   rng noise{1};  // the estimator's noise hook; measurements here are real, so noise is 0
+  // Measured step time / predicted, of steps without migration: its mean and mean relative
+  // deviation (the predictions' noise, which hysteresis must not chase).
+  double steady_pred = 0, ratio_mean = 0, ratio_dev = 0;
+  int ratio_n = 0;
+  bool first_step = true;  // of the plan in force: it carries the migration
+  int kept = 0;            // proposed changes hysteresis turned down
   static inline const char* name = "controller";
 };
 
@@ -114,6 +122,13 @@ caf::behavior controller(caf::stateful_actor<controller_state>* self, controller
         st.estimates->observe(as_outcome(*st.current, m), nominal, 0.0, st.noise);
         st.slot_cost += m.cost;
         ++st.slot_steps;
+        if (!st.first_step && st.steady_pred > 0 && m.time_s > 0) {
+          const double r = m.time_s / st.steady_pred;
+          if (st.ratio_n++ == 0) st.ratio_mean = r;
+          st.ratio_mean = 0.9 * st.ratio_mean + 0.1 * r;
+          st.ratio_dev = 0.9 * st.ratio_dev + 0.1 * std::abs(r - st.ratio_mean) / st.ratio_mean;
+        }
+        st.first_step = false;
       },
       // The next slot's plan, from what has been measured so far.
       [=](plan_atom, std::int64_t slot) -> caf::result<plan_decision> {
@@ -128,6 +143,17 @@ caf::behavior controller(caf::stateful_actor<controller_state>* self, controller
         planner::problem p(st.cfg.profile, view, st.cfg.planner, st.cfg.budget);
         auto next = st.policy->decide({p, st.current ? &*st.current : nullptr, st.queues->state(), slot});
         if (!next) return caf::make_error(caf::sec::runtime_error, next.err().message);
+        // Hysteresis, unless devices came or went since the last decision.
+        if (st.cfg.hysteresis && st.current && st.events.empty()) {
+          const double noise = std::max(st.cfg.planner.replan_margin, st.ratio_n >= 5 ? st.ratio_dev : 0.0);
+          const auto c = planner::check_switch(p, *st.current, *next, st.queues->state(),
+                                               st.cfg.plan_lifetime_slots * st.cfg.replan_every, noise);
+          if (c.keep) {
+            logging::get("controller")->info("slot {}: {} (proposed {})", slot, c.why, planner::describe(*next));
+            ++st.kept;
+            *next = *st.current;
+          }
+        }
         plan_decision d;
         d.plan = *next;
         d.reason = explain(st, p, *next);
@@ -136,7 +162,10 @@ caf::behavior controller(caf::stateful_actor<controller_state>* self, controller
         st.events.clear();
         st.decided_speeds.clear();
         for (const auto& dev : view.devices) st.decided_speeds.push_back(dev.available ? dev.speed : 0.0);
+        if (!st.current || !(st.current->groups == next->groups)) st.first_step = true;
+        if (auto steady = planner::evaluate(p, *next, &*next, st.queues->state())) st.steady_pred = steady->batch_time_s;
         st.current = *next;
+        d.kept_plans = st.kept;
         return d;
       },
   };

@@ -189,6 +189,10 @@ class driver {
   std::mt19937_64 fault_rng_;
   double last_step_s_ = 0.05;
   double mean_step_s_ = 0;                        // recent steps (for the automatic deadline)
+  // Consecutive attempts of one step that missed the deadline with every device answering:
+  // each doubles the next attempt's deadline (a slow-down counted in steps would otherwise
+  // never end, its step re-running forever); too many stop the run.
+  int late_retries_ = 0;
   bool late_ = false;                             // the failure was a missed deadline
   std::size_t next_fault_ = 0;                    // into s_.faults
   struct slowdown {

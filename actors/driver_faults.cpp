@@ -8,6 +8,8 @@
 
 namespace dynapar::actors::detail {
 
+constexpr int max_late_retries = 4;  // deadlines of 2x, 4x, 8x, 16x before the run stops
+
 // After a failed attempt: the devices that stopped (seen going down, or not answering a
 // probe within 2 s; a hung one is stopped here).
 std::set<int> driver::find_lost() {
@@ -81,6 +83,10 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
   if (committed) ledger.applied(t / sampler.steps_per_epoch(), sampler.step_samples(t));
   const std::int64_t done = committed ? t + 1 : t;
   if (lost.empty()) {
+    if (++late_retries_ > max_late_retries)
+      return make_error("too_slow", "step " + std::to_string(t) + " missed its deadline " + std::to_string(late_retries_) +
+                                        " times in a row, its deadline doubled each time, with every device answering: " +
+                                        why.message);
     t = done;
     ++out_.step_retries;
     note({t, "retried", "", -1, "", why.message, since(started)});
@@ -111,6 +117,7 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
 
 clock::duration driver::step_deadline() const {
   double s = s_.step_deadline_s > 0 ? s_.step_deadline_s : std::max(5.0, 20 * mean_step_s_);
+  s *= static_cast<double>(1 << std::min(late_retries_, 16));
   s = std::min(s, s_.step_timeout_s);
   return std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(s));
 }

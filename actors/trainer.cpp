@@ -133,6 +133,7 @@ result<std::optional<plan_decision>> driver::next_plan(std::int64_t t, bool avai
     failure_.clear();
     return e;
   }
+  out_.plans_kept = got->kept_plans;
   if (current_ && got->plan.groups == current_->groups) return std::optional<plan_decision>{};
   return got;
 }
@@ -440,6 +441,7 @@ result<train_outcome> driver::run() {
     rec.time_s = since(t0);
     last_step_s_ = rec.time_s;
     mean_step_s_ = mean_step_s_ > 0 ? 0.9 * mean_step_s_ + 0.1 * rec.time_s : rec.time_s;
+    late_retries_ = 0;
     double price = 0;
     for (const auto& g : current_->groups)
       for (int id : g.devices)

@@ -50,6 +50,10 @@ struct controller_config {
   // one step's times on a shared machine are noisy (~20 %); 0.1 averages about ten steps.
   double smoothing = 0.1;
   std::optional<controller_snapshot> restore;  // resuming: start from a checkpoint's state
+  // Hysteresis (planner/hysteresis.hpp): a new plan must gain more a step than the
+  // predictions' measured noise plus its migration spread over `plan_lifetime_slots` slots.
+  bool hysteresis = false;  // off by default until measured through the runtime (issue 17)
+  double plan_lifetime_slots = 2;
 };
 
 // The controller's answer for a slot: the plan and why.
@@ -58,6 +62,7 @@ struct plan_decision {
   std::string reason;                         // events seen and the planner's explanation
   double predicted_s = 0;                     // step time the planner expects (estimates)
   double queue = 0;                           // cost queue backlog, in budgets
+  int kept_plans = 0;                         // changes turned down by hysteresis so far
 };
 
 // A consistent cut of the run after `step` steps: one copy of every layer with its optimizer
@@ -173,6 +178,7 @@ struct train_outcome {
   int messages_per_step = 0;
   int replans = 0;                   // plan changes after the first plan
   int layers_moved = 0;              // (device, layer) placements a device did not hold before
+  int plans_kept = 0;                // plan changes the controller turned down (hysteresis)
   double bytes_migrated = 0;
   double avg_cost = 0;               // per step
   int joins = 0, leaves = 0;         // devices arriving / departing during the run

@@ -76,7 +76,7 @@ sim::fault_plan parse_faults(const fields& top, const planner::cluster_state& cl
 result<job> parse_job(const YAML::Node& doc, const std::string& name) {
   auto base = parse_cluster(doc, {"name", "data", "synthetic_samples", "steps", "epochs", "optimizer", "policy",
                                   "hash_every", "threads", "plan", "exact", "emulate", "replan_every", "emulate_cores", "emulate_compute", "profile", "dynamics",
-                                  "faults", "step_deadline_s", "verify_tolerance"});
+                                  "faults", "step_deadline_s", "verify_tolerance", "hysteresis"});
   if (!base) return base.err();
   try {
     fields top(doc, "");
@@ -109,6 +109,7 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
     j.threads = top.integer("threads", j.threads);
     if (j.hash_every < 0 || j.threads < 1) throw field_error{"hash_every must be >= 0 and threads >= 1"};
     j.exact = top.boolean("exact", j.exact);
+    j.hysteresis = top.boolean("hysteresis", j.hysteresis);
     j.verify_tolerance = top.number("verify_tolerance", j.exact ? 0.0 : 0.05);
     if (!(j.verify_tolerance >= 0)) throw field_error{"field 'verify_tolerance' must be >= 0"};
     j.emulate = top.boolean("emulate", j.emulate);

@@ -49,6 +49,9 @@ struct job {
   // `--verify` fails the command when the largest relative difference from one plain device
   // exceeds this (exact jobs: 0 unless given; others: 0.05 unless given).
   double verify_tolerance = 0;
+  // The controller keeps its plan unless a new one gains more than the predictions' noise
+  // plus its migration over two slots (docs/MODEL.md, "Hysteresis").
+  bool hysteresis = false;  // not yet measured through the runtime: off by default
 };
 
 result<job> load_job_file(const std::string& path);

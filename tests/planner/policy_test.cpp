@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "planner/evaluate.hpp"
+#include "planner/hysteresis.hpp"
 #include "planner/policy.hpp"
 
 using namespace dynapar;
@@ -113,4 +114,45 @@ TEST_CASE("the oracle refuses instances too large to enumerate", "[unit][planner
   auto pl = (*make_policy("oracle"))->decide({p, nullptr, {}, 0});
   REQUIRE_FALSE(pl);
   CHECK(pl.err().code == "too_large");
+}
+
+TEST_CASE("hysteresis: a new plan must gain more than the noise plus its migration over its lifetime", "[unit][planner]") {
+  fixture f;
+  problem p(f.m, f.c, f.cfg);
+  const auto even = *(*make_policy("dp_even"))->decide({p, nullptr, {}, 0});
+  const auto bal = *(*make_policy("dp_balanced"))->decide({p, nullptr, {}, 0});
+  // Data parallel to data parallel on the same devices moves nothing: only the noise counts.
+  const double t_even = evaluate(p, even, &even, {})->batch_time_s, t_bal = evaluate(p, bal, &even, {})->batch_time_s;
+  REQUIRE(evaluate(p, bal, &even, {})->migration_s == 0);
+  const double gain = (t_even - t_bal) / t_even;  // no budget: the score is V T / T_floor
+  REQUIRE(gain > 0.1);
+  auto c = check_switch(p, even, bal, {}, 20, 0.5 * gain);
+  CHECK_FALSE(c.keep);
+  CHECK(c.gain == Approx(gain));
+  c = check_switch(p, even, bal, {}, 20, 1.5 * gain);
+  CHECK(c.keep);
+  CHECK(c.why.find("kept the plan") != std::string::npos);
+  // From one pipeline to data parallelism every device takes the layers it lacks (made
+  // heavy here): over a short life the migration outweighs the gain, over a long one not.
+  for (auto& l : f.m.layers) l.param_bytes *= 5;
+  const problem h(f.m, f.c, f.cfg);
+  const auto pipe = *(*make_policy("pipeline_balanced"))->decide({h, nullptr, {}, 0});
+  const auto bal_h = *(*make_policy("dp_balanced"))->decide({h, nullptr, {}, 0});
+  const auto now = evaluate(h, pipe, &pipe, {}), next = evaluate(h, bal_h, &pipe, {});
+  REQUIRE(next->migration_s > 0);
+  const double steady = next->batch_time_s - next->migration_s;
+  const double g = (now->batch_time_s - steady) / now->batch_time_s;
+  REQUIRE(g > 0);
+  const double lifetime_even = next->migration_s / (g * now->batch_time_s);  // where gain = migration share
+  REQUIRE(lifetime_even > 4);
+  c = check_switch(h, pipe, bal_h, {}, 0.5 * lifetime_even, 0);
+  CHECK(c.keep);
+  CHECK(c.threshold == Approx(next->migration_s / (0.5 * lifetime_even * now->batch_time_s)));
+  CHECK_FALSE(check_switch(h, pipe, bal_h, {}, 2 * lifetime_even, 0).keep);
+  // A current plan on a device that is gone never holds.
+  auto gone = f.c;
+  gone.devices[0].available = false;
+  problem q(f.m, gone, f.cfg);
+  const auto three = *(*make_policy("dp_balanced"))->decide({q, nullptr, {}, 0});
+  CHECK_FALSE(check_switch(q, even, three, {}, 1e9, 10).keep);
 }

@@ -132,6 +132,7 @@ int train_main(const train_options& o, const train_fn& how) {
                   {"exact", j->exact},
                   {"replans", outcome->replans},
                   {"layers_moved", outcome->layers_moved},
+                  {"plans_kept", outcome->plans_kept},
                   {"bytes_migrated", outcome->bytes_migrated},
                   {"joins", outcome->joins},
                   {"leaves", outcome->leaves},

@@ -1,0 +1,26 @@
+// Whether a proposed plan is worth moving to (issue 17, docs/MODEL.md "Hysteresis"): its
+// predicted gain per step, over the steps it is expected to last, must exceed its migration
+// plus the noise of the predictions themselves. Near-equal plans otherwise flap back and
+// forth on estimate noise, moving megabytes of layers each time. Pure.
+#pragma once
+
+#include <string>
+
+#include "planner/evaluate.hpp"
+
+namespace dynapar::planner {
+
+struct switch_check {
+  bool keep = false;         // stay on the current plan
+  double gain = 0;           // relative score gain per step, migration aside
+  double threshold = 0;      // noise + migration / (lifetime x current step time)
+  std::string why;           // for the log when kept
+};
+
+// `lifetime_steps`: steps the new plan is expected to last; `noise`: relative spread of the
+// step-time predictions (measured). A current plan that no longer fits the problem (devices
+// gone, memory) never holds.
+switch_check check_switch(const problem& p, const plan& current, const plan& proposed, const queue_state& q,
+                          double lifetime_steps, double noise);
+
+}  // namespace dynapar::planner

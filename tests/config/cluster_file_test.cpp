@@ -125,7 +125,7 @@ TEST_CASE("job files: a fault plan, and the mistakes a fault plan can make", "[u
   CHECK(ok->faults.random.kills == 2);
   const auto plan = "replan_every: 5\nfaults: {at: [{step: 7, ";
   CHECK(job_error(base + "faults: {random: {kills: 1}}").find("set replan_every") != std::string::npos);
-  CHECK(job_error(base + plan + "kind: explode}]}").find("faults.at[0].kind must be kill, slow, pause or partition") !=
+  CHECK(job_error(base + plan + "kind: explode}]}").find("faults.at[0].kind must be kill, slow, pause, partition or corrupt") !=
         std::string::npos);
   CHECK(job_error(base + plan + "kind: kill, device: 9}]}").find("faults.at[0].device 9 is not in the job's devices") !=
         std::string::npos);

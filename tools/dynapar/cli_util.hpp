@@ -18,7 +18,9 @@ int report(const error& e);
 
 // Starts this same binary with `args` (argv[0] first) as a child process; returns its pid.
 // The child runs a fresh dynapar (worker processes: launch's nodes, bench sum's workers).
-pid_t spawn_self(std::vector<std::string> args);
+// `log`: its stdout and stderr appended there ("": inherited). `own_group`: it leads a
+// process group of its own, so that kill(-pid) also reaches the processes it starts.
+pid_t spawn_self(std::vector<std::string> args, const std::string& log = "", bool own_group = false);
 
 class stopwatch {
  public:

@@ -2,7 +2,6 @@
 // (sim/chaos.hpp), each the job run with --verify in one process (`train`) or over K node
 // processes (`launch --local K --respawn-s 1`), maybe killed and resumed from its checkpoint.
 // One row per run and a verdict; a failing seed replays with --runs 1 --seed SEED.
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -73,24 +72,6 @@ result<std::string> write_job(const std::string& from, const sim::chaos_experime
   return to.string();
 }
 
-// Starts this binary in its own process group (so that a kill takes a launch's nodes too),
-// its output into `log`.
-pid_t start(std::vector<std::string> args, const std::string& log) {
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid != 0) return pid;
-  setpgid(0, 0);
-  const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (fd >= 0) {
-    dup2(fd, 1);
-    dup2(fd, 2);
-  }
-  execv("/proc/self/exe", argv.data());
-  _exit(127);
-}
-
 // The newest checkpoint's step in `dir` (-1: none yet).
 std::int64_t latest_step(const fs::path& dir) {
   std::ifstream f(dir / "latest");
@@ -158,7 +139,7 @@ row run_one(const chaos_options& o, const config::job& j, std::int64_t steps, st
   stopwatch sw;
   auto first = args;
   first.insert(first.end(), {"--checkpoint-dir", (dir / "ck").string()});
-  const pid_t pid = start(first, log);
+  const pid_t pid = spawn_self(first, log, true);
   std::function<bool()> stop;
   if (x.restart_after >= 0) stop = [&] { return latest_step(dir / "ck") >= x.restart_after; };
   r.exit_code = wait_run(pid, o.run_timeout_s, stop);
@@ -167,7 +148,7 @@ row run_one(const chaos_options& o, const config::job& j, std::int64_t steps, st
     r.restarted = true;
     auto again = args;
     again.insert(again.end(), {"--resume", (dir / "ck").string()});
-    r.exit_code = wait_run(start(again, log), o.run_timeout_s - sw.seconds(), nullptr);
+    r.exit_code = wait_run(spawn_self(again, log, true), o.run_timeout_s - sw.seconds(), nullptr);
   }
   r.wall_s = sw.seconds();
   std::ifstream f(dir / "out" / "summary.json");

@@ -88,8 +88,10 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps) {
   const data::global_sampler sampler(p.train_set.size(), s.batch, job.seed);
   s.steps = steps > 0 ? steps : job.steps > 0 ? job.steps : static_cast<std::int64_t>(job.epochs * sampler.steps_per_epoch());
   // The run's length is known: the controller paces the cost budget over its slots.
-  if (s.controller) s.controller->hysteresis = job.hysteresis;
-  if (s.controller) s.controller->budget.horizon_slots = static_cast<int>((s.steps + job.replan_every - 1) / job.replan_every);
+  if (s.controller) {
+    s.controller->hysteresis = job.hysteresis;
+    s.controller->budget.horizon_slots = static_cast<int>((s.steps + job.replan_every - 1) / job.replan_every);
+  }
   s.seed = job.seed;
   s.optimizer = opt;
   s.hash_every = job.hash_every;

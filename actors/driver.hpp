@@ -169,6 +169,9 @@ class driver {
   std::optional<planner::plan> current_;
   std::vector<caf::actor> groups_;
   std::map<int, std::vector<int>> holders_;       // layer -> device ids, plan order
+  // Devices lost since the plan in force was applied: holders_ and current_ still name them,
+  // but they hold nothing (a device back under the same id is a fresh one).
+  std::set<int> wiped_;
   std::string failure_;
   train_outcome out_;
   int replan_every_ = 0;

@@ -57,10 +57,13 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
     return make_error("device_lost", "device " + ids + " lost (" + why.message +
                                          "); going on without it needs a controller (replan_every)");
   }
+  // A layer survives if one of its holders was lost neither now nor by an earlier recovery
+  // since the plan in force was applied.
+  wiped_.insert(lost.begin(), lost.end());
   bool rollback = false;
   for (const auto& [l, ids] : holders_) {
     bool kept = false;
-    for (int id : ids) kept = kept || !lost.count(id);
+    for (int id : ids) kept = kept || !wiped_.count(id);
     rollback = rollback || !kept;
   }
   for (int id : lost) {
@@ -103,6 +106,7 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
         if (actors_.devices.count(id)) self_->send(actors_.devices.at(id), drop_atom::value, l);
     fresh_ = cut_.layers;
     current_.reset();
+    wiped_.clear();
     t = cut_.step;
     how = "rolled back to the last checkpoint";
   } else {

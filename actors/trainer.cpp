@@ -134,7 +134,8 @@ result<std::optional<plan_decision>> driver::next_plan(std::int64_t t, bool avai
     return e;
   }
   out_.plans_kept = got->kept_plans;
-  if (current_ && got->plan.groups == current_->groups) return std::optional<plan_decision>{};
+  // The same plan is no change, unless devices it uses were lost and must be refilled.
+  if (current_ && got->plan.groups == current_->groups && wiped_.empty()) return std::optional<plan_decision>{};
   return got;
 }
 
@@ -148,14 +149,14 @@ status driver::apply(const plan_decision& decision, std::int64_t t, std::int64_t
     return make_error(v.err().code, "plan before step " + std::to_string(t) + ": " + v.err().message +
                                         " (devices that joined and have not left: the plan may use only these)");
   const auto started = clock::now();
-  const auto diff = planner::diff(current_ ? &*current_ : nullptr, next, [&](int from, int to) {
-    // A lost device is never a source (recovery made sure another holder survives).
-    if (!actors_.devices.count(from)) return std::numeric_limits<double>::infinity();
-    return comm::transfer_s(link(from, to), 1e6);
-  });
+  const auto diff = planner::diff(
+      current_ ? &*current_ : nullptr, next, [&](int from, int to) { return comm::transfer_s(link(from, to), 1e6); },
+      wiped_);
   const auto me = caf::actor_cast<caf::actor>(self_);
   int pending = 0;
   for (const auto& mv : diff.moves) {
+    if (mv.from >= 0 ? !actors_.devices.count(mv.from) : current_.has_value())  // recover() rolls back first
+      return make_error("internal", "layer " + std::to_string(mv.layer) + " has no surviving holder to come from");
     const auto& target = actors_.devices.at(mv.to);
     if (mv.from < 0) {  // the first plan: fresh layers
       // The first plan: fresh layers, or a resumed run's saved ones.
@@ -206,6 +207,7 @@ status driver::apply(const plan_decision& decision, std::int64_t t, std::int64_t
     rec.bytes_migrated = bytes;
   }
   current_ = next;
+  wiped_.clear();
   sync_stale_ = true;
   if (cb_.on_plan) cb_.on_plan(pr);
   return ok_status();

@@ -87,9 +87,12 @@ std::set<int> used(const plan& p) {
 bool has(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 }  // namespace
 
-plan_diff diff(const plan* from, const plan& to, const std::function<double(int, int)>& source_cost) {
+plan_diff diff(const plan* from, const plan& to, const std::function<double(int, int)>& source_cost,
+               const std::set<int>& wiped) {
   plan_diff d;
-  const auto old = from ? placements(*from) : std::map<int, std::vector<int>>{};
+  auto old = from ? placements(*from) : std::map<int, std::vector<int>>{};
+  for (auto& [layer, ids] : old)
+    ids.erase(std::remove_if(ids.begin(), ids.end(), [&](int id) { return wiped.count(id) > 0; }), ids.end());
   const auto next = placements(to);
   for (const auto& [layer, ids] : next) {
     const auto it = old.find(layer);

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -56,7 +57,11 @@ struct plan_diff {
 };
 
 // `source_cost(from, to)` ranks the holders a layer may come from (lower first, e.g. the
-// transfer time of the link); without it the first holder in plan order is taken.
-plan_diff diff(const plan* from, const plan& to, const std::function<double(int, int)>& source_cost = {});
+// transfer time of the link); without it the first holder in plan order is taken. Devices in
+// `wiped` hold nothing any more although `from` places layers on them (lost since `from` was
+// applied, perhaps back as fresh devices under the same ids): they are no source and keep
+// nothing, and a layer whose every holder was wiped is a move with no source (-1).
+plan_diff diff(const plan* from, const plan& to, const std::function<double(int, int)>& source_cost = {},
+               const std::set<int>& wiped = {});
 
 }  // namespace dynapar::planner

@@ -80,3 +80,43 @@ TEST_CASE("a first plan is all fresh layers; the same plan is no change; sources
   CHECK(d.joined == std::vector<int>{5});
   CHECK(d.left.empty());
 }
+
+TEST_CASE("a diff over wiped devices moves from survivors only and refills the wiped") {
+  rng r(11);
+  int refills = 0, orphans = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const auto a = random_plan(r, 5), b = random_plan(r, 5);
+    std::set<int> wiped;
+    for (int id = 0; id < 8; ++id)
+      if (r.below(3) == 0) wiped.insert(id);
+    const auto d = planner::diff(&a, b, {}, wiped);
+    // What the devices really hold: the old placements less the wiped devices'.
+    placement now;
+    for (const auto& [dev, l] : of(a))
+      if (!wiped.count(dev)) now.insert({dev, l});
+    const placement before = now;
+    for (const auto& m : d.moves) {
+      REQUIRE(now.count({m.to, m.layer}) == 0);
+      if (m.from < 0) {  // only where no survivor holds the layer
+        for (const auto& [dev, l] : before) REQUIRE(l != m.layer);
+        ++orphans;
+      } else {
+        REQUIRE(before.count({m.from, m.layer}) == 1);
+      }
+      if (wiped.count(m.to) && of(a).count({m.to, m.layer})) ++refills;
+      now.insert({m.to, m.layer});
+    }
+    for (const auto& [dev, layer] : d.drops) REQUIRE(now.erase({dev, layer}) == 1);
+    CHECK(now == of(b));
+  }
+  CHECK(refills > 0);  // the random pairs did exercise both cases
+  CHECK(orphans > 0);
+  // The same plan after its device 3 was lost and came back: 3's layers move to it again.
+  planner::plan p;
+  p.groups.push_back({{3, 1}, {0, 2, 4}, 8, 8});
+  p.groups.push_back({{5}, {0, 4}, 8, 8});
+  const auto d = planner::diff(&p, p, {}, {3});
+  REQUIRE(d.moves.size() == 2);
+  for (const auto& m : d.moves) CHECK((m.to == 3 && m.from == 5 && m.layer < 2));
+  CHECK(d.drops.empty());
+}

@@ -120,6 +120,7 @@ class driver {
   double emulated_sync_s() const;
   status run_step(std::int64_t t, const std::vector<int>& samples, step_record& rec, step_measure& measure);
   status check_replicas(std::int64_t t);
+  void request_layers(std::vector<model::layer_copy>& out);
   status take_checkpoint(std::int64_t steps_done);
   // A device actor stopped: fatal for the step in flight if the plan uses it.
   void note_down(const caf::down_msg& d, bool fatal = true) {
@@ -167,6 +168,7 @@ class driver {
   std::set<int> leaving_;                         // left, still holding layers until re-planned
   double bench_ref_s_ = 0;                        // this machine's time for the benchmark
   std::optional<planner::plan> current_;
+  double predicted_s_ = 0, queue_ = 0;            // of the controller's latest decision
   std::vector<caf::actor> groups_;
   std::map<int, std::vector<int>> holders_;       // layer -> device ids, plan order
   // Devices lost since the plan in force was applied: holders_ and current_ still name them,

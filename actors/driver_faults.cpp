@@ -202,9 +202,7 @@ void driver::fire_faults(std::int64_t t) {
 status driver::take_checkpoint(std::int64_t steps_done) {
   checkpoint c;
   c.step = steps_done;
-  for (int l = 0; l < L_; ++l)
-    self_->request(actors_.devices.at(holders_.at(l).front()), timeout_, copy_atom::value, l)
-        .receive([&](model::layer_copy& x) { c.layers.push_back(std::move(x)); }, [&](caf::error& e) { failure_ = text(e); });
+  request_layers(c.layers);
   if (actors_.controller)
     self_->request(actors_.controller, timeout_, snapshot_atom::value)
         .receive([&](controller_snapshot& x) { c.controller = std::move(x); }, [&](caf::error& e) { failure_ = text(e); });
@@ -214,6 +212,13 @@ status driver::take_checkpoint(std::int64_t steps_done) {
   ++out_.checkpoints;
   cb_.on_checkpoint(std::move(c));
   return ok_status();
+}
+
+// One replica of every layer (from its first holder) into `out`; failures land in failure_.
+void driver::request_layers(std::vector<model::layer_copy>& out) {
+  for (int l = 0; l < L_; ++l)
+    self_->request(actors_.devices.at(holders_.at(l).front()), timeout_, copy_atom::value, l)
+        .receive([&](model::layer_copy& x) { out.push_back(std::move(x)); }, [&](caf::error& e) { failure_ = text(e); });
 }
 
 // Replicas of a layer must stay bit-identical (FORMULATION invariant 3).

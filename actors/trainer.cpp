@@ -134,6 +134,8 @@ result<std::optional<plan_decision>> driver::next_plan(std::int64_t t, bool avai
     return e;
   }
   out_.plans_kept = got->kept_plans;
+  predicted_s_ = got->predicted_s;
+  queue_ = got->queue;
   // The same plan is no change, unless devices it uses were lost and must be refilled.
   if (current_ && got->plan.groups == current_->groups && wiped_.empty()) return std::optional<plan_decision>{};
   return got;
@@ -415,6 +417,8 @@ result<train_outcome> driver::run() {
       fresh_.clear();
     }
     if (!current_) return make_error("bad_job", "no plan before step " + std::to_string(t));
+    rec.predicted_s = predicted_s_;
+    rec.cost_queue = queue_;
     for (int id : leaving_)
       for (const auto& g : current_->groups)
         if (std::count(g.devices.begin(), g.devices.end(), id))
@@ -465,16 +469,19 @@ result<train_outcome> driver::run() {
     status after = ok_status();
     if (s_.hash_every > 0 && (t + 1) % s_.hash_every == 0) after = check_replicas(t);
     if (after && s_.checkpoint_every > 0 && (t + 1) % s_.checkpoint_every == 0) after = take_checkpoint(t + 1);
+    if (after && cb_.on_epoch && (t + 1) % sampler.steps_per_epoch() == 0) {
+      std::vector<model::layer_copy> layers;
+      request_layers(layers);
+      after = check("collecting the layers after epoch " + std::to_string((t + 1) / sampler.steps_per_epoch()));
+      if (after) cb_.on_epoch((t + 1) / sampler.steps_per_epoch(), layers);
+    }
     if (!after) {
       std::int64_t resume_at = t + 1;
       if (auto r = recover(resume_at, false, after.err(), ledger, sampler); !r) return r.err();
       t = resume_at - 1;
     }
   }
-  for (int l = 0; l < L_; ++l)
-    self_->request(actors_.devices.at(holders_.at(l).front()), timeout_, copy_atom::value, l)
-        .receive([&](model::layer_copy& c) { out_.final_layers.push_back(std::move(c)); },
-                 [&](caf::error& e) { failure_ = text(e); });
+  request_layers(out_.final_layers);
   if (auto st = check("collecting the trained layers"); !st) return st.err();
   out_.final_plan = *current_;
   out_.steps = s_.steps;

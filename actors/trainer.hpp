@@ -134,6 +134,8 @@ struct step_record {
   double migration_s = 0;            // moving layers before this step
   double bytes_migrated = 0;
   double cost = 0;                   // sum of the used devices' price x time_s
+  double predicted_s = 0;            // the controller's prediction for the plan in force (0: none)
+  double cost_queue = 0;             // the controller's cost queue at its latest decision
   std::vector<stage_timing> stages;
 };
 
@@ -166,6 +168,8 @@ struct train_callbacks {
   std::function<void(const plan_record&)> on_plan;
   std::function<void(checkpoint)> on_checkpoint;  // should not block: write in the background
   std::function<void(const fault_record&)> on_fault;
+  // After each epoch's last step: the epoch (1-based) and one replica of every layer.
+  std::function<void(std::int64_t, const std::vector<model::layer_copy>&)> on_epoch;
 };
 
 struct train_outcome {

@@ -68,6 +68,16 @@ std::string describe(const plan& p) {
   return os.str();
 }
 
+std::string brief(const plan& p) {
+  std::string out;
+  for (const auto& g : p.groups) {
+    out += out.empty() ? "[" : " [";
+    for (std::size_t j = 0; j < g.devices.size(); ++j) out += (j ? ">" : "") + std::to_string(g.devices[j]);
+    out += "]:" + std::to_string(g.share);
+  }
+  return out;
+}
+
 namespace {
 // layer -> device ids holding it, plan order.
 std::map<int, std::vector<int>> placements(const plan& p) {

@@ -38,6 +38,8 @@ status validate(const plan& p, int num_layers, int batch, const std::vector<int>
 
 // Human-readable one-liner: "g0[3>1>2 | 0,4,9,12] b=96 u=8; g1[...]".
 std::string describe(const plan& p);
+// The short form for a status line: each group's pipeline and share, "[0]:56 [1>3>2]:40".
+std::string brief(const plan& p);
 
 // A plan change as the devices see it (the repartition the runtime applies between steps):
 // every (device, layer) placement of `to` that its device did not hold under `from` is a

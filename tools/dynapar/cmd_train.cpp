@@ -5,7 +5,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iomanip>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +20,8 @@
 #include "data/sampler.hpp"
 #include "logging/logging.hpp"
 #include "model/api.hpp"
+#include "report/progress.hpp"
+#include "report/summary_text.hpp"
 
 namespace dynapar::cli {
 namespace {
@@ -63,11 +64,25 @@ int train_main(const train_options& o, const train_fn& how) {
   if (ec) return report(make_error("io", "cannot create '" + o.out + "': " + ec.message()));
   std::ofstream metrics(fs::path(o.out) / "metrics.jsonl");
   std::ofstream plans(fs::path(o.out) / "plans.jsonl");
+  // The live status: one line kept up to date on a terminal, plain lines in a log.
   const bool tty = isatty(STDERR_FILENO);
   stopwatch sw;
+  report::progress_meter meter(steps, batch);
+  bool status_shown = false;
+  auto status_line = [&](bool finish) {
+    if (!tty) return;
+    std::cerr << "\r" << meter.line() << "\033[K" << (finish ? "\n" : "") << std::flush;
+    status_shown = !finish;
+  };
+  auto log_line = [&](auto&&... args) {  // a log line does not land inside the status line
+    if (status_shown) std::cerr << "\r\033[K";
+    status_shown = false;
+    log->info(std::forward<decltype(args)>(args)...);
+  };
   actors::train_callbacks cb;
   cb.on_plan = [&](const actors::plan_record& r) {
     if (r.step == 0) first_plan = r.plan;
+    meter.plan(planner::brief(r.plan));
     plans << json{{"step", r.step},
                   {"slot", r.slot},
                   {"plan", config::plan_to_json(r.plan)},
@@ -82,31 +97,41 @@ int train_main(const train_options& o, const train_fn& how) {
                   {"left", r.left}}
                  .dump()
           << "\n" << std::flush;  // followed live (tests/cli/launch_elastic.sh)
-    if (r.step > 0) {
-      if (tty) std::cerr << "\n";
-      log->info("step {}: new plan {} ({} layers moved, {:.1f} MB): {}", r.step, planner::describe(r.plan), r.layers_moved,
-                r.bytes_migrated / 1e6, r.reason);
-    }
+    if (r.step > 0)
+      log_line("step {}: new plan {} ({} layers moved, {:.1f} MB): {}", r.step, planner::describe(r.plan), r.layers_moved,
+               r.bytes_migrated / 1e6, r.reason);
   };
+  double epoch_loss = 0;
+  int epoch_steps = 0;
   cb.on_step = [&](const actors::step_record& r) {
     json stages = json::array();
     for (const auto& st : r.stages)
       stages.push_back({{"device", st.device}, {"compute_s", st.compute_s}, {"wait_s", st.wait_s}, {"messages", st.messages}});
     metrics << json{{"step", r.step},         {"loss", r.loss},       {"time_s", r.time_s},
                     {"pipeline_s", r.pipeline_s}, {"sync_s", r.sync_s}, {"update_s", r.update_s}, {"migration_s", r.migration_s},
-                    {"bytes_migrated", r.bytes_migrated}, {"cost", r.cost}, {"stages", stages}}
+                    {"bytes_migrated", r.bytes_migrated}, {"cost", r.cost}, {"predicted_s", r.predicted_s},
+                    {"cost_queue", r.cost_queue}, {"stages", stages}}
                    .dump()
             << "\n" << std::flush;
-    if (tty && (r.step % 10 == 0 || r.step + 1 == steps)) {
-      const int width = 30, filled = static_cast<int>(width * (r.step + 1) / steps);
-      std::cerr << "\r[" << std::string(filled, '#') << std::string(width - filled, '.') << "] step " << r.step + 1 << "/" << steps
-                << "  loss " << std::fixed << std::setprecision(4) << r.loss << "  " << std::setprecision(0)
-                << batch / r.time_s << " samples/s" << std::defaultfloat << std::flush;
-      if (r.step + 1 == steps) std::cerr << "\n";
-    }
+    epoch_loss += r.loss;
+    ++epoch_steps;
+    meter.step(r.step, r.time_s, r.loss, sw.seconds());
+    if (tty)
+      status_line(r.step + 1 == steps);
+    else if (meter.plain_due())
+      log->info("{}", meter.line());
+  };
+  cb.on_epoch = [&](std::int64_t epoch, const std::vector<model::layer_copy>& layers) {
+    const double acc = model::accuracy(layers, test_set);
+    const std::int64_t per_epoch = std::max(1, prep->train_set.size() / batch);
+    log_line("epoch {}/{}: train loss {:.4f}, test accuracy {:.4f}", epoch, (steps + per_epoch - 1) / per_epoch,
+             epoch_steps > 0 ? epoch_loss / epoch_steps : 0.0, acc);
+    epoch_loss = 0;
+    epoch_steps = 0;
   };
   // Faults share metrics.jsonl with the steps, told apart by "event" (docs/FORMATS.md).
   cb.on_fault = [&](const actors::fault_record& r) {
+    if (r.event == "injected") meter.fault();
     metrics << json{{"event", r.event}, {"step", r.step},     {"kind", r.kind},       {"device", r.device},
                     {"source", r.source}, {"detail", r.detail}, {"seconds", r.seconds}}
                    .dump()
@@ -140,6 +165,7 @@ int train_main(const train_options& o, const train_fn& how) {
                   {"budget", j->cluster.budget.has_cost() ? json(j->cluster.budget.cost_per_slot) : json(nullptr)},
                   {"emulation_scale", scale},
                   {"final_plan", config::plan_to_json(outcome->final_plan)},
+                  {"final_plan_brief", planner::brief(outcome->final_plan)},
                   {"resumed_from_step", outcome->resumed_from},
                   {"faults_injected", outcome->faults_injected},
                   {"devices_lost", outcome->devices_lost},
@@ -164,7 +190,7 @@ int train_main(const train_options& o, const train_fn& how) {
     summary["verified"] = diff <= j->verify_tolerance;
   }
   std::ofstream(fs::path(o.out) / "summary.json") << summary.dump(2) << "\n";
-  std::cout << summary.dump(2) << "\n";
+  std::cout << report::human_summary(summary, o.out);
   if (!o.verify) return exit_ok;
   // NaN compares false both ways: a run that diverged to NaN fails too.
   if (!(diff <= j->verify_tolerance)) {

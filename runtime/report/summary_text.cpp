@@ -1,0 +1,61 @@
+#include "report/summary_text.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+#include "report/progress.hpp"
+
+namespace dynapar::report {
+namespace {
+using nlohmann::json;
+
+double num(const json& s, const char* key, double otherwise = 0) {
+  const auto it = s.find(key);
+  return it != s.end() && it->is_number() ? it->get<double>() : otherwise;
+}
+
+std::string fmt(const char* f, double a) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, a);
+  return buf;
+}
+}  // namespace
+
+std::string human_summary(const json& s, const std::string& out_dir) {
+  std::string out;
+  const auto steps = static_cast<long long>(num(s, "steps"));
+  out += "dynapar: " + s.value("job", std::string("job")) + " (" + s.value("model", std::string("?")) + "): " +
+         std::to_string(steps) + " steps of " + std::to_string(static_cast<long long>(num(s, "batch"))) + " samples in " +
+         clock_text(num(s, "wall_s")) + "\n";
+  out += "  test accuracy " + fmt("%.4f", num(s, "final_test_accuracy"));
+  if (s.contains("reference_max_rel_diff")) {
+    const double d = num(s, "reference_max_rel_diff", NAN);
+    out += "; one plain device: " + fmt("%.4f", num(s, "reference_test_accuracy")) + ", max relative difference " +
+           fmt("%.3g", d) + (s.value("verified", false) ? " (verified)" : " (OVER the tolerance)");
+  }
+  out += "\n";
+  out += "  " + fmt("%.1f", 1e3 * num(s, "mean_step_time_s")) + " ms a step, " + fmt("%.0f", num(s, "samples_per_s")) +
+         " samples/s\n";
+  out += "  plans: " + std::to_string(static_cast<int>(num(s, "replans"))) + " changes, " +
+         fmt("%.1f", num(s, "bytes_migrated") / 1e6) + " MB of layers moved, " + std::to_string(static_cast<int>(num(s, "joins"))) +
+         " joins, " + std::to_string(static_cast<int>(num(s, "leaves"))) + " leaves";
+  if (num(s, "plans_kept") > 0) out += ", " + std::to_string(static_cast<int>(num(s, "plans_kept"))) + " changes not worth it";
+  out += "\n";
+  if (s.contains("budget") && s["budget"].is_number()) {
+    const double b = s["budget"].get<double>(), c = num(s, "avg_cost");
+    out += "  cost " + fmt("%.5g", c) + " a step against the budget " + fmt("%.5g", b) + " (" + fmt("%+.1f", 100 * (c / b - 1)) +
+           " %)\n";
+  }
+  if (num(s, "faults_injected") > 0 || num(s, "devices_lost") > 0)
+    out += "  faults: " + std::to_string(static_cast<int>(num(s, "faults_injected"))) + " injected, " +
+           std::to_string(static_cast<int>(num(s, "devices_lost"))) + " devices lost, " +
+           std::to_string(static_cast<int>(num(s, "recoveries"))) + " recoveries (longest " + fmt("%.2f", num(s, "max_recovery_s")) +
+           " s)\n";
+  out += "  samples lost " + std::to_string(static_cast<long long>(num(s, "samples_lost"))) + ", applied twice " +
+         std::to_string(static_cast<long long>(num(s, "samples_duplicated"))) + "\n";
+  if (s.contains("final_plan_brief")) out += "  final plan " + s["final_plan_brief"].get<std::string>() + "\n";
+  out += "  files: " + out_dir + "/summary.json (all figures), metrics.jsonl, plans.jsonl; plots: dynapar report " + out_dir + "\n";
+  return out;
+}
+
+}  // namespace dynapar::report

@@ -19,6 +19,8 @@ packages=(
   libtorch-dev libopenblas0-pthread
   libspdlog-dev catch2 libyaml-cpp-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
   dataset-fashion-mnist gnuplot-nox
+  libcpp-httplib-dev                          # the live dashboard
+  chromium chromium-driver python3-selenium   # its test in a real headless browser
 )
 
 install_packages() {
@@ -52,9 +54,10 @@ build
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 case "$mode" in
   demo)
-    echo "bootstrap: demo: the CNN on Fashion-MNIST over 4 emulated heterogeneous devices, re-planned online (a few minutes on 2 cores)"
-    build/bin/dynapar plan --cluster examples/clusters/paper_like.yaml --model vgg16
-    build/bin/dynapar train examples/jobs/fashion_mnist_hetero.yaml --verify --out out/demo
+    echo "bootstrap: demo: the CNN on Fashion-MNIST over 6 emulated devices (2 GPU-class, 4 edge devices too small for the model alone),"
+    echo "  re-planned online by joint_lyapunov, then dp_even and dp_balanced side by side on the same devices (a few minutes on 2 cores)"
+    build/bin/dynapar train examples/jobs/flagship.yaml --verify --compare dp_even,dp_balanced --out out/demo
+    build/bin/dynapar report out/demo
     ;;
   test)
     (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 600)

@@ -41,6 +41,15 @@ std::string human_summary(const json& s, const std::string& out_dir) {
          " joins, " + std::to_string(static_cast<int>(num(s, "leaves"))) + " leaves";
   if (num(s, "plans_kept") > 0) out += ", " + std::to_string(static_cast<int>(num(s, "plans_kept"))) + " changes not worth it";
   out += "\n";
+  if (s.contains("compare") && s["compare"].is_array() && !s["compare"].empty()) {
+    const auto& c = s["compare"];
+    out += "  side by side, steps 0-" + std::to_string(c[0].value("steps", 0) - 1) + " on the same emulated devices (" +
+           fmt("%.1f", 1e3 * c[0].value("this_run_mean_step_time_s", 0.0)) + " ms a step here):";
+    for (std::size_t i = 0; i < c.size(); ++i)
+      out += std::string(i ? "," : "") + " " + fmt("%.2f", c[i].value("speedup", 0.0)) + "x faster than " +
+             c[i].value("policy", std::string("?")) + " (" + fmt("%.1f", 1e3 * c[i].value("mean_step_time_s", 0.0)) + " ms)";
+    out += "\n";
+  }
   if (s.contains("budget") && s["budget"].is_number()) {
     const double b = s["budget"].get<double>(), c = num(s, "avg_cost");
     out += "  cost " + fmt("%.5g", c) + " a step against the budget " + fmt("%.5g", b) + " (" + fmt("%+.1f", 100 * (c / b - 1)) +

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,8 @@
 #include "data/sampler.hpp"
 #include "logging/logging.hpp"
 #include "model/api.hpp"
+#include "planner/policy.hpp"
+#include "live_dashboard.hpp"
 #include "report/progress.hpp"
 #include "report/summary_text.hpp"
 
@@ -27,6 +30,38 @@ namespace dynapar::cli {
 namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+// The job's first compare_steps steps again under each policy of o.compare, on the same
+// emulated devices and dynamics (a fresh controller each); step times against this run's.
+result<json> compare_policies(const prepared_job& prep, const train_options& o, const std::map<std::int64_t, double>& ours) {
+  const auto& s = prep.settings;
+  if (!s.controller) return make_error("bad_flag", "--compare needs a job re-planned online (replan_every > 0)");
+  const auto n = std::min(o.compare_steps, s.steps);
+  double mine = 0;
+  for (const auto& [step, time] : ours)
+    if (step < n) mine += time / static_cast<double>(n);
+  json out = json::array();
+  for (const auto& name : o.compare) {
+    if (auto p = planner::make_policy(name); !p) return make_error("bad_flag", "--compare: " + p.err().message);
+    auto other = s;
+    other.steps = n;
+    other.controller->policy = name;
+    other.controller->budget.horizon_slots = static_cast<int>((n + s.slot_steps - 1) / s.slot_steps);
+    other.resume.reset();
+    other.controller->restore.reset();
+    logging::get("train")->info("side by side: {} trains steps 0-{} on the same emulated devices", name, n - 1);
+    double total = 0;
+    actors::train_callbacks cb;
+    std::map<std::int64_t, double> times;
+    cb.on_step = [&](const actors::step_record& r) { times[r.step] = r.time_s; };
+    auto run = actors::train(*prep.model, prep.train_set, other, cb);
+    if (!run) return make_error(run.err().code, "--compare " + name + ": " + run.err().message);
+    for (const auto& [step, time] : times) total += time / static_cast<double>(n);
+    out.push_back({{"policy", name}, {"steps", n}, {"mean_step_time_s", total}, {"this_run_mean_step_time_s", mine},
+                   {"speedup", mine > 0 ? total / mine : 0.0}});
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -64,6 +99,15 @@ int train_main(const train_options& o, const train_fn& how) {
   if (ec) return report(make_error("io", "cannot create '" + o.out + "': " + ec.message()));
   std::ofstream metrics(fs::path(o.out) / "metrics.jsonl");
   std::ofstream plans(fs::path(o.out) / "plans.jsonl");
+  std::unique_ptr<live_dashboard> board;
+  if (o.dashboard_port >= 0) {
+    auto srv = dashboard::server::start({o.dashboard_host, o.dashboard_port});
+    if (!srv) return report(srv.err());
+    board = std::make_unique<live_dashboard>(std::move(*srv), *prep);
+    const std::string url = "http://" + o.dashboard_host + ":" + std::to_string(board->port()) + "/";
+    std::ofstream(fs::path(o.out) / "dashboard.url") << url << "\n";
+    log->info("dashboard: {} (JSON at {}api/state, Prometheus at {}metrics)", url, url, url);
+  }
   // The live status: one line kept up to date on a terminal, plain lines in a log.
   const bool tty = isatty(STDERR_FILENO);
   stopwatch sw;
@@ -83,6 +127,7 @@ int train_main(const train_options& o, const train_fn& how) {
   cb.on_plan = [&](const actors::plan_record& r) {
     if (r.step == 0) first_plan = r.plan;
     meter.plan(planner::brief(r.plan));
+    if (board) board->plan(r);
     plans << json{{"step", r.step},
                   {"slot", r.slot},
                   {"plan", config::plan_to_json(r.plan)},
@@ -101,6 +146,7 @@ int train_main(const train_options& o, const train_fn& how) {
       log_line("step {}: new plan {} ({} layers moved, {:.1f} MB): {}", r.step, planner::describe(r.plan), r.layers_moved,
                r.bytes_migrated / 1e6, r.reason);
   };
+  std::map<std::int64_t, double> step_times;
   double epoch_loss = 0;
   int epoch_steps = 0;
   cb.on_step = [&](const actors::step_record& r) {
@@ -113,9 +159,11 @@ int train_main(const train_options& o, const train_fn& how) {
                     {"cost_queue", r.cost_queue}, {"stages", stages}}
                    .dump()
             << "\n" << std::flush;
+    step_times[r.step] = r.time_s;  // a re-run step: its last attempt
     epoch_loss += r.loss;
     ++epoch_steps;
     meter.step(r.step, r.time_s, r.loss, sw.seconds());
+    if (board) board->step(r, meter);
     if (tty)
       status_line(r.step + 1 == steps);
     else if (meter.plain_due())
@@ -126,12 +174,14 @@ int train_main(const train_options& o, const train_fn& how) {
     const std::int64_t per_epoch = std::max(1, prep->train_set.size() / batch);
     log_line("epoch {}/{}: train loss {:.4f}, test accuracy {:.4f}", epoch, (steps + per_epoch - 1) / per_epoch,
              epoch_steps > 0 ? epoch_loss / epoch_steps : 0.0, acc);
+    if (board) board->epoch(epoch, acc);
     epoch_loss = 0;
     epoch_steps = 0;
   };
   // Faults share metrics.jsonl with the steps, told apart by "event" (docs/FORMATS.md).
   cb.on_fault = [&](const actors::fault_record& r) {
     if (r.event == "injected") meter.fault();
+    if (board) board->fault(r);
     metrics << json{{"event", r.event}, {"step", r.step},     {"kind", r.kind},       {"device", r.device},
                     {"source", r.source}, {"detail", r.detail}, {"seconds", r.seconds}}
                    .dump()
@@ -175,6 +225,11 @@ int train_main(const train_options& o, const train_fn& how) {
                   {"max_recovery_s", outcome->max_recovery_s},
                   {"checkpoints", outcome->checkpoints},
                   {"wall_s", sw.seconds()}};
+  if (!o.compare.empty()) {
+    auto side = compare_policies(*prep, o, step_times);
+    if (!side) return report(side.err());
+    summary["compare"] = *side;
+  }
   double diff = 0;
   if (o.verify) {
     log->info("verify: the same {} steps on one plain device", steps);
@@ -190,6 +245,7 @@ int train_main(const train_options& o, const train_fn& how) {
     summary["verified"] = diff <= j->verify_tolerance;
   }
   std::ofstream(fs::path(o.out) / "summary.json") << summary.dump(2) << "\n";
+  if (board) board->finish(summary);
   std::cout << report::human_summary(summary, o.out);
   if (!o.verify) return exit_ok;
   // NaN compares false both ways: a run that diverged to NaN fails too.
@@ -200,6 +256,13 @@ int train_main(const train_options& o, const train_fn& how) {
   }
   std::cerr << "dynapar: verify ok: max relative difference from one plain device " << diff << " <= " << j->verify_tolerance << "\n";
   return exit_ok;
+}
+
+void add_dashboard_flags(CLI::App* sub, train_options& o) {
+  sub->add_option("--dashboard", o.dashboard_port,
+                  "Serve a live dashboard (web page, /api/state JSON, /metrics for Prometheus) on this port; 0: any free port")
+      ->check(CLI::Range(0, 65535));
+  sub->add_option("--dashboard-host", o.dashboard_host, "Address the dashboard binds (default 127.0.0.1, loopback only)");
 }
 
 void add_checkpoint_flags(CLI::App* sub, train_options& o) {
@@ -235,7 +298,13 @@ void add_train(CLI::App& app, runner& run) {
   sub->add_option("--out", o->out, "Directory for metrics.jsonl and summary.json (default out/train)");
   sub->add_flag("--verify", o->verify, "Also run the job on one plain device and report reference_max_rel_diff");
   sub->add_option("--steps", o->steps, "Override the job's length")->check(CLI::Range(1, 100000000));
+  sub->add_option("--compare", o->compare, "After the run, train the first --compare-steps steps with these policies too "
+                                           "(comma-separated, e.g. dp_even,dp_balanced) and compare step times")
+      ->delimiter(',');
+  sub->add_option("--compare-steps", o->compare_steps, "Steps of each side-by-side run (default 100)")
+      ->check(CLI::Range(1, 100000000));
   add_checkpoint_flags(sub, *o);
+  add_dashboard_flags(sub, *o);
   sub->callback([o, &run] { run = [o] { return train_main(*o, nullptr); }; });
 
   auto p = std::make_shared<std::tuple<std::string, int, int, std::string>>("", 64, 5, "");

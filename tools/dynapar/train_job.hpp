@@ -20,6 +20,13 @@ struct train_options {
   std::string checkpoint_dir;   // write checkpoints here (docs/RELIABILITY.md)
   int checkpoint_every = 0;     // steps between checkpoints (0: none; default 50 with a dir)
   std::string resume;           // continue from the newest checkpoint in this directory
+  // Side by side (train only): after the run, these policies train the job's first
+  // compare_steps steps on the same emulated devices, and the summary compares step times.
+  std::vector<std::string> compare;
+  std::int64_t compare_steps = 100;  // The live dashboard (runtime/dashboard): off unless a port is given (0: any free port,
+  // written to OUT/dashboard.url).
+  int dashboard_port = -1;
+  std::string dashboard_host = "127.0.0.1";
 };
 
 using train_fn = std::function<result<actors::train_outcome>(prepared_job&, const actors::train_callbacks&)>;
@@ -27,5 +34,7 @@ using train_fn = std::function<result<actors::train_outcome>(prepared_job&, cons
 int train_main(const train_options& o, const train_fn& how);
 // --checkpoint-dir, --checkpoint-every, --resume.
 void add_checkpoint_flags(CLI::App* sub, train_options& o);
+// --dashboard PORT, --dashboard-host.
+void add_dashboard_flags(CLI::App* sub, train_options& o);
 
 }  // namespace dynapar::cli

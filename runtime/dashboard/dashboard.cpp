@@ -1,0 +1,97 @@
+#include "dashboard/dashboard.hpp"
+
+#include <httplib.h>
+
+#include <sstream>
+#include <thread>
+
+namespace dynapar::dashboard {
+
+struct server::impl {
+  httplib::Server http;
+  std::thread thread;
+  std::mutex mu;
+  std::string state = "{}";  // the latest published state, serialised once
+  nlohmann::json state_json = nlohmann::json::object();
+};
+
+result<std::unique_ptr<server>> server::start(const dashboard_config& c) {
+  auto p = std::make_unique<impl>();
+  auto* raw = p.get();
+  p->http.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content(page_html(), "text/html; charset=utf-8"); });
+  p->http.Get("/api/state", [raw](const httplib::Request&, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(raw->mu);
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(raw->state, "application/json");
+  });
+  p->http.Get("/metrics", [raw](const httplib::Request&, httplib::Response& res) {
+    std::string text;
+    {
+      std::lock_guard<std::mutex> lock(raw->mu);
+      text = prometheus_text(raw->state_json);
+    }
+    res.set_content(text, "text/plain; version=0.0.4");
+  });
+  int port = c.port;
+  if (port == 0) {
+    port = p->http.bind_to_any_port(c.host.c_str());
+    if (port < 0) return make_error("bad_address", "dashboard: cannot bind " + c.host + " on any port");
+  } else if (!p->http.bind_to_port(c.host.c_str(), port)) {
+    return make_error("bad_address", "dashboard: cannot bind " + c.host + ":" + std::to_string(port) +
+                                         " (in use? --dashboard-port 0 takes a free one)");
+  }
+  p->thread = std::thread([raw] { raw->http.listen_after_bind(); });
+  return std::unique_ptr<server>(new server(std::move(p), port));
+}
+
+server::server(std::unique_ptr<impl> p, int port) : p_(std::move(p)), port_(port) {}
+
+server::~server() {
+  p_->http.stop();
+  if (p_->thread.joinable()) p_->thread.join();
+}
+
+void server::publish(nlohmann::json state) {
+  auto text = state.dump();
+  std::lock_guard<std::mutex> lock(p_->mu);
+  p_->state = std::move(text);
+  p_->state_json = std::move(state);
+}
+
+namespace {
+void metric(std::ostringstream& os, const char* name, const char* help, const char* type, const nlohmann::json& v,
+            const std::string& labels = "") {
+  if (!v.is_number()) return;
+  os << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+  os << name << labels << " " << v.get<double>() << "\n";
+}
+nlohmann::json at(const nlohmann::json& s, const char* key) { return s.is_object() && s.contains(key) ? s[key] : nlohmann::json(); }
+}  // namespace
+
+std::string prometheus_text(const nlohmann::json& s) {
+  std::ostringstream os;
+  metric(os, "dynapar_step", "Steps done", "gauge", at(s, "step"));
+  metric(os, "dynapar_steps_total", "Steps of the job", "gauge", at(s, "steps"));
+  metric(os, "dynapar_step_time_seconds", "Last step's wall time", "gauge", at(s, "step_time_s"));
+  metric(os, "dynapar_samples_per_second", "Recent training throughput", "gauge", at(s, "samples_per_s"));
+  metric(os, "dynapar_loss", "Recent mean training loss", "gauge", at(s, "loss"));
+  metric(os, "dynapar_cost_per_step", "Last step's cost (price x time)", "gauge", at(s, "cost"));
+  metric(os, "dynapar_cost_queue", "The controller's cost queue backlog", "gauge", at(s, "cost_queue"));
+  metric(os, "dynapar_budget_per_step", "The cost budget per step", "gauge", at(s, "budget"));
+  metric(os, "dynapar_plan_changes_total", "Plan changes so far", "counter", at(s, "plan_changes"));
+  metric(os, "dynapar_faults_injected_total", "Faults injected so far", "counter", at(s, "faults"));
+  const auto devices = at(s, "devices");
+  if (devices.is_array() && !devices.empty()) {
+    os << "# HELP dynapar_device_compute_seconds A device's compute time in the last step\n"
+          "# TYPE dynapar_device_compute_seconds gauge\n";
+    for (const auto& d : devices)
+      if (d.contains("compute_s") && d["compute_s"].is_number())
+        os << "dynapar_device_compute_seconds{device=\"" << d.value("id", -1) << "\"} " << d["compute_s"].get<double>() << "\n";
+    os << "# HELP dynapar_device_in_plan 1 if the plan in force uses the device\n# TYPE dynapar_device_in_plan gauge\n";
+    for (const auto& d : devices)
+      os << "dynapar_device_in_plan{device=\"" << d.value("id", -1) << "\"} " << (d.value("state", "") == "in plan" ? 1 : 0) << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace dynapar::dashboard

@@ -1,0 +1,72 @@
+#!/usr/bin/python3
+"""dashboard_browser.py DYNAPAR JOB OUT: a short `dynapar train --dashboard 0` run is watched
+in a real headless Chromium (Selenium): the page must show the plan in force (a stage box per
+device of the plan the run wrote to plans.jsonl) and a step counter that advances; /metrics
+and /api/state must agree with it. Leaves OUT/dashboard.png (a screenshot)."""
+import json, os, re, subprocess, sys, time, urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+binary, job, out = sys.argv[1:4]
+os.makedirs(out, exist_ok=True)
+url_file = os.path.join(out, "dashboard.url")
+if os.path.exists(url_file):
+    os.remove(url_file)
+env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+run = subprocess.Popen([binary, "train", job, "--steps", "60", "--out", out, "--dashboard", "0"],
+                       stdout=subprocess.DEVNULL, stderr=open(os.path.join(out, "train.log"), "w"), env=env)
+driver = None
+try:
+    for _ in range(600):
+        if os.path.exists(url_file) and open(url_file).read().strip():
+            break
+        assert run.poll() is None, "the run ended before serving the dashboard (see train.log)"
+        time.sleep(0.1)
+    url = open(url_file).read().strip()
+    opts = Options()
+    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,900"]:
+        opts.add_argument(a)
+    opts.binary_location = "/usr/bin/chromium"
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    driver.get(url)
+
+    def step_shown():
+        m = re.match(r"step (\d+) / 60", driver.find_element(By.ID, "step").text)
+        return int(m.group(1)) if m else None
+
+    deadline = time.time() + 60
+    first = None
+    while time.time() < deadline:
+        first = step_shown()
+        if first and driver.find_elements(By.CSS_SELECTOR, "#plan .stage"):
+            break
+        time.sleep(0.2)
+    assert first, "no step counter on the page: " + driver.find_element(By.ID, "step").text
+    # The plan drawn: one stage box per device of the plan in force, as plans.jsonl has it.
+    plans = [json.loads(l) for l in open(os.path.join(out, "plans.jsonl")) if l.strip()]
+    stages = driver.find_elements(By.CSS_SELECTOR, "#plan .stage")
+    assert stages, "no plan drawn"
+    shown = sorted(int(re.match(r"d(\d+)", s.text).group(1)) for s in stages)
+    candidates = [sorted(d for g in p["plan"]["groups"] for d in g["devices"]) for p in plans]
+    assert shown in candidates, (shown, candidates)
+    # The counter advances while the run goes on.
+    later = first
+    while time.time() < deadline and later <= first:
+        time.sleep(0.3)
+        later = step_shown() or first
+    assert later > first, f"the step counter stayed at {first}"
+    driver.save_screenshot(os.path.join(out, "dashboard.png"))
+    state = json.load(urllib.request.urlopen(url + "api/state"))
+    metrics = urllib.request.urlopen(url + "metrics").read().decode()
+    m = re.search(r"^dynapar_step (\d+)", metrics, re.M)
+    assert m and int(m.group(1)) >= later, metrics[:300]
+    assert state["steps"] == 60 and state["plan"], state
+    print(f"ok: page showed steps {first} -> {later}, plan devices {shown}")
+finally:
+    if driver:
+        driver.quit()
+    run.terminate()
+    run.wait(30)

@@ -47,7 +47,8 @@ std::string human_summary(const json& s, const std::string& out_dir) {
            fmt("%.1f", 1e3 * c[0].value("this_run_mean_step_time_s", 0.0)) + " ms a step here):";
     for (std::size_t i = 0; i < c.size(); ++i)
       out += std::string(i ? "," : "") + " " + fmt("%.2f", c[i].value("speedup", 0.0)) + "x faster than " +
-             c[i].value("policy", std::string("?")) + " (" + fmt("%.1f", 1e3 * c[i].value("mean_step_time_s", 0.0)) + " ms)";
+             c[i].value("policy", std::string("?")) + " (" + fmt("%.1f", 1e3 * c[i].value("mean_step_time_s", 0.0)) + " ms" +
+             (c[i].contains("avg_cost") ? ", cost " + fmt("%.4g", c[i]["avg_cost"].get<double>()) : std::string()) + ")";
     out += "\n";
   }
   if (s.contains("budget") && s["budget"].is_number()) {

@@ -52,13 +52,17 @@ result<json> compare_policies(const prepared_job& prep, const train_options& o, 
     logging::get("train")->info("side by side: {} trains steps 0-{} on the same emulated devices", name, n - 1);
     double total = 0;
     actors::train_callbacks cb;
-    std::map<std::int64_t, double> times;
-    cb.on_step = [&](const actors::step_record& r) { times[r.step] = r.time_s; };
+    std::map<std::int64_t, std::pair<double, double>> times;  // step -> time, cost
+    cb.on_step = [&](const actors::step_record& r) { times[r.step] = {r.time_s, r.cost}; };
     auto run = actors::train(*prep.model, prep.train_set, other, cb);
     if (!run) return make_error(run.err().code, "--compare " + name + ": " + run.err().message);
-    for (const auto& [step, time] : times) total += time / static_cast<double>(n);
+    double cost = 0;
+    for (const auto& [step, tc] : times) {
+      total += tc.first / static_cast<double>(n);
+      cost += tc.second / static_cast<double>(n);
+    }
     out.push_back({{"policy", name}, {"steps", n}, {"mean_step_time_s", total}, {"this_run_mean_step_time_s", mine},
-                   {"speedup", mine > 0 ? total / mine : 0.0}});
+                   {"speedup", mine > 0 ? total / mine : 0.0}, {"avg_cost", cost}});
   }
   return out;
 }

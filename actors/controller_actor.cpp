@@ -1,6 +1,7 @@
 #include "actors/controller_actor.hpp"
 
 #include <cmath>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -26,6 +27,7 @@ struct controller_state {
   std::vector<std::string> events;         // since the last decision
   std::vector<double> decided_speeds;      // estimates at the last decision
   double slot_cost = 0;                    // summed over the slot's steps so far
+  std::map<int, double> slot_energy;       // joules by device, summed likewise
   int slot_steps = 0;
   rng noise{1};  // the estimator's noise hook; measurements here are real, so noise is 0
   // Measured step time / predicted, of steps without migration: its mean and mean relative
@@ -121,6 +123,9 @@ caf::behavior controller(caf::stateful_actor<controller_state>* self, controller
         planner::problem nominal(st.cfg.profile, st.cfg.cluster, st.cfg.planner, st.cfg.budget);
         st.estimates->observe(as_outcome(*st.current, m), nominal, 0.0, st.noise);
         st.slot_cost += m.cost;
+        for (const auto& [id, busy] : m.compute_s)
+          for (const auto& d : st.cfg.cluster.devices)
+            if (d.id == id) st.slot_energy[id] += d.power_w * busy;
         ++st.slot_steps;
         if (!st.first_step && st.steady_pred > 0 && m.time_s > 0) {
           const double r = m.time_s / st.steady_pred;
@@ -136,8 +141,14 @@ caf::behavior controller(caf::stateful_actor<controller_state>* self, controller
         if (!st.policy) return caf::make_error(caf::sec::runtime_error, "unknown policy '" + st.cfg.policy + "'");
         // One queue update a slot, with the slot's mean cost a step: the budget bounds the
         // average step, and the queue moves at the pace of the decisions it steers.
-        if (st.slot_steps > 0) st.queues->update(st.slot_cost / st.slot_steps, {});
+        // Energy likewise: each device's mean joules a step against its budget.
+        if (st.slot_steps > 0) {
+          std::vector<std::pair<int, double>> energy;
+          for (const auto& [id, j] : st.slot_energy) energy.emplace_back(id, j / st.slot_steps);
+          st.queues->update(st.slot_cost / st.slot_steps, energy);
+        }
         st.slot_cost = 0;
+        st.slot_energy.clear();
         st.slot_steps = 0;
         const planner::cluster_state view = st.estimates->view(st.cfg.cluster, {});
         planner::problem p(st.cfg.profile, view, st.cfg.planner, st.cfg.budget);

@@ -453,6 +453,8 @@ result<train_outcome> driver::run() {
       for (int id : g.devices)
         if (const int i = links_->index_of(id); i >= 0) price += truth_.devices[i].price_per_s;
     rec.cost = price * rec.time_s;
+    for (const auto& [id, busy] : measure.compute_s)
+      if (const int i = links_->index_of(id); i >= 0) out_.avg_energy_j[id] += truth_.devices[i].power_w * busy;
     if (actors_.controller) {
       measure.step = t;
       measure.time_s = rec.time_s;
@@ -489,6 +491,7 @@ result<train_outcome> driver::run() {
   out_.mean_step_time_s = ran > 0 ? total_time / ran : 0;
   out_.samples_per_s = total_time > 0 ? ran * s_.batch / total_time : 0;
   out_.avg_cost = ran > 0 ? total_cost / ran : 0;
+  for (auto& [id, j] : out_.avg_energy_j) j = ran > 0 ? j / static_cast<double>(ran) : 0;
   out_.ledger = ledger.check(sampler, s_.steps);
   for (double r : recovery_s_) {
     out_.mean_recovery_s += r / static_cast<double>(recovery_s_.size());

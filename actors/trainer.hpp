@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <map>
 #include <vector>
 
 #include "common/result.hpp"
@@ -185,6 +186,7 @@ struct train_outcome {
   int plans_kept = 0;                // plan changes the controller turned down (hysteresis)
   double bytes_migrated = 0;
   double avg_cost = 0;               // per step
+  std::map<int, double> avg_energy_j; // per step, by device (power_w x compute time)
   int joins = 0, leaves = 0;         // devices arriving / departing during the run
   planner::plan final_plan;
   std::int64_t resumed_from = 0;     // the first step this run executed

@@ -15,8 +15,12 @@ score_weights weights(const problem& p, const queue_state& q) {
   for (const auto& [id, z] : q.energy) {
     const int i = p.links.index_of(id);
     if (i < 0) continue;
+    double bar = 0;  // the paced budget when the queues give one, else the job's
     for (const auto& b : p.budget.energy_per_slot)
-      if (b.device_id == id && b.joules_per_slot > 0) w.energy[i] = z / b.joules_per_slot;
+      if (b.device_id == id) bar = b.joules_per_slot;
+    for (const auto& [bid, paced] : q.energy_budget)
+      if (bid == id && paced > 0) bar = paced;
+    if (bar > 0) w.energy[i] = z / bar;
   }
   return w;
 }

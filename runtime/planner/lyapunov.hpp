@@ -24,13 +24,16 @@ class virtual_queues {
   // The per-slot cost budget of the next slot: C_bar, or with a known horizon what is left of
   // the run's budget over the slots left (at least a tenth of C_bar).
   double paced_cost_budget() const;
+  // Likewise for the k-th energy budget (budgets::energy_per_slot order).
+  double paced_energy_budget(std::size_t k) const;
 
  private:
   budgets budget_;
   double q_ = 0;
   double spent_ = 0;
   int slots_ = 0;
-  std::vector<double> z_;  // parallel to budget_.energy_per_slot
+  std::vector<double> z_;        // parallel to budget_.energy_per_slot
+  std::vector<double> e_spent_;  // likewise: joules so far
 };
 
 }  // namespace dynapar::planner

@@ -31,8 +31,8 @@ struct budgets {
   double cost_per_slot = unlimited;                 // C_bar: time-average cost per slot
   struct energy { int device_id; double joules_per_slot; };
   std::vector<energy> energy_per_slot;              // E_bar_d, optional
-  // Slots the run lasts, when known (0: unknown). The cost budget is then paced over what is
-  // left (docs/MODEL.md, "Budget pacing"), so that the run ends within it.
+  // Slots the run lasts, when known (0: unknown). The cost and energy budgets are then paced
+  // over what is left (docs/MODEL.md, "Budget pacing"), so that the run ends within them.
   int horizon_slots = 0;
   bool has_cost() const { return cost_per_slot != unlimited; }
 };
@@ -42,6 +42,8 @@ struct queue_state {
   double cost = 0;                                  // Q(t)
   std::vector<std::pair<int, double>> energy;       // (device id, Z_d(t))
   double cost_budget = 0;   // the slot's paced cost budget (0: budgets::cost_per_slot)
+  // The slot's paced energy budgets and the joules spent so far, by device (as `energy`).
+  std::vector<std::pair<int, double>> energy_budget{}, energy_spent{};
   double spent = 0;         // cost of the slots so far (pacing; restored from checkpoints)
   int slots = 0;            // slots so far
 };

@@ -67,6 +67,27 @@ TEST_CASE("with a known horizon the budget is paced over what is left", "[unit][
   CHECK(o.paced_cost_budget() == 2.0);
 }
 
+TEST_CASE("energy budgets are paced over a known horizon like cost", "[unit][planner]") {
+  budgets b;
+  b.energy_per_slot = {{7, 100.0}};
+  b.horizon_slots = 4;
+  virtual_queues q(b);
+  CHECK(q.paced_energy_budget(0) == 100.0);
+  q.update(0, {{7, 150.0}});  // Z = 150 / 100 - 1
+  CHECK(q.state().energy[0].second == Approx(0.5));
+  CHECK(q.paced_energy_budget(0) == Approx(250.0 / 3));  // 400 - 150 left for 3 slots
+  q.update(0, {{7, 150.0}});  // Z = 0.5 + 150 / (250 / 3) - 1
+  CHECK(q.state().energy[0].second == Approx(1.3));
+  CHECK(q.paced_energy_budget(0) == Approx(50.0));
+  REQUIRE(q.state().energy_budget.size() == 1);
+  CHECK(q.state().energy_budget[0].second == Approx(50.0));
+  // A checkpoint's state restores the pacing, and the planner's weight follows the paced budget.
+  virtual_queues r(b);
+  r.restore(q.state());
+  CHECK(r.paced_energy_budget(0) == Approx(50.0));
+  CHECK(r.state().energy[0].second == Approx(1.3));
+}
+
 TEST_CASE("without a budget the cost queue stays empty", "[unit][planner]") {
   virtual_queues q(budgets{});
   q.update(1e9, {});

@@ -14,10 +14,13 @@ using nlohmann::json;
 json controller_json(const actors::controller_snapshot& c) {
   json energy = json::array();
   for (const auto& [id, z] : c.queues.energy) energy.push_back({id, z});
+  json energy_spent = json::array();
+  for (const auto& [id, j] : c.queues.energy_spent) energy_spent.push_back({id, j});
   return {{"cost_queue", c.queues.cost},
           {"cost_spent", c.queues.spent},
           {"cost_slots", c.queues.slots},
           {"energy_queues", energy},
+          {"energy_spent", energy_spent},
           {"speeds", c.estimates.speeds},
           {"link_tiers", {c.estimates.tiers[0], c.estimates.tiers[1], c.estimates.tiers[2]}}};
 }
@@ -90,6 +93,8 @@ result<actors::checkpoint> load_checkpoint(const std::string& dir, const std::st
       s.queues.spent = j.value("cost_spent", 0.0);  // absent in checkpoints before budget pacing
       s.queues.slots = j.value("cost_slots", 0);
       for (const auto& e : j.at("energy_queues")) s.queues.energy.emplace_back(e.at(0).get<int>(), e.at(1).get<double>());
+      if (j.contains("energy_spent"))  // absent before energy pacing
+        for (const auto& e : j.at("energy_spent")) s.queues.energy_spent.emplace_back(e.at(0).get<int>(), e.at(1).get<double>());
       s.estimates.speeds = j.at("speeds").get<std::vector<double>>();
       const auto tiers = j.at("link_tiers").get<std::vector<double>>();
       for (std::size_t i = 0; i < 3 && i < tiers.size(); ++i) s.estimates.tiers[i] = tiers[i];

@@ -31,6 +31,18 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// Joules a step by device ("id": J), as the job's energy budgets are keyed.
+json energy_json(const std::map<int, double>& by_device) {
+  json out = json::object();
+  for (const auto& [id, j] : by_device) out[std::to_string(id)] = j;
+  return out;
+}
+json energy_budget_json(const planner::budgets& b) {
+  json out = json::object();
+  for (const auto& e : b.energy_per_slot) out[std::to_string(e.device_id)] = e.joules_per_slot;
+  return out;
+}
+
 // The job's first compare_steps steps again under each policy of o.compare, on the same
 // emulated devices and dynamics (a fresh controller each); step times against this run's.
 result<json> compare_policies(const prepared_job& prep, const train_options& o, const std::map<std::int64_t, double>& ours) {
@@ -217,6 +229,8 @@ int train_main(const train_options& o, const train_fn& how) {
                   {"leaves", outcome->leaves},
                   {"avg_cost", outcome->avg_cost},
                   {"budget", j->cluster.budget.has_cost() ? json(j->cluster.budget.cost_per_slot) : json(nullptr)},
+                  {"avg_energy_j", energy_json(outcome->avg_energy_j)},
+                  {"energy_budget_j", energy_budget_json(j->cluster.budget)},
                   {"emulation_scale", scale},
                   {"final_plan", config::plan_to_json(outcome->final_plan)},
                   {"final_plan_brief", planner::brief(outcome->final_plan)},

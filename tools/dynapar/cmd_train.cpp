@@ -123,6 +123,9 @@ int train_main(const train_options& o, const train_fn& how) {
     const std::string url = "http://" + o.dashboard_host + ":" + std::to_string(board->port()) + "/";
     std::ofstream(fs::path(o.out) / "dashboard.url") << url << "\n";
     log->info("dashboard: {} (JSON at {}api/state, Prometheus at {}metrics)", url, url, url);
+    const auto& h = o.dashboard_host;
+    if (h.rfind("127.", 0) != 0 && h != "localhost" && h != "::1")
+      log->warn("dashboard: bound to {}: anyone who can reach it sees the run's state (no authentication)", h);
   }
   // The live status: one line kept up to date on a terminal, plain lines in a log.
   const bool tty = isatty(STDERR_FILENO);

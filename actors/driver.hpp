@@ -1,6 +1,8 @@
-// The training driver's class (actors/trainer.hpp describes what it does), shared by
-// trainer.cpp (slots, plans, steps) and driver_faults.cpp (crash recovery, checkpoints,
-// replica checks). Internal: only those two files include it.
+// The training driver's class (actors/trainer.hpp describes what it does), implemented in
+// driver_run.cpp (the step loop and one attempt at a step), driver_plans.cpp (membership and
+// plan changes) and driver_faults.cpp (crash recovery, checkpoints, replica checks; the
+// recovery decision itself is runtime/control/recovery.*). Internal: only those files
+// include it.
 #pragma once
 
 #include <caf/all.hpp>

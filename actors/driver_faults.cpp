@@ -4,6 +4,7 @@
 #include <random>
 
 #include "actors/driver.hpp"
+#include "control/recovery.hpp"
 #include "logging/logging.hpp"
 
 namespace dynapar::actors::detail {
@@ -47,25 +48,20 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
   const auto lost = find_lost();
   const auto known = clock::now();
   const double probe_s = std::chrono::duration<double>(known - started).count();
-  // Late, but every device answers (a slow step, or a pause shorter than the probes): the
-  // attempt is settled below as a crash's would be, without a re-plan. Any other failure
-  // with nobody lost is not a fault this can mend.
-  if (lost.empty() && why.code != "deadline") return why;
-  if (!lost.empty() && !actors_.controller) {
-    std::string ids;
-    for (int id : lost) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
-    return make_error("device_lost", "device " + ids + " lost (" + why.message +
-                                         "); going on without it needs a controller (replan_every)");
-  }
-  // A layer survives if one of its holders was lost neither now nor by an earlier recovery
-  // since the plan in force was applied.
-  wiped_.insert(lost.begin(), lost.end());
-  bool rollback = false;
-  for (const auto& [l, ids] : holders_) {
-    bool kept = false;
-    for (int id : ids) kept = kept || !wiped_.count(id);
-    rollback = rollback || !kept;
-  }
+  control::recovery_facts f;
+  f.holders = holders_;
+  f.wiped = wiped_;
+  f.lost = lost;
+  f.late = why.code == "deadline";
+  f.committed = committed;
+  f.controller = static_cast<bool>(actors_.controller);
+  f.step = t;
+  f.cut_step = cut_.step;
+  f.late_retries = late_retries_;
+  f.max_late_retries = max_late_retries;
+  const auto d = control::decide_recovery(f);
+  using action = control::recovery_decision::action;
+  if (d.what == action::give_up) return d.code.empty() ? why : make_error(d.code, d.why + " (" + why.message + ")");
   for (int id : lost) {
     if (auto it = actors_.devices.find(id); it != actors_.devices.end()) {
       self_->demonitor(it->second);
@@ -83,14 +79,11 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
   }
   drain_stale();
   const char* how = committed ? "the step had applied" : "the step re-runs";
-  if (committed) ledger.applied(t / sampler.steps_per_epoch(), sampler.step_samples(t));
-  const std::int64_t done = committed ? t + 1 : t;
-  if (lost.empty()) {
-    if (++late_retries_ > max_late_retries)
-      return make_error("too_slow", "step " + std::to_string(t) + " missed its deadline " + std::to_string(late_retries_) +
-                                        " times in a row, its deadline doubled each time, with every device answering: " +
-                                        why.message);
-    t = done;
+  if (d.step_applied) ledger.applied(t / sampler.steps_per_epoch(), sampler.step_samples(t));
+  wiped_ = d.wiped;
+  if (d.what == action::retry_late) {
+    ++late_retries_;
+    t = d.next_step;
     ++out_.step_retries;
     note({t, "retried", "", -1, "", why.message, since(started)});
     logging::get("train")->warn("{}: every device answers; {}", why.message, how);
@@ -98,20 +91,16 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
   }
   ++out_.recoveries;
   force_replan_ = true;
-  if (rollback) {
-    // Steps [cut, done) are undone with the model they trained.
-    for (std::int64_t u = cut_.step; u < done; ++u) ledger.undo(u / sampler.steps_per_epoch(), sampler.step_samples(u));
+  if (d.what == action::roll_back) {
+    for (std::int64_t u : d.undone) ledger.undo(u / sampler.steps_per_epoch(), sampler.step_samples(u));
     for (const auto& [l, ids] : holders_)
       for (int id : ids)
         if (actors_.devices.count(id)) self_->send(actors_.devices.at(id), drop_atom::value, l);
     fresh_ = cut_.layers;
     current_.reset();
-    wiped_.clear();
-    t = cut_.step;
     how = "rolled back to the last checkpoint";
-  } else {
-    t = done;
   }
+  t = d.next_step;
   // The recovery ends when the next attempt starts, after its re-plan and migration.
   recovery_how_ = how;
   if (!recovering_) recovering_ = known;

@@ -1,0 +1,218 @@
+// The driver's membership and plan changes between steps: devices entering and leaving with
+// the emulated dynamics (or their nodes), waiting for devices, asking the controller for
+// the next plan, and applying a plan diff (migration, groups re-formed).
+#include "actors/driver.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "actors/controller_actor.hpp"
+#include "actors/device_actor.hpp"
+#include "actors/group_supervisor.hpp"
+#include "actors/messages.hpp"
+#include "actors/session.hpp"
+#include "data/sampler.hpp"
+#include "logging/logging.hpp"
+#include "planner/time_model.hpp"
+#include "sim/world.hpp"
+
+namespace dynapar::actors {
+namespace detail {
+
+status driver::enter_slot(std::int64_t slot, bool& changed) {
+  truth_ = world_.at(static_cast<int>(slot));
+  links_ = std::make_unique<planner::link_table>(truth_);
+  sync_stale_ = true;
+  // Injected crashes: the device dies at a random moment of about the next step, unannounced;
+  // detection and recovery find out (docs/RELIABILITY.md).
+  for (int id : world_.failing(static_cast<int>(slot)))
+    if (joined_.count(id) && actors_.devices.count(id)) {
+      std::uniform_real_distribution<double> moment(0, last_step_s_);
+      self_->send(actors_.devices.at(id), fail_atom::value, static_cast<int>(moment(fault_rng_) * 1e6));
+      failing_.insert(id);
+      ++out_.faults_injected;
+      note({slot * s_.slot_steps, "injected", "kill", id, "plan", "the dynamics' fail event at slot " + std::to_string(slot), 0});
+    }
+  return update_membership(slot, changed);
+}
+
+status driver::update_membership(std::int64_t slot, bool& changed) {
+  for (const auto& dev : truth_.devices) {
+    const int id = dev.id;
+    if (failing_.count(id)) continue;
+    const bool in = joined_.count(id) > 0;
+    // Devices in node processes take part while their node hosts them.
+    const bool available = dev.available && (!actors_.remote || actors_.remote->present(id));
+    if (available && !in) {
+      // A device joins: its actor starts (unless the caller brought one, or a node hosts it),
+      // runs the benchmark at its speed, and announces the measured speed.
+      auto& a = actors_.devices[id];
+      if (!a) a = actors_.remote ? actors_.remote->proxy(id) : spawn_device(sys_, {id, s_.optimizer, true_speed(id)});
+      if (!a) return make_error("device_lost", "device " + std::to_string(id) + " left its node while joining");
+      self_->monitor(a);
+      self_->send(a, speed_atom::value, true_speed(id));
+      self_->send(a, memory_atom::value, dev.memory_bytes);
+      if (s_.profile_timed) self_->send(a, timing_atom::value, device_timing(*s_.profile));  // run() checked it is there
+      double probe_s = 0;
+      self_->request(a, timeout_, probe_atom::value)
+          .receive([&](double v) { probe_s = v; }, [&](caf::error& e) { failure_ = text(e); });
+      if (auto st = check("device " + std::to_string(id) + " joining"); !st) return st;
+      if (actors_.controller) self_->send(actors_.controller, join_atom::value, id, bench_ref_s_ / probe_s);
+      joined_.insert(id);
+      leaving_.erase(id);
+      if (slot > first_slot_) ++out_.joins;
+      changed = true;
+    } else if (!available && in) {
+      depart(id);
+      changed = true;
+    } else if (in) {
+      self_->send(actors_.devices[id], speed_atom::value, true_speed(id));
+    }
+  }
+  return ok_status();
+}
+
+status driver::await_devices(std::int64_t slot, std::int64_t t, bool& changed) {
+  logging::get("train")->warn("step {}: no device left; waiting up to {:.0f} s for devices to join", t, s_.rejoin_wait_s);
+  const auto until = clock::now() + std::chrono::duration<double>(s_.rejoin_wait_s);
+  while (joined_.empty() && clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (actors_.remote) remote_departures();
+    if (auto st = update_membership(slot, changed); !st) return st;
+  }
+  if (joined_.empty())
+    return make_error("no_devices", "every device was lost and none joined within " + std::to_string(s_.rejoin_wait_s).substr(0, 4) +
+                                        " s (step " + std::to_string(t) + ")");
+  return ok_status();
+}
+
+result<std::optional<plan_decision>> driver::next_plan(std::int64_t t, bool availability_changed) {
+  if (!actors_.controller) {
+    std::optional<plan_decision> next;
+    // The plan in force at t: the job's, or the last scheduled re-plan up to t (a resumed run
+    // starts late).
+    if (!current_) {
+      next = plan_decision{s_.plan, "the job's plan", 0, 0};
+      for (const auto& [step, p] : s_.replans)
+        if (step <= t && step > 0) next = plan_decision{p, "scheduled re-plan", 0, 0};
+    }
+    for (const auto& [step, p] : s_.replans)
+      if (step == t && t > 0 && current_) next = plan_decision{p, "scheduled re-plan", 0, 0};
+    return next;
+  }
+  if (t > 0 && t % replan_every_ != 0 && !availability_changed) return std::optional<plan_decision>{};
+  std::optional<plan_decision> got;
+  self_->request(actors_.controller, timeout_, plan_atom::value, t / replan_every_)
+      .receive([&](plan_decision& d) { got = std::move(d); }, [&](caf::error& e) { failure_ = text(e); });
+  if (!got) {
+    auto e = make_error("controller", "no plan before step " + std::to_string(t) + ": " + failure_);
+    failure_.clear();
+    return e;
+  }
+  out_.plans_kept = got->kept_plans;
+  predicted_s_ = got->predicted_s;
+  queue_ = got->queue;
+  // The same plan is no change, unless devices it uses were lost and must be refilled.
+  if (current_ && got->plan.groups == current_->groups && wiped_.empty()) return std::optional<plan_decision>{};
+  return got;
+}
+
+// The plan diff, applied between steps: each layer a device newly holds comes from the
+// best-connected old holder over the emulated link (with its optimizer state); layers no
+// longer held are dropped; groups re-form around the devices.
+status driver::apply(const plan_decision& decision, std::int64_t t, std::int64_t slot, step_record& rec) {
+  const auto& next = decision.plan;
+  std::vector<int> live(joined_.begin(), joined_.end());
+  if (auto v = planner::validate(next, L_, s_.batch, live); !v)
+    return make_error(v.err().code, "plan before step " + std::to_string(t) + ": " + v.err().message +
+                                        " (devices that joined and have not left: the plan may use only these)");
+  const auto started = clock::now();
+  const auto diff = planner::diff(
+      current_ ? &*current_ : nullptr, next, [&](int from, int to) { return comm::transfer_s(link(from, to), 1e6); },
+      wiped_);
+  const auto me = caf::actor_cast<caf::actor>(self_);
+  int pending = 0;
+  for (const auto& mv : diff.moves) {
+    if (mv.from >= 0 ? !actors_.devices.count(mv.from) : current_.has_value())  // recover() rolls back first
+      return make_error("internal", "layer " + std::to_string(mv.layer) + " has no surviving holder to come from");
+    const auto& target = actors_.devices.at(mv.to);
+    if (mv.from < 0) {  // the first plan: fresh layers
+      // The first plan: fresh layers, or a resumed run's saved ones.
+      const auto layer = fresh_.empty() ? model::copy_layer(m_, mv.layer) : fresh_.at(mv.layer);
+      self_->request(target, timeout_, hold_atom::value, mv.layer, layer)
+          .receive([](bool) {}, [&](caf::error& e) { failure_ = text(e); });
+      continue;
+    }
+    self_->request(actors_.devices.at(mv.from), timeout_, migrate_atom::value, mv.layer, mv.to, target, link(mv.from, mv.to), me)
+        .receive([&](bool) { ++pending; }, [&](caf::error& e) { failure_ = text(e); });
+  }
+  double bytes = 0;
+  for (int k = 0; k < pending && failure_.empty();)
+    self_->receive(
+        [&](moved_atom, int, int, int, std::size_t b) {
+          bytes += static_cast<double>(b);
+          ++k;
+        },
+        [&](moved_atom, int, int, int, const std::string& refused) { failure_ = refused; },  // out of memory
+        [&](caf::down_msg& d) {  // a source or target of this diff stopped
+          note_down(d, false);
+          for (const auto& mv : diff.moves)
+            if (dead_.count(mv.to) || dead_.count(mv.from)) failure_ = "a device stopped while layers moved";
+        },
+        caf::after(timeout_) >> [&] { failure_ = "a layer did not arrive"; });
+  if (auto st = check("migrating layers before step " + std::to_string(t)); !st) return st;
+  for (const auto& [dev, layer] : diff.drops)
+    if (actors_.devices.count(dev)) self_->send(actors_.devices.at(dev), drop_atom::value, layer);
+  for (auto& g : groups_) self_->send_exit(g, caf::exit_reason::user_shutdown);
+  groups_.clear();
+  holders_.clear();
+  for (std::size_t g = 0; g < next.groups.size(); ++g) {
+    const auto& gp = next.groups[g];
+    group_config gc{static_cast<int>(g), gp.devices, {}, gp.splits, next.schedule};
+    for (int id : gp.devices) gc.actors.push_back(actors_.devices.at(id));
+    groups_.push_back(spawn_group(sys_, gc));
+    for (std::size_t j = 0; j < gp.devices.size(); ++j)
+      for (int l = gp.splits[j]; l < gp.splits[j + 1]; ++l) holders_[l].push_back(gp.devices[j]);
+  }
+  plan_record pr{t, slot, next, decision.reason, decision.predicted_s, decision.queue, 0, bytes, since(started),
+                 diff.joined, diff.left};
+  if (current_) {
+    pr.layers_moved = static_cast<int>(diff.moves.size());
+    out_.layers_moved += pr.layers_moved;
+    out_.bytes_migrated += bytes;
+    ++out_.replans;
+    rec.migration_s = pr.migration_s;
+    rec.bytes_migrated = bytes;
+  }
+  current_ = next;
+  wiped_.clear();
+  sync_stale_ = true;
+  if (cb_.on_plan) cb_.on_plan(pr);
+  return ok_status();
+}
+
+void driver::retire_leavers() {
+  for (auto it = leaving_.begin(); it != leaving_.end();) {
+    bool used = false;
+    for (const auto& g : current_->groups) used = used || std::count(g.devices.begin(), g.devices.end(), *it);
+    if (used) {
+      ++it;
+      continue;
+    }
+    // A device its node still hosts left only in the emulated dynamics: its proxy stays, so
+    // that it can come back. Otherwise its actor (or its node's device) is retired.
+    if (!actors_.remote || !actors_.remote->present(*it)) {
+      self_->send_exit(actors_.devices.at(*it), caf::exit_reason::user_shutdown);
+      actors_.devices.erase(*it);
+    }
+    it = leaving_.erase(it);
+  }
+}
+
+}  // namespace detail
+}  // namespace dynapar::actors

@@ -43,18 +43,26 @@ json energy_budget_json(const planner::budgets& b) {
   return out;
 }
 
+// --compare's mistakes, found before the run rather than after it.
+status check_compare(const prepared_job& prep, const train_options& o) {
+  if (o.compare.empty()) return ok_status();
+  if (!prep.settings.controller) return make_error("bad_flag", "--compare needs a job re-planned online (replan_every > 0)");
+  if (!o.resume.empty()) return make_error("bad_flag", "--compare compares whole runs from step 0: not with --resume");
+  for (const auto& name : o.compare)
+    if (auto p = planner::make_policy(name); !p) return make_error("bad_flag", "--compare: " + p.err().message);
+  return ok_status();
+}
+
 // The job's first compare_steps steps again under each policy of o.compare, on the same
 // emulated devices and dynamics (a fresh controller each); step times against this run's.
 result<json> compare_policies(const prepared_job& prep, const train_options& o, const std::map<std::int64_t, double>& ours) {
   const auto& s = prep.settings;
-  if (!s.controller) return make_error("bad_flag", "--compare needs a job re-planned online (replan_every > 0)");
   const auto n = std::min(o.compare_steps, s.steps);
   double mine = 0;
   for (const auto& [step, time] : ours)
     if (step < n) mine += time / static_cast<double>(n);
   json out = json::array();
   for (const auto& name : o.compare) {
-    if (auto p = planner::make_policy(name); !p) return make_error("bad_flag", "--compare: " + p.err().message);
     auto other = s;
     other.steps = n;
     other.controller->policy = name;
@@ -84,6 +92,7 @@ result<json> compare_policies(const prepared_job& prep, const train_options& o, 
 int train_main(const train_options& o, const train_fn& how) {
   auto prep = prepare_job(o.job, o.steps);
   if (!prep) return report(prep.err());
+  if (auto st = check_compare(*prep, o); !st) return report(st.err());
   if (!o.resume.empty()) {
     auto c = load_checkpoint(o.resume, prep->job.name, *prep->model);
     if (!c) return report(c.err());

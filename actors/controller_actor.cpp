@@ -123,9 +123,7 @@ caf::behavior controller(caf::stateful_actor<controller_state>* self, controller
         planner::problem nominal(st.cfg.profile, st.cfg.cluster, st.cfg.planner, st.cfg.budget);
         st.estimates->observe(as_outcome(*st.current, m), nominal, 0.0, st.noise);
         st.slot_cost += m.cost;
-        for (const auto& [id, busy] : m.compute_s)
-          for (const auto& d : st.cfg.cluster.devices)
-            if (d.id == id) st.slot_energy[id] += d.power_w * busy;
+        for (const auto& [id, j] : m.energy_j) st.slot_energy[id] += j;
         ++st.slot_steps;
         if (!st.first_step && st.steady_pred > 0 && m.time_s > 0) {
           const double r = m.time_s / st.steady_pred;

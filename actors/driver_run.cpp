@@ -266,7 +266,10 @@ result<train_outcome> driver::run() {
         if (const int i = links_->index_of(id); i >= 0) price += truth_.devices[i].price_per_s;
     rec.cost = price * rec.time_s;
     for (const auto& [id, busy] : measure.compute_s)
-      if (const int i = links_->index_of(id); i >= 0) out_.avg_energy_j[id] += truth_.devices[i].power_w * busy;
+      if (const int i = links_->index_of(id); i >= 0) {
+        measure.energy_j.emplace_back(id, truth_.devices[i].power_w * busy);
+        out_.avg_energy_j[id] += measure.energy_j.back().second;
+      }
     if (actors_.controller) {
       measure.step = t;
       measure.time_s = rec.time_s;

@@ -82,12 +82,13 @@ struct group_task {
 };
 
 // One step as the controller sees it: wall time, cost, each device's compute seconds and
-// each link's counters.
+// joules, and each link's counters.
 struct step_measure {
   std::int64_t step = 0;
   double time_s = 0;
   double cost = 0;                       // price of the devices used x time
   std::vector<std::pair<int, double>> compute_s;
+  std::vector<std::pair<int, double>> energy_j;  // power x compute seconds, by device
   std::vector<link_report> links;
 };
 

@@ -11,8 +11,7 @@ struct server::impl {
   httplib::Server http;
   std::thread thread;
   std::mutex mu;
-  std::string state = "{}";  // the latest published state, serialised once
-  nlohmann::json state_json = nlohmann::json::object();
+  nlohmann::json state = nlohmann::json::object();  // the latest published state
 };
 
 result<std::unique_ptr<server>> server::start(const dashboard_config& c) {
@@ -20,15 +19,19 @@ result<std::unique_ptr<server>> server::start(const dashboard_config& c) {
   auto* raw = p.get();
   p->http.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content(page_html(), "text/html; charset=utf-8"); });
   p->http.Get("/api/state", [raw](const httplib::Request&, httplib::Response& res) {
-    std::lock_guard<std::mutex> lock(raw->mu);
+    std::string text;
+    {
+      std::lock_guard<std::mutex> lock(raw->mu);
+      text = raw->state.dump();
+    }
     res.set_header("Cache-Control", "no-store");
-    res.set_content(raw->state, "application/json");
+    res.set_content(text, "application/json");
   });
   p->http.Get("/metrics", [raw](const httplib::Request&, httplib::Response& res) {
     std::string text;
     {
       std::lock_guard<std::mutex> lock(raw->mu);
-      text = prometheus_text(raw->state_json);
+      text = prometheus_text(raw->state);
     }
     res.set_content(text, "text/plain; version=0.0.4");
   });
@@ -52,10 +55,8 @@ server::~server() {
 }
 
 void server::publish(nlohmann::json state) {
-  auto text = state.dump();
   std::lock_guard<std::mutex> lock(p_->mu);
-  p_->state = std::move(text);
-  p_->state_json = std::move(state);
+  p_->state = std::move(state);
 }
 
 namespace {

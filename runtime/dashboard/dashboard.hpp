@@ -1,7 +1,7 @@
 // The live dashboard of a training run (train, controller, launch with --dashboard): a small
 // web page, a JSON API and a Prometheus text endpoint, served on a thread of its own
 // (cpp-httplib). The caller publishes the run's state as JSON whenever it changes; requests
-// read the latest copy, so a slow client never holds up training.
+// serialise the latest copy on the server's thread, so a slow client never holds up training.
 //   GET /            the page (polls /api/state)
 //   GET /api/state   the state: {job, step, steps, plan, devices, events, ...} (docs/RUNTIME.md)
 //   GET /metrics     Prometheus text (prometheus_text below)

@@ -39,7 +39,7 @@ class progress_meter {
   double mean_step_s_ = 0, loss_ = 0, elapsed_s_ = 0;
   double last_plain_s_ = -1;
   std::int64_t last_plain_done_ = 0;
-  mutable bool due_ = false;
+  bool due_ = false;
   int faults_ = 0;
   std::string plan_;
 };

@@ -130,31 +130,30 @@ TEST_CASE("report tables from hand-made records") {
   CHECK(script.find("1.5 with lines") != std::string::npos);  // the budget line
 }
 
+namespace {
+// The message loading `dir` fails with ("" when it loads).
+std::string load_error(const fs::path& dir) {
+  auto r = report::load_run(dir.string());
+  return r ? "" : r.err().message;
+}
+bool says(const std::string& message, const char* what) { return message.find(what) != std::string::npos; }
+}  // namespace
+
 TEST_CASE("report input errors name the file and line") {
   const auto d = scratch("errors");
-  auto r = report::load_run((d / "nope").string());
-  REQUIRE_FALSE(r);
-  CHECK(r.err().message.find("not a directory") != std::string::npos);
-  r = report::load_run(d.string());
-  REQUIRE_FALSE(r);
-  CHECK(r.err().message.find("metrics.jsonl is missing") != std::string::npos);
+  CHECK(says(load_error(d / "nope"), "not a directory"));
+  CHECK(says(load_error(d), "metrics.jsonl is missing"));
   write(d / "metrics.jsonl", "{\"step\":0,\"loss\":1,\"time_s\":0.1}\n{oops\n{\"step\":1,\"loss\":1,\"time_s\":0.1}\n");
   write(d / "plans.jsonl", two_plans);
-  r = report::load_run(d.string());
-  REQUIRE_FALSE(r);
-  CHECK(r.err().message.find("metrics.jsonl line 2") != std::string::npos);
+  CHECK(says(load_error(d), "metrics.jsonl line 2"));
   // A last line cut short (a run still writing) is not an error.
   write(d / "metrics.jsonl", "{\"step\":0,\"loss\":1,\"time_s\":0.1}\n{\"step\":1,\"lo");
-  r = report::load_run(d.string());
+  auto r = report::load_run(d.string());
   REQUIRE(r);
   CHECK(r->steps.size() == 1);
-  // A record without a field it needs.
+  // A record without a field it needs; a plans file with no plan.
   write(d / "plans.jsonl", "{\"step\":0}\n");
-  r = report::load_run(d.string());
-  REQUIRE_FALSE(r);
-  CHECK(r.err().message.find("plans.jsonl record 1") != std::string::npos);
+  CHECK(says(load_error(d), "plans.jsonl record 1"));
   write(d / "plans.jsonl", "");
-  r = report::load_run(d.string());
-  REQUIRE_FALSE(r);
-  CHECK(r.err().message.find("holds no plan") != std::string::npos);
+  CHECK(says(load_error(d), "holds no plan"));
 }

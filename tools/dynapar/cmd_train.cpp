@@ -70,13 +70,12 @@ result<json> compare_policies(const prepared_job& prep, const train_options& o, 
     other.resume.reset();
     other.controller->restore.reset();
     logging::get("train")->info("side by side: {} trains steps 0-{} on the same emulated devices", name, n - 1);
-    double total = 0;
     actors::train_callbacks cb;
     std::map<std::int64_t, std::pair<double, double>> times;  // step -> time, cost
     cb.on_step = [&](const actors::step_record& r) { times[r.step] = {r.time_s, r.cost}; };
     auto run = actors::train(*prep.model, prep.train_set, other, cb);
     if (!run) return make_error(run.err().code, "--compare " + name + ": " + run.err().message);
-    double cost = 0;
+    double total = 0, cost = 0;
     for (const auto& [step, tc] : times) {
       total += tc.first / static_cast<double>(n);
       cost += tc.second / static_cast<double>(n);
@@ -187,7 +186,7 @@ int train_main(const train_options& o, const train_fn& how) {
                     {"cost_queue", r.cost_queue}, {"stages", stages}}
                    .dump()
             << "\n" << std::flush;
-    step_times[r.step] = r.time_s;  // a re-run step: its last attempt
+    if (!o.compare.empty() && r.step < o.compare_steps) step_times[r.step] = r.time_s;  // a re-run step: its last attempt
     epoch_loss += r.loss;
     ++epoch_steps;
     meter.step(r.step, r.time_s, r.loss, sw.seconds());

@@ -198,7 +198,7 @@ std::string hold(device_state& s, int layer, const model::layer_copy& replica) {
 caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_config cfg) {
   self->state.cfg = std::move(cfg);
   self->state.cfg.speed = std::clamp(self->state.cfg.speed, 1e-3, 1.0);
-  self->state.worker = model::make_worker(self->state.cfg.optimizer);
+  self->state.worker = model::make_worker(self->state.cfg.optimizer, self->state.cfg.place);
   return {
       [=](hold_atom, int layer, const model::layer_copy& replica) -> caf::result<bool> {
         if (auto oom = hold(self->state, layer, replica); !oom.empty()) return caf::make_error(caf::sec::runtime_error, oom);
@@ -239,7 +239,7 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
       [=](probe_atom) {
         self->state.overslept = 0;
         const work_start w;
-        model::benchmark_work();
+        model::benchmark_work(self->state.cfg.place);
         return finish_work(self->state, w);
       },
       [=](step_atom, stage_task& task) {

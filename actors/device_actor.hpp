@@ -21,6 +21,8 @@ struct device_config {
   // must fit, or holding one more fails as an out-of-memory would (activations are not
   // counted: docs/RUNTIME.md).
   double memory_bytes = 0;
+  // Where it computes: "cpu" or "cuda:N", already checked (model::check_place).
+  std::string place = "cpu";
 };
 
 caf::actor spawn_device(caf::actor_system& sys, const device_config& cfg);

@@ -90,6 +90,19 @@ class driver {
     const double factor = slow == slow_.end() ? 1.0 : slow->second.factor;
     return i < 0 ? factor : std::clamp(truth_.devices[i].speed * factor, 1e-3, 1.0);
   }
+  // What a joining device's speed is taken to be: its probe against the driver's (the same
+  // CPU work); on a job with GPUs, the speed measured on the model at set-up (a matrix probe
+  // says little about a GPU against a CPU).
+  double announced_speed(int id, double probe_s) const {
+    if (!s_.places.empty() && s_.controller)
+      for (const auto& d : s_.controller->cluster.devices)
+        if (d.id == id) return d.speed;
+    return bench_ref_s_ / probe_s;
+  }
+  std::string place_of(int id) const {
+    const auto it = s_.places.find(id);
+    return it == s_.places.end() ? "cpu" : it->second;
+  }
   status enter_slot(std::int64_t slot, bool& changed);
   // Devices that became available join, those gone depart (part of entering a slot).
   status update_membership(std::int64_t slot, bool& changed);

@@ -52,7 +52,7 @@ status driver::update_membership(std::int64_t slot, bool& changed) {
       // A device joins: its actor starts (unless the caller brought one, or a node hosts it),
       // runs the benchmark at its speed, and announces the measured speed.
       auto& a = actors_.devices[id];
-      if (!a) a = actors_.remote ? actors_.remote->proxy(id) : spawn_device(sys_, {id, s_.optimizer, true_speed(id)});
+      if (!a) a = actors_.remote ? actors_.remote->proxy(id) : spawn_device(sys_, {id, s_.optimizer, true_speed(id), 0, place_of(id)});
       if (!a) return make_error("device_lost", "device " + std::to_string(id) + " left its node while joining");
       self_->monitor(a);
       self_->send(a, speed_atom::value, true_speed(id));
@@ -62,7 +62,7 @@ status driver::update_membership(std::int64_t slot, bool& changed) {
       self_->request(a, timeout_, probe_atom::value)
           .receive([&](double v) { probe_s = v; }, [&](caf::error& e) { failure_ = text(e); });
       if (auto st = check("device " + std::to_string(id) + " joining"); !st) return st;
-      if (actors_.controller) self_->send(actors_.controller, join_atom::value, id, bench_ref_s_ / probe_s);
+      if (actors_.controller) self_->send(actors_.controller, join_atom::value, id, announced_speed(id, probe_s));
       joined_.insert(id);
       leaving_.erase(id);
       if (slot > first_slot_) ++out_.joins;

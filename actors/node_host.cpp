@@ -326,7 +326,7 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
   cc.set("scheduler.policy", caf::atom("sharing"));
   caf::actor_system sys{cc};
   std::map<int, caf::actor> devices;
-  for (int id : w->devices) devices[id] = spawn_device(sys, {id, opt, 1.0});
+  for (int id : w->devices) devices[id] = spawn_device(sys, {id, opt, 1.0, 0, cfg.place});
   sh->live = static_cast<int>(devices.size());
   auto b = sys.spawn(node_bridge, sh, devices);
   auto last_heard = clock::now(), last_beat = clock::now();

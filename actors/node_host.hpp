@@ -24,6 +24,7 @@ struct node_config {
   double controller_timeout_s = 10;   // silence (no heartbeat) before giving up
   double heartbeat_s = 0.5;           // the controller declares a node lost after 2 s of silence
   int scheduler_threads = 2;          // the bridge and stubs (devices are detached threads)
+  std::string place = "cpu";          // where its devices compute: "cpu" or "cuda:N" (checked)
 };
 
 struct node_outcome {

@@ -117,6 +117,9 @@ struct train_settings {
   // cut-off device). 0: automatic, 20 times the recent mean step time, at least 5 s, at most
   // step_timeout_s.
   double step_deadline_s = 0;
+  // Where each device computes: device id -> "cuda:N", checked with model::check_place by
+  // the caller; devices not listed compute on the CPU (docs/GPU.md).
+  std::map<int, std::string> places;
 };
 
 struct stage_timing {

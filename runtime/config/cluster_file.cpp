@@ -15,14 +15,25 @@ planner::link_tier parse_tier(const fields& parent, const char* key, planner::li
   return {f.positive("bandwidth_gbps", fallback.bw / gbps) * gbps, f.number("latency_us", fallback.lat * 1e6) * 1e-6};
 }
 
-void parse_devices(const fields& top, planner::cluster_state& c) {
+// "cpu" or "cuda:N": the syntax only; whether this machine has that GPU is the runtime's
+// question (model::check_place).
+std::string parse_place(const fields& f) {
+  const std::string place = f.text("place", "cpu");
+  const bool cuda = place.size() > 5 && place.size() <= 8 && place.compare(0, 5, "cuda:") == 0 &&
+                    place.find_first_not_of("0123456789", 5) == std::string::npos;
+  if (place != "cpu" && !cuda) throw field_error{"field '" + f.path("place") + "' must be 'cpu' or 'cuda:N', got '" + place + "'"};
+  return place;
+}
+
+void parse_devices(const fields& top, planner::cluster_state& c, std::map<int, std::string>& places) {
   const YAML::Node list = top.child("devices");
   if (!list.IsSequence() || list.size() == 0) throw field_error{"field 'devices' must be a non-empty list"};
   int next_id = 0;
   for (std::size_t i = 0; i < list.size(); ++i) {
     fields f(list[i], "devices[" + std::to_string(i) + "]");
     f.only({"id", "name", "count", "speed", "memory_gb", "price_per_hour", "power_w", "node", "rack", "nic_gbps",
-            "available", "nodes_of"});
+            "available", "nodes_of", "place"});
+    const std::string place = parse_place(f);
     const int count = f.integer("count", 1);
     if (count < 1 || count > 100000) throw field_error{"field '" + f.path("count") + "' must be in 1..100000"};
     const int first = f.integer("id", next_id);
@@ -44,6 +55,7 @@ void parse_devices(const fields& top, planner::cluster_state& c) {
       d.rack = f.integer("rack", 0);
       d.nic_bw = f.has("nic_gbps") ? f.positive("nic_gbps", 1) * gbps : planner::unlimited;
       d.available = f.boolean("available", true);
+      if (place != "cpu") places[d.id] = place;
       c.devices.push_back(d);
     }
     next_id = first + count;
@@ -123,7 +135,7 @@ result<cluster_file> parse_cluster(const YAML::Node& doc, std::initializer_list<
       }
     }
     out.cluster.checkpoint_bw = top.positive("checkpoint_gbps", out.cluster.checkpoint_bw / gbps) * gbps;
-    parse_devices(top, out.cluster);
+    parse_devices(top, out.cluster, out.places);
     if (auto s = planner::validate(out.cluster); !s) return s.err();
     for (const auto& e : out.budget.energy_per_slot) {
       bool known = false;

@@ -2,6 +2,7 @@
 // scenario and job files embed the same sections, so they parse through these functions.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include <yaml-cpp/yaml.h>
@@ -15,6 +16,9 @@ struct cluster_file {
   planner::planner_config planner;
   planner::budgets budget;
   std::string model;  // optional: a built-in profile name or a profile JSON path
+  // Where each device computes when the runtime runs it: device id -> "cuda:N" (docs/GPU.md).
+  // Devices not listed compute on the CPU. The planner sees speeds, not places.
+  std::map<int, std::string> places;
 };
 
 result<cluster_file> load_cluster_file(const std::string& path);

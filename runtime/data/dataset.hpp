@@ -17,7 +17,12 @@ struct dataset {
   int size() const { return static_cast<int>(labels.size()); }
 };
 
-inline const char* fashion_mnist_dir = "/usr/share/datasets/fashion-mnist";
+// Where Debian's dataset-fashion-mnist puts it; a build for another prefix (tools/gpu/build.sh)
+// sets DYNAPAR_DATASET_DIR.
+#ifndef DYNAPAR_DATASET_DIR
+#define DYNAPAR_DATASET_DIR "/usr/share/datasets/fashion-mnist"
+#endif
+inline const char* fashion_mnist_dir = DYNAPAR_DATASET_DIR;
 
 // split: "train" (60 000) or "t10k" (10 000).
 result<dataset> load_fashion_mnist(const std::string& dir, const std::string& split);

@@ -36,6 +36,12 @@ int num_layers(const model_chain& m);
 std::string layer_name(const model_chain& m, int layer);
 layer_copy copy_layer(const model_chain& m, int layer);
 
+// Where a device computes (docs/GPU.md): "cpu" or "cuda:N". check_place says whether this
+// process can use it (a CPU-only LibTorch, a GPU index beyond those visible: an error naming
+// the place); on a GPU it also makes LibTorch's kernels deterministic, process-wide.
+status check_place(const std::string& place);
+int cuda_device_count();  // 0 with a CPU-only LibTorch
+
 // One device's layers, keyed by layer index so layers can move between devices.
 // Actor-confined: one thread at a time.
 class device_worker {
@@ -64,7 +70,9 @@ class device_worker {
   // Fault injection: nudges the layer's first parameter, so its replicas no longer agree.
   virtual void perturb(int layer) = 0;
 };
-std::unique_ptr<device_worker> make_worker(const optimizer_config& opt);
+// On `place` (checked by check_place): layers, optimizer state, activations and gradients
+// live there; inputs from elsewhere are copied in, outputs stay (the receiver copies them).
+std::unique_ptr<device_worker> make_worker(const optimizer_config& opt, const std::string& place = "cpu");
 
 // Host side (the training driver).
 tensor inputs(const data::dataset& d, const std::vector<int>& samples, int lo, int hi);   // [n, 1, rows, cols], normalised
@@ -92,13 +100,13 @@ tensor filled_tensor(std::int64_t n, float value);
 // A fixed piece of LibTorch work (small matrix products, ~ a millisecond here); returns its
 // seconds. A joining device runs it at its speed so the controller starts from a measured
 // speed (this machine's time over the device's), not from a configured one.
-double benchmark_work();
+double benchmark_work(const std::string& place = "cpu");
 
 // The same job on one plain device: the reference --verify compares against, and the
 // plain-LibTorch peer of the benchmarks.
 class reference {
  public:
-  reference(const model_chain& m, const optimizer_config& opt);
+  reference(const model_chain& m, const optimizer_config& opt, const std::string& place = "cpu");
   ~reference();
   // One optimizer step on the samples: the summed cross-entropy's gradient accumulated over
   // micro-batches of `micro_batch` samples (0: one), divided by the batch. Returns the mean loss.
@@ -141,6 +149,7 @@ result<std::vector<layer_copy>> load_layers(const std::string& path, const model
 // profile: timed at `batch` and 2 x `batch` (`repeat` runs each after a warm-up), per-sample
 // times from the difference and the per-micro-batch fixed time from the rest. Exact at those
 // two sizes: pass the micro-batch the job will use.
-result<planner::model_profile> measure_profile(const model_chain& m, int batch, int repeat, const optimizer_config& opt);
+result<planner::model_profile> measure_profile(const model_chain& m, int batch, int repeat, const optimizer_config& opt,
+                                               const std::string& place = "cpu");
 
 }  // namespace dynapar::model

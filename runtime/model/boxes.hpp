@@ -3,6 +3,9 @@
 
 #include <torch/torch.h>
 
+#include <sstream>
+#include <type_traits>
+
 #include "model/api.hpp"
 
 namespace dynapar::model {
@@ -35,7 +38,29 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tenso
 
 // Deep copies of optimizer state (SGD momentum buffers, Adam moments), so that a layer moves
 // with its state and training goes on bit for bit.
-std::unique_ptr<torch::optim::OptimizerParamState> copy_state(const torch::optim::OptimizerParamState& s);
-std::string state_key(const torch::Tensor& param);
+// Copies onto `to` (a new storage even where the device is the same).
+std::unique_ptr<torch::optim::OptimizerParamState> copy_state(const torch::optim::OptimizerParamState& s, const torch::Device& to);
+
+// An optimizer's state is keyed by its parameter: LibTorch 1.x keys by the TensorImpl's
+// address printed as a string, 2.x by the address itself. Either LibTorch builds dynapar.
+using state_key_t = std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;
+template <class Key = state_key_t>
+Key state_key(const torch::Tensor& param) {
+  void* impl = param.unsafeGetTensorImpl();
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream s;
+    s << impl;
+    return s.str();
+  } else {
+    return impl;
+  }
+}
+
+// A place ("cpu", "cuda:N") as a torch device; check_place (api.hpp) said it is usable.
+torch::Device device_of(const std::string& place);
+// Waits for the device's queued work (timing on a GPU); nothing on the CPU.
+void synchronize(const torch::Device& d);
+// Where a layer's parameters are (the CPU for a layer without any).
+torch::Device device_of(const torch::nn::Sequential& layer);
 
 }  // namespace dynapar::model

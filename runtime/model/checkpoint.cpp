@@ -15,7 +15,7 @@ status save_layers(const std::string& path, const std::vector<layer_copy>& layer
       const std::string key = "l" + std::to_string(l);
       ar.write(key + ".layout", torch::tensor(w.layout, torch::kInt64));
       ar.write(key + ".count", torch::tensor(static_cast<std::int64_t>(w.tensors.size())));
-      for (std::size_t i = 0; i < w.tensors.size(); ++i) ar.write(key + ".t" + std::to_string(i), w.tensors[i]->t);
+      for (std::size_t i = 0; i < w.tensors.size(); ++i) ar.write(key + ".t" + std::to_string(i), w.tensors[i]->t.to(torch::kCPU));
     }
     ar.save_to(path);
     return ok_status();

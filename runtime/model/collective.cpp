@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#ifdef USE_C10D_GLOO
+#ifdef DYNAPAR_GLOO_HEADERS
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/torch.h>
@@ -12,7 +12,7 @@ namespace dynapar::model {
 
 result<std::vector<double>> gloo_allreduce_times(const std::string& store_file, int rank, int world, std::size_t floats,
                                                  int iters) {
-#ifdef USE_C10D_GLOO
+#ifdef DYNAPAR_GLOO_HEADERS
   try {
     auto store = c10::make_intrusive<c10d::FileStore>(store_file, world);
     auto opts = c10d::ProcessGroupGloo::Options::create();

@@ -31,8 +31,10 @@ std::vector<tensor> sum(const std::vector<std::vector<tensor>>& parts) {
   if (parts.empty()) return out;
   for (std::size_t i = 0; i < parts[0].size(); ++i) {
     // As autograd accumulates on one device: the first as it is, then in-place additions.
+    // Parts from devices on different places are added where the first one is (IEEE addition
+    // gives the same bits on a CPU and a GPU).
     torch::Tensor s = parts[0][i]->t.clone();
-    for (std::size_t h = 1; h < parts.size(); ++h) s.add_(parts[h][i]->t);
+    for (std::size_t h = 1; h < parts.size(); ++h) s.add_(parts[h][i]->t.to(s.device()));
     out.push_back(box(s));
   }
   return out;
@@ -74,8 +76,8 @@ double accuracy(const std::vector<layer_copy>& layers, const data::dataset& d) {
   for (int lo = 0; lo < d.size(); lo += 1000) {
     const int hi = std::min(d.size(), lo + 1000);
     torch::Tensor x = inputs(d, all, lo, hi)->t;
-    for (const auto& l : layers) x = l->module->forward(x);
-    correct += x.argmax(1).eq(targets(d, all, lo, hi)->t).sum().item<long>();
+    for (const auto& l : layers) x = l->module->forward(x.to(device_of(l->module)));
+    correct += x.argmax(1).to(torch::kCPU).eq(targets(d, all, lo, hi)->t).sum().item<long>();
   }
   return static_cast<double>(correct) / d.size();
 }
@@ -92,8 +94,9 @@ double max_rel_diff(const std::vector<layer_copy>& a, const std::vector<layer_co
     for (std::size_t i = 0; i < pa.size(); ++i) {
       if (pa[i].sizes() != pb[i].sizes()) return unbounded;
       if (pa[i].numel() == 0) continue;
-      const double scale = pb[i].abs().max().item<double>();
-      const double diff = (pa[i] - pb[i]).abs().max().item<double>();
+      const auto a_host = pa[i].to(torch::kCPU), b_host = pb[i].to(torch::kCPU);
+      const double scale = b_host.abs().max().item<double>();
+      const double diff = (a_host - b_host).abs().max().item<double>();
       const double rel = scale > 0 ? diff / scale : diff;
       if (!(rel <= unbounded)) return unbounded;  // NaN
       worst = std::max(worst, rel);
@@ -104,13 +107,14 @@ double max_rel_diff(const std::vector<layer_copy>& a, const std::vector<layer_co
 
 void set_threads(int intra_op) { at::set_num_threads(std::max(1, intra_op)); }
 
-double benchmark_work() {
+double benchmark_work(const std::string& place) {
   torch::NoGradGuard no_grad;
-  const auto a = torch::full({96, 96}, 0.01f), b = torch::full({96, 96}, 0.02f);
+  const auto on = torch::TensorOptions(torch::kFloat32).device(device_of(place));
+  const auto a = torch::full({96, 96}, 0.01f, on), b = torch::full({96, 96}, 0.02f, on);
   const auto t0 = std::chrono::steady_clock::now();
   auto c = a;
   for (int i = 0; i < 40; ++i) c = torch::mm(c, b) + a;
-  volatile float keep = c[0][0].item<float>();
+  volatile float keep = c[0][0].item<float>();  // waits for a GPU's queued work
   (void)keep;
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }

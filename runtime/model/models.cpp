@@ -107,6 +107,14 @@ void build(model_chain& m) {
     add(m, "conv2+relu+pool", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(32, 64, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2)));
     add(m, "fc1+relu", nn::Sequential(nn::Flatten(), nn::Linear(3136, 128), nn::ReLU()));
     add(m, "fc2", nn::Sequential(nn::Linear(128, 10)));
+  } else if (m.name == "vgg") {  // VGG-style, 12.3 M parameters: a model worth a GPU
+    add(m, "block1", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 64, 3).padding(1)), nn::ReLU(),
+                                    nn::Conv2d(nn::Conv2dOptions(64, 64, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2)));
+    add(m, "block2", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(64, 128, 3).padding(1)), nn::ReLU(),
+                                    nn::Conv2d(nn::Conv2dOptions(128, 128, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2)));
+    add(m, "fc1+relu", nn::Sequential(nn::Flatten(), nn::Linear(128 * 7 * 7, 1536), nn::ReLU()));
+    add(m, "fc2+relu", nn::Sequential(nn::Linear(1536, 1536), nn::ReLU()));
+    add(m, "fc3", nn::Sequential(nn::Linear(1536, 10)));
   } else if (m.name == "resnet") {  // small ResNet-style: stem, 4 residual blocks, head
     add(m, "stem", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 16, 3).padding(1)), nn::ReLU()));
     add(m, "block1", nn::Sequential(Residual(16)));
@@ -126,7 +134,7 @@ void build(model_chain& m) {
 }  // namespace
 
 const std::vector<std::string>& builtin_model_names() {
-  static const std::vector<std::string> names = {"mlp", "cnn", "resnet", "transformer"};
+  static const std::vector<std::string> names = {"mlp", "cnn", "resnet", "transformer", "vgg"};
   return names;
 }
 
@@ -156,20 +164,19 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tenso
   return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
 }
 
-std::string state_key(const torch::Tensor& param) { return c10::guts::to_string(param.unsafeGetTensorImpl()); }
-
-std::unique_ptr<torch::optim::OptimizerParamState> copy_state(const torch::optim::OptimizerParamState& s) {
+std::unique_ptr<torch::optim::OptimizerParamState> copy_state(const torch::optim::OptimizerParamState& s, const torch::Device& to) {
+  auto moved = [&](const torch::Tensor& t) { return t.to(to, /*non_blocking=*/false, /*copy=*/true); };
   if (const auto* a = dynamic_cast<const torch::optim::AdamParamState*>(&s)) {
     auto out = std::make_unique<torch::optim::AdamParamState>();
     out->step(a->step());
-    out->exp_avg(a->exp_avg().clone());
-    out->exp_avg_sq(a->exp_avg_sq().clone());
-    if (a->max_exp_avg_sq().defined()) out->max_exp_avg_sq(a->max_exp_avg_sq().clone());
+    out->exp_avg(moved(a->exp_avg()));
+    out->exp_avg_sq(moved(a->exp_avg_sq()));
+    if (a->max_exp_avg_sq().defined()) out->max_exp_avg_sq(moved(a->max_exp_avg_sq()));
     return out;
   }
   if (const auto* g = dynamic_cast<const torch::optim::SGDParamState*>(&s)) {
     auto out = std::make_unique<torch::optim::SGDParamState>();
-    if (g->momentum_buffer().defined()) out->momentum_buffer(g->momentum_buffer().clone());
+    if (g->momentum_buffer().defined()) out->momentum_buffer(moved(g->momentum_buffer()));
     return out;
   }
   return s.clone();

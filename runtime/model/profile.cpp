@@ -18,15 +18,20 @@ double median(std::vector<double> v) {
 std::pair<double, double> time_layer(const torch::nn::Sequential& proto, const torch::Tensor& x, bool needs_grad, int repeat,
                                      torch::Tensor* out) {
   using clock = std::chrono::steady_clock;
+  const auto device = x.device();
   auto layer = deep_copy(proto);
+  layer->to(device);
   torch::Tensor in = x.detach().requires_grad_(needs_grad);
   std::vector<double> fwd, bwd;
   torch::Tensor y;
   for (int r = 0; r <= repeat; ++r) {  // run 0 warms up
+    synchronize(device);  // a GPU runs queued work later: time it to the end
     const auto t0 = clock::now();
     y = layer->forward(in);
+    synchronize(device);
     const auto t1 = clock::now();
     if (y.requires_grad()) y.backward(torch::ones_like(y));  // a parameterless first layer has no graph
+    synchronize(device);
     const auto t2 = clock::now();
     if (r > 0) {
       fwd.push_back(std::chrono::duration<double>(t1 - t0).count());
@@ -39,9 +44,10 @@ std::pair<double, double> time_layer(const torch::nn::Sequential& proto, const t
 
 // Seconds of one optimizer step on a layer's parameters, done as a device applies a summed
 // gradient (gradient = sum / divisor, then the step). Median of `repeat` after a warm-up.
-double time_update(const torch::nn::Sequential& proto, const optimizer_config& opt, int repeat) {
+double time_update(const torch::nn::Sequential& proto, const optimizer_config& opt, int repeat, const torch::Device& device) {
   using clock = std::chrono::steady_clock;
   auto layer = deep_copy(proto);
+  layer->to(device);
   auto params = layer->parameters();
   if (params.empty()) return 0;
   auto optimizer = make_optimizer(params, opt);
@@ -50,24 +56,29 @@ double time_update(const torch::nn::Sequential& proto, const optimizer_config& o
   std::vector<double> runs;
   torch::NoGradGuard no_grad;
   for (int r = 0; r <= repeat; ++r) {
+    synchronize(device);
     const auto t0 = clock::now();
     for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = summed[i] / 128.0;
     optimizer->step();
+    synchronize(device);
     if (r > 0) runs.push_back(std::chrono::duration<double>(clock::now() - t0).count());
   }
   return median(runs);
 }
 }  // namespace
 
-result<planner::model_profile> measure_profile(const model_chain& m, int batch, int repeat, const optimizer_config& opt) {
+result<planner::model_profile> measure_profile(const model_chain& m, int batch, int repeat, const optimizer_config& opt,
+                                               const std::string& place) {
   if (batch < 1 || repeat < 1) return make_error("bad_usage", "batch and repeat must be >= 1");
+  if (auto st = check_place(place); !st) return st.err();
+  const auto device = device_of(place);
   planner::model_profile out;
   out.name = m.name;
   out.optimizer_state_factor = opt.kind == "sgd" ? 1 : 2;
   // Timed at `batch` and twice that: time(b) = b * per-sample + fixed, fitted through both
   // points. Small batches pay a per-call cost (kernel set-up, allocation) that a per-sample
   // time taken at one batch would spread wrongly over other sizes.
-  torch::Tensor x1 = torch::randn({batch, 1, 28, 28}), x2 = torch::randn({2 * batch, 1, 28, 28});
+  torch::Tensor x1 = torch::randn({batch, 1, 28, 28}).to(device), x2 = torch::randn({2 * batch, 1, 28, 28}).to(device);
   for (std::size_t l = 0; l < m.layers.size(); ++l) {
     torch::Tensor y1, y2;
     const auto [f1, b1] = time_layer(m.layers[l], x1, l > 0, repeat, &y1);
@@ -80,7 +91,7 @@ result<planner::model_profile> measure_profile(const model_chain& m, int batch, 
     lp.fixed_s = std::max(0.0, f1 + b1 - batch * (lp.fwd_s + lp.bwd_s));
     lp.act_bytes = static_cast<double>(y1[0].numel() * y1.element_size());
     for (const auto& p : m.layers[l]->parameters()) lp.param_bytes += static_cast<double>(p.numel() * p.element_size());
-    lp.update_s = time_update(m.layers[l], opt, repeat);
+    lp.update_s = time_update(m.layers[l], opt, repeat, device);
     lp.act_mem_bytes = 2 * lp.act_bytes + static_cast<double>(x1[0].numel() * x1.element_size());
     out.layers.push_back(lp);
     x1 = y1;

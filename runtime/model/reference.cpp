@@ -6,12 +6,15 @@ namespace dynapar::model {
 struct reference::impl {
   std::vector<torch::nn::Sequential> layers;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
+  torch::Device device{torch::kCPU};
 };
 
-reference::reference(const model_chain& m, const optimizer_config& opt) : impl_(std::make_unique<impl>()) {
+reference::reference(const model_chain& m, const optimizer_config& opt, const std::string& place) : impl_(std::make_unique<impl>()) {
+  impl_->device = device_of(place);
   std::vector<torch::Tensor> params;
   for (const auto& l : m.layers) {
     impl_->layers.push_back(deep_copy(l));
+    impl_->layers.back()->to(impl_->device);
     for (const auto& p : impl_->layers.back()->parameters()) params.push_back(p);
   }
   impl_->optimizer = make_optimizer(params, opt);
@@ -23,21 +26,22 @@ double reference::step(const data::dataset& d, const std::vector<int>& samples, 
   impl_->optimizer->zero_grad();
   const int n = static_cast<int>(samples.size());
   const int u = micro_batch > 0 ? micro_batch : n;
-  double loss_sum = 0;
+  // Added up on the device and read once: a read per micro-batch would stall a GPU.
+  auto loss_sum = torch::zeros({}, torch::TensorOptions(torch::kFloat64).device(impl_->device));
   for (int lo = 0; lo < n; lo += u) {
     const int hi = std::min(n, lo + u);
-    torch::Tensor x = inputs(d, samples, lo, hi)->t;
+    torch::Tensor x = inputs(d, samples, lo, hi)->t.to(impl_->device);
     for (auto& l : impl_->layers) x = l->forward(x);
-    auto loss = torch::nn::functional::cross_entropy(x, targets(d, samples, lo, hi)->t,
+    auto loss = torch::nn::functional::cross_entropy(x, targets(d, samples, lo, hi)->t.to(impl_->device),
                                                      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
     loss.backward();
-    loss_sum += loss.item<double>();
+    loss_sum += loss.detach().to(torch::kFloat64);
   }
   torch::NoGradGuard no_grad;
   for (auto& l : impl_->layers)
     for (auto& p : l->parameters()) p.mutable_grad() = p.grad() / static_cast<double>(n);
   impl_->optimizer->step();
-  return loss_sum / n;
+  return loss_sum.item<double>() / n;
 }
 
 std::vector<layer_copy> reference::layers() const {

@@ -22,7 +22,7 @@ tensor filled_tensor(std::int64_t n, float value) { return box(torch::full({n}, 
 
 blob to_blob(const tensor& t, tensor_meta& meta) {
   meta = {};
-  torch::Tensor c = t->t.contiguous();
+  torch::Tensor c = t->t.to(torch::kCPU).contiguous();  // a GPU tensor travels from the host
   for (const auto& e : types)
     if (e.type == c.scalar_type()) meta.dtype = e.code;
   meta.shape = c.sizes().vec();

@@ -8,16 +8,17 @@ namespace {
 
 class torch_worker final : public device_worker {
  public:
-  explicit torch_worker(optimizer_config opt) : opt_(std::move(opt)) {}
+  torch_worker(optimizer_config opt, torch::Device device) : opt_(std::move(opt)), device_(device) {}
 
   void hold(int layer, const layer_copy& replica) override {
     held h;
     h.module = deep_copy(replica->module);
+    h.module->to(device_);
     h.optimizer = make_optimizer(h.module->parameters(), opt_);
     // A migrated layer brings its optimizer state: install a copy under the new parameters.
     const auto params = h.module->parameters();
     for (std::size_t i = 0; i < replica->states.size() && i < params.size(); ++i)
-      if (replica->states[i]) h.optimizer->state()[state_key(params[i])] = copy_state(*replica->states[i]);
+      if (replica->states[i]) h.optimizer->state()[state_key(params[i])] = copy_state(*replica->states[i], device_);
     layers_[layer] = std::move(h);
   }
   bool holds(int layer) const override { return layers_.count(layer) > 0; }
@@ -30,7 +31,7 @@ class torch_worker final : public device_worker {
     for (auto& [l, h] : layers_) h.optimizer->zero_grad();
     kept_.clear();
     micro_grads_.clear();
-    loss_ = 0;
+    loss_ = torch::zeros({}, torch::TensorOptions(torch::kFloat64).device(device_));
   }
 
   result<tensor> forward(int micro, int lo, int hi, const tensor& input) override {
@@ -38,7 +39,7 @@ class torch_worker final : public device_worker {
       if (!holds(l)) return make_error("not_held", "forward of layer " + std::to_string(l) + " on a device that does not hold it");
     if (!input) return make_error("bad_tensor", "forward of micro-batch " + std::to_string(micro) + " without an input");
     return guarded("forward", [&]() -> result<tensor> {
-      torch::Tensor x = input->t;
+      torch::Tensor x = input->t.to(device_);
       // A later stage's input is a leaf of this device's graph: its gradient goes upstream.
       if (lo > 0) x = x.detach().requires_grad_(true);
       torch::Tensor y = x;
@@ -55,7 +56,7 @@ class torch_worker final : public device_worker {
     return guarded("backward", [&]() -> result<tensor> {
       // A first stage of parameterless layers (Flatten, ReLU, pooling) has no graph: its
       // output does not require grad, and there is nothing to differentiate.
-      if (it->second.output.requires_grad()) it->second.output.backward(grad_output->t);
+      if (it->second.output.requires_grad()) it->second.output.backward(grad_output->t.to(device_));
       return finish(micro, it);
     });
   }
@@ -65,15 +66,16 @@ class torch_worker final : public device_worker {
     if (it == kept_.end()) return make_error("no_forward", "loss of micro-batch " + std::to_string(micro) + " without its forward");
     if (!targets) return make_error("bad_tensor", "loss of micro-batch " + std::to_string(micro) + " without targets");
     return guarded("loss", [&]() -> result<tensor> {
-      auto loss = torch::nn::functional::cross_entropy(it->second.output, targets->t,
+      auto loss = torch::nn::functional::cross_entropy(it->second.output, targets->t.to(device_),
                                                        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
-      loss_ += loss.item<double>();
+      // Added up where it is computed: reading it each micro-batch would stall a GPU.
+      loss_ += loss.detach().to(torch::kFloat64);
       if (loss.requires_grad()) loss.backward();
       return finish(micro, it);
     });
   }
 
-  double loss_sum() const override { return loss_; }
+  double loss_sum() const override { return loss_.defined() ? loss_.item<double>() : 0.0; }
 
   std::vector<std::vector<tensor>> micro_gradients(int layer) const override {
     std::vector<std::vector<tensor>> out;
@@ -94,7 +96,7 @@ class torch_worker final : public device_worker {
     auto done = guarded("apply", [&]() -> result<tensor> {
       torch::NoGradGuard no_grad;
       // The same expression as the reference's, so that the bits agree.
-      for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = summed[i]->t / divisor;
+      for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = summed[i]->t.to(device_) / divisor;
       it->second.optimizer->step();
       return tensor{};
     });
@@ -105,7 +107,7 @@ class torch_worker final : public device_worker {
   std::uint64_t hash(int layer) const override {
     std::uint64_t h = 1469598103934665603ULL;
     for (const auto& p : layers_.at(layer).module->parameters()) {
-      auto c = p.detach().contiguous();
+      auto c = p.detach().to(torch::kCPU).contiguous();
       const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
       for (std::size_t i = 0; i < static_cast<std::size_t>(c.nbytes()); ++i) h = (h ^ bytes[i]) * 1099511628211ULL;
     }
@@ -124,7 +126,7 @@ class torch_worker final : public device_worker {
     box->module = deep_copy(h.module);
     for (const auto& p : h.module->parameters()) {
       auto it = h.optimizer->state().find(state_key(p));
-      box->states.push_back(it == h.optimizer->state().end() ? nullptr : copy_state(*it->second));
+      box->states.push_back(it == h.optimizer->state().end() ? nullptr : copy_state(*it->second, device_));
     }
     return box;
   }
@@ -139,11 +141,14 @@ class torch_worker final : public device_worker {
     int lo, hi;
   };
   // LibTorch reports bad shapes, types and graphs by throwing: an error value here, so that
-  // no c10::Error ever leaves a device as std::terminate.
+  // no c10::Error ever leaves a device as std::terminate. On a GPU it also waits for the
+  // queued kernels: the device actor times its work, and a GPU's errors surface here.
   template <class F>
-  static result<tensor> guarded(const char* what, F&& f) {
+  result<tensor> guarded(const char* what, F&& f) {
     try {
-      return f();
+      auto r = f();
+      synchronize(device_);
+      return r;
     } catch (const c10::Error& e) {
       return make_error("torch", std::string(what) + ": " + e.what_without_backtrace());
     } catch (const std::exception& e) {
@@ -167,14 +172,17 @@ class torch_worker final : public device_worker {
     return g.defined() ? box(g) : tensor{};
   }
   optimizer_config opt_;
+  torch::Device device_;
   std::map<int, held> layers_;
   std::map<int, kept_activation> kept_;
   std::map<int, std::map<int, std::vector<tensor>>> micro_grads_;  // layer -> micro -> per parameter
-  double loss_ = 0;
+  torch::Tensor loss_;  // float64 on the device: this step's summed loss
 };
 
 }  // namespace
 
-std::unique_ptr<device_worker> make_worker(const optimizer_config& opt) { return std::make_unique<torch_worker>(opt); }
+std::unique_ptr<device_worker> make_worker(const optimizer_config& opt, const std::string& place) {
+  return std::make_unique<torch_worker>(opt, device_of(place));
+}
 
 }  // namespace dynapar::model

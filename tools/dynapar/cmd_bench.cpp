@@ -114,6 +114,7 @@ int bench_planner(const planner_bench_options& o) {
 
 struct train_bench_options {
   std::string model = "cnn";
+  std::string place = "cpu";
   int batch = 64, steps = 60, micro_batches = 8;
   bool json = false;
 };
@@ -122,12 +123,13 @@ struct train_bench_options {
 // batch, samples and micro-batching, interleaved in rounds so that machine noise hits both.
 int bench_train(const train_bench_options& o) {
   model::set_threads(1);
+  if (auto st = model::check_place(o.place); !st) return report(st.err());
   const auto d = data::synthetic(std::max(2000, o.batch * 4), 1);
   auto m = model::make_model(o.model, 1);
   if (!m) return report(m.err());
   const model::optimizer_config opt{"sgd", 0.01, 0.9, 0};
   auto plain = [&](int micro) {
-    model::reference ref(**m, opt);
+    model::reference ref(**m, opt, o.place);
     data::global_sampler s(d.size(), o.batch, 1);
     ref.step(d, s.step_samples(0), micro);  // warm-up
     stopwatch sw;
@@ -141,6 +143,7 @@ int bench_train(const train_bench_options& o) {
     s.batch = o.batch;
     s.optimizer = opt;
     s.hash_every = 0;
+    if (o.place != "cpu") s.places[0] = o.place;
     std::vector<double> times;
     actors::train_callbacks cb;
     cb.on_step = [&](const actors::step_record& rec) {
@@ -167,6 +170,7 @@ int bench_train(const train_bench_options& o) {
   }
   const int mbs = (o.batch + u - 1) / u;
   nlohmann::json out = {{"model", o.model},
+                        {"place", o.place},
                         {"batch", o.batch},
                         {"steps", o.steps},
                         {"plain_step_s", p1},
@@ -180,7 +184,7 @@ int bench_train(const train_bench_options& o) {
   if (o.json) {
     std::cout << out.dump() << "\n";
   } else {
-    std::cout << std::setprecision(4) << o.model << ", batch " << o.batch << ", " << o.steps << " steps x " << rounds
+    std::cout << std::setprecision(4) << o.model << " on " << o.place << ", batch " << o.batch << ", " << o.steps << " steps x " << rounds
               << " rounds, 1 device, 1 group:\n"
               << "  plain LibTorch loop " << 1e3 * p1 << " ms/step, actors " << 1e3 * a1 << " ms/step: throughput ratio "
               << p1 / a1 << "\n"
@@ -210,6 +214,7 @@ void add_bench(CLI::App& app, runner& run) {
   tr->add_option("--batch", t->batch, "Batch")->check(CLI::Range(1, 4096));
   tr->add_option("--steps", t->steps, "Timed steps per round")->check(CLI::Range(1, 100000));
   tr->add_option("--micro-batches", t->micro_batches, "Micro-batches for the overhead measurement")->check(CLI::Range(1, 4096));
+  tr->add_option("--place", t->place, "Where both compute: cpu or cuda:N (default cpu; docs/GPU.md)");
   tr->add_flag("--json", t->json, "Print one JSON object");
   tr->callback([t, &run] { run = [t] { return bench_train(*t); }; });
   add_bench_runtime(*bench, run);

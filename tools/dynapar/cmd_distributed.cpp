@@ -245,6 +245,7 @@ int node_main(node_options o) {
     return exit_ok;
   }
   o.node.devices = *devs;
+  if (auto st = model::check_place(o.node.place); !st) return report(st.err());
   model::set_threads(1);
   leave_on_signals();
   auto r = actors::run_node(o.node, leave_requested);
@@ -336,6 +337,7 @@ void add_distributed(CLI::App& app, runner& run) {
   node->add_option("--controller", n->node.controller, "The controller's endpoint, tcp://HOST:PORT")->required();
   node->add_option("--device", n->devices, "A device of the job this node hosts: ID or ID:NAME (repeatable)")->required();
   node->add_option("--name", n->node.name, "Unique node name (default node-PID)");
+  node->add_option("--place", n->node.place, "Where this node's devices compute: cpu or cuda:N (default cpu; docs/GPU.md)");
   node->add_flag("--leave", n->leave, "Ask the controller to retire these devices after the current step, then exit");
   node->add_flag("--allow-remote", n->node.allow_remote, "Allow a controller beyond loopback");
   node->add_option("--connect-timeout-s", n->node.connect_timeout_s, "Seconds to wait for the controller's answer (default 10)")

@@ -262,7 +262,8 @@ int train_main(const train_options& o, const train_fn& how) {
   double diff = 0;
   if (o.verify) {
     log->info("verify: the same {} steps on one plain device", steps);
-    model::reference ref(*prep->model, s.optimizer);
+    log->info("verify: the plain device computes on {}", prep->reference_place);
+    model::reference ref(*prep->model, s.optimizer, prep->reference_place);
     data::global_sampler sampler(prep->train_set.size(), batch, j->seed);
     // Exact jobs accumulate over the same fixed micro-batches as every group does.
     const int micro = j->exact ? j->cluster.planner.micro_batch : 0;
@@ -302,18 +303,23 @@ void add_checkpoint_flags(CLI::App* sub, train_options& o) {
 
 namespace {
 
-int profile_main(const std::string& name, int batch, int repeat, const std::string& out) {
+struct profile_options {
+  std::string model, out, place = "cpu";
+  int batch = 64, repeat = 5;
+};
+
+int profile_main(const profile_options& o) {
   model::set_threads(1);
-  auto m = model::make_model(name, 1);
+  auto m = model::make_model(o.model, 1);
   if (!m) return report(m.err());
-  auto p = model::measure_profile(**m, batch, repeat, {});
+  auto p = model::measure_profile(**m, o.batch, o.repeat, {}, o.place);
   if (!p) return report(p.err());
   const auto text = config::profile_to_json(*p).dump(2);
-  if (out.empty()) {
+  if (o.out.empty()) {
     std::cout << text << "\n";
   } else {
-    std::ofstream f(out);
-    if (!(f << text << "\n")) return report(make_error("io", "cannot write '" + out + "'"));
+    std::ofstream f(o.out);
+    if (!(f << text << "\n")) return report(make_error("io", "cannot write '" + o.out + "'"));
   }
   return exit_ok;
 }
@@ -336,13 +342,14 @@ void add_train(CLI::App& app, runner& run) {
   add_dashboard_flags(sub, *o);
   sub->callback([o, &run] { run = [o] { return train_main(*o, nullptr); }; });
 
-  auto p = std::make_shared<std::tuple<std::string, int, int, std::string>>("", 64, 5, "");
+  auto p = std::make_shared<profile_options>();
   auto* prof = app.add_subcommand("profile", "Measure a model's per-layer times and sizes here; print the planner profile JSON");
-  prof->add_option("model", std::get<0>(*p), "Built-in model or TorchScript .pt file")->required();
-  prof->add_option("--batch", std::get<1>(*p), "Samples per timed run")->check(CLI::Range(1, 4096));
-  prof->add_option("--repeat", std::get<2>(*p), "Timed runs per layer")->check(CLI::Range(1, 1000));
-  prof->add_option("--out", std::get<3>(*p), "Write the JSON here instead of stdout");
-  prof->callback([p, &run] { run = [p] { return profile_main(std::get<0>(*p), std::get<1>(*p), std::get<2>(*p), std::get<3>(*p)); }; });
+  prof->add_option("model", p->model, "Built-in model or TorchScript .pt file")->required();
+  prof->add_option("--batch", p->batch, "Samples per timed run")->check(CLI::Range(1, 4096));
+  prof->add_option("--repeat", p->repeat, "Timed runs per layer")->check(CLI::Range(1, 1000));
+  prof->add_option("--out", p->out, "Write the JSON here instead of stdout");
+  prof->add_option("--place", p->place, "Where to measure: cpu or cuda:N (default cpu; docs/GPU.md)");
+  prof->callback([p, &run] { run = [p] { return profile_main(*p); }; });
 }
 
 }  // namespace dynapar::cli

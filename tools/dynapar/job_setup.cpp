@@ -1,6 +1,7 @@
 #include "job_setup.hpp"
 
 #include <algorithm>
+#include <map>
 #include <thread>
 
 #include "config/profile_json.hpp"
@@ -40,6 +41,56 @@ result<planner::plan> choose_plan(const config::job& j, const planner::cluster_s
   return pl;
 }
 
+// Step seconds of one micro-batch through every layer plus an update, by the profile.
+double profile_step_s(const planner::model_profile& m, int micro) {
+  double t = 0;
+  for (const auto& l : m.layers) t += l.fixed_s + micro * (l.fwd_s + l.bwd_s) + l.update_s;
+  return t;
+}
+
+// Devices on GPUs compute at their own speed: the model is profiled on each place the job's
+// devices use, the planner gets the fastest place's profile, and each device the speed of
+// its place relative to it (a scalar: layers keep the fastest place's proportions).
+status measure_places(prepared_job& p, int micro, const model::optimizer_config& opt) {
+  const auto& job = p.job;
+  if (job.emulate)
+    return make_error("bad_job", "job '" + job.name + "': devices with a cuda place need 'emulate: false' (a GPU computes at its own speed)");
+  if (!job.profile.empty()) return make_error("bad_job", "job '" + job.name + "': a job with cuda devices measures its profiles; drop 'profile'");
+  std::map<std::string, planner::model_profile> by_place;
+  by_place["cpu"];
+  for (const auto& [id, place] : job.cluster.places) {
+    if (auto st = model::check_place(place); !st) return make_error(st.err().code, "device " + std::to_string(id) + ": " + st.err().message);
+    by_place[place];
+  }
+  std::string fastest;
+  for (auto& [place, profile] : by_place) {
+    auto m = model::measure_profile(*p.model, micro, 15, opt, place);
+    if (!m) return m.err();
+    profile = std::move(*m);
+    logging::get("train")->info("profile on {}: {:.3f} ms per micro-batch of {}", place, 1e3 * profile_step_s(profile, micro), micro);
+    if (fastest.empty() || profile_step_s(profile, micro) < profile_step_s(by_place[fastest], micro)) fastest = place;
+  }
+  p.profile = by_place[fastest];
+  const double best = profile_step_s(p.profile, micro);
+  for (auto& d : p.cluster.devices) {
+    const auto it = job.cluster.places.find(d.id);
+    d.speed = best / profile_step_s(by_place[it == job.cluster.places.end() ? "cpu" : it->second], micro);
+  }
+  return ok_status();
+}
+
+// The devices' common place, or the first GPU's when they differ.
+std::string reference_place(const config::job& job) {
+  if (job.cluster.places.empty()) return "cpu";
+  if (job.cluster.places.size() == job.cluster.cluster.devices.size()) {
+    const std::string first = job.cluster.places.begin()->second;
+    bool same = true;
+    for (const auto& [id, place] : job.cluster.places) same = same && place == first;
+    if (same) return first;
+  }
+  return job.cluster.places.begin()->second;
+}
+
 }  // namespace
 
 result<prepared_job> prepare_job(const std::string& path, std::int64_t steps) {
@@ -69,12 +120,17 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps) {
   // The planner needs this model's profile on this machine: measure it, or take the job's
   // (the same emulated hardware run after run with profile-timed devices).
   const int micro = job.cluster.planner.micro_batch > 0 ? job.cluster.planner.micro_batch : 16;
-  auto profile = job.profile.empty() ? model::measure_profile(*p.model, micro, 15, opt) : config::load_profile(job.profile);
-  if (!profile) return profile.err();
-  if (profile->num_layers() != model::num_layers(*p.model))
-    return make_error("bad_job", "profile '" + job.profile + "' has " + std::to_string(profile->num_layers()) + " layers, model '" +
-                                     job.model + "' " + std::to_string(model::num_layers(*p.model)));
-  p.profile = std::move(*profile);
+  if (!job.cluster.places.empty()) {
+    if (auto st = measure_places(p, micro, opt); !st) return st.err();
+  } else {
+    auto profile = job.profile.empty() ? model::measure_profile(*p.model, micro, 15, opt) : config::load_profile(job.profile);
+    if (!profile) return profile.err();
+    if (profile->num_layers() != model::num_layers(*p.model))
+      return make_error("bad_job", "profile '" + job.profile + "' has " + std::to_string(profile->num_layers()) + " layers, model '" +
+                                       job.model + "' " + std::to_string(model::num_layers(*p.model)));
+    p.profile = std::move(*profile);
+  }
+  p.reference_place = reference_place(job);
   auto& s = p.settings;
   if (job.replan_every == 0) {
     auto pl = choose_plan(job, p.cluster, p.profile);
@@ -106,6 +162,7 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps) {
   s.profile_timed = job.emulate && job.emulate_compute == "profile";
   s.faults = sim::expand(job.faults, s.steps, job.seed);
   s.step_deadline_s = job.step_deadline_s;
+  s.places = job.cluster.places;
   return p;
 }
 

@@ -19,6 +19,9 @@ struct prepared_job {
   planner::cluster_state cluster;          // the job's devices at their emulated speeds
   double scale = 1;                        // the fastest device's speed relative to this machine
   actors::train_settings settings;         // a controller when replan_every > 0, else the policy's plan
+  // Where --verify's plain device computes: the devices' place when they share one, else the
+  // first GPU's (docs/GPU.md: where the run then equals it bit for bit, and where not).
+  std::string reference_place = "cpu";
 };
 
 // `steps` > 0 overrides the job's length.

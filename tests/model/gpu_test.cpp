@@ -76,18 +76,21 @@ TEST_CASE("a pipeline of two GPU devices equals one GPU bit for bit", "[gpu]") {
   }
 }
 
-TEST_CASE("a CPU stage feeding a GPU stage trains within a small tolerance of one GPU", "[gpu]") {
+TEST_CASE("a CPU stage feeding a GPU stage trains as close to one device as a CPU is to a GPU", "[gpu]") {
   REQUIRE_GPU();
   const auto d = data::synthetic(512, 3);
   auto m = make_model("cnn", 5);
   REQUIRE(m);
   const auto run = two_stages(**m, "cpu", "cuda:0", 2, d, 64, 16, 4);
-  const double vs_gpu = max_rel_diff(run, one_device(**m, "cuda:0", d, 64, 16, 4));
-  const double vs_cpu = max_rel_diff(run, one_device(**m, "cpu", d, 64, 16, 4));
-  WARN("mixed CPU+GPU pipeline, 4 Adam steps: max relative difference " << vs_gpu << " from one GPU, " << vs_cpu << " from one CPU");
-  // Different kernels round differently: not bit for bit, but far below what training moves.
-  CHECK(vs_gpu < 1e-3);
-  CHECK(vs_cpu < 1e-3);
+  const auto gpu = one_device(**m, "cuda:0", d, 64, 16, 4), cpu = one_device(**m, "cpu", d, 64, 16, 4);
+  const double vs_gpu = max_rel_diff(run, gpu), vs_cpu = max_rel_diff(run, cpu), cpu_vs_gpu = max_rel_diff(cpu, gpu);
+  WARN("4 Adam steps, max relative difference: mixed pipeline vs one GPU " << vs_gpu << ", vs one CPU " << vs_cpu
+                                                                              << "; one CPU vs one GPU " << cpu_vs_gpu);
+  // Different kernels round differently: not bit for bit. The yardstick is how far the two
+  // single-device runs are apart; a mixed run (half its layers on each) lies within it.
+  CHECK(cpu_vs_gpu < 1e-2);
+  CHECK(vs_gpu <= cpu_vs_gpu * 1.5);
+  CHECK(vs_cpu <= cpu_vs_gpu * 1.5);
   // The layers really trained (the comparison is not between two untouched models).
   CHECK(max_rel_diff(run, one_device(**m, "cpu", d, 64, 16, 0)) > 1e-3);
 }

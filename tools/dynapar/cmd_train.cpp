@@ -89,7 +89,7 @@ result<json> compare_policies(const prepared_job& prep, const train_options& o, 
 }  // namespace
 
 int train_main(const train_options& o, const train_fn& how) {
-  auto prep = prepare_job(o.job, o.steps);
+  auto prep = prepare_job(o.job, o.steps, o.place);
   if (!prep) return report(prep.err());
   if (auto st = check_compare(*prep, o); !st) return report(st.err());
   if (!o.resume.empty()) {
@@ -333,6 +333,7 @@ void add_train(CLI::App& app, runner& run) {
   sub->add_option("--out", o->out, "Directory for metrics.jsonl and summary.json (default out/train)");
   sub->add_flag("--verify", o->verify, "Also run the job on one plain device and report reference_max_rel_diff");
   sub->add_option("--steps", o->steps, "Override the job's length")->check(CLI::Range(1, 100000000));
+  sub->add_option("--place", o->place, "Put every device on this place, cpu or cuda:N, at its real speed (docs/GPU.md)");
   sub->add_option("--compare", o->compare, "After the run, train the first --compare-steps steps with these policies too "
                                            "(comma-separated, e.g. dp_even,dp_balanced) and compare step times")
       ->delimiter(',');

@@ -93,9 +93,16 @@ std::string reference_place(const config::job& job) {
 
 }  // namespace
 
-result<prepared_job> prepare_job(const std::string& path, std::int64_t steps) {
+result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, const std::string& place) {
   auto j = config::load_job_file(path);
   if (!j) return j.err();
+  if (!place.empty()) {
+    if (auto st = model::check_place(place); !st) return st.err();
+    j->cluster.places.clear();
+    if (place != "cpu")
+      for (const auto& d : j->cluster.cluster.devices) j->cluster.places[d.id] = place;
+    j->emulate = false;
+  }
   prepared_job p;
   p.job = std::move(*j);
   const auto& job = p.job;

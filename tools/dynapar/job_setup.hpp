@@ -24,7 +24,8 @@ struct prepared_job {
   std::string reference_place = "cpu";
 };
 
-// `steps` > 0 overrides the job's length.
-result<prepared_job> prepare_job(const std::string& path, std::int64_t steps);
+// `steps` > 0 overrides the job's length; a non-empty `place` puts every device there (and
+// turns emulation off: the devices compute at their real speed).
+result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, const std::string& place = "");
 
 }  // namespace dynapar::cli

@@ -13,10 +13,11 @@ source tools/gpu/env.sh
 bin=${BUILD:-build-gpu}/bin
 nvidia-smi -L
 echo "== model tests (their [gpu] cases on the GPU)"
-"$bin/model_tests" --success --reporter compact | grep -E "warning|failed|passed|skipped" | tail -20
 "$bin/model_tests"
-echo "== the GPU alone: two device actors on cuda:0, --verify expects 0"
+echo "== exact_cnn.yaml's five devices (two groups, pipelines of 2 and 3) all on cuda:0: --verify expects 0"
+"$bin/dynapar" train examples/jobs/exact_cnn.yaml --place cuda:0 --verify --out "$out/exact_cnn_gpu"
+echo "== the GPU alone"
 "$bin/dynapar" train examples/jobs/gpu_alone.yaml --verify --out "$out/gpu_alone"
-echo "== one GPU and four CPU devices, joint_lyapunov against dp_even"
-"$bin/dynapar" train examples/jobs/gpu_mixed.yaml --verify --compare dp_even --out "$out/gpu_mixed"
+echo "== one GPU and four CPU devices: joint_lyapunov, then dp_even and dp_balanced on the same devices"
+"$bin/dynapar" train examples/jobs/gpu_mixed.yaml --verify --compare dp_even,dp_balanced --out "$out/gpu_mixed"
 echo "check.sh: all passed"

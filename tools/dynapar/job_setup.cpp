@@ -49,8 +49,13 @@ double profile_step_s(const planner::model_profile& m, int micro) {
 }
 
 // Devices on GPUs compute at their own speed: the model is profiled on each place the job's
-// devices use, the planner gets the fastest place's profile, and each device the speed of
-// its place relative to it (a scalar: layers keep the fastest place's proportions).
+// devices use, the planner gets the CPU's profile, and each device the speed of its place
+// relative to it (a scalar: layers keep the CPU's proportions). The CPU is the base because
+// pipelines form among the slower devices, whose per-layer proportions must be right for the
+// splits and for the controller's speed estimates from a stage's time; a GPU that holds the
+// whole model needs only its whole-model ratio, which the scalar gives exactly at the job's
+// micro-batch. (With the GPU's proportions, on an H100, a CPU stage of the last, small layer
+// looked 20 times faster than it was, and the controller moved the model onto it.)
 status measure_places(prepared_job& p, int micro, const model::optimizer_config& opt) {
   const auto& job = p.job;
   if (job.emulate)
@@ -62,19 +67,17 @@ status measure_places(prepared_job& p, int micro, const model::optimizer_config&
     if (auto st = model::check_place(place); !st) return make_error(st.err().code, "device " + std::to_string(id) + ": " + st.err().message);
     by_place[place];
   }
-  std::string fastest;
   for (auto& [place, profile] : by_place) {
     auto m = model::measure_profile(*p.model, micro, 15, opt, place);
     if (!m) return m.err();
     profile = std::move(*m);
     logging::get("train")->info("profile on {}: {:.3f} ms per micro-batch of {}", place, 1e3 * profile_step_s(profile, micro), micro);
-    if (fastest.empty() || profile_step_s(profile, micro) < profile_step_s(by_place[fastest], micro)) fastest = place;
   }
-  p.profile = by_place[fastest];
-  const double best = profile_step_s(p.profile, micro);
+  p.profile = by_place["cpu"];
+  const double base = profile_step_s(p.profile, micro);
   for (auto& d : p.cluster.devices) {
     const auto it = job.cluster.places.find(d.id);
-    d.speed = best / profile_step_s(by_place[it == job.cluster.places.end() ? "cpu" : it->second], micro);
+    d.speed = base / profile_step_s(by_place[it == job.cluster.places.end() ? "cpu" : it->second], micro);
   }
   return ok_status();
 }

@@ -46,7 +46,7 @@ class torch_worker final : public device_worker {
       for (int l = lo; l < hi; ++l) y = layers_[l].module->forward(y);
       kept_[micro] = {x, y, lo, hi};
       return box(y.detach());
-    });
+    }, /*wait=*/false);
   }
 
   result<tensor> backward(int micro, const tensor& grad_output) override {
@@ -141,11 +141,13 @@ class torch_worker final : public device_worker {
     int lo, hi;
   };
   // LibTorch reports bad shapes, types and graphs by throwing: an error value here, so that
-  // no c10::Error ever leaves a device as std::terminate. On a GPU, forward and backward
-  // also wait for their kernels: the device actor times its work (the controller learns
-  // speeds from it), and a GPU's errors surface here. An update is not waited for (measured
-  // on an H100, docs/GPU.md: waiting cost 0.7 ms a step of the 12 M-parameter model); its
-  // time lands in the next wait.
+  // no c10::Error ever leaves a device as std::terminate. On a GPU, a backward (the end of a
+  // micro-batch's work on a device) also waits for the queued kernels, so that the device's
+  // measured compute time per step is its GPU time (the controller learns speeds from it)
+  // and a GPU's errors surface here. Forwards and updates are not waited for: each wait
+  // leaves the GPU idle while the next kernels are launched (on an H100 waiting after every
+  // operation cost 0.7 ms a step of the 12 M-parameter vgg, docs/GPU.md); their time lands
+  // in the next wait, on the same device.
   template <class F>
   result<tensor> guarded(const char* what, F&& f, bool wait = true) {
     try {

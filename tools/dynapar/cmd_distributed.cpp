@@ -112,6 +112,11 @@ result<actors::train_outcome> train_remote(prepared_job& p, const actors::train_
   rc.seed = p.job.seed;
   rc.optimizer = p.settings.optimizer;
   for (const auto& d : p.cluster.devices) rc.devices.insert(d.id);
+  // Local nodes host their devices on the CPU; a GPU device needs a node on its machine
+  // started with --place (docs/GPU.md).
+  if (o.local_nodes > 0 && !p.job.cluster.places.empty())
+    return make_error("bad_flag", "--local starts CPU nodes, but job '" + p.job.name +
+                                      "' places devices on GPUs: start those nodes with `dynapar node --place cuda:N`");
   auto remote = actors::remote_devices::start(sys, p.model, rc);
   if (!remote) return remote.err();
   log->info("listening on {}", (*remote)->endpoint());

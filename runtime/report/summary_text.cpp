@@ -43,12 +43,17 @@ std::string human_summary(const json& s, const std::string& out_dir) {
   out += "\n";
   if (s.contains("compare") && s["compare"].is_array() && !s["compare"].empty()) {
     const auto& c = s["compare"];
-    out += "  side by side, steps 0-" + std::to_string(c[0].value("steps", 0) - 1) + " on the same emulated devices (" +
-           fmt("%.1f", 1e3 * c[0].value("this_run_mean_step_time_s", 0.0)) + " ms a step here):";
-    for (std::size_t i = 0; i < c.size(); ++i)
-      out += std::string(i ? "," : "") + " " + fmt("%.2f", c[i].value("speedup", 0.0)) + "x faster than " +
+    // Step 0 (start-up) is not in the means (cmd_train.cpp, compare_policies).
+    const int steps = c[0].value("steps", 0);
+    out += "  side by side, steps " + std::string(steps > 1 ? "1" : "0") + "-" + std::to_string(steps - 1) +
+           " on the same emulated devices (" + fmt("%.1f", 1e3 * c[0].value("this_run_mean_step_time_s", 0.0)) + " ms a step here):";
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      const double speedup = c[i].value("speedup", 0.0);
+      const bool slower = speedup > 0 && speedup < 1;
+      out += std::string(i ? "," : "") + " " + fmt("%.2f", slower ? 1 / speedup : speedup) + (slower ? "x slower than " : "x faster than ") +
              c[i].value("policy", std::string("?")) + " (" + fmt("%.1f", 1e3 * c[i].value("mean_step_time_s", 0.0)) + " ms" +
              (c[i].contains("avg_cost") ? ", cost " + fmt("%.4g", c[i]["avg_cost"].get<double>()) : std::string()) + ")";
+    }
     out += "\n";
   }
   if (s.contains("budget") && s["budget"].is_number()) {

@@ -55,12 +55,17 @@ status check_compare(const prepared_job& prep, const train_options& o) {
 
 // The job's first compare_steps steps again under each policy of o.compare, on the same
 // emulated devices and dynamics (a fresh controller each); step times against this run's.
+// Step 0 (start-up: spawning, probes, the first deployment) is left out of every mean: the
+// first run in a process also pays the process's own warm-up (on a GPU, CUDA's and cuDNN's
+// initialisation, 0.1-0.3 s), which the runs after it do not.
 result<json> compare_policies(const prepared_job& prep, const train_options& o, const std::map<std::int64_t, double>& ours) {
   const auto& s = prep.settings;
   const auto n = std::min(o.compare_steps, s.steps);
+  const std::int64_t first = n > 1 ? 1 : 0;
+  const double counted = static_cast<double>(n - first);
   double mine = 0;
   for (const auto& [step, time] : ours)
-    if (step < n) mine += time / static_cast<double>(n);
+    if (step >= first && step < n) mine += time / counted;
   json out = json::array();
   for (const auto& name : o.compare) {
     auto other = s;
@@ -77,8 +82,9 @@ result<json> compare_policies(const prepared_job& prep, const train_options& o, 
     if (!run) return make_error(run.err().code, "--compare " + name + ": " + run.err().message);
     double total = 0, cost = 0;
     for (const auto& [step, tc] : times) {
-      total += tc.first / static_cast<double>(n);
-      cost += tc.second / static_cast<double>(n);
+      if (step < first) continue;
+      total += tc.first / counted;
+      cost += tc.second / counted;
     }
     out.push_back({{"policy", name}, {"steps", n}, {"mean_step_time_s", total}, {"this_run_mean_step_time_s", mine},
                    {"speedup", mine > 0 ? total / mine : 0.0}, {"avg_cost", cost}});

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "common/place.hpp"
 #include "config/yaml_fields.hpp"
 
 namespace dynapar::config {
@@ -19,9 +20,7 @@ planner::link_tier parse_tier(const fields& parent, const char* key, planner::li
 // question (model::check_place).
 std::string parse_place(const fields& f) {
   const std::string place = f.text("place", "cpu");
-  const bool cuda = place.size() > 5 && place.size() <= 8 && place.compare(0, 5, "cuda:") == 0 &&
-                    place.find_first_not_of("0123456789", 5) == std::string::npos;
-  if (place != "cpu" && !cuda) throw field_error{"field '" + f.path("place") + "' must be 'cpu' or 'cuda:N', got '" + place + "'"};
+  if (!is_place(place)) throw field_error{"field '" + f.path("place") + "' must be 'cpu' or 'cuda:N', got '" + place + "'"};
   return place;
 }
 

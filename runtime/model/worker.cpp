@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 
+#include "common/place.hpp"
 #include "model/boxes.hpp"
 
 namespace dynapar::model {
@@ -34,13 +35,9 @@ void make_cuda_deterministic() {
 int cuda_device_count() { return torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0; }
 
 status check_place(const std::string& place) {
+  if (!is_place(place)) return make_error("bad_place", "place '" + place + "' is neither 'cpu' nor 'cuda:N'");
   if (place == "cpu") return ok_status();
-  const std::string prefix = "cuda:";
-  const bool digits = place.size() > prefix.size() && place.size() <= prefix.size() + 3 &&
-                      place.find_first_not_of("0123456789", prefix.size()) == std::string::npos;
-  if (place.compare(0, prefix.size(), prefix) != 0 || !digits)
-    return make_error("bad_place", "place '" + place + "' is neither 'cpu' nor 'cuda:N'");
-  const int index = std::stoi(place.substr(prefix.size())), count = cuda_device_count();
+  const int index = std::stoi(place.substr(5)), count = cuda_device_count();
   if (count == 0)
     return make_error("no_gpu", "place '" + place + "': no CUDA device is visible (this LibTorch is CPU-only or the machine has no GPU; docs/GPU.md)");
   if (index >= count)

@@ -63,6 +63,21 @@ TEST_CASE("mistakes in a cluster file name the field", "[unit][config]") {
   CHECK(parse_error("links: {overrides: [{a: 0, b: 9, bandwidth_gbps: 1}]}\ndevices: [{}]").find("unknown device") != std::string::npos);
   CHECK(parse_error("budget: {energy_per_slot: {7: 10}}\ndevices: [{}]").find("unknown device id 7") != std::string::npos);
   CHECK(parse_error("- 1\n- 2").find("must be a map") != std::string::npos);
+  for (const char* bad : {"gpu", "cuda", "cuda:", "cuda:x", "cuda:-1", "cuda:1234"})
+    CHECK(parse_error(std::string("devices: [{place: \"") + bad + "\"}]").find("devices[0].place") != std::string::npos);
+}
+
+TEST_CASE("places: a device's place per id, every id of a count, the CPU by default", "[unit][config]") {
+  auto r = config::parse_cluster(YAML::Load(R"(
+devices:
+  - {id: 0, place: "cuda:0"}
+  - {id: 1, count: 2, place: "cuda:1"}
+  - {id: 3}
+  - {id: 4, place: cpu}
+)"));
+  REQUIRE(r);
+  CHECK(r->places == std::map<int, std::string>{{0, "cuda:0"}, {1, "cuda:1"}, {2, "cuda:1"}});
+  CHECK(r->cluster.devices.size() == 5);
 }
 
 TEST_CASE("profile JSON round-trips and rejects bad layers", "[unit][config]") {

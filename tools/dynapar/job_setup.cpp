@@ -82,16 +82,10 @@ status measure_places(prepared_job& p, int micro, const model::optimizer_config&
   return ok_status();
 }
 
-// The devices' common place, or the first GPU's when they differ.
+// The devices' common place, or the first GPU's when they differ (the GPU of the lowest
+// device id: a job whose devices all share one GPU gets that one either way).
 std::string reference_place(const config::job& job) {
-  if (job.cluster.places.empty()) return "cpu";
-  if (job.cluster.places.size() == job.cluster.cluster.devices.size()) {
-    const std::string first = job.cluster.places.begin()->second;
-    bool same = true;
-    for (const auto& [id, place] : job.cluster.places) same = same && place == first;
-    if (same) return first;
-  }
-  return job.cluster.places.begin()->second;
+  return job.cluster.places.empty() ? "cpu" : job.cluster.places.begin()->second;
 }
 
 }  // namespace

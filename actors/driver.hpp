@@ -208,6 +208,7 @@ class driver {
   std::vector<model::layer_copy> fresh_;          // layers the next first plan places (empty: the model's)
   std::mt19937_64 fault_rng_;
   double last_step_s_ = 0.05;
+  double last_pipeline_s_ = 0.05;  // the last step's pipelines: when an injected hang lands
   double mean_step_s_ = 0;                        // recent steps (for the automatic deadline)
   // Consecutive attempts of one step that missed the deadline with every device answering:
   // each doubles the next attempt's deadline (a slow-down counted in steps would otherwise

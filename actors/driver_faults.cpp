@@ -142,7 +142,11 @@ void driver::fire_faults(std::int64_t t) {
       continue;
     }
     const auto& dev = actors_.devices.at(id);
-    const int after_us = static_cast<int>(std::uniform_real_distribution<double>(0, last_step_s_)(fault_rng_) * 1e6);
+    // A kill lands anywhere in the step; a hang within its pipelines, where the step deadline
+    // covers it. (A hang that began during the replica hash check or a checkpoint would only
+    // delay the run, by the control calls' long timeout: docs/RELIABILITY.md.)
+    const double window = f.kind == sim::fault_kind::kill ? last_step_s_ : last_pipeline_s_;
+    const int after_us = static_cast<int>(std::uniform_real_distribution<double>(0, window)(fault_rng_) * 1e6);
     std::string detail;
     switch (f.kind) {
       case sim::fault_kind::kill:

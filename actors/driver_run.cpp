@@ -258,6 +258,7 @@ result<train_outcome> driver::run() {
       self_->send(actors_.devices.at(holders_[s_.perturb_layer][s_.perturb_group]), perturb_atom::value, s_.perturb_layer);
     rec.time_s = since(t0);
     last_step_s_ = rec.time_s;
+    if (rec.pipeline_s > 0) last_pipeline_s_ = rec.pipeline_s;
     mean_step_s_ = mean_step_s_ > 0 ? 0.9 * mean_step_s_ + 0.1 * rec.time_s : rec.time_s;
     late_retries_ = 0;
     double price = 0;

@@ -19,5 +19,11 @@ skip='^(libc6|libc6-dev|libc-dev-bin|libcrypt1|libcrypt-dev|libgcc-s1|libstdc\+\
 mapfile -t closure < <(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces \
   --no-enhances --no-pre-depends "${wanted[@]}" | grep -v '^[ <]' | sort -u | grep -Ev "$skip")
 rm -f ./*.deb
+# (As root apt warns that it downloads unsandboxed: harmless here, so not shown.)
 apt-get download "${closure[@]}" 2>&1 >/dev/null | grep -v "unsandboxed" || true
-echo "kit: ${#closure[@]} packages, $(du -sh . | cut -f1) in $out"
+got=$(ls ./*.deb 2>/dev/null | wc -l)
+if ((got != ${#closure[@]})); then
+  echo "kit: only $got of ${#closure[@]} packages downloaded (is apt's package list current? apt-get update)" >&2
+  exit 1
+fi
+echo "kit: $got packages, $(du -sh . | cut -f1) in $out"

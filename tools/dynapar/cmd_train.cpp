@@ -98,6 +98,10 @@ int train_main(const train_options& o, const train_fn& how) {
   auto prep = prepare_job(o.job, o.steps, o.place);
   if (!prep) return report(prep.err());
   if (auto st = check_compare(*prep, o); !st) return report(st.err());
+  if (!o.hysteresis.empty()) {
+    if (!prep->settings.controller) return report(make_error("bad_flag", "--hysteresis needs a job re-planned online (replan_every > 0)"));
+    prep->job.hysteresis = prep->settings.controller->hysteresis = o.hysteresis == "on";
+  }
   if (!o.resume.empty()) {
     auto c = load_checkpoint(o.resume, prep->job.name, *prep->model);
     if (!c) return report(c.err());
@@ -340,6 +344,8 @@ void add_train(CLI::App& app, runner& run) {
   sub->add_flag("--verify", o->verify, "Also run the job on one plain device and report reference_max_rel_diff");
   sub->add_option("--steps", o->steps, "Override the job's length")->check(CLI::Range(1, 100000000));
   sub->add_option("--place", o->place, "Put every device on this place, cpu or cuda:N, at its real speed (docs/GPU.md)");
+  sub->add_option("--hysteresis", o->hysteresis, "on or off: override the job's hysteresis (docs/MODEL.md)")
+      ->check(CLI::IsMember({"on", "off"}));
   sub->add_option("--compare", o->compare, "After the run, train the first --compare-steps steps with these policies too "
                                            "(comma-separated, e.g. dp_even,dp_balanced) and compare step times")
       ->delimiter(',');

@@ -18,6 +18,7 @@ struct train_options {
   bool verify = false;
   std::int64_t steps = 0;
   std::string place;            // non-empty: every device computes there (docs/GPU.md)
+  std::string hysteresis;       // "on" or "off" overrides the job's; empty: the job's
   std::string checkpoint_dir;   // write checkpoints here (docs/RELIABILITY.md)
   int checkpoint_every = 0;     // steps between checkpoints (0: none; default 50 with a dir)
   std::string resume;           // continue from the newest checkpoint in this directory

@@ -53,7 +53,9 @@ struct controller_config {
   std::optional<controller_snapshot> restore;  // resuming: start from a checkpoint's state
   // Hysteresis (planner/hysteresis.hpp): a new plan must gain more a step than the
   // predictions' measured noise plus its migration spread over `plan_lifetime_slots` slots.
-  bool hysteresis = false;  // off by default until measured through the runtime (issue 17)
+  // Off for programs that build their settings themselves; job files turn it on by default
+  // (config::job, measured: docs/BENCHMARKS.md, "Hysteresis").
+  bool hysteresis = false;
   double plan_lifetime_slots = 2;
 };
 

@@ -51,7 +51,7 @@ struct job {
   double verify_tolerance = 0;
   // The controller keeps its plan unless a new one gains more than the predictions' noise
   // plus its migration over two slots (docs/MODEL.md, "Hysteresis").
-  bool hysteresis = false;  // not yet measured through the runtime: off by default
+  bool hysteresis = true;   // measured through the runtime: docs/BENCHMARKS.md, "Hysteresis"
 };
 
 result<job> load_job_file(const std::string& path);

@@ -4,23 +4,13 @@
 #include <string>
 
 #ifdef DYNAPAR_HAVE_NCCL
-#include <cuda_runtime.h>
-#include <nccl.h>
+#include "comm/nccl_status.hpp"
 #endif
 
 namespace dynapar::comm {
 
 #ifdef DYNAPAR_HAVE_NCCL
 namespace {
-
-status cuda(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return ok_status();
-  return make_error("cuda", std::string(what) + ": " + cudaGetErrorString(e));
-}
-status nccl(ncclResult_t r, const char* what) {
-  if (r == ncclSuccess) return ok_status();
-  return make_error("nccl", std::string(what) + ": " + ncclGetErrorString(r));
-}
 
 // What one GPU holds; freed in the destructor, whatever fails on the way.
 struct gpu_side {

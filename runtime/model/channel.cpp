@@ -16,8 +16,7 @@
 #include "model/boxes.hpp"
 
 #ifdef DYNAPAR_HAVE_NCCL
-#include <cuda_runtime.h>
-#include <nccl.h>
+#include "comm/nccl_status.hpp"
 #endif
 
 namespace dynapar::model {
@@ -114,15 +113,8 @@ std::vector<std::unique_ptr<channel>> make_local_channels(int n) {
 
 #ifdef DYNAPAR_HAVE_NCCL
 namespace {
-
-status nccl(ncclResult_t r, const char* what) {
-  if (r == ncclSuccess) return ok_status();
-  return make_error("nccl", std::string(what) + ": " + ncclGetErrorString(r));
-}
-status cuda(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return ok_status();
-  return make_error("cuda", std::string(what) + ": " + cudaGetErrorString(e));
-}
+using comm::cuda;
+using comm::nccl;
 
 result<ncclDataType_t> nccl_type(const torch::Tensor& t) {
   switch (t.scalar_type()) {

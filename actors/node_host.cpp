@@ -5,12 +5,14 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <thread>
 
 #include "actors/device_actor.hpp"
 #include "actors/remote_protocol.hpp"
+#include "comm/curve.hpp"
 #include "logging/logging.hpp"
 #include "wire/codec.hpp"
 
@@ -278,14 +280,17 @@ status send_body(zmq::socket_t& s, const std::string& sender, wire::body b) {
   return comm::send_packet(s, std::move(p), false);
 }
 
-// The controller's welcome (or refusal), skipping heartbeats; an error when none comes in time.
-result<wire::welcome_msg> await_welcome(zmq::socket_t& s, const std::string& controller, double timeout_s) {
+// The controller's welcome (or refusal), skipping heartbeats; an error when none comes in time
+// or, over CURVE, as soon as the handshake fails.
+result<wire::welcome_msg> await_welcome(zmq::socket_t& s, const std::string& controller, double timeout_s,
+                                        comm::handshake_watch& watch) {
   const auto until = clock::now() + std::chrono::duration<double>(timeout_s);
   while (clock::now() < until) {
+    if (auto why = watch.failure()) return make_error("auth", controller + ": " + *why);
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - clock::now());
-    auto p = comm::recv_packet(s, false, std::max(left, std::chrono::milliseconds(1)));
+    auto p = comm::recv_packet(s, false, std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(100)));
     if (!p) return p.err();
-    if (!*p) break;
+    if (!*p) continue;
     auto env = wire::decode((*p)->header.data(), (*p)->header.size());
     if (!env) return make_error(env.err().code, "the controller at " + controller + " answered: " + env.err().message);
     // A request to join again sent before our join arrived is answered by that join.
@@ -293,6 +298,21 @@ result<wire::welcome_msg> await_welcome(zmq::socket_t& s, const std::string& con
   }
   return make_error("unreachable", "no answer from a controller at " + controller + " within " + std::to_string(timeout_s) +
                                        " s (is `dynapar controller` running there, with that address?)");
+}
+
+// What the node loads for the controller's model: a built-in name as it is; a TorchScript
+// file only from --model-dir (when given) and only if its bytes hash to the Welcome's.
+result<std::string> model_source(const node_config& cfg, const wire::welcome_msg& w) {
+  if (!model::is_torchscript(w.model)) return w.model;
+  const auto file = cfg.model_dir.empty() ? w.model : cfg.model_dir + "/" + w.model.substr(w.model.rfind('/') + 1);
+  if (w.model_hash.empty())
+    return make_error("refused_model", "the controller names the TorchScript model " + w.model + " without its hash: not loading it");
+  auto hash = comm::file_sha256(file);
+  if (!hash) return make_error("refused_model", "the controller's model " + w.model + ": " + hash.err().message);
+  if (*hash != w.model_hash)
+    return make_error("refused_model", "the model file " + file + " hashes to " + hash->substr(0, 16) + "..., not the controller's " +
+                                           w.model_hash.substr(0, 16) + "...: not loading it");
+  return file;
 }
 
 }  // namespace
@@ -305,13 +325,15 @@ namespace {
 enum class session_end { done, rejoin };
 
 result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave, zmq::context_t& ctx, zmq::socket_t& dealer,
-                          zmq::socket_t& pull, const std::string& name, node_outcome& out) {
+                          zmq::socket_t& pull, comm::handshake_watch& watch, const std::string& name, node_outcome& out) {
   auto log = logging::get("node");
   if (auto st = send_body(dealer, name, wire::join_msg{name, cfg.devices}); !st) return st.err();
-  auto w = await_welcome(dealer, cfg.controller, cfg.connect_timeout_s);
+  auto w = await_welcome(dealer, cfg.controller, cfg.connect_timeout_s, watch);
   if (!w) return w.err();
   if (!w->accepted) return make_error("refused", "the controller refused node '" + name + "': " + w->reason);
-  auto m = model::make_model(w->model, w->seed);
+  auto source = model_source(cfg, *w);
+  if (!source) return source.err();
+  auto m = model::make_model(*source, w->seed);
   if (!m) return make_error(m.err().code, "the controller's model: " + m.err().message);
   model::optimizer_config opt{w->optimizer, w->lr, w->momentum, w->weight_decay};
   log->info("node '{}' joined {} with {} device(s) ({})", name, cfg.controller, w->devices.size(), w->model);
@@ -408,18 +430,21 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
 
 result<node_outcome> run_node(const node_config& cfg, const std::atomic<bool>& leave) {
   auto log = logging::get("node");
-  if (auto st = comm::check_endpoint(cfg.controller, cfg.allow_remote); !st) return st.err();
+  if (auto st = comm::check_endpoint(cfg.controller, cfg.allow_remote, cfg.keys.has_value()); !st) return st.err();
   if (cfg.devices.empty()) return make_error("bad_node", "a node needs at least one --device");
   const std::string name = cfg.name.empty() ? "node-" + std::to_string(::getpid()) : cfg.name;
   zmq::context_t ctx{1};
   zmq::socket_t dealer(ctx, zmq::socket_type::dealer), pull(ctx, zmq::socket_type::pull);
   dealer.set(zmq::sockopt::routing_id, name);
   dealer.set(zmq::sockopt::linger, 1000);
+  if (cfg.keys)
+    if (auto st = comm::make_curve_client(dealer, *cfg.keys); !st) return st.err();
+  comm::handshake_watch watch(ctx, dealer, cfg.keys.has_value());
   pull.bind(outbox_address);
   dealer.connect(cfg.controller);
   node_outcome out;
   while (true) {
-    auto end = serve(cfg, leave, ctx, dealer, pull, name, out);
+    auto end = serve(cfg, leave, ctx, dealer, pull, watch, name, out);
     if (!end) return end.err();
     if (*end == session_end::done) break;
     ++out.rejoins;
@@ -431,30 +456,32 @@ result<node_outcome> run_node(const node_config& cfg, const std::atomic<bool>& l
 
 namespace {
 // One request to the controller from a short-lived client, answered with a Welcome.
-status ask_controller(const std::string& controller, const std::string& name, wire::body b, double timeout_s,
-                      bool allow_remote) {
-  if (auto st = comm::check_endpoint(controller, allow_remote); !st) return st;
+status ask_controller(const control_client& c, const std::string& name, wire::body b) {
+  if (auto st = comm::check_endpoint(c.controller, c.allow_remote, c.keys.has_value()); !st) return st;
   zmq::context_t ctx{1};
   zmq::socket_t s(ctx, zmq::socket_type::dealer);
   s.set(zmq::sockopt::linger, 0);
-  s.connect(controller);
+  if (c.keys)
+    if (auto st = comm::make_curve_client(s, *c.keys); !st) return st;
+  comm::handshake_watch watch(ctx, s, c.keys.has_value());
+  s.connect(c.controller);
   if (auto st = send_body(s, name, std::move(b)); !st) return st;
-  auto w = await_welcome(s, controller, timeout_s);
+  auto w = await_welcome(s, c.controller, c.timeout_s, watch);
   if (!w) return w.err();
   if (!w->accepted) return make_error("refused", "the controller refused: " + w->reason);
   return ok_status();
 }
 }  // namespace
 
-status request_leave(const std::string& controller, const std::vector<int>& devices, double timeout_s, bool allow_remote) {
+status request_leave(const control_client& c, const std::vector<int>& devices) {
   if (devices.empty()) return make_error("bad_node", "--leave needs the --device ids to retire");
   const std::string name = "leave-" + std::to_string(::getpid());
-  return ask_controller(controller, name, wire::leave_msg{name, devices, "dynapar node --leave"}, timeout_s, allow_remote);
+  return ask_controller(c, name, wire::leave_msg{name, devices, "dynapar node --leave"});
 }
 
-status request_fault(const std::string& controller, const wire::fault_command& f, double timeout_s, bool allow_remote) {
+status request_fault(const control_client& c, const wire::fault_command& f) {
   if (auto st = wire::validate_body(f); !st) return st;
-  return ask_controller(controller, "inject-" + std::to_string(::getpid()), f, timeout_s, allow_remote);
+  return ask_controller(c, "inject-" + std::to_string(::getpid()), f);
 }
 
 }  // namespace dynapar::actors

@@ -6,9 +6,11 @@
 #pragma once
 
 #include <atomic>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "comm/keys.hpp"
 #include "common/result.hpp"
 #include "planner/cluster.hpp"
 #include "wire/messages.hpp"
@@ -19,12 +21,17 @@ struct node_config {
   std::string controller;             // tcp://HOST:PORT
   std::string name;                   // unique per node; empty: node-<pid>
   std::vector<planner::device_spec> devices;
-  bool allow_remote = false;          // a controller beyond loopback
+  bool allow_remote = false;          // a controller beyond loopback (needs `keys` too)
+  std::optional<comm::client_keys> keys;  // CURVE: this node's key, the controller's pinned (docs/SECURITY.md)
   double connect_timeout_s = 10;      // for the controller's welcome
   double controller_timeout_s = 10;   // silence (no heartbeat) before giving up
   double heartbeat_s = 0.5;           // the controller declares a node lost after 2 s of silence
   int scheduler_threads = 2;          // the bridge and stubs (devices are detached threads)
   std::string place = "cpu";          // where its devices compute: "cpu" or "cuda:N" (checked)
+  // A TorchScript model is loaded from here (the file of the controller's name) when set,
+  // else from the path the controller names; either way only if it hashes to the Welcome's
+  // modelHash.
+  std::string model_dir;
 };
 
 struct node_outcome {
@@ -39,11 +46,20 @@ struct node_outcome {
 // move away first.
 result<node_outcome> run_node(const node_config& cfg, const std::atomic<bool>& leave);
 
+// A short-lived client of the controller (dynapar node --leave, dynapar inject).
+struct control_client {
+  std::string controller;                 // tcp://HOST:PORT
+  double timeout_s = 10;                  // for the answer
+  bool allow_remote = false;              // a controller beyond loopback (needs `keys` too)
+  std::optional<comm::client_keys> keys;  // CURVE: an operator's (or node's) key, the controller's pinned
+};
+
 // dynapar node --leave: asks the controller to retire `devices` after the current step.
-status request_leave(const std::string& controller, const std::vector<int>& devices, double timeout_s, bool allow_remote);
+status request_leave(const control_client& c, const std::vector<int>& devices);
 
 // dynapar inject: a FaultCommand to the controller (docs/RELIABILITY.md); refused with a
-// reason when the controller cannot carry it out (join, a partition between two devices).
-status request_fault(const std::string& controller, const wire::fault_command& f, double timeout_s, bool allow_remote);
+// reason when the controller cannot carry it out (join, a partition between two devices),
+// or when the client's key is not an operator's.
+status request_fault(const control_client& c, const wire::fault_command& f);
 
 }  // namespace dynapar::actors

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "actors/remote_protocol.hpp"
+#include "comm/curve.hpp"
 #include "logging/logging.hpp"
 #include "wire/codec.hpp"
 
@@ -24,9 +25,11 @@ struct remote_devices::impl {
   std::shared_ptr<const model::model_chain> model;
   remote_config cfg;
   zmq::context_t ctx{1};
+  std::unique_ptr<comm::authenticator> auth;  // with keys: the context's ZAP handler
   zmq::socket_t router, pull;
   std::unique_ptr<comm::outbox> out;
   std::string endpoint;
+  std::string model_hash;  // a TorchScript model's SHA-256: nodes check their file against it
   struct entry {
     std::string route;  // the node's identity on the ROUTER
     caf::actor proxy;
@@ -271,6 +274,7 @@ void remote_devices::impl::on_join(const std::string& route, const wire::join_ms
   std::string problem;
   {
     std::lock_guard<std::mutex> lock(mu);
+    if (!nodes.count(route) && nodes.size() >= cfg.max_routes) problem = "too many nodes (" + std::to_string(nodes.size()) + ")";
     for (const auto& d : m.devices) {
       if (!cfg.devices.count(d.id)) problem = "device " + std::to_string(d.id) + " is not in the job's cluster";
       else if (devices.count(d.id) && !devices.at(d.id).lost)
@@ -293,6 +297,7 @@ void remote_devices::impl::on_join(const std::string& route, const wire::join_ms
   w.accepted = true;
   w.devices = ids;
   w.model = cfg.model;
+  w.model_hash = model_hash;
   w.seed = cfg.seed;
   w.optimizer = cfg.optimizer.kind;
   w.lr = cfg.optimizer.lr;
@@ -425,6 +430,18 @@ void remote_devices::impl::handle(comm::packet p) {
     }
     return;
   }
+  if (cfg.keys)
+    if (auto why = remote::refusal(comm::peer_role(p.peer), u->env.msg)) {
+      log->warn("dropped a message from {}: {}", p.peer.empty() ? "an unauthenticated peer" : p.peer, *why);
+      const bool asks = std::holds_alternative<wire::join_msg>(u->env.msg) || std::holds_alternative<wire::leave_msg>(u->env.msg) ||
+                        std::holds_alternative<wire::fault_command>(u->env.msg);
+      if (asks) {
+        wire::welcome_msg w;
+        w.reason = *why + " (this one is " + (p.peer.empty() ? "unauthenticated" : p.peer) + ")";
+        reply(p.route, w);
+      }
+      return;
+    }
   if (const auto* j = std::get_if<wire::join_msg>(&u->env.msg)) return on_join(p.route, *j);
   if (const auto* l = std::get_if<wire::leave_msg>(&u->env.msg)) return on_leave(p.route, *l);
   if (const auto* f = std::get_if<wire::fault_command>(&u->env.msg)) return on_fault(p.route, *f);
@@ -433,6 +450,7 @@ void remote_devices::impl::handle(comm::packet p) {
     // pause or partition longer than node_timeout_s). What it sends is stale: dropped. It is
     // told (once a second) to join again, with fresh devices; its old devices are recovered
     // from like crashed ones.
+    if (told_rejoin.size() >= cfg.max_routes) told_rejoin.clear();  // a flood of identities: forget, tell again
     auto& told = told_rejoin[p.route];
     if (clock::now() - told > std::chrono::seconds(1)) {
       told = clock::now();
@@ -508,11 +526,24 @@ void remote_devices::impl::loop() {
 
 result<std::shared_ptr<remote_devices>> remote_devices::start(caf::actor_system& sys, std::shared_ptr<const model::model_chain> m,
                                                               remote_config cfg) {
-  if (auto st = comm::check_endpoint(cfg.bind, cfg.allow_remote); !st) return st.err();
+  if (auto st = comm::check_endpoint(cfg.bind, cfg.allow_remote, cfg.keys.has_value()); !st) return st.err();
   auto h = std::make_shared<impl>(sys, std::move(m), std::move(cfg));
+  if (model::is_torchscript(h->cfg.model)) {
+    auto hash = comm::file_sha256(h->cfg.model);
+    if (!hash) return hash.err();
+    h->model_hash = *hash;
+  }
+  if (h->cfg.keys) {
+    // The handler first: a CURVE socket of a context without one admits every key.
+    auto a = comm::authenticator::start(h->ctx, h->cfg.keys->authorized, [log = h->log](const std::string& why) { log->warn("{}", why); });
+    if (!a) return a.err();
+    h->auth = std::move(*a);
+    if (auto st = comm::make_curve_server(h->router, *h->cfg.keys); !st) return st.err();
+  }
   try {
     h->router.set(zmq::sockopt::linger, 1000);
     h->router.set(zmq::sockopt::router_mandatory, 0);
+    h->router.set(zmq::sockopt::maxmsgsize, h->cfg.max_frame_bytes);
     h->router.bind(h->cfg.bind);
     h->endpoint = h->router.get(zmq::sockopt::last_endpoint);
     h->pull.bind("inproc://dynapar-controller-outbox");

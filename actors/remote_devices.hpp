@@ -9,17 +9,28 @@
 #include <caf/all.hpp>
 
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "actors/session.hpp"
+#include "comm/keys.hpp"
 #include "model/api.hpp"
 
 namespace dynapar::actors {
 
 struct remote_config {
   std::string bind = "tcp://127.0.0.1:0";  // port 0: any free port (endpoint() says which)
-  bool allow_remote = false;                // bind beyond loopback
+  bool allow_remote = false;                // bind beyond loopback (needs `keys` too)
+  // CURVE (docs/SECURITY.md): serve with this key pair and admit only these clients. None:
+  // plain TCP, accepted on loopback only.
+  std::optional<comm::server_keys> keys;
+  // A peer that sends a larger frame is disconnected before it is read (ZMQ_MAXMSGSIZE); the
+  // largest a run sends is one tensor (a layer's weight, a stage's activations).
+  std::int64_t max_frame_bytes = std::int64_t{1} << 30;
+  // Routes (nodes and short-lived clients) remembered at once; a join beyond is refused, so a
+  // flood of identities cannot grow the controller's tables without bound.
+  std::size_t max_routes = 4096;
   double heartbeat_s = 0.5;                 // to every node, so that nodes notice a dead controller
   // A node silent this long is lost: its devices leave the run, and every call waiting on
   // them fails at once (no wait until the step timeout). Checked every ~50 ms, so a crash

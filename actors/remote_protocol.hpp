@@ -5,10 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "actors/messages.hpp"
+#include "comm/keys.hpp"
 #include "comm/packet.hpp"
 #include "wire/messages.hpp"
 
@@ -47,6 +49,11 @@ result<layer_msg> layer_from(const model::model_chain& m, const wire::device_cal
 // Gradients: ints [device, step tag, layers, then per layer: layer, micro-batches, tensors each].
 wire::device_call gradients_reply(const device_gradients& g, std::vector<model::tensor>& tensors);
 result<device_gradients> gradients_from(const wire::device_call& c, const std::vector<model::tensor>& tensors);
+
+// Who may send what when the controller serves CURVE (docs/SECURITY.md): nodes join, beat,
+// answer device calls and leave; operators inject faults and retire devices. Nothing: allowed;
+// else why not. `role` is the sender key's role (none: not authenticated).
+std::optional<std::string> refusal(std::optional<comm::key_role> role, const wire::body& b);
 
 // Error text on the wire is capped (wire::decode_limits::max_text).
 std::string clip(const std::string& s);

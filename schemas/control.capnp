@@ -132,6 +132,8 @@ struct Welcome {
   weightDecay @8 :Float64;
   rejoin @9 :Bool;            # to a node the controller does not know (it restarted, or it
                               # declared the node lost): join again, with fresh devices
+  modelHash @10 :Text;        # a TorchScript model's SHA-256 (hex): the node loads the file only
+                              # if its bytes hash to this; empty for a built-in model
 }
 
 # Tensor data travels after the envelope, one ZeroMQ frame per tensor, in this list's order.

@@ -15,7 +15,7 @@ esac
 
 packages=(
   cmake g++ ninja-build pkg-config ccache
-  libcaf-dev libzmq3-dev cppzmq-dev capnproto libcapnp-dev libgloo-dev
+  libcaf-dev libzmq3-dev cppzmq-dev libsodium-dev capnproto libcapnp-dev libgloo-dev
   libtorch-dev libopenblas0-pthread
   libspdlog-dev catch2 libyaml-cpp-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
   dataset-fashion-mnist gnuplot-nox

@@ -54,6 +54,11 @@ result<std::optional<packet>> recv_packet(zmq::socket_t& s, bool routed, std::ch
       at = 1;
     }
     if (at >= frames.size()) return make_error("malformed", "a message without a header");
+    try {
+      p.peer = frames[at]->gets("User-Id");
+    } catch (const zmq::error_t&) {
+      // not authenticated: no CURVE on this socket
+    }
     const auto* h = static_cast<const std::uint8_t*>(frames[at]->data());
     p.header.assign(h, h + frames[at]->size());
     for (++at; at < frames.size(); ++at) p.blobs.push_back(blob{frames[at]->data(), frames[at]->size(), frames[at]});
@@ -73,7 +78,7 @@ status outbox::post(packet p) {
   return send_packet(push_, std::move(p), true);
 }
 
-status check_endpoint(const std::string& endpoint, bool allow_remote) {
+status check_endpoint(const std::string& endpoint, bool allow_remote, bool has_keys) {
   const std::string prefix = "tcp://";
   if (endpoint.rfind(prefix, 0) != 0) return make_error("bad_endpoint", "'" + endpoint + "' is not tcp://HOST:PORT");
   const auto rest = endpoint.substr(prefix.size());
@@ -86,6 +91,9 @@ status check_endpoint(const std::string& endpoint, bool allow_remote) {
   if (port != "*" && port.size() > 5) return make_error("bad_endpoint", "'" + endpoint + "': port out of range");
   if (port != "*" && std::stoi(port) > 65535) return make_error("bad_endpoint", "'" + endpoint + "': port out of range");
   const bool loopback = host == "localhost" || host.rfind("127.", 0) == 0 || host == "[::1]";
+  if (!loopback && !has_keys)
+    return make_error("bad_endpoint", "'" + endpoint + "' is reachable beyond this machine: that needs CURVE keys (--keys DIR, made by "
+                                      "`dynapar keygen --out DIR --role controller|node|operator`; docs/SECURITY.md) and --allow-remote");
   if (!loopback && !allow_remote)
     return make_error("bad_endpoint", "'" + endpoint + "' is reachable beyond this machine; pass --allow-remote to allow it");
   return ok_status();

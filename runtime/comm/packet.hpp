@@ -20,13 +20,14 @@ namespace dynapar::comm {
 
 struct packet {
   std::string route;
+  std::string peer;  // received over CURVE: the sender's key, "ROLE:NAME" (comm/curve.hpp); else empty
   std::vector<std::uint8_t> header;
   std::vector<blob> blobs;
 };
 
 struct packet_limits {
   std::size_t max_frames = 4096;      // header + data frames
-  std::size_t max_bytes = 1u << 30;   // all frames together
+  std::size_t max_bytes = 1u << 30;   // all frames together (one frame: ZMQ_MAXMSGSIZE on the socket)
 };
 
 status send_packet(zmq::socket_t& s, packet p, bool routed);
@@ -49,7 +50,7 @@ class outbox {
 };
 
 // Endpoints: tcp://HOST:PORT. A host other than loopback must be allowed explicitly, so that
-// nothing is reachable from other machines by accident.
-status check_endpoint(const std::string& endpoint, bool allow_remote);
+// nothing is reachable from other machines by accident, and needs CURVE keys (docs/SECURITY.md).
+status check_endpoint(const std::string& endpoint, bool allow_remote, bool has_keys);
 
 }  // namespace dynapar::comm

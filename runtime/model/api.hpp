@@ -32,6 +32,8 @@ const std::vector<std::string>& builtin_model_names();   // mlp, cnn, resnet, tr
 // A built-in name or a TorchScript file (each top-level child one layer). Parameters drawn
 // from `seed`, so every replica and the reference start from the same bits.
 result<std::shared_ptr<const model_chain>> make_model(const std::string& name_or_path, std::uint64_t seed);
+// A TorchScript file's name (ends in .pt), as opposed to a built-in model's.
+inline bool is_torchscript(const std::string& name) { return name.size() > 3 && name.compare(name.size() - 3, 3, ".pt") == 0; }
 int num_layers(const model_chain& m);
 std::string layer_name(const model_chain& m, int layer);
 layer_copy copy_layer(const model_chain& m, int layer);

@@ -139,7 +139,7 @@ const std::vector<std::string>& builtin_model_names() {
 }
 
 result<std::shared_ptr<const model_chain>> make_model(const std::string& name, std::uint64_t seed) {
-  if (name.size() > 3 && name.compare(name.size() - 3, 3, ".pt") == 0) return load_torchscript(name);
+  if (is_torchscript(name)) return load_torchscript(name);
   auto m = std::make_shared<model_chain>();
   m->name = name;
   torch::manual_seed(seed);

@@ -165,6 +165,7 @@ body read_body(schema::Envelope::Reader env, const decode_limits& lim) {
       m.momentum = r.getMomentum();
       m.weight_decay = r.getWeightDecay();
       m.rejoin = r.getRejoin();
+      m.model_hash = text(r.getModelHash(), lim, "welcome.modelHash");
       return m;
     }
     case schema::Envelope::Body::CALL: {
@@ -287,6 +288,7 @@ std::vector<std::uint8_t> encode(const envelope& e) {
                    w.setMomentum(m.momentum);
                    w.setWeightDecay(m.weight_decay);
                    w.setRejoin(m.rejoin);
+                   w.setModelHash(m.model_hash);
                  },
                  [&](const device_call& m) {
                    auto c = b.initCall();

@@ -13,7 +13,7 @@
 namespace dynapar::wire {
 
 // 2: welcome and device calls (processes, docs/DISTRIBUTED.md).
-inline constexpr std::uint16_t protocol_version = 4;
+inline constexpr std::uint16_t protocol_version = 5;
 
 // A plan with the model size and batch it was made for, so a receiver can check it alone.
 struct plan_msg {
@@ -84,6 +84,7 @@ struct welcome_msg {
   std::string optimizer;
   double lr = 0, momentum = 0, weight_decay = 0;
   bool rejoin = false;
+  std::string model_hash;  // a TorchScript file's SHA-256 in hex; empty for built-in models
 };
 
 // Same numbering as schemas/control.capnp DeviceOp.

@@ -83,6 +83,9 @@ status validate_body(const body& b, const decode_limits& lim) {
             for (auto [name, v] : {std::pair{"welcome.lr", m.lr}, std::pair{"welcome.momentum", m.momentum},
                                    std::pair{"welcome.weightDecay", m.weight_decay}})
               if (!finite_nonneg(v)) return bad(name, "must be finite and >= 0");
+            if (!m.model_hash.empty() &&
+                (m.model_hash.size() != 64 || m.model_hash.find_first_not_of("0123456789abcdef") != std::string::npos))
+              return bad("welcome.modelHash", "must be empty or 64 lower-case hex digits (SHA-256)");
             return ok_status();
           },
           [&](const device_call& m) -> status {

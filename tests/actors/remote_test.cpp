@@ -5,7 +5,15 @@
 
 #include <caf/all.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include "actors/node_host.hpp"
 #include "actors/remote_devices.hpp"
@@ -184,7 +192,7 @@ TEST_CASE("the controller refuses unknown devices, another protocol version and 
   CHECK(r.err().code == "refused");
   CHECK(r.err().message.find("device 7 is not in the job") != std::string::npos);
 
-  auto l = actors::request_leave(ep, {5}, 5, false);
+  auto l = actors::request_leave({ep, 5, false, std::nullopt}, {5});
   REQUIRE_FALSE(l);
   CHECK(l.err().message.find("device 5 is not in the run") != std::string::npos);
   CHECK((*hub)->present_ids().empty());
@@ -223,4 +231,211 @@ TEST_CASE("a node gives up on a controller that does not answer", "[remote]") {
   REQUIRE_FALSE(r);
   CHECK(r.err().code == "unreachable");
   CHECK(r.err().message.find("tcp://127.0.0.1:9") != std::string::npos);
+}
+
+TEST_CASE("a controller serving CURVE admits listed keys only, and only operators inject", "[remote][curve]") {
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", static_cast<std::size_t>(1));
+  caf::actor_system sys{cfg};
+  auto m = model::make_model("mlp", 1);
+  REQUIRE(m);
+  auto make = [](const char* name, comm::key_role role) {
+    auto k = comm::make_key_pair(name, role);
+    REQUIRE(k);
+    return *k;
+  };
+  const auto ctl = make("controller", comm::key_role::controller);
+  const auto node = make("node-a", comm::key_role::node), stranger = make("node-b", comm::key_role::node);
+  const auto op = make("alice", comm::key_role::operator_);
+  actors::remote_config rc;
+  rc.model = "mlp";
+  rc.devices = {0, 1};
+
+  rc.bind = "tcp://0.0.0.0:0";
+  rc.allow_remote = true;
+  auto open = actors::remote_devices::start(sys, *m, rc);
+  REQUIRE_FALSE(open);
+  CHECK(open.err().message.find("dynapar keygen") != std::string::npos);
+
+  rc.bind = "tcp://127.0.0.1:0";
+  rc.allow_remote = false;
+  rc.keys = comm::server_keys{ctl, {node.pub, op.pub}};
+  auto hub = actors::remote_devices::start(sys, *m, rc);
+  REQUIRE(hub);
+  const auto ep = (*hub)->endpoint();
+
+  actors::node_config n;
+  n.controller = ep;
+  n.connect_timeout_s = 10;
+  planner::device_spec dev;
+  dev.id = 0;
+  n.devices = {dev};
+  std::atomic<bool> leave{false};
+  n.keys = comm::client_keys{stranger, ctl.pub.key};
+  auto r = actors::run_node(n, leave);
+  REQUIRE_FALSE(r);
+  CHECK(r.err().code == "auth");
+  CHECK(r.err().message.find("refused this key") != std::string::npos);
+
+  n.keys = comm::client_keys{node, make("controller", comm::key_role::controller).pub.key};  // pins another controller
+  r = actors::run_node(n, leave);
+  REQUIRE_FALSE(r);
+  CHECK(r.err().code == "auth");
+  CHECK((*hub)->present_ids().empty());
+
+  // A node's key may not inject; nothing reaches the driver.
+  wire::fault_command kill;
+  kill.kind = wire::fault_kind::kill;
+  kill.device = 1;
+  auto as_node = actors::request_fault({ep, 5, false, comm::client_keys{node, ctl.pub.key}}, kill);
+  REQUIRE_FALSE(as_node);
+  CHECK(as_node.err().message.find("needs an operator key") != std::string::npos);
+  auto plain = actors::request_fault({ep, 5, false, std::nullopt}, kill);
+  REQUIRE_FALSE(plain);
+  CHECK(plain.err().code == "auth");
+  CHECK((*hub)->injected().empty());
+  // An operator's key gets through to the controller's own checks.
+  auto as_operator = actors::request_fault({ep, 5, false, comm::client_keys{op, ctl.pub.key}}, kill);
+  REQUIRE_FALSE(as_operator);
+  CHECK(as_operator.err().message.find("device 1 is not in the run") != std::string::npos);
+  auto l = actors::request_leave({ep, 5, false, comm::client_keys{op, ctl.pub.key}}, {5});
+  REQUIRE_FALSE(l);
+  CHECK(l.err().message.find("device 5 is not in the run") != std::string::npos);
+  (*hub)->stop();
+}
+
+TEST_CASE("a node loads a TorchScript model only if its bytes hash to the controller's", "[remote]") {
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", static_cast<std::size_t>(1));
+  caf::actor_system sys{cfg};
+  const std::string original = std::string(DYNAPAR_SOURCE_DIR) + "/examples/models/tiny_cnn.pt";
+  auto m = model::make_model(original, 1);
+  REQUIRE(m);
+  actors::remote_config rc;
+  rc.model = original;
+  rc.devices = {0};
+  auto hub = actors::remote_devices::start(sys, *m, rc);
+  REQUIRE(hub);
+
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / ("dynapar_model_dir_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(original, dir / "tiny_cnn.pt");
+  std::ofstream(dir / "tiny_cnn.pt", std::ios::app | std::ios::binary) << '\0';  // one byte more: another file
+
+  actors::node_config n;
+  n.controller = (*hub)->endpoint();
+  n.connect_timeout_s = 10;
+  planner::device_spec dev;
+  n.devices = {dev};
+  n.model_dir = dir.string();
+  std::atomic<bool> leave{false};
+  auto r = actors::run_node(n, leave);
+  REQUIRE_FALSE(r);
+  CHECK(r.err().code == "refused_model");
+  CHECK(r.err().message.find("tiny_cnn.pt hashes to") != std::string::npos);
+
+  // The same bytes as the controller's, from the node's own directory: loaded, and the node
+  // serves until the controller retires its device.
+  fs::copy_file(original, dir / "tiny_cnn.pt", fs::copy_options::overwrite_existing);
+  (*hub)->stop();
+  hub = actors::remote_devices::start(sys, *m, rc);
+  REQUIRE(hub);
+  n.controller = (*hub)->endpoint();
+  std::thread node([&] { r = actors::run_node(n, leave); });
+  for (int i = 0; i < 500 && !(*hub)->hosted(0); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK((*hub)->hosted(0));
+  (*hub)->stop();
+  node.join();
+  CHECK(r);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a slow, flooding or oversized peer does not stall the controller", "[remote]") {
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", static_cast<std::size_t>(1));
+  caf::actor_system sys{cfg};
+  auto m = model::make_model("mlp", 1);
+  REQUIRE(m);
+  actors::remote_config rc;
+  rc.model = "mlp";
+  rc.devices = {0};
+  rc.max_frame_bytes = 1 << 20;
+  auto hub = actors::remote_devices::start(sys, *m, rc);
+  REQUIRE(hub);
+  const auto ep = (*hub)->endpoint();
+  const int port = std::stoi(ep.substr(ep.rfind(':') + 1));
+  // The controller still answers, within a second.
+  auto answers = [&] {
+    auto l = actors::request_leave({ep, 1.0, false, std::nullopt}, {5});
+    return !l && l.err().message.find("device 5 is not in the run") != std::string::npos;
+  };
+
+  // A byte at a time: a ZMTP greeting that trickles in over the whole test.
+  const int slow = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(slow, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  std::atomic<bool> done{false};
+  std::thread trickle([&] {
+    const unsigned char greeting[] = {0xff, 0, 0, 0, 0, 0, 0, 0, 1, 0x7f, 3, 0, 'N', 'U', 'L', 'L'};
+    for (std::size_t i = 0; i < sizeof greeting && !done; ++i) {
+      (void)!::write(slow, greeting + i, 1);
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  });
+  CHECK(answers());
+
+  // An oversized frame: the sender is cut off before the controller reads it.
+  zmq::context_t ctx{1};
+  zmq::socket_t big(ctx, zmq::socket_type::dealer);
+  big.set(zmq::sockopt::linger, 0);
+  big.connect(ep);
+  wire::envelope e;
+  e.sender = "big";
+  e.msg = wire::join_msg{"big", {}};
+  comm::packet p;
+  p.header = wire::encode(e);
+  p.header.resize(4 << 20, 0);
+  REQUIRE(comm::send_packet(big, std::move(p), false));
+  auto none = comm::recv_packet(big, false, std::chrono::milliseconds(1000));
+  REQUIRE(none);
+  CHECK_FALSE(*none);  // no answer: never delivered
+  CHECK(answers());
+
+  // A flood of joins from 100 identities for the one device: one node gets it, every other
+  // is refused, and the controller keeps answering.
+  std::vector<zmq::socket_t> flood;
+  for (int i = 0; i < 100; ++i) {
+    flood.emplace_back(ctx, zmq::socket_type::dealer);
+    flood.back().set(zmq::sockopt::linger, 0);
+    flood.back().connect(ep);
+    planner::device_spec d;
+    d.id = 0;
+    wire::envelope j;
+    j.sender = "flood-" + std::to_string(i);
+    j.msg = wire::join_msg{j.sender, {d}};
+    comm::packet jp;
+    jp.header = wire::encode(j);
+    REQUIRE(comm::send_packet(flood.back(), std::move(jp), false));
+  }
+  int accepted = 0, refused = 0;
+  for (auto& s : flood) {
+    auto got = comm::recv_packet(s, false, std::chrono::milliseconds(5000));
+    REQUIRE(got);
+    REQUIRE(*got);
+    auto env = wire::decode((*got)->header.data(), (*got)->header.size());
+    REQUIRE(env);
+    (std::get<wire::welcome_msg>(env->msg).accepted ? accepted : refused)++;
+  }
+  CHECK(accepted == 1);
+  CHECK(refused == 99);
+  CHECK(answers());
+  done = true;
+  trickle.join();
+  ::close(slow);
+  (*hub)->stop();
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `dynapar inject` against a running `dynapar launch` (3 nodes, one device each):
 # - refused with the reason (exit 1): a device not in the run, `join` (nodes join by
-#   starting), a partition between two devices (--peer);
+#   starting), a partition between two devices (--peer); launch serves CURVE with throwaway
+#   keys in OUT/keys, so a client without keys and one with a node's key (not an operator's)
+#   are refused too, and what they asked for does not happen;
 # - carried out: device 0 slowed for 5 steps; device 2's node hung for 4 s (longer than the
 #   2 s node timeout: it is lost, recovered from, and joins again when it wakes); then device
 #   1's node killed.
@@ -17,14 +19,17 @@ trap 'kill $launch 2>/dev/null || true' EXIT
 count() { [ -f "$out/run/metrics.jsonl" ] && grep -c "$1" "$out/run/metrics.jsonl" || echo 0; }
 for _ in $(seq 1200); do [ "$(count '"loss"')" -ge 10 ] && break; sleep 0.1; done
 x="$(dirname "$0")/expect_exit.sh"
-"$x" 1 "$bin" inject kill --controller "$ep" --device 9 | grep -q "device 9 is not in the run"
-"$x" 1 "$bin" inject join --controller "$ep" --device 3 | grep -q "a device joins when a node hosting it starts"
-"$x" 1 "$bin" inject partition --controller "$ep" --device 0 --peer 1 --seconds 3 | grep -q "peer is not supported"
-"$x" 2 "$bin" inject pause --controller "$ep" --device 0 | grep -q "durationS"
-"$bin" inject slow --controller "$ep" --device 0 --factor 0.5 --steps 5
-"$bin" inject pause --controller "$ep" --device 2 --seconds 4
+"$x" 1 "$bin" inject kill --controller "$ep" --device 0 | grep -q "the controller speaks CURVE and this client does not"
+"$x" 1 "$bin" inject kill --controller "$ep" --device 0 --keys "$out/run/keys" --key-name node | grep -q "needs an operator key"
+k=(--keys "$out/run/keys")
+"$x" 1 "$bin" inject kill --controller "$ep" --device 9 "${k[@]}" | grep -q "device 9 is not in the run"
+"$x" 1 "$bin" inject join --controller "$ep" "${k[@]}" --device 3 | grep -q "a device joins when a node hosting it starts"
+"$x" 1 "$bin" inject partition --controller "$ep" "${k[@]}" --device 0 --peer 1 --seconds 3 | grep -q "peer is not supported"
+"$x" 2 "$bin" inject pause --controller "$ep" "${k[@]}" --device 0 | grep -q "durationS"
+"$bin" inject slow --controller "$ep" "${k[@]}" --device 0 --factor 0.5 --steps 5
+"$bin" inject pause --controller "$ep" "${k[@]}" --device 2 --seconds 4
 for _ in $(seq 600); do [ "$(count '"recovered"')" -ge 1 ] && break; sleep 0.1; done
-"$bin" inject kill --controller "$ep" --device 1
+"$bin" inject kill --controller "$ep" "${k[@]}" --device 1
 wait "$launch"
 grep -q "node 'node-2' joins again" "$out/launch.log"
 /usr/bin/python3 - "$out/run" <<'PY'

@@ -25,10 +25,11 @@ launch=$!
 node3=""
 trap 'kill $launch $node3 2>/dev/null || true' EXIT
 for _ in $(seq 1200); do [ "$(steps)" -ge 4 ] && break; sleep 0.1; done
-"$bin" node --controller "$ep" --device 3 --name late-node --connect-timeout-s 60 2> "$out/node3.log" &
+# launch serves CURVE with throwaway keys in OUT/keys: later nodes use its node key.
+"$bin" node --controller "$ep" --keys "$out/run/keys" --device 3 --name late-node --connect-timeout-s 60 2> "$out/node3.log" &
 node3=$!
 wait_plan joined 3
-"$bin" node --controller "$ep" --leave --device 1
+"$bin" node --controller "$ep" --keys "$out/run/keys" --leave --device 1
 wait_plan left 1
 kill -TERM "$node3"
 wait "$node3"

@@ -90,6 +90,17 @@ TEST_CASE("join, leave, heartbeat, report, fault and metrics round-trip", "[unit
   auto ab = std::get<welcome_msg>(round_trip(wrap(again)).msg);
   CHECK(ab.rejoin);
   CHECK_FALSE(ab.accepted);
+  welcome_msg pinned;
+  pinned.accepted = true;
+  pinned.devices = {0};
+  pinned.model = "models/tiny_cnn.pt";
+  pinned.model_hash = std::string(64, 'a');
+  CHECK(std::get<welcome_msg>(round_trip(wrap(pinned)).msg).model_hash == pinned.model_hash);
+  pinned.model_hash = "not-a-sha256";
+  const auto bad_bytes = encode(wrap(pinned));
+  auto bad_hash = decode(bad_bytes.data(), bad_bytes.size());
+  REQUIRE_FALSE(bad_hash);
+  CHECK(bad_hash.err().message.find("welcome.modelHash") != std::string::npos);
 
   metrics_msg mm{7, 70, 0.5, 2.3, 0.01, 1.5, 512};
   auto mb = std::get<metrics_msg>(round_trip(wrap(mm)).msg);

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -21,6 +22,7 @@
 #include "actors/remote_devices.hpp"
 #include "actors/session.hpp"
 #include "cli_util.hpp"
+#include "comm/keys.hpp"
 #include "comm/packet.hpp"
 #include "commands.hpp"
 #include "logging/logging.hpp"
@@ -42,7 +44,35 @@ struct controller_options {
   std::vector<int> local_devices;  // launch: the devices they host (empty: the job's)
   double respawn_s = -1;    // launch: restart a node that crashed after this many seconds (< 0: never)
   double node_timeout_s = 2;  // a node silent this long is lost
+  std::string keys;           // --keys DIR: serve CURVE (docs/SECURITY.md); launch: also the nodes' keys
+  bool no_keys = false;       // launch: plain TCP on loopback instead of throwaway keys
+  std::optional<comm::server_keys> server;  // loaded from `keys`
 };
+
+// --keys DIR for the controller; launch without it makes throwaway keys in OUT/keys (so that
+// the common path is the secure one) unless --no-keys.
+status load_keys(controller_options& o) {
+  if (o.local_nodes > 0 && o.keys.empty() && !o.no_keys) {
+    o.keys = o.train.out + "/keys";
+    if (auto st = comm::write_local_keys(o.keys); !st) return st;
+  }
+  if (o.keys.empty()) return ok_status();
+  auto k = comm::load_server_keys(o.keys);
+  if (!k) return k.err();
+  o.server = *k;
+  return ok_status();
+}
+
+// --keys DIR for a client: the first of `names` found there (--key-name overrides them).
+status load_keys(const std::string& dir, const std::string& key_name, std::vector<std::string> names,
+                 std::optional<comm::client_keys>& out) {
+  if (dir.empty()) return ok_status();
+  if (!key_name.empty()) names = {key_name};
+  auto k = comm::load_client_keys(dir, names);
+  if (!k) return k.err();
+  out = *k;
+  return ok_status();
+}
 
 // Node processes started by `launch`: stopped (SIGTERM, then SIGKILL) if still there at the end.
 struct children {
@@ -74,8 +104,9 @@ struct children {
   }
 };
 
-pid_t start_node(const std::string& endpoint, const std::string& name, const std::vector<int>& devices) {
+pid_t start_node(const std::string& endpoint, const std::string& name, const std::vector<int>& devices, const std::string& keys) {
   std::vector<std::string> args = {"dynapar", "node", "--controller", endpoint, "--name", name};
+  if (!keys.empty()) args.insert(args.end(), {"--keys", keys});
   for (int d : devices) {
     args.push_back("--device");
     args.push_back(std::to_string(d));
@@ -107,6 +138,7 @@ result<actors::train_outcome> train_remote(prepared_job& p, const actors::train_
   actors::remote_config rc;
   rc.bind = o.bind;
   rc.allow_remote = o.allow_remote;
+  rc.keys = o.server;
   rc.node_timeout_s = o.node_timeout_s;
   rc.model = p.job.model;
   rc.seed = p.job.seed;
@@ -129,7 +161,7 @@ result<actors::train_outcome> train_remote(prepared_job& p, const actors::train_
     for (int id : rc.devices)
       if (o.local_devices.empty() || std::count(o.local_devices.begin(), o.local_devices.end(), id)) per[k++ % o.local_nodes].push_back(id);
     per.erase(std::remove_if(per.begin(), per.end(), [](const auto& v) { return v.empty(); }), per.end());
-    for (std::size_t n = 0; n < per.size(); ++n) kids.pids.push_back(start_node((*remote)->endpoint(), "node-" + std::to_string(n), per[n]));
+    for (std::size_t n = 0; n < per.size(); ++n) kids.pids.push_back(start_node((*remote)->endpoint(), "node-" + std::to_string(n), per[n], o.keys));
   }
   const auto need = starting_devices(p);
   const std::size_t enough = o.min_devices > 0 ? std::min<std::size_t>(o.min_devices, need.size()) : need.size();
@@ -182,7 +214,7 @@ result<actors::train_outcome> train_remote(prepared_job& p, const actors::train_
           }
           const auto name = "node-" + std::to_string(it->first) + "-r" + std::to_string(++generation);
           log->info("restarting crashed node {} as '{}'", it->first, name);
-          kids.pids[it->first] = start_node((*remote)->endpoint(), name, per[it->first]);
+          kids.pids[it->first] = start_node((*remote)->endpoint(), name, per[it->first], o.keys);
           it = down.erase(it);
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -219,6 +251,7 @@ struct node_options {
   actors::node_config node;
   std::vector<std::string> devices;
   bool leave = false;
+  std::string keys, key_name;
 };
 
 // --device ID or ID:NAME. Speeds, prices and links come from the job: the node names which
@@ -241,10 +274,15 @@ result<std::vector<planner::device_spec>> parse_devices(const std::vector<std::s
 int node_main(node_options o) {
   auto devs = parse_devices(o.devices);
   if (!devs) return report(devs.err());
+  // A leave may use an operator's key or the node's own.
+  if (auto st = load_keys(o.keys, o.key_name, o.leave ? std::vector<std::string>{"operator", "node"} : std::vector<std::string>{"node"},
+                          o.node.keys);
+      !st)
+    return report(st.err());
   if (o.leave) {
     std::vector<int> ids;
     for (const auto& d : *devs) ids.push_back(d.id);
-    if (auto st = actors::request_leave(o.node.controller, ids, o.node.connect_timeout_s, o.node.allow_remote); !st)
+    if (auto st = actors::request_leave({o.node.controller, o.node.connect_timeout_s, o.node.allow_remote, o.node.keys}, ids); !st)
       return report(st.err());
     std::cout << "leave accepted: the devices leave after the current step\n";
     return exit_ok;
@@ -270,13 +308,14 @@ void add_controller_flags(CLI::App* sub, controller_options& o) {
   sub->add_option("--min-devices", o.min_devices,
                   "Start once nodes host this many of the devices available at slot 0 (default all); the others join when their nodes come")
       ->check(CLI::Range(1, 100000));
-  sub->add_flag("--allow-remote", o.allow_remote, "Allow a --bind address beyond loopback");
+  sub->add_flag("--allow-remote", o.allow_remote, "Allow a --bind address beyond loopback (needs --keys)");
+  sub->add_option("--keys", o.keys, "Serve CURVE with DIR/controller.key, admitting the keys in DIR/authorized/ (docs/SECURITY.md)");
   sub->add_option("--node-timeout-s", o.node_timeout_s, "Seconds of silence after which a node is lost (default 2)")
       ->check(CLI::Range(0.6, 3600.0));
 }
 
 struct inject_options {
-  std::string controller, kind;
+  std::string controller, kind, keys, key_name;
   int device = -1, steps = 0, peer = -1;
   double factor = 1, seconds = 0, timeout_s = 10;
   bool allow_remote = false;
@@ -293,7 +332,9 @@ int inject_main(const inject_options& o) {
   f.duration_steps = o.steps;
   f.peer = o.peer;
   f.duration_s = o.seconds;
-  if (auto st = actors::request_fault(o.controller, f, o.timeout_s, o.allow_remote); !st) {
+  actors::control_client c{o.controller, o.timeout_s, o.allow_remote, std::nullopt};
+  if (auto st = load_keys(o.keys, o.key_name, {"operator"}, c.keys); !st) return report(st.err());
+  if (auto st = actors::request_fault(c, f); !st) {
     auto e = st.err();
     if (e.code == "bad_field") e.code = "bad_fault";
     return report(e);
@@ -313,7 +354,8 @@ void add_distributed(CLI::App& app, runner& run) {
   ctl->callback([c, &run] {
     run = [c] {
       // Refused before the job is loaded: a bad address should not cost a profiling run.
-      if (auto st = comm::check_endpoint(c->bind, c->allow_remote); !st) return report(st.err());
+      if (auto st = load_keys(*c); !st) return report(st.err());
+      if (auto st = comm::check_endpoint(c->bind, c->allow_remote, c->server.has_value()); !st) return report(st.err());
       return train_main(c->train, [c](prepared_job& p, const actors::train_callbacks& cb) { return train_remote(p, cb, *c); });
     };
   });
@@ -328,11 +370,14 @@ void add_distributed(CLI::App& app, runner& run) {
       ->check(CLI::Range(1, 64));
   launch->add_option("--bind", l->bind, "Endpoint for the nodes, so that more can join (default tcp://127.0.0.1:0, any free port)");
   launch->add_option("--devices", l->local_devices, "The job's devices the local nodes host (default all)")->delimiter(',');
+  launch->add_flag("--no-keys", l->no_keys, "Plain TCP on loopback instead of throwaway CURVE keys in OUT/keys");
   launch->add_option("--respawn-s", l->respawn_s, "Restart a node that crashed after this many seconds (default: never)")
       ->check(CLI::Range(0.0, 3600.0));
   launch->callback([l, &run] {
     run = [l] {
-      if (auto st = comm::check_endpoint(l->bind, l->allow_remote); !st) return report(st.err());
+      if (auto st = comm::check_endpoint(l->bind, l->allow_remote, true); !st) return report(st.err());
+      if (auto st = load_keys(*l); !st) return report(st.err());
+      if (auto st = comm::check_endpoint(l->bind, l->allow_remote, l->server.has_value()); !st) return report(st.err());
       return train_main(l->train, [l](prepared_job& p, const actors::train_callbacks& cb) { return train_remote(p, cb, *l); });
     };
   });
@@ -344,7 +389,11 @@ void add_distributed(CLI::App& app, runner& run) {
   node->add_option("--name", n->node.name, "Unique node name (default node-PID)");
   node->add_option("--place", n->node.place, "Where this node's devices compute: cpu or cuda:N (default cpu; docs/GPU.md)");
   node->add_flag("--leave", n->leave, "Ask the controller to retire these devices after the current step, then exit");
-  node->add_flag("--allow-remote", n->node.allow_remote, "Allow a controller beyond loopback");
+  node->add_flag("--allow-remote", n->node.allow_remote, "Allow a controller beyond loopback (needs --keys)");
+  node->add_option("--keys", n->keys, "CURVE: DIR/node.key (with --leave: operator.key, else node.key) and the pinned DIR/controller.pub");
+  node->add_option("--key-name", n->key_name, "Use DIR/NAME.key instead");
+  node->add_option("--model-dir", n->node.model_dir,
+                   "Load a TorchScript model only from this directory (the file of the controller's name; its hash is checked either way)");
   node->add_option("--connect-timeout-s", n->node.connect_timeout_s, "Seconds to wait for the controller's answer (default 10)")
       ->check(CLI::Range(0.1, 3600.0));
   node->add_option("--controller-timeout-s", n->node.controller_timeout_s,
@@ -364,7 +413,9 @@ void add_distributed(CLI::App& app, runner& run) {
   inject->add_option("--seconds", f->seconds, "pause, partition: how long the device's node is silent")->check(CLI::Range(0.0, 3600.0));
   inject->add_option("--peer", f->peer, "partition: the other device (not supported: a partition cuts the node off from all)");
   inject->add_option("--timeout-s", f->timeout_s, "Seconds to wait for the controller's answer (default 10)")->check(CLI::Range(0.1, 3600.0));
-  inject->add_flag("--allow-remote", f->allow_remote, "Allow a controller beyond loopback");
+  inject->add_flag("--allow-remote", f->allow_remote, "Allow a controller beyond loopback (needs --keys)");
+  inject->add_option("--keys", f->keys, "CURVE: DIR/operator.key and the pinned DIR/controller.pub (docs/SECURITY.md)");
+  inject->add_option("--key-name", f->key_name, "Use DIR/NAME.key instead");
   inject->callback([f, &run] { run = [f] { return inject_main(*f); }; });
 }
 

@@ -24,5 +24,6 @@ void add_train(CLI::App& app, runner& run);  // train and profile
 void add_distributed(CLI::App& app, runner& run);  // controller, node, launch
 void add_chaos(CLI::App& app, runner& run);
 void add_report(CLI::App& app, runner& run);
+void add_keygen(CLI::App& app, runner& run);
 
 }  // namespace dynapar::cli

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   cli::add_distributed(app, run);
   cli::add_chaos(app, run);
   cli::add_report(app, run);
+  cli::add_keygen(app, run);
   // CLI11 would only say that a subcommand is required: name the word it did not know.
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;

@@ -1,0 +1,237 @@
+#include "comm/keys.hpp"
+
+#include <sodium.h>
+#include <sys/stat.h>
+#include <zmq.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace dynapar::comm {
+namespace fs = std::filesystem;
+namespace {
+
+bool z85_key(const std::string& s) {
+  if (s.size() != 40) return false;
+  std::uint8_t raw[32];
+  return zmq_z85_decode(raw, s.c_str()) != nullptr;
+}
+
+bool good_name(const std::string& n) {
+  return !n.empty() && n.size() <= 64 &&
+         std::all_of(n.begin(), n.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'; }) &&
+         n[0] != '.';
+}
+
+// "field: value" lines; '#' starts a comment.
+result<std::map<std::string, std::string>> read_fields(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return make_error("bad_key", "cannot read key file " + path);
+  std::map<std::string, std::string> f;
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    if (++n > 64) return make_error("bad_key", path + ": not a dynapar key file (too long)");
+    if (line.empty() || line[0] == '#') continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) return make_error("bad_key", path + ":" + std::to_string(n) + ": expected 'field: value'");
+    auto value = line.substr(colon + 1);
+    value.erase(0, value.find_first_not_of(' '));
+    f[line.substr(0, colon)] = value;
+  }
+  return f;
+}
+
+result<public_key> public_from(const std::map<std::string, std::string>& f, const std::string& path) {
+  public_key k;
+  for (const char* field : {"name", "role", "public"})
+    if (!f.count(field)) return make_error("bad_key", path + ": missing '" + field + "'");
+  k.name = f.at("name");
+  if (!good_name(k.name)) return make_error("bad_key", path + ": name '" + k.name + "' (letters, digits, - _ . only)");
+  auto role = parse_role(f.at("role"));
+  if (!role) return make_error("bad_key", path + ": " + role.err().message);
+  k.role = *role;
+  k.key = f.at("public");
+  if (!z85_key(k.key)) return make_error("bad_key", path + ": 'public' is not a 40-character Z85 key");
+  return k;
+}
+
+status write_file(const fs::path& p, const std::string& text, fs::perms mode) {
+  // Made empty, given its mode, and only then written: a secret is never readable by others.
+  std::error_code ec;
+  fs::remove(p, ec);
+  {
+    std::ofstream out(p);
+    if (!out) return make_error("io", "cannot write " + p.string());
+  }
+  fs::permissions(p, mode, ec);
+  if (ec) return make_error("io", "cannot set the mode of " + p.string() + ": " + ec.message());
+  std::ofstream out(p, std::ios::trunc);
+  out << text;
+  if (!out.flush()) return make_error("io", "cannot write " + p.string());
+  return ok_status();
+}
+
+status make_dir(const std::string& dir) {
+  std::error_code ec;
+  if (fs::exists(dir)) return ok_status();
+  fs::create_directories(dir, ec);
+  if (ec) return make_error("io", "cannot make " + dir + ": " + ec.message());
+  fs::permissions(dir, fs::perms::owner_all, ec);
+  return ok_status();
+}
+
+std::string public_text(const public_key& k) {
+  return "name: " + k.name + "\nrole: " + to_string(k.role) + "\npublic: " + k.key + "\n";
+}
+
+}  // namespace
+
+std::string to_string(key_role r) {
+  switch (r) {
+    case key_role::controller: return "controller";
+    case key_role::node: return "node";
+    case key_role::operator_: return "operator";
+  }
+  return "?";
+}
+
+result<key_role> parse_role(const std::string& s) {
+  if (s == "controller") return key_role::controller;
+  if (s == "node") return key_role::node;
+  if (s == "operator") return key_role::operator_;
+  return make_error("bad_role", "role '" + s + "' (controller, node or operator)");
+}
+
+result<key_pair> make_key_pair(const std::string& name, key_role role) {
+  if (!good_name(name)) return make_error("bad_key", "key name '" + name + "' (letters, digits, - _ . only)");
+  char pub[41], sec[41];
+  if (zmq_curve_keypair(pub, sec) != 0)
+    return make_error("no_curve", "this libzmq cannot make CURVE keys (built without libsodium?)");
+  return key_pair{public_key{name, role, pub}, sec};
+}
+
+status write_public_key(const std::string& dir, const public_key& k) {
+  if (auto st = make_dir(dir); !st) return st;
+  return write_file((fs::path(dir) / (k.name + ".pub")).string(), "# dynapar CURVE public key (docs/SECURITY.md)\n" + public_text(k),
+                    fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+}
+
+status write_key_pair(const std::string& dir, const key_pair& k) {
+  if (auto st = make_dir(dir); !st) return st;
+  if (auto st = write_file((fs::path(dir) / (k.pub.name + ".key")).string(),
+                           "# dynapar CURVE key pair: keep it secret (docs/SECURITY.md)\n" + public_text(k.pub) + "secret: " + k.secret + "\n",
+                           fs::perms::owner_read | fs::perms::owner_write);
+      !st)
+    return st;
+  return write_public_key(dir, k.pub);
+}
+
+result<key_pair> read_key_pair(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return make_error("bad_keys", "no key file " + path);
+  if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+    std::ostringstream mode;
+    mode << std::oct << (st.st_mode & 0777);
+    return make_error("bad_key_mode", "key file " + path + " may be read by others (mode 0" + mode.str() +
+                                             "): its secret is no longer private; chmod 600 " + path + " if it is still yours");
+  }
+  auto f = read_fields(path);
+  if (!f) return f.err();
+  auto pub = public_from(*f, path);
+  if (!pub) return pub.err();
+  if (!f->count("secret") || !z85_key(f->at("secret")))
+    return make_error("bad_key", path + ": 'secret' is missing or not a 40-character Z85 key");
+  key_pair k{*pub, f->at("secret")};
+  char derived[41];
+  if (zmq_curve_public(derived, k.secret.c_str()) != 0 || k.pub.key != derived)
+    return make_error("bad_key", path + ": the public key does not belong to the secret key");
+  return k;
+}
+
+result<public_key> read_public_key(const std::string& path) {
+  auto f = read_fields(path);
+  if (!f) return f.err();
+  return public_from(*f, path);
+}
+
+result<std::vector<public_key>> read_public_keys(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> paths;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".pub") paths.push_back(e.path().string());
+  if (ec) return make_error("bad_keys", "cannot read " + dir + ": " + ec.message());
+  std::sort(paths.begin(), paths.end());
+  std::vector<public_key> out;
+  for (const auto& p : paths) {
+    auto k = read_public_key(p);
+    if (!k) return k.err();
+    out.push_back(*k);
+  }
+  if (out.empty()) return make_error("bad_keys", dir + " lists no public key (*.pub): no node or operator could connect");
+  return out;
+}
+
+result<server_keys> load_server_keys(const std::string& dir) {
+  auto own = read_key_pair((fs::path(dir) / "controller.key").string());
+  if (!own) return own.err();
+  if (own->pub.role != key_role::controller)
+    return make_error("bad_key", dir + "/controller.key is a " + to_string(own->pub.role) + " key, not a controller key");
+  auto authorized = read_public_keys((fs::path(dir) / "authorized").string());
+  if (!authorized) return authorized.err();
+  return server_keys{*own, *authorized};
+}
+
+result<client_keys> load_client_keys(const std::string& dir, const std::vector<std::string>& names) {
+  std::string tried;
+  for (const auto& n : names) {
+    const auto path = (fs::path(dir) / (n + ".key")).string();
+    if (!fs::exists(path)) {
+      tried += (tried.empty() ? "" : ", ") + path;
+      continue;
+    }
+    auto own = read_key_pair(path);
+    if (!own) return own.err();
+    auto server = read_public_key((fs::path(dir) / "controller.pub").string());
+    if (!server) return server.err();
+    if (server->role != key_role::controller)
+      return make_error("bad_key", dir + "/controller.pub is a " + to_string(server->role) + " key, not the controller's");
+    return client_keys{*own, server->key};
+  }
+  return make_error("bad_keys", "no key file (" + tried + "); make one with `dynapar keygen --out " + dir + " --role ROLE --name NAME`");
+}
+
+status write_local_keys(const std::string& dir) {
+  const auto authorized = (fs::path(dir) / "authorized").string();
+  for (auto role : {key_role::controller, key_role::node, key_role::operator_}) {
+    auto k = make_key_pair(to_string(role), role);
+    if (!k) return k.err();
+    if (auto st = write_key_pair(dir, *k); !st) return st;
+    if (role != key_role::controller)
+      if (auto st = write_public_key(authorized, k->pub); !st) return st;
+  }
+  return ok_status();
+}
+
+result<std::string> file_sha256(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error("io", "cannot read " + path);
+  if (sodium_init() < 0) return make_error("no_crypto", "libsodium failed to start");
+  crypto_hash_sha256_state st;
+  crypto_hash_sha256_init(&st);
+  std::vector<char> buf(1 << 16);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    crypto_hash_sha256_update(&st, reinterpret_cast<const unsigned char*>(buf.data()), static_cast<unsigned long long>(in.gcount()));
+  }
+  unsigned char h[crypto_hash_sha256_BYTES];
+  crypto_hash_sha256_final(&st, h);
+  char hex[2 * crypto_hash_sha256_BYTES + 1];
+  sodium_bin2hex(hex, sizeof hex, h, sizeof h);
+  return std::string(hex);
+}
+
+}  // namespace dynapar::comm

@@ -1,0 +1,68 @@
+// CURVE keys (ZeroMQ's authenticated encryption, RFC 26) and who holds them (docs/SECURITY.md).
+// A key pair is two Z85 strings of 40 characters; its files are NAME.key (public and secret
+// halves, mode 0600, refused when others may read it) and NAME.pub (the public half only),
+// each naming the key's role: the controller, a node, or an operator (inject, node --leave).
+//
+// Layouts of a --keys DIR:
+//   controller: DIR/controller.key and DIR/authorized/*.pub (the clients it admits)
+//   node, operator: DIR/NAME.key (their own) and DIR/controller.pub (pinned)
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/result.hpp"
+
+namespace dynapar::comm {
+
+enum class key_role { controller, node, operator_ };
+std::string to_string(key_role r);
+result<key_role> parse_role(const std::string& s);
+
+struct public_key {
+  std::string name;
+  key_role role = key_role::node;
+  std::string key;  // Z85, 40 characters
+};
+
+struct key_pair {
+  public_key pub;
+  std::string secret;  // Z85, 40 characters
+};
+
+// A fresh pair from libzmq's CSPRNG (libsodium).
+result<key_pair> make_key_pair(const std::string& name, key_role role);
+// Writes DIR/NAME.key (0600) and DIR/NAME.pub (0644); DIR is made (0700) when missing.
+status write_key_pair(const std::string& dir, const key_pair& k);
+status write_public_key(const std::string& dir, const public_key& k);  // DIR/NAME.pub
+// Refuses a .key file that others than its owner may read or write.
+result<key_pair> read_key_pair(const std::string& path);
+result<public_key> read_public_key(const std::string& path);
+// Every DIR/*.pub, sorted by name; an empty or missing directory is an error (nobody could
+// connect), as is a file that does not parse.
+result<std::vector<public_key>> read_public_keys(const std::string& dir);
+
+// What a CURVE server needs: its own pair and the keys it admits.
+struct server_keys {
+  key_pair own;
+  std::vector<public_key> authorized;
+};
+// What a CURVE client needs: its own pair and the server key it pins.
+struct client_keys {
+  key_pair own;
+  std::string server_key;
+};
+result<server_keys> load_server_keys(const std::string& dir);
+// DIR/NAME.key for each name in `names`, the first that exists (so `node --leave` may use an
+// operator key or, failing that, the node's own), and DIR/controller.pub.
+result<client_keys> load_client_keys(const std::string& dir, const std::vector<std::string>& names);
+
+// A whole deployment on one machine in DIR (launch --local's throwaway keys): controller,
+// node and operator pairs, controller.pub, and authorized/ with the node's and operator's keys.
+status write_local_keys(const std::string& dir);
+
+// SHA-256 of a file's bytes, in hex (what a node checks a TorchScript model against).
+result<std::string> file_sha256(const std::string& path);
+
+}  // namespace dynapar::comm

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Keys as a user meets them (docs/SECURITY.md): keygen writes a 0600 secret and a public file;
+# a controller beyond loopback without keys exits 2 naming the fix; a key file others may read
+# is refused (exit 2) naming chmod; an unknown role is a usage error.
+set -euo pipefail
+bin="$1" out="$2"
+rm -rf "$out" && mkdir -p "$out"
+job="$(dirname "$0")/elastic.yaml"
+x="$(dirname "$0")/expect_exit.sh"
+"$bin" keygen --out "$out/ctl" --role controller > /dev/null
+[ "$(stat -c %a "$out/ctl/controller.key")" = 600 ] || { echo "controller.key is not 0600"; exit 1; }
+[ "$(stat -c %a "$out/ctl")" = 700 ] || { echo "the key directory is not 0700"; exit 1; }
+grep -q "^role: controller" "$out/ctl/controller.pub"
+! grep -q "secret" "$out/ctl/controller.pub"
+"$x" 2 "$bin" controller "$job" --bind tcp://0.0.0.0:5999 --allow-remote | grep -q "dynapar keygen"
+# Keys but an empty authorized/ directory: nobody could connect.
+"$x" 2 "$bin" controller "$job" --keys "$out/ctl" | grep -q "authorized"
+"$bin" keygen --out "$out/ctl/authorized" --role node --name node-a > /dev/null
+rm "$out/ctl/authorized/node-a.key"
+chmod 644 "$out/ctl/controller.key"
+"$x" 2 "$bin" controller "$job" --keys "$out/ctl" | grep -q "chmod 600"
+"$x" 2 "$bin" keygen --out "$out/x" --role admin | grep -q "role"
+"$x" 2 "$bin" node --controller tcp://127.0.0.1:9 --device 0 --keys "$out/nowhere" | grep -q "dynapar keygen"
+echo ok

@@ -85,6 +85,7 @@ struct remote_devices::impl {
   void on_join(const std::string& route, const wire::join_msg& m);
   void on_leave(const std::string& route, const wire::leave_msg& m);
   void on_fault(const std::string& route, const wire::fault_command& f);
+  void refuse(const comm::packet& p, const wire::body& b, const std::string& why);
 };
 
 namespace {
@@ -411,6 +412,17 @@ void remote_devices::impl::on_fault(const std::string& route, const wire::fault_
   reply(route, w);
 }
 
+// A message its sender's key may not send: dropped; a request (join, leave, inject) hears why.
+void remote_devices::impl::refuse(const comm::packet& p, const wire::body& b, const std::string& why) {
+  const std::string who = p.peer.empty() ? "an unauthenticated peer" : p.peer;
+  log->warn("dropped a message from {}: {}", who, why);
+  if (std::holds_alternative<wire::join_msg>(b) || std::holds_alternative<wire::leave_msg>(b) || std::holds_alternative<wire::fault_command>(b)) {
+    wire::welcome_msg w;
+    w.reason = why + " (this sender is " + who + ")";
+    reply(p.route, w);
+  }
+}
+
 void remote_devices::impl::handle(comm::packet p) {
   bool known = false;
   {
@@ -431,17 +443,7 @@ void remote_devices::impl::handle(comm::packet p) {
     return;
   }
   if (cfg.keys)
-    if (auto why = remote::refusal(comm::peer_role(p.peer), u->env.msg)) {
-      log->warn("dropped a message from {}: {}", p.peer.empty() ? "an unauthenticated peer" : p.peer, *why);
-      const bool asks = std::holds_alternative<wire::join_msg>(u->env.msg) || std::holds_alternative<wire::leave_msg>(u->env.msg) ||
-                        std::holds_alternative<wire::fault_command>(u->env.msg);
-      if (asks) {
-        wire::welcome_msg w;
-        w.reason = *why + " (this one is " + (p.peer.empty() ? "unauthenticated" : p.peer) + ")";
-        reply(p.route, w);
-      }
-      return;
-    }
+    if (auto why = remote::refusal(comm::peer_role(p.peer), u->env.msg)) return refuse(p, u->env.msg, *why);
   if (const auto* j = std::get_if<wire::join_msg>(&u->env.msg)) return on_join(p.route, *j);
   if (const auto* l = std::get_if<wire::leave_msg>(&u->env.msg)) return on_leave(p.route, *l);
   if (const auto* f = std::get_if<wire::fault_command>(&u->env.msg)) return on_fault(p.route, *f);

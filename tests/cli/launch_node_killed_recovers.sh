@@ -10,7 +10,9 @@ port=$((20000 + ($$ % 20000)))
 ep="tcp://127.0.0.1:$port"
 "$bin" launch --local 2 --devices 0,1 --min-devices 2 --bind "$ep" "$job" --verify --out "$out/run" > /dev/null 2> "$out/launch.log" &
 launch=$!
-"$bin" node --controller "$ep" --device 2 --name victim --connect-timeout-s 60 2> "$out/victim.log" &
+# launch serves CURVE with throwaway keys in OUT/keys, written before it listens.
+for _ in $(seq 600); do grep -q "listening on" "$out/launch.log" 2>/dev/null && break; sleep 0.1; done
+"$bin" node --controller "$ep" --keys "$out/run/keys" --device 2 --name victim --connect-timeout-s 60 2> "$out/victim.log" &
 victim=$!
 trap 'kill $launch $victim 2>/dev/null || true' EXIT
 # Until the victim's device is in a plan.

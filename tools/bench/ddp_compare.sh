@@ -22,8 +22,8 @@ ddp() { /usr/bin/python3 tools/bench/ddp_peer.py --procs 3 --batch 96 --steps 20
 : > "$out/rows.txt"
 for r in $(seq "$rounds"); do
   "$bin" train examples/jobs/bench/ddp3.yaml --out "$out/one" > /dev/null 2>&1
-  "$bin" launch --local 3 examples/jobs/bench/ddp3.yaml --out "$out/three" > /dev/null 2>&1
-  "$bin" launch --local 3 examples/jobs/bench/ddp3_slow.yaml --out "$out/slow" > /dev/null 2>&1
+  "$bin" launch --local 3 --no-keys examples/jobs/bench/ddp3.yaml --out "$out/three" > /dev/null 2>&1
+  "$bin" launch --local 3 --no-keys examples/jobs/bench/ddp3_slow.yaml --out "$out/slow" > /dev/null 2>&1
   echo "$r one_process $(steady "$out/one")" >> "$out/rows.txt"
   echo "$r three_processes $(steady "$out/three")" >> "$out/rows.txt"
   echo "$r ddp $(ddp)" >> "$out/rows.txt"

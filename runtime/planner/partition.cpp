@@ -34,24 +34,39 @@ std::optional<std::vector<int>> partition_layers(const problem& p, const std::ve
   }
   auto fits = [&](int j, int lo, int hi) { return state * sums.params(lo, hi) + act_factor[j] * sums.act_mem(lo, hi) <= room[j]; };
   auto stage = [&](int j, int lo, int hi) { return (u * sums.work(lo, hi) + sums.fixed(lo, hi)) * inv_speed[j]; };
-  auto link = [&](int j, int cut) { return 2.0 * u * sums.boundary_bytes(cut) * inv_bw[j] + lat2[j]; };
-  // Pass 1: best[j][i] = least bottleneck with stages 0..j-1 covering layers [0, i).
   const int W = L + 1;
+  // Hoisted per stage j (0-based) over layers: lowest[j * W + i], the first layer stage j may
+  // start at to end at i within its memory (widening a stage only adds memory, and a later
+  // end only raises that first layer: two pointers); link_in[j * W + k], the boundary into
+  // stage j at cut k. Same arithmetic as evaluated in place, so the splits are the same.
+  std::vector<int> lowest(n * W, 0);
+  std::vector<double> link_in(n * W, 0);
+  for (int j = 0; j < n; ++j) {
+    for (int i = 1, k = 0; i <= L; ++i) {
+      while (k < i && !fits(j, k, i)) ++k;
+      lowest[j * W + i] = k;  // == i: not even layer i-1 alone fits
+    }
+    if (j >= 1)
+      for (int k = 0; k <= L; ++k) link_in[j * W + k] = 2.0 * u * sums.boundary_bytes(k) * inv_bw[j] + lat2[j];
+  }
+  // Pass 1: best[j][i] = least bottleneck with stages 0..j-1 covering layers [0, i).
   std::vector<double> best((n + 1) * W, inf);
   std::vector<int> from((n + 1) * W, -1);
   best[0] = 0;
   for (int j = 1; j <= n; ++j) {
+    const double* prev_row = &best[(j - 1) * W];
+    const double* link = &link_in[(j - 1) * W];
     for (int i = j; i <= L - (n - j); ++i) {
       double b = inf;
       // Widening the stage (k going down) only adds time and memory: stop once either is lost.
-      for (int k = i - 1; k >= j - 1; --k) {
-        if (!fits(j - 1, k, i)) break;
+      const int k_end = std::max(j - 1, lowest[(j - 1) * W + i]);
+      for (int k = i - 1; k >= k_end; --k) {
         const double st = stage(j - 1, k, i);
         if (st >= b) break;
-        const double prev = best[(j - 1) * W + k];
+        const double prev = prev_row[k];
         if (prev >= b) continue;
         double v = std::max(prev, st);
-        if (j >= 2) v = std::max(v, link(j - 1, k));
+        if (j >= 2) v = std::max(v, link[k]);
         if (v < b) { b = v; from[j * W + i] = k; }
       }
       best[j * W + i] = b;
@@ -77,17 +92,18 @@ std::optional<std::vector<int>> partition_layers(const problem& p, const std::ve
   std::fill(from.begin(), from.end(), -1);
   sum[0] = 0;
   for (int j = 1; j <= n; ++j) {
+    const double* link = &link_in[(j - 1) * W];
     for (int i = j; i <= L - (n - j); ++i) {
       double& cell = sum[j * W + i];
-      for (int k = i - 1; k >= j - 1; --k) {
-        if (!fits(j - 1, k, i)) break;
+      const int k_end = std::max(j - 1, lowest[(j - 1) * W + i]);
+      for (int k = i - 1; k >= k_end; --k) {
         const double st = stage(j - 1, k, i);
         if (st > limit) break;
         const double prev = sum[(j - 1) * W + k];
         if (prev == inf) continue;
         double v = prev + st;
         if (j >= 2) {
-          const double lt = link(j - 1, k);
+          const double lt = link[k];
           if (lt > limit) continue;
           v += lt;
         }

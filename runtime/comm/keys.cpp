@@ -5,6 +5,7 @@
 #include <zmq.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -28,13 +29,16 @@ bool good_name(const std::string& n) {
 
 // "field: value" lines; '#' starts a comment.
 result<std::map<std::string, std::string>> read_fields(const std::string& path) {
+  std::error_code ec;
+  if (const auto size = fs::file_size(path, ec); !ec && size > 4096)
+    return make_error("bad_key", path + ": not a dynapar key file (" + std::to_string(size) + " bytes)");
   std::ifstream in(path);
   if (!in) return make_error("bad_key", "cannot read key file " + path);
   std::map<std::string, std::string> f;
   std::string line;
   int n = 0;
   while (std::getline(in, line)) {
-    if (++n > 64) return make_error("bad_key", path + ": not a dynapar key file (too long)");
+    if (++n > 64) return make_error("bad_key", path + ": not a dynapar key file (too many lines)");
     if (line.empty() || line[0] == '#') continue;
     const auto colon = line.find(':');
     if (colon == std::string::npos) return make_error("bad_key", path + ":" + std::to_string(n) + ": expected 'field: value'");

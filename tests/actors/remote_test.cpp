@@ -439,3 +439,20 @@ TEST_CASE("a slow, flooding or oversized peer does not stall the controller", "[
   ::close(slow);
   (*hub)->stop();
 }
+
+TEST_CASE("who may send what over CURVE: the permission table of docs/SECURITY.md", "[remote][curve]") {
+  using r = comm::key_role;
+  const wire::body join = wire::join_msg{"n", {}}, beat = wire::heartbeat_msg{"n", 0}, leave = wire::leave_msg{"n", {1}, "x"};
+  const wire::body fault = wire::fault_command{}, call = wire::device_call{};
+  struct row {
+    const wire::body* body;
+    bool node, op;
+  };
+  for (const auto& [body, node, op] : {row{&join, true, false}, row{&beat, true, false}, row{&call, true, false},
+                                       row{&leave, true, true}, row{&fault, false, true}}) {
+    CHECK(!remote::refusal(r::node, *body) == node);
+    CHECK(!remote::refusal(r::operator_, *body) == op);
+    CHECK(remote::refusal(r::controller, *body));  // a controller key never speaks to a controller
+    CHECK(remote::refusal(std::nullopt, *body));   // nor does an unauthenticated sender
+  }
+}

@@ -1,273 +1,48 @@
 #include "actors/remote_devices.hpp"
 
-#include <atomic>
 #include <chrono>
-#include <functional>
-#include <map>
-#include <mutex>
-#include <thread>
 #include <utility>
 
-#include "actors/remote_protocol.hpp"
-#include "comm/curve.hpp"
-#include "logging/logging.hpp"
+#include "actors/remote_hub.hpp"
+#include "actors/remote_proxy.hpp"
 #include "wire/codec.hpp"
 
 namespace dynapar::actors {
 
 using clock = std::chrono::steady_clock;
 
-struct remote_devices::impl {
-  impl(caf::actor_system& s, std::shared_ptr<const model::model_chain> m, remote_config c)
-      : sys(s), model(std::move(m)), cfg(std::move(c)), router(ctx, zmq::socket_type::router), pull(ctx, zmq::socket_type::pull) {}
+void remote_devices::impl::post(const std::string& route, const wire::device_call& c, const std::vector<model::tensor>& ts) {
+  auto p = remote::pack(c, ts, "controller");
+  p.route = route;
+  if (auto st = out->post(std::move(p)); !st) log->warn("device {}: {}", c.device, st.err().message);
+}
 
-  caf::actor_system& sys;
-  std::shared_ptr<const model::model_chain> model;
-  remote_config cfg;
-  zmq::context_t ctx{1};
-  std::unique_ptr<comm::authenticator> auth;  // with keys: the context's ZAP handler
-  zmq::socket_t router, pull;
-  std::unique_ptr<comm::outbox> out;
-  std::string endpoint;
-  std::string model_hash;  // a TorchScript model's SHA-256: nodes check their file against it
-  struct entry {
-    std::string route;  // the node's identity on the ROUTER
-    caf::actor proxy;
-    bool leaving = false;
-    bool lost = false;  // its node went silent
-    std::uint64_t gen = 0;  // which hosting of the device (a lost one may join again)
-  };
-  std::uint64_t next_gen = 1;
-  mutable std::mutex mu;
-  std::map<int, entry> devices;
-  std::map<std::string, clock::time_point> nodes;  // last heard from
-  std::map<std::string, clock::time_point> told_rejoin;  // unknown nodes, when last told to join again
-  std::vector<sim::fault> faults;                  // dynapar inject: for the driver
-  std::thread net;
-  std::atomic<bool> stopping{false};
-  std::shared_ptr<spdlog::logger> log = logging::get("remote");
+void remote_devices::impl::reply(const std::string& route, wire::body b) {
+  wire::envelope e;
+  e.sender = "controller";
+  e.msg = std::move(b);
+  comm::packet p;
+  p.route = route;
+  p.header = wire::encode(e);
+  if (auto st = comm::send_packet(router, std::move(p), true); !st) log->warn("{}", st.err().message);
+}
 
-  void post(const std::string& route, const wire::device_call& c, const std::vector<model::tensor>& ts = {}) {
-    auto p = remote::pack(c, ts, "controller");
-    p.route = route;
-    if (auto st = out->post(std::move(p)); !st) log->warn("device {}: {}", c.device, st.err().message);
-  }
-  void reply(const std::string& route, wire::body b) {
-    wire::envelope e;
-    e.sender = "controller";
-    e.msg = std::move(b);
-    comm::packet p;
-    p.route = route;
-    p.header = wire::encode(e);
-    if (auto st = comm::send_packet(router, std::move(p), true); !st) log->warn("{}", st.err().message);
-  }
-  // A proxy stopped. Its node (if the device is still its node's: a lost node's devices may
-  // have joined again from elsewhere) retires the device.
-  void retired(int id, std::uint64_t gen) {
-    std::string route;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      auto it = devices.find(id);
-      if (it == devices.end() || it->second.gen != gen) return;
-      // A lost node is not told: should it come back, it is asked to join again instead.
-      if (!it->second.lost) route = it->second.route;
-      devices.erase(it);
-    }
-    if (route.empty()) return;
-    wire::device_call c;
-    c.op = wire::device_op::retire;
-    c.device = id;
-    post(route, c);
-  }
-  void loop();
-  void check_nodes();
-  void handle(comm::packet p);
-  void on_join(const std::string& route, const wire::join_msg& m);
-  void on_leave(const std::string& route, const wire::leave_msg& m);
-  void on_fault(const std::string& route, const wire::fault_command& f);
-  void refuse(const comm::packet& p, const wire::body& b, const std::string& why);
-};
-
-namespace {
-
-// A device on a node, as the driver and the group supervisors see it.
-struct proxy_state {
-  int id = 0;
+void remote_devices::impl::retired(int id, std::uint64_t gen) {
   std::string route;
-  std::shared_ptr<remote_devices::impl> hub;
-  std::uint64_t next_id = 1;
-  std::map<std::uint64_t, std::function<void(const wire::device_call*, std::vector<model::tensor>&, const std::string&)>> pending;
-  caf::actor report_to, migration_sink;
-  std::int64_t step = 0;  // the tag of the last step task: a loss report must carry it
-  std::string lost;  // why the device is gone (its node went silent); empty while it is there
-  static inline const char* name = "remote_device";
-};
-using proxy = caf::stateful_actor<proxy_state>;
-
-void tell(proxy* self, wire::device_call c, const std::vector<model::tensor>& ts = {}) {
-  if (!self->state.lost.empty()) return;
-  c.device = self->state.id;
-  self->state.hub->post(self->state.route, c, ts);
-}
-
-// A call with an answer: the promise is kept until the node replies (or the proxy stops,
-// which breaks it: the requester's timeout or error handler sees that).
-template <class T, class Decode>
-caf::result<T> ask(proxy* self, wire::device_call c, const std::vector<model::tensor>& ts, Decode decode) {
-  auto& s = self->state;
-  if (!s.lost.empty()) return caf::make_error(caf::sec::runtime_error, s.lost);
-  auto rp = self->make_response_promise<T>();
-  c.id = s.next_id++;
-  s.pending[c.id] = [rp, decode](const wire::device_call* r, std::vector<model::tensor>& got, const std::string& error) mutable {
-    if (!r) return rp.deliver(caf::make_error(caf::sec::runtime_error, error)), void();
-    result<T> v = decode(*r, got);
-    if (!v) return rp.deliver(caf::make_error(caf::sec::runtime_error, v.err().message)), void();
-    rp.deliver(std::move(*v));
-  };
-  tell(self, std::move(c), ts);
-  return rp;
-}
-
-wire::device_call call(wire::device_op op, std::vector<std::int64_t> ints = {}, std::vector<double> reals = {}) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = devices.find(id);
+    if (it == devices.end() || it->second.gen != gen) return;
+    // A lost node is not told: should it come back, it is asked to join again instead.
+    if (!it->second.lost) route = it->second.route;
+    devices.erase(it);
+  }
+  if (route.empty()) return;
   wire::device_call c;
-  c.op = op;
-  c.ints = std::move(ints);
-  c.reals = std::move(reals);
-  return c;
+  c.op = wire::device_op::retire;
+  c.device = id;
+  post(route, c);
 }
-
-result<bool> acknowledged(const wire::device_call&, std::vector<model::tensor>&) { return true; }
-
-caf::behavior remote_device(proxy* self, int id, std::string route, std::uint64_t gen, std::shared_ptr<remote_devices::impl> hub) {
-  self->state.id = id;
-  self->state.route = std::move(route);
-  self->state.hub = hub;
-  self->attach_functor([hub, id, gen] { hub->retired(id, gen); });
-  using op = wire::device_op;
-  return {
-      [=](hold_atom, int layer, const model::layer_copy& replica) -> caf::result<bool> {
-        std::vector<model::tensor> ts;
-        auto c = remote::layer_call(id, layer, -1, id, 0, replica, ts);
-        return ask<bool>(self, std::move(c), ts, acknowledged);
-      },
-      [=](migrate_atom, int layer, int to, const caf::actor&, const comm::link_spec& link,
-          const caf::actor& report_to) -> caf::result<bool> {
-        self->state.migration_sink = report_to;
-        return ask<bool>(self, call(op::migrate, {layer, to}, remote::link_reals(link, {})), {}, acknowledged);
-      },
-      [=](drop_atom, int layer) { tell(self, call(op::drop, {layer})); },
-      [=](speed_atom, double speed) { tell(self, call(op::speed, {}, {speed})); },
-      [=](memory_atom, double bytes) { tell(self, call(op::memory, {}, {bytes})); },
-      [=](timing_atom, const std::vector<double>& per_layer) { tell(self, call(op::timing, {}, per_layer)); },
-      [=](probe_atom) -> caf::result<double> {
-        return ask<double>(self, call(op::probe), {}, [](const wire::device_call& r, std::vector<model::tensor>&) -> result<double> {
-          if (r.reals.size() != 1) return make_error("bad_call", "a probe reply needs one real");
-          return r.reals[0];
-        });
-      },
-      [=](step_atom, stage_task& task) {
-        self->state.report_to = task.report_to;
-        self->state.step = task.step;
-        if (!self->state.lost.empty()) {
-          stage_report r;
-          r.device = id;
-          r.step = task.step;
-          r.error = self->state.lost;
-          self->send(task.report_to, std::move(r));
-          return;
-        }
-        std::vector<model::tensor> ts;
-        auto c = remote::step_call(task, ts);
-        tell(self, std::move(c), ts);
-      },
-      [=](grads_atom, std::int64_t step, const std::vector<int>& layers) -> caf::result<device_gradients> {
-        std::vector<std::int64_t> ints{step};
-        ints.insert(ints.end(), layers.begin(), layers.end());
-        return ask<device_gradients>(self, call(op::gradients, std::move(ints)), {}, remote::gradients_from);
-      },
-      [=](apply_atom, int layer, const std::vector<model::tensor>& summed, double divisor) -> caf::result<bool> {
-        return ask<bool>(self, call(op::apply, {layer}, {divisor}), summed, acknowledged);
-      },
-      [=](hash_atom, int layer) -> caf::result<std::uint64_t> {
-        return ask<std::uint64_t>(self, call(op::hash, {layer}), {},
-                                  [](const wire::device_call& r, std::vector<model::tensor>&) -> result<std::uint64_t> {
-                                    if (r.ints.size() != 1) return make_error("bad_call", "a hash reply needs one integer");
-                                    return static_cast<std::uint64_t>(r.ints[0]);
-                                  });
-      },
-      [=](copy_atom, int layer) -> caf::result<model::layer_copy> {
-        auto m = self->state.hub->model;
-        return ask<model::layer_copy>(self, call(op::copy, {layer}), {},
-                                      [m](const wire::device_call& r, std::vector<model::tensor>& ts) -> result<model::layer_copy> {
-                                        auto l = remote::layer_from(*m, r, ts);
-                                        if (!l) return l.err();
-                                        return l->replica;
-                                      });
-      },
-      [=](perturb_atom, int layer) { tell(self, call(op::perturb, {layer})); },
-      // Fault injection on a node: the whole process dies, as a machine would.
-      [=](fail_atom, int after_us) { tell(self, call(op::fail, {after_us})); },
-      // The node goes silent: hung, or cut off (its traffic dropped).
-      [=](pause_atom, int after_us, double seconds, bool cut_off) {
-        tell(self, call(op::pause, {after_us, cut_off ? 1 : 0}, {seconds}));
-      },
-      // From the node: answers, stage reports, arrivals of migrated layers.
-      [=](remote_atom, const wire::device_call& c, std::vector<model::tensor>& ts) {
-        auto& s = self->state;
-        switch (c.op) {
-          case op::error:
-            if (c.id == 0) {  // from the hub: the node is lost. Nothing waits in vain.
-              s.lost = "device " + std::to_string(id) + ": " + c.text;
-              auto pending = std::move(s.pending);
-              s.pending.clear();
-              std::vector<model::tensor> none;
-              for (auto& [k, done] : pending) done(nullptr, none, s.lost);
-              if (s.report_to) {
-                stage_report r;
-                r.device = id;
-                r.step = s.step;
-                r.error = s.lost;
-                self->send(s.report_to, std::move(r));
-              }
-              return;
-            }
-            [[fallthrough]];
-          case op::reply: {
-            auto it = s.pending.find(c.id);
-            if (it == s.pending.end()) return;  // the answer to a call nobody waits for any more
-            auto done = std::move(it->second);
-            s.pending.erase(it);
-            done(c.op == op::reply ? &c : nullptr, ts, "device " + std::to_string(id) + ": " + c.text);
-            return;
-          }
-          case op::stage_report: {
-            auto r = remote::report_from(c);
-            stage_report rep;
-            if (r) {
-              rep = std::move(*r);
-            } else {
-              rep.device = id;
-              rep.error = r.err().message;
-            }
-            if (s.report_to) self->send(s.report_to, std::move(rep));
-            return;
-          }
-          case op::moved:
-            if (c.ints.size() == 4 && s.migration_sink && !c.text.empty())
-              self->send(s.migration_sink, moved_atom::value, static_cast<int>(c.ints[0]), static_cast<int>(c.ints[1]),
-                         static_cast<int>(c.ints[2]), c.text);
-            else if (c.ints.size() == 4 && s.migration_sink)
-              self->send(s.migration_sink, moved_atom::value, static_cast<int>(c.ints[0]), static_cast<int>(c.ints[1]),
-                         static_cast<int>(c.ints[2]), static_cast<std::size_t>(c.ints[3]));
-            return;
-          default:
-            return;
-        }
-      },
-  };
-}
-
-}  // namespace
 
 void remote_devices::impl::on_join(const std::string& route, const wire::join_msg& m) {
   wire::welcome_msg w;
@@ -607,7 +382,7 @@ caf::actor remote_devices::proxy(int id) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   auto it = impl_->devices.find(id);
   if (it == impl_->devices.end()) return {};
-  if (!it->second.proxy) it->second.proxy = impl_->sys.spawn(remote_device, id, it->second.route, it->second.gen, impl_);
+  if (!it->second.proxy) it->second.proxy = spawn_remote_device(impl_->sys, id, it->second.route, it->second.gen, impl_);
   return it->second.proxy;
 }
 

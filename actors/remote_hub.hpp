@@ -1,0 +1,64 @@
+// The controller process's network hub behind remote_devices (private to actors/): one
+// thread owns the ZeroMQ ROUTER, the device registry and the CURVE authenticator; the proxy
+// actors (remote_proxy.hpp) post device calls through it.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "actors/remote_devices.hpp"
+#include "actors/remote_protocol.hpp"
+#include "comm/curve.hpp"
+#include "logging/logging.hpp"
+
+namespace dynapar::actors {
+
+struct remote_devices::impl {
+  impl(caf::actor_system& s, std::shared_ptr<const model::model_chain> m, remote_config c)
+      : sys(s), model(std::move(m)), cfg(std::move(c)), router(ctx, zmq::socket_type::router), pull(ctx, zmq::socket_type::pull) {}
+
+  caf::actor_system& sys;
+  std::shared_ptr<const model::model_chain> model;
+  remote_config cfg;
+  zmq::context_t ctx{1};
+  std::unique_ptr<comm::authenticator> auth;  // with keys: the context's ZAP handler
+  zmq::socket_t router, pull;
+  std::unique_ptr<comm::outbox> out;
+  std::string endpoint;
+  std::string model_hash;  // a TorchScript model's SHA-256: nodes check their file against it
+  struct entry {
+    std::string route;  // the node's identity on the ROUTER
+    caf::actor proxy;
+    bool leaving = false;
+    bool lost = false;  // its node went silent
+    std::uint64_t gen = 0;  // which hosting of the device (a lost one may join again)
+  };
+  std::uint64_t next_gen = 1;
+  mutable std::mutex mu;
+  std::map<int, entry> devices;
+  std::map<std::string, std::chrono::steady_clock::time_point> nodes;  // last heard from
+  std::map<std::string, std::chrono::steady_clock::time_point> told_rejoin;  // unknown nodes, when last told to join again
+  std::vector<sim::fault> faults;                  // dynapar inject: for the driver
+  std::thread net;
+  std::atomic<bool> stopping{false};
+  std::shared_ptr<spdlog::logger> log = logging::get("remote");
+
+  // A device call to the device's node, through the network thread.
+  void post(const std::string& route, const wire::device_call& c, const std::vector<model::tensor>& ts = {});
+  void reply(const std::string& route, wire::body b);  // from the network thread only
+  // A proxy stopped. Its node (if the device is still its node's: a lost node's devices may
+  // have joined again from elsewhere) retires the device.
+  void retired(int id, std::uint64_t gen);
+  void loop();
+  void check_nodes();
+  void handle(comm::packet p);
+  void on_join(const std::string& route, const wire::join_msg& m);
+  void on_leave(const std::string& route, const wire::leave_msg& m);
+  void on_fault(const std::string& route, const wire::fault_command& f);
+  void refuse(const comm::packet& p, const wire::body& b, const std::string& why);
+};
+
+}  // namespace dynapar::actors

@@ -1,0 +1,57 @@
+// A node process's actors (docs/DISTRIBUTED.md): a bridge that turns the controller's device
+// calls into device messages and their answers back into calls, and stubs standing for
+// devices on other nodes and for the controller, so that the device actors never know where
+// their neighbours are. The network thread (node_host.cpp) owns the sockets; the actors post
+// through an outbox.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/remote_protocol.hpp"
+#include "comm/packet.hpp"
+
+namespace dynapar::actors {
+
+// What the node's actors and its network thread share.
+struct node_shared {
+  std::unique_ptr<comm::outbox> out;
+  // Fault injection: until then the node is silent; hung (nothing handled, sent or
+  // received) or cut off (what comes and goes is dropped).
+  std::atomic<std::int64_t> silent_until_us{0};
+  std::atomic<bool> cut_off{false};
+  std::shared_ptr<const model::model_chain> model;
+  std::atomic<int> live{0};
+  std::string name;
+  void post(const wire::device_call& c, const std::vector<model::tensor>& ts = {}) {
+    if (auto st = out->post(remote::pack(c, ts, name)); !st) warn(st.err().message);
+  }
+  void answer(const wire::device_call& to, wire::device_call c, const std::vector<model::tensor>& ts = {}) {
+    c.op = wire::device_op::reply;
+    c.id = to.id;
+    c.device = to.device;
+    post(c, ts);
+  }
+  void fail(const wire::device_call& to, const std::string& why) {
+    wire::device_call c;
+    c.op = wire::device_op::error;
+    c.id = to.id;
+    c.device = to.device;
+    c.text = remote::clip(why);
+    post(c);
+  }
+
+ private:
+  static void warn(const std::string& what);
+};
+
+// The bridge over this node's device actors (id -> actor).
+caf::actor spawn_node_bridge(caf::actor_system& sys, std::shared_ptr<node_shared> sh, std::map<int, caf::actor> devices);
+
+}  // namespace dynapar::actors

@@ -202,14 +202,15 @@ result<device_gradients> gradients_from(const wire::device_call& c, const std::v
 }
 
 std::optional<std::string> refusal(std::optional<comm::key_role> role, const wire::body& b) {
-  using r = comm::key_role;
   if (!role) return "an unauthenticated sender";
-  if (std::holds_alternative<wire::fault_command>(b))
-    return *role == r::operator_ ? std::nullopt : std::optional<std::string>("a fault command needs an operator key");
-  if (std::holds_alternative<wire::leave_msg>(b))
-    return *role == r::operator_ || *role == r::node ? std::nullopt
-                                                     : std::optional<std::string>("a leave needs a node or operator key");
-  if (*role != r::node) return "only a node key may join, beat or answer device calls";
+  const bool node = *role == comm::key_role::node, op = *role == comm::key_role::operator_;
+  if (std::holds_alternative<wire::fault_command>(b)) {
+    if (!op) return "a fault command needs an operator key";
+  } else if (std::holds_alternative<wire::leave_msg>(b)) {
+    if (!node && !op) return "a leave needs a node or operator key";
+  } else if (!node) {
+    return "only a node key may join, beat or answer device calls";
+  }
   return std::nullopt;
 }
 

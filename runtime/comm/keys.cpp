@@ -1,7 +1,9 @@
 #include "comm/keys.hpp"
 
 #include <sodium.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include <algorithm>
@@ -63,19 +65,15 @@ result<public_key> public_from(const std::map<std::string, std::string>& f, cons
   return k;
 }
 
-status write_file(const fs::path& p, const std::string& text, fs::perms mode) {
-  // Made empty, given its mode, and only then written: a secret is never readable by others.
+// Created afresh with its mode (O_EXCL after removing any old file), so that a secret is
+// never readable by others, not even briefly.
+status write_file(const fs::path& p, const std::string& text, ::mode_t mode) {
   std::error_code ec;
   fs::remove(p, ec);
-  {
-    std::ofstream out(p);
-    if (!out) return make_error("io", "cannot write " + p.string());
-  }
-  fs::permissions(p, mode, ec);
-  if (ec) return make_error("io", "cannot set the mode of " + p.string() + ": " + ec.message());
-  std::ofstream out(p, std::ios::trunc);
-  out << text;
-  if (!out.flush()) return make_error("io", "cannot write " + p.string());
+  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL, mode);
+  if (fd < 0) return make_error("io", "cannot write " + p.string());
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<::ssize_t>(text.size());
+  if (::close(fd) != 0 || !ok) return make_error("io", "cannot write " + p.string());
   return ok_status();
 }
 
@@ -121,14 +119,14 @@ result<key_pair> make_key_pair(const std::string& name, key_role role) {
 status write_public_key(const std::string& dir, const public_key& k) {
   if (auto st = make_dir(dir); !st) return st;
   return write_file((fs::path(dir) / (k.name + ".pub")).string(), "# dynapar CURVE public key (docs/SECURITY.md)\n" + public_text(k),
-                    fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+                    0644);
 }
 
 status write_key_pair(const std::string& dir, const key_pair& k) {
   if (auto st = make_dir(dir); !st) return st;
   if (auto st = write_file((fs::path(dir) / (k.pub.name + ".key")).string(),
                            "# dynapar CURVE key pair: keep it secret (docs/SECURITY.md)\n" + public_text(k.pub) + "secret: " + k.secret + "\n",
-                           fs::perms::owner_read | fs::perms::owner_write);
+                           0600);
       !st)
     return st;
   return write_public_key(dir, k.pub);

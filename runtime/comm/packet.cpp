@@ -54,11 +54,8 @@ result<std::optional<packet>> recv_packet(zmq::socket_t& s, bool routed, std::ch
       at = 1;
     }
     if (at >= frames.size()) return make_error("malformed", "a message without a header");
-    try {
-      p.peer = frames[at]->gets("User-Id");
-    } catch (const zmq::error_t&) {
-      // not authenticated: no CURVE on this socket
-    }
+    // Set by the ZAP handler on CURVE sockets; absent (null, no exception) on plain ones.
+    if (const char* who = zmq_msg_gets(frames[at]->handle(), "User-Id")) p.peer = who;
     const auto* h = static_cast<const std::uint8_t*>(frames[at]->data());
     p.header.assign(h, h + frames[at]->size());
     for (++at; at < frames.size(); ++at) p.blobs.push_back(blob{frames[at]->data(), frames[at]->size(), frames[at]});

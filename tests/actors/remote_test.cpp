@@ -5,11 +5,6 @@
 
 #include <caf/all.hpp>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +14,7 @@
 #include "actors/remote_devices.hpp"
 #include "actors/remote_protocol.hpp"
 #include "data/dataset.hpp"
+#include "support/loopback.hpp"
 #include "wire/codec.hpp"
 
 using namespace dynapar;
@@ -54,6 +50,17 @@ void train_step(model::device_worker& w, int layers, const data::dataset& d, con
   REQUIRE(out);
   REQUIRE(w.backward_from_loss(0, model::targets(d, samples, 0, n)));
   for (int l = 0; l < layers; ++l) REQUIRE(w.apply(l, model::sum(w.micro_gradients(l)), n));
+}
+
+// A node of the controller at `ep` hosting device `id`, waiting `timeout_s` for its welcome.
+actors::node_config node_of(const std::string& ep, int id, double timeout_s) {
+  actors::node_config n;
+  n.controller = ep;
+  n.connect_timeout_s = timeout_s;
+  planner::device_spec dev;
+  dev.id = id;
+  n.devices = {dev};
+  return n;
 }
 
 }  // namespace
@@ -180,12 +187,7 @@ TEST_CASE("the controller refuses unknown devices, another protocol version and 
   REQUIRE(hub);
   const auto ep = (*hub)->endpoint();
 
-  actors::node_config n;
-  n.controller = ep;
-  n.connect_timeout_s = 5;
-  planner::device_spec dev;
-  dev.id = 7;
-  n.devices = {dev};
+  auto n = node_of(ep, 7, 5);
   std::atomic<bool> leave{false};
   auto r = actors::run_node(n, leave);
   REQUIRE_FALSE(r);
@@ -205,7 +207,7 @@ TEST_CASE("the controller refuses unknown devices, another protocol version and 
   wire::envelope old;
   old.version = 1;
   old.sender = "old-node";
-  old.msg = wire::join_msg{"old-node", {dev}};
+  old.msg = wire::join_msg{"old-node", n.devices};
   comm::packet p;
   p.header = wire::encode(old);
   REQUIRE(comm::send_packet(s, std::move(p), false));
@@ -221,11 +223,7 @@ TEST_CASE("the controller refuses unknown devices, another protocol version and 
 }
 
 TEST_CASE("a node gives up on a controller that does not answer", "[remote]") {
-  actors::node_config n;
-  n.controller = "tcp://127.0.0.1:9";  // discard: nothing answers there
-  n.connect_timeout_s = 0.5;
-  planner::device_spec dev;
-  n.devices = {dev};
+  auto n = node_of("tcp://127.0.0.1:9", 0, 0.5);  // discard: nothing answers there
   std::atomic<bool> leave{false};
   auto r = actors::run_node(n, leave);
   REQUIRE_FALSE(r);
@@ -264,12 +262,7 @@ TEST_CASE("a controller serving CURVE admits listed keys only, and only operator
   REQUIRE(hub);
   const auto ep = (*hub)->endpoint();
 
-  actors::node_config n;
-  n.controller = ep;
-  n.connect_timeout_s = 10;
-  planner::device_spec dev;
-  dev.id = 0;
-  n.devices = {dev};
+  auto n = node_of(ep, 0, 10);
   std::atomic<bool> leave{false};
   n.keys = comm::client_keys{stranger, ctl.pub.key};
   auto r = actors::run_node(n, leave);
@@ -324,11 +317,7 @@ TEST_CASE("a node loads a TorchScript model only if its bytes hash to the contro
   fs::copy_file(original, dir / "tiny_cnn.pt");
   std::ofstream(dir / "tiny_cnn.pt", std::ios::app | std::ios::binary) << '\0';  // one byte more: another file
 
-  actors::node_config n;
-  n.controller = (*hub)->endpoint();
-  n.connect_timeout_s = 10;
-  planner::device_spec dev;
-  n.devices = {dev};
+  auto n = node_of((*hub)->endpoint(), 0, 10);
   n.model_dir = dir.string();
   std::atomic<bool> leave{false};
   auto r = actors::run_node(n, leave);
@@ -373,12 +362,8 @@ TEST_CASE("a slow, flooding or oversized peer does not stall the controller", "[
   };
 
   // A byte at a time: a ZMTP greeting that trickles in over the whole test.
-  const int slow = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(slow, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  const int slow = connect_loopback(port);
+  REQUIRE(slow >= 0);
   std::atomic<bool> done{false};
   std::thread trickle([&] {
     const unsigned char greeting[] = {0xff, 0, 0, 0, 0, 0, 0, 0, 1, 0x7f, 3, 0, 'N', 'U', 'L', 'L'};

@@ -18,6 +18,7 @@
 
 #include "comm/curve.hpp"
 #include "comm/packet.hpp"
+#include "support/loopback.hpp"
 
 using namespace dynapar;
 namespace fs = std::filesystem;
@@ -119,7 +120,7 @@ struct man_in_the_middle {
     }
     if (stop) return;
     const int c = ::accept(listener, nullptr, nullptr);
-    const int s = connect_to(server_port);
+    const int s = connect_loopback(server_port);
     char buf[65536];
     while (!stop) {
       pollfd fds[2] = {{c, POLLIN, 0}, {s, POLLIN, 0}};
@@ -142,15 +143,6 @@ struct man_in_the_middle {
     }
     ::close(c);
     ::close(s);
-  }
-  static int connect_to(int port) {
-    const int s = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<std::uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    return s;
   }
 };
 
@@ -268,7 +260,8 @@ TEST_CASE("tampered and replayed CURVE traffic never reaches the application", "
 
   // The whole first session again, on a connection of its own: the server's fresh cookie and
   // short-term keys make the old INITIATE and message useless.
-  const int raw = man_in_the_middle::connect_to(s.port);
+  const int raw = connect_loopback(s.port);
+  REQUIRE(raw >= 0);
   REQUIRE(::write(raw, session.data(), session.size()) == static_cast<ssize_t>(session.size()));
   CHECK_FALSE(s.next(1500));
   ::close(raw);

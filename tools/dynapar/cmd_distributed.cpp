@@ -375,9 +375,9 @@ void add_distributed(CLI::App& app, runner& run) {
       ->check(CLI::Range(0.0, 3600.0));
   launch->callback([l, &run] {
     run = [l] {
-      if (auto st = comm::check_endpoint(l->bind, l->allow_remote, true); !st) return report(st.err());
+      // Checked before the throwaway keys are written: launch has keys unless --no-keys alone.
+      if (auto st = comm::check_endpoint(l->bind, l->allow_remote, !l->keys.empty() || !l->no_keys); !st) return report(st.err());
       if (auto st = load_keys(*l); !st) return report(st.err());
-      if (auto st = comm::check_endpoint(l->bind, l->allow_remote, l->server.has_value()); !st) return report(st.err());
       return train_main(l->train, [l](prepared_job& p, const actors::train_callbacks& cb) { return train_remote(p, cb, *l); });
     };
   });

@@ -263,7 +263,7 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
         s.overslept = 0;
         s.report.device = s.cfg.id;
         s.report.step = s.task.step;
-        s.worker->begin_step();
+        s.worker->begin_step(s.task.first_micro);
         s.active = true;
         s.wait_since = clock::now();
         advance(self);
@@ -296,7 +296,7 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
       [=](pause_atom, double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); },
       [=](grads_atom, std::int64_t step, const std::vector<int>& layers) {
         device_gradients out{self->state.cfg.id, step, {}};
-        for (int l : layers) out.layers.emplace_back(l, self->state.worker->micro_gradients(l));
+        for (int l : layers) out.layers.emplace_back(l, self->state.worker->partial_gradients(l));
         return out;
       },
       [=](apply_atom, int layer, const std::vector<model::tensor>& summed, double divisor) -> caf::result<bool> {

@@ -72,16 +72,19 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
   std::vector<int> shares;
   for (const auto& gp : current_->groups) shares.push_back(gp.share);
   const auto slices = data::global_sampler::slices(shares);
+  std::int64_t micro_batches = 0;  // of the step, over all groups: the exact sum's leaves
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     const auto& gp = current_->groups[g];
     group_task task;
     task.step = tag_;
+    task.first_micro = micro_batches;
     task.report_to = caf::actor_cast<caf::actor>(self_);
     for (std::size_t j = 0; j + 1 < gp.devices.size(); ++j) task.links.push_back(link(gp.devices[j], gp.devices[j + 1]));
     for (int lo = slices[g].first; lo < slices[g].second; lo += gp.micro_batch) {
       const int hi = std::min(slices[g].second, lo + gp.micro_batch);
       task.inputs.push_back(model::inputs(d_, samples, lo, hi));
       task.targets.push_back(model::targets(d_, samples, lo, hi));
+      ++micro_batches;
     }
     self_->send(groups_[g], step_atom::value, std::move(task));
   }
@@ -105,16 +108,16 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
         },
         caf::after(slice(deadline)) >> [&] { tick(started, deadline, "the pipelines"); });
   if (auto st = check("step " + std::to_string(t)); !st) return st;
-  // Each layer: its micro-batches' gradients from every holder, added in the global
-  // micro-batch order (groups in plan order, micro-batches in order: the order of the step's
-  // samples), divided by B and applied on every holder.
+  // Each layer: every holder's partial sums, added in the exact sum's fixed tree over the
+  // step's micro-batches (groups in plan order, micro-batches in order: the order of the
+  // step's samples), divided by B and applied on every holder.
   const auto sync_started = clock::now();
   // One request per device for all its layers, all in flight at once.
   std::map<int, std::vector<int>> held;  // device -> layers
   for (const auto& [l, ids] : holders_)
     for (int id : ids) held[id].push_back(l);
   for (const auto& [id, layers] : held) self_->send(actors_.devices.at(id), grads_atom::value, tag_, layers);
-  std::map<std::pair<int, int>, std::vector<std::vector<model::tensor>>> got;  // (device, layer) -> micro-batches
+  std::map<std::pair<int, int>, std::vector<model::grad_part>> got;  // (device, layer) -> partial sums
   for (std::size_t k = 0; k < held.size() && failure_.empty();)
     self_->receive(
         on_down,
@@ -125,12 +128,15 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
         },
         [&](caf::error& e) { failure_ = text(e); }, caf::after(slice(deadline)) >> [&] { tick(started, deadline, "gathering gradients"); });
   if (auto st = check("gathering gradients of step " + std::to_string(t)); !st) return st;
-  std::map<int, std::vector<std::vector<model::tensor>>> parts;  // in the global micro-batch order
-  for (const auto& [l, ids] : holders_)
-    for (int id : ids)
-      for (auto& micro : got[{id, l}]) parts[l].push_back(std::move(micro));
   std::map<int, std::vector<model::tensor>> summed;
-  for (const auto& [l, ids] : holders_) summed[l] = model::sum(parts[l]);
+  for (const auto& [l, ids] : holders_) {
+    std::vector<model::grad_part> parts;
+    for (int id : ids)
+      for (auto& part : got[{id, l}]) parts.push_back(std::move(part));
+    auto sum = model::tree_sum(std::move(parts), micro_batches);
+    if (!sum) return make_error(sum.err().code, "step " + std::to_string(t) + ", layer " + std::to_string(l) + ": " + sum.err().message);
+    summed[l] = std::move(*sum);
+  }
   if (sync_stale_) {
     sync_s_ = emulated_sync_s();
     sync_stale_ = false;

@@ -44,6 +44,7 @@ caf::behavior group_supervisor(caf::stateful_actor<supervisor_state>* self, grou
         for (int j = 0; j < n; ++j) {
           stage_task t;
           t.step = task.step;
+          t.first_micro = task.first_micro;
           t.program = pipe.programs[j];
           t.lo = st.cfg.splits[j];
           t.hi = st.cfg.splits[j + 1];

@@ -47,6 +47,7 @@ struct stage_task {
   std::int64_t step = 0;
   schedule::program program;
   int lo = 0, hi = 0;                    // layers [lo, hi)
+  std::int64_t first_micro = 0;          // the step's index of this group's first micro-batch
   std::vector<model::tensor> inputs;     // first stage: one per micro-batch
   std::vector<model::tensor> targets;    // last stage: one per micro-batch
   caf::actor prev, next;                 // neighbouring stages (null at the ends)
@@ -76,6 +77,7 @@ struct stage_report {
 // A group's part of a step: the micro-batches of its share.
 struct group_task {
   std::int64_t step = 0;
+  std::int64_t first_micro = 0;          // the step's index of inputs[0] (the exact sum's tree)
   std::vector<model::tensor> inputs, targets;
   std::vector<comm::link_spec> links;    // between consecutive stages
   caf::actor report_to;
@@ -102,11 +104,11 @@ struct layer_transfer {
   caf::actor report_to;
 };
 
-// A device's per-micro-batch gradients of every layer it holds, after a step.
+// A device's gradients of every layer it holds after a step, as the exact sum's partial sums.
 struct device_gradients {
   int device = 0;
   std::int64_t step = 0;  // the attempt's tag (stale answers are told apart)
-  std::vector<std::pair<int, std::vector<std::vector<model::tensor>>>> layers;
+  std::vector<std::pair<int, std::vector<model::grad_part>>> layers;
 };
 
 struct group_report {

@@ -70,7 +70,7 @@ wire::device_call step_call(const stage_task& t, std::vector<model::tensor>& ten
   wire::device_call c;
   c.op = wire::device_op::step;
   c.ints = {t.step, t.lo, t.hi, t.prev_id, t.next_id, static_cast<std::int64_t>(t.inputs.size()),
-            static_cast<std::int64_t>(t.targets.size())};
+            static_cast<std::int64_t>(t.targets.size()), t.first_micro};
   for (const auto& in : t.program) {
     c.ints.push_back(static_cast<std::int64_t>(in.kind));
     c.ints.push_back(in.micro);
@@ -82,7 +82,7 @@ wire::device_call step_call(const stage_task& t, std::vector<model::tensor>& ten
 }
 
 result<stage_task> step_from(const wire::device_call& c, const std::vector<model::tensor>& tensors) {
-  if (c.ints.size() < 7 || (c.ints.size() - 7) % 2 != 0 || c.reals.size() != 4) return bad(c, "a step needs 7 + 2n integers and 4 reals");
+  if (c.ints.size() < 8 || (c.ints.size() - 8) % 2 != 0 || c.reals.size() != 4) return bad(c, "a step needs 8 + 2n integers and 4 reals");
   for (std::size_t i = 1; i < c.ints.size(); ++i)
     if (!fits_int(c.ints[i])) return bad(c, "an integer out of range");
   stage_task t;
@@ -95,7 +95,9 @@ result<stage_task> step_from(const wire::device_call& c, const std::vector<model
   if (n_in < 0 || n_tg < 0 || static_cast<std::size_t>(n_in + n_tg) != tensors.size())
     return bad(c, "input and target counts do not match the tensors");
   if (t.lo < 0 || t.hi <= t.lo) return bad(c, "bad layer range");
-  for (std::size_t i = 7; i < c.ints.size(); i += 2) {
+  if (c.ints[7] < 0) return bad(c, "a negative first micro-batch");
+  t.first_micro = c.ints[7];
+  for (std::size_t i = 8; i < c.ints.size(); i += 2) {
     const auto k = c.ints[i];
     if (k < 0 || k > static_cast<std::int64_t>(schedule::op::optimizer_step)) return bad(c, "unknown instruction");
     t.program.push_back({static_cast<schedule::op>(k), static_cast<int>(c.ints[i + 1])});
@@ -173,30 +175,42 @@ wire::device_call gradients_reply(const device_gradients& g, std::vector<model::
   c.op = wire::device_op::reply;
   c.device = g.device;
   c.ints = {g.device, g.step, static_cast<std::int64_t>(g.layers.size())};
-  for (const auto& [l, micro] : g.layers) {
+  for (const auto& [l, parts] : g.layers) {
     c.ints.push_back(l);
-    c.ints.push_back(static_cast<std::int64_t>(micro.size()));
-    c.ints.push_back(micro.empty() ? 0 : static_cast<std::int64_t>(micro.front().size()));
-    for (const auto& m : micro) tensors.insert(tensors.end(), m.begin(), m.end());
+    c.ints.push_back(static_cast<std::int64_t>(parts.size()));
+    c.ints.push_back(parts.empty() ? 0 : static_cast<std::int64_t>(parts.front().grads.size()));
+    for (const auto& p : parts) {
+      c.ints.push_back(p.level);
+      c.ints.push_back(p.index);
+      tensors.insert(tensors.end(), p.grads.begin(), p.grads.end());
+    }
   }
   return c;
 }
 
 result<device_gradients> gradients_from(const wire::device_call& c, const std::vector<model::tensor>& tensors) {
-  if (c.ints.size() < 3 || !fits_int(c.ints[0]) || c.ints[2] < 0 || c.ints[2] > 1 << 20 ||
-      c.ints.size() != 3 + 3 * static_cast<std::size_t>(c.ints[2]))
-    return bad(c, "gradients need 3 + 3n integers");
+  if (c.ints.size() < 3 || !fits_int(c.ints[0]) || c.ints[2] < 0 || c.ints[2] > 1 << 20) return bad(c, "gradients need 3 integers first");
   device_gradients g{static_cast<int>(c.ints[0]), c.ints[1], {}};
-  std::size_t next = 0;
-  for (std::size_t k = 0; k < static_cast<std::size_t>(c.ints[2]); ++k) {
-    const auto l = c.ints[3 + 3 * k], micro = c.ints[4 + 3 * k], per = c.ints[5 + 3 * k];
-    if (!fits_int(l) || micro < 0 || per < 0 || micro * per > static_cast<std::int64_t>(tensors.size() - next))
+  std::size_t at = 3, next = 0;
+  for (std::int64_t k = 0; k < c.ints[2]; ++k) {
+    if (c.ints.size() < at + 3) return bad(c, "a layer's gradient counts are cut short");
+    const auto l = c.ints[at], n = c.ints[at + 1], per = c.ints[at + 2];
+    at += 3;
+    if (!fits_int(l) || n < 0 || per < 0 || n > 128 || c.ints.size() < at + 2 * static_cast<std::size_t>(n) ||
+        n * per > static_cast<std::int64_t>(tensors.size() - next))
       return bad(c, "gradient counts do not match the tensors");
-    std::vector<std::vector<model::tensor>> parts(static_cast<std::size_t>(micro));
-    for (auto& p : parts)
-      for (std::int64_t i = 0; i < per; ++i) p.push_back(tensors[next++]);
+    std::vector<model::grad_part> parts(static_cast<std::size_t>(n));
+    for (auto& p : parts) {
+      const auto level = c.ints[at], index = c.ints[at + 1];
+      at += 2;
+      if (level < 0 || level > 62 || index < 0 || index > (std::int64_t{1} << 40)) return bad(c, "a partial sum's place in the tree is out of range");
+      p.level = static_cast<int>(level);
+      p.index = index;
+      for (std::int64_t i = 0; i < per; ++i) p.grads.push_back(tensors[next++]);
+    }
     g.layers.emplace_back(static_cast<int>(l), std::move(parts));
   }
+  if (at != c.ints.size()) return bad(c, "more integers than the gradient counts say");
   if (next != tensors.size()) return bad(c, "more tensors than the gradient counts say");
   return g;
 }

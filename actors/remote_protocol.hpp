@@ -46,7 +46,8 @@ struct layer_msg {
 };
 result<layer_msg> layer_from(const model::model_chain& m, const wire::device_call& c, const std::vector<model::tensor>& tensors);
 
-// Gradients: ints [device, step tag, layers, then per layer: layer, micro-batches, tensors each].
+// Gradients: ints [device, step tag, layers, then per layer: layer, partial sums, tensors each,
+// then (level, index) per partial sum].
 wire::device_call gradients_reply(const device_gradients& g, std::vector<model::tensor>& tensors);
 result<device_gradients> gradients_from(const wire::device_call& c, const std::vector<model::tensor>& tensors);
 

@@ -21,6 +21,14 @@ struct layer_box;                          // a deep copy of one layer: module, 
 using layer_copy = std::shared_ptr<layer_box>;
 class model_chain;                         // the initial model, built once from a seed
 
+// Parameter gradients summed over the micro-batches of one node of the exact sum's tree
+// (level, index: micro-batches [index 2^level, (index+1) 2^level) of the step).
+struct grad_part {
+  int level = 0;
+  std::int64_t index = 0;
+  std::vector<tensor> grads;  // one per parameter
+};
+
 struct optimizer_config {
   std::string kind = "adam";               // "adam" or "sgd" (with momentum)
   double lr = 1e-3;
@@ -28,7 +36,7 @@ struct optimizer_config {
   double weight_decay = 0;
 };
 
-const std::vector<std::string>& builtin_model_names();   // mlp, cnn, resnet, transformer
+const std::vector<std::string>& builtin_model_names();   // mlp, cnn, resnet, transformer, vgg, resnet18, gpt
 // A built-in name or a TorchScript file (each top-level child one layer). Parameters drawn
 // from `seed`, so every replica and the reference start from the same bits.
 result<std::shared_ptr<const model_chain>> make_model(const std::string& name_or_path, std::uint64_t seed);
@@ -52,7 +60,9 @@ class device_worker {
   virtual void hold(int layer, const layer_copy& replica) = 0;
   virtual bool holds(int layer) const = 0;
   virtual void drop(int layer) = 0;  // a layer that moved away (no-op if not held)
-  virtual void begin_step() = 0;  // zero gradients, drop kept activations, loss = 0
+  // Zero gradients, drop kept activations, loss = 0. This device's micro-batch m is the step's
+  // micro-batch first_micro + m (its place in the exact sum's tree).
+  virtual void begin_step(std::int64_t first_micro = 0) = 0;
   // Runs layers [lo, hi) on micro-batch `micro`; keeps what backward needs.
   virtual result<tensor> forward(int micro, int lo, int hi, const tensor& input) = 0;
   // Backward from the gradient of the stage output; returns the gradient of its input
@@ -61,10 +71,10 @@ class device_worker {
   // The last stage: cross-entropy summed over the micro-batch, then backward.
   virtual result<tensor> backward_from_loss(int micro, const tensor& targets) = 0;
   virtual double loss_sum() const = 0;
-  // The gradient of each micro-batch of this step separately, in micro-batch order (one
-  // list of parameter gradients per micro-batch). Kept apart so that the driver can add them
-  // in the global order a single device would: the sums then match it bit for bit.
-  virtual std::vector<std::vector<tensor>> micro_gradients(int layer) const = 0;
+  // This step's gradients of the layer as partial sums of the exact sum's fixed tree
+  // (schedule/reduction_tree.hpp): a micro-batch's gradients are merged with its sibling's as
+  // soon as both are here, so a device keeps and sends O(log n) lists, not one per micro-batch.
+  virtual std::vector<grad_part> partial_gradients(int layer) const = 0;
   // gradient = summed / divisor, then one optimizer step on the layer.
   virtual status apply(int layer, const std::vector<tensor>& summed, double divisor) = 0;
   virtual std::uint64_t hash(int layer) const = 0;
@@ -79,9 +89,11 @@ std::unique_ptr<device_worker> make_worker(const optimizer_config& opt, const st
 // Host side (the training driver).
 tensor inputs(const data::dataset& d, const std::vector<int>& samples, int lo, int hi);   // [n, 1, rows, cols], normalised
 tensor targets(const data::dataset& d, const std::vector<int>& samples, int lo, int hi);  // [n] int64
-// Element-wise sum of parameter-gradient lists, left to right (the order autograd would add
-// micro-batches on one device).
-std::vector<tensor> sum(const std::vector<std::vector<tensor>>& parts);
+// The step's gradient sum over its `micro_batches` from every holder's partial sums, in the
+// fixed tree's order (the same bits whatever the plan); an error if a micro-batch is missing
+// or counted twice. Parts on different places are added where the left one is (IEEE addition
+// gives the same bits on a CPU and a GPU).
+result<std::vector<tensor>> tree_sum(std::vector<grad_part> parts, std::int64_t micro_batches);
 // Bytes on the wire: a tensor's data; a layer's parameters plus its optimizer state (what a
 // migration moves); a gradient list.
 std::size_t bytes(const tensor& t);

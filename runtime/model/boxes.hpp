@@ -56,6 +56,13 @@ Key state_key(const torch::Tensor& param) {
   }
 }
 
+// a + b per parameter, in a's storage (the exact sum's merge of two sibling nodes; a is the
+// caller's own). The same bits as a + b out of place.
+inline std::vector<torch::Tensor> add_in_place(std::vector<torch::Tensor> a, const std::vector<torch::Tensor>& b) {
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) a[i].add_(b[i].to(a[i].device()));
+  return a;
+}
+
 // A place ("cpu", "cuda:N") as a torch device; check_place (api.hpp) said it is usable.
 torch::Device device_of(const std::string& place);
 // Waits for the device's queued work (timing on a GPU); nothing on the CPU.

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "model/boxes.hpp"
+#include "schedule/reduction_tree.hpp"
 
 namespace dynapar::model {
 
@@ -26,18 +27,33 @@ tensor targets(const data::dataset& d, const std::vector<int>& samples, int lo, 
   return box(t);
 }
 
-std::vector<tensor> sum(const std::vector<std::vector<tensor>>& parts) {
-  std::vector<tensor> out;
-  if (parts.empty()) return out;
-  for (std::size_t i = 0; i < parts[0].size(); ++i) {
-    // As autograd accumulates on one device: the first as it is, then in-place additions.
-    // Parts from devices on different places are added where the first one is (IEEE addition
-    // gives the same bits on a CPU and a GPU).
-    torch::Tensor s = parts[0][i]->t.clone();
-    for (std::size_t h = 1; h < parts.size(); ++h) s.add_(parts[h][i]->t.to(s.device()));
-    out.push_back(box(s));
+result<std::vector<tensor>> tree_sum(std::vector<grad_part> parts, std::int64_t micro_batches) {
+  using nodes = std::vector<std::pair<schedule::tree_node, std::vector<tensor>>>;
+  nodes in;
+  std::size_t width = parts.empty() ? 0 : parts.front().grads.size();
+  for (auto& p : parts) {
+    if (p.grads.size() != width) return make_error("bad_sum", "partial sums with different numbers of parameters");
+    for (const auto& g : p.grads)
+      if (!g) return make_error("bad_sum", "a partial sum without its tensor");
+    in.emplace_back(schedule::tree_node{p.level, p.index}, std::move(p.grads));
   }
-  return out;
+  std::string mismatch;
+  // Out of place: the parts may be a device's own buffers (in one process nothing is copied).
+  auto add = [&](std::vector<tensor> a, std::vector<tensor> b) {
+    std::vector<tensor> out;
+    for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+      if (!a[i]->t.sizes().equals(b[i]->t.sizes())) {
+        mismatch = "partial sums of different shapes";
+        return a;
+      }
+      out.push_back(box(a[i]->t + b[i]->t.to(a[i]->t.device())));
+    }
+    return out;
+  };
+  auto total = schedule::evaluate_tree(std::move(in), micro_batches, add);
+  if (!total) return total.err();
+  if (!mismatch.empty()) return make_error("bad_sum", mismatch);
+  return total;
 }
 
 std::size_t bytes(const tensor& t) { return t ? static_cast<std::size_t>(t->t.nbytes()) : 0; }

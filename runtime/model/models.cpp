@@ -26,19 +26,79 @@ struct ResidualImpl : nn::Cloneable<ResidualImpl> {
 };
 TORCH_MODULE(Residual);
 
-// Image rows as a sequence of tokens: [n, 1, r, c] -> [r, n, d], plus a learned position.
+// Image rows as a sequence of tokens, `per` rows to a token: [n, 1, r, c] -> [r / per, n, d],
+// plus a learned position.
 struct TokensImpl : nn::Cloneable<TokensImpl> {
-  TokensImpl(int64_t rows, int64_t cols, int64_t d) : rows_(rows), cols_(cols), d_(d) { reset(); }
+  TokensImpl(int64_t rows, int64_t cols, int64_t d, int64_t per = 1) : rows_(rows), cols_(cols), d_(d), per_(per) { reset(); }
   void reset() override {
-    proj_ = register_module("proj", nn::Linear(cols_, d_));
-    pos_ = register_parameter("pos", torch::randn({rows_, 1, d_}) * 0.02);
+    proj_ = register_module("proj", nn::Linear(cols_ * per_, d_));
+    pos_ = register_parameter("pos", torch::randn({rows_ / per_, 1, d_}) * 0.02);
   }
-  torch::Tensor forward(torch::Tensor x) { return proj_(x.squeeze(1).transpose(0, 1)) + pos_; }
-  int64_t rows_, cols_, d_;
+  torch::Tensor forward(torch::Tensor x) {
+    return proj_(x.reshape({x.size(0), rows_ / per_, cols_ * per_}).transpose(0, 1)) + pos_;
+  }
+  int64_t rows_, cols_, d_, per_;
   nn::Linear proj_{nullptr};
   torch::Tensor pos_;
 };
 TORCH_MODULE(Tokens);
+
+// ResNet's basic block without batch statistics (as Residual): two 3x3 convolutions, a 1x1
+// projection on the shortcut where the stride or the width changes.
+struct BasicBlockImpl : nn::Cloneable<BasicBlockImpl> {
+  BasicBlockImpl(int64_t in, int64_t out, int64_t stride) : in_(in), out_(out), stride_(stride) { reset(); }
+  void reset() override {
+    c1_ = register_module("c1", nn::Conv2d(nn::Conv2dOptions(in_, out_, 3).stride(stride_).padding(1)));
+    c2_ = register_module("c2", nn::Conv2d(nn::Conv2dOptions(out_, out_, 3).padding(1)));
+    if (stride_ != 1 || in_ != out_) proj_ = register_module("proj", nn::Conv2d(nn::Conv2dOptions(in_, out_, 1).stride(stride_)));
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    auto shortcut = proj_ ? proj_(x) : x;
+    return torch::relu(shortcut + c2_(torch::relu(c1_(x))));
+  }
+  int64_t in_, out_, stride_;
+  nn::Conv2d c1_{nullptr}, c2_{nullptr}, proj_{nullptr};
+};
+TORCH_MODULE(BasicBlock);
+
+// A GPT block: pre-norm causal self-attention and a GELU MLP, each around a residual; the
+// sequence is [t, n, d]. Each position sees itself and those before it.
+struct DecoderBlockImpl : nn::Cloneable<DecoderBlockImpl> {
+  DecoderBlockImpl(int64_t d, int64_t heads) : d_(d), heads_(heads) { reset(); }
+  void reset() override {
+    ln1_ = register_module("ln1", nn::LayerNorm(nn::LayerNormOptions({d_})));
+    attn_ = register_module("attn", nn::MultiheadAttention(nn::MultiheadAttentionOptions(d_, heads_)));
+    ln2_ = register_module("ln2", nn::LayerNorm(nn::LayerNormOptions({d_})));
+    up_ = register_module("up", nn::Linear(d_, 4 * d_));
+    down_ = register_module("down", nn::Linear(4 * d_, d_));
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    const auto t = x.size(0);
+    auto future = torch::ones({t, t}, torch::TensorOptions(torch::kBool).device(x.device())).triu(1);
+    auto h = ln1_(x);
+    x = x + std::get<0>(attn_(h, h, h, /*key_padding_mask=*/{}, /*need_weights=*/false, future));
+    return x + down_(torch::gelu(up_(ln2_(x))));
+  }
+  int64_t d_, heads_;
+  nn::LayerNorm ln1_{nullptr}, ln2_{nullptr};
+  nn::MultiheadAttention attn_{nullptr};
+  nn::Linear up_{nullptr}, down_{nullptr};
+};
+TORCH_MODULE(DecoderBlock);
+
+// The final norm and the classifier on the last position (the one that has seen them all).
+struct LastTokenHeadImpl : nn::Cloneable<LastTokenHeadImpl> {
+  LastTokenHeadImpl(int64_t d, int64_t classes) : d_(d), classes_(classes) { reset(); }
+  void reset() override {
+    ln_ = register_module("ln", nn::LayerNorm(nn::LayerNormOptions({d_})));
+    fc_ = register_module("fc", nn::Linear(d_, classes_));
+  }
+  torch::Tensor forward(torch::Tensor x) { return fc_(ln_(x[x.size(0) - 1])); }
+  int64_t d_, classes_;
+  nn::LayerNorm ln_{nullptr};
+  nn::Linear fc_{nullptr};
+};
+TORCH_MODULE(LastTokenHead);
 
 // Mean over the sequence, then the classifier.
 struct PoolHeadImpl : nn::Cloneable<PoolHeadImpl> {
@@ -122,6 +182,23 @@ void build(model_chain& m) {
     add(m, "block3", nn::Sequential(Residual(16)));
     add(m, "block4+pool", nn::Sequential(Residual(16), nn::MaxPool2d(2)));
     add(m, "head", nn::Sequential(nn::Flatten(), nn::Linear(16 * 7 * 7, 10)));
+  } else if (m.name == "resnet18") {  // ResNet-18's widths and blocks, 11.2 M parameters, 1x28x28 in
+    // The stem halves the image (28 -> 14) as ResNet's 7x7/2 stem does, so 2 cores train it.
+    add(m, "stem", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 64, 3).stride(2).padding(1)), nn::ReLU()));
+    const int64_t widths[] = {64, 128, 256, 512};
+    int64_t in = 64;
+    for (int s = 0; s < 4; ++s) {
+      for (int b = 0; b < 2; ++b) {
+        add(m, "stage" + std::to_string(s + 1) + (b ? "b" : "a"), nn::Sequential(BasicBlock(in, widths[s], s > 0 && b == 0 ? 2 : 1)));
+        in = widths[s];
+      }
+    }
+    add(m, "pool+fc", nn::Sequential(nn::AdaptiveAvgPool2d(nn::AdaptiveAvgPool2dOptions(1)), nn::Flatten(), nn::Linear(512, 10)));
+  } else if (m.name == "gpt") {  // GPT-style decoder, 6 blocks of width 384, 10.7 M parameters
+    // Tokens are pairs of image rows (14 tokens of 56 pixels); the class is read at the last.
+    add(m, "tokens", nn::Sequential(Tokens(28, 28, 384, 2)));
+    for (int i = 0; i < 6; ++i) add(m, "block" + std::to_string(i), nn::Sequential(DecoderBlock(384, 6)));
+    add(m, "norm+head", nn::Sequential(LastTokenHead(384, 10)));
   } else if (m.name == "transformer") {  // rows as 28 tokens, 2 encoder layers of width 64
     add(m, "tokens", nn::Sequential(Tokens(28, 28, 64)));
     for (int i = 0; i < 2; ++i)
@@ -134,7 +211,7 @@ void build(model_chain& m) {
 }  // namespace
 
 const std::vector<std::string>& builtin_model_names() {
-  static const std::vector<std::string> names = {"mlp", "cnn", "resnet", "transformer", "vgg"};
+  static const std::vector<std::string> names = {"mlp", "cnn", "resnet", "transformer", "vgg", "resnet18", "gpt"};
   return names;
 }
 

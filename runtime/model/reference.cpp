@@ -1,5 +1,6 @@
 // The single-device reference: a plain LibTorch training loop over the whole model.
 #include "model/boxes.hpp"
+#include "schedule/reduction_tree.hpp"
 
 namespace dynapar::model {
 
@@ -28,7 +29,14 @@ double reference::step(const data::dataset& d, const std::vector<int>& samples, 
   const int u = micro_batch > 0 ? micro_batch : n;
   // Added up on the device and read once: a read per micro-batch would stall a GPU.
   auto loss_sum = torch::zeros({}, torch::TensorOptions(torch::kFloat64).device(impl_->device));
-  for (int lo = 0; lo < n; lo += u) {
+  std::vector<torch::Tensor> params;
+  for (auto& l : impl_->layers)
+    for (auto& p : l->parameters()) params.push_back(p);
+  // Each micro-batch's gradients taken out and added in the exact sum's fixed tree, as a run
+  // over any plan adds them (schedule/reduction_tree.hpp).
+  schedule::partial_sums<std::vector<torch::Tensor>> partial;
+  std::int64_t micro = 0;
+  for (int lo = 0; lo < n; lo += u, ++micro) {
     const int hi = std::min(n, lo + u);
     torch::Tensor x = inputs(d, samples, lo, hi)->t.to(impl_->device);
     for (auto& l : impl_->layers) x = l->forward(x);
@@ -36,10 +44,16 @@ double reference::step(const data::dataset& d, const std::vector<int>& samples, 
                                                      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
     loss.backward();
     loss_sum += loss.detach().to(torch::kFloat64);
+    std::vector<torch::Tensor> grads;
+    for (auto& p : params) {
+      grads.push_back(p.grad().defined() ? p.grad() : torch::zeros_like(p));
+      p.mutable_grad() = torch::Tensor();
+    }
+    partial.add_leaf(micro, std::move(grads), add_in_place);
   }
+  auto summed = schedule::evaluate_tree(partial.take(), micro, add_in_place);
   torch::NoGradGuard no_grad;
-  for (auto& l : impl_->layers)
-    for (auto& p : l->parameters()) p.mutable_grad() = p.grad() / static_cast<double>(n);
+  for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = (*summed)[i] / static_cast<double>(n);
   impl_->optimizer->step();
   return loss_sum.item<double>() / n;
 }

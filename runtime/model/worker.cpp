@@ -8,6 +8,7 @@
 
 #include "common/place.hpp"
 #include "model/boxes.hpp"
+#include "schedule/reduction_tree.hpp"
 
 namespace dynapar::model {
 
@@ -77,13 +78,14 @@ class torch_worker final : public device_worker {
   bool holds(int layer) const override { return layers_.count(layer) > 0; }
   void drop(int layer) override {
     layers_.erase(layer);
-    micro_grads_.erase(layer);
+    partials_.erase(layer);
   }
 
-  void begin_step() override {
+  void begin_step(std::int64_t first_micro) override {
     for (auto& [l, h] : layers_) h.optimizer->zero_grad();
     kept_.clear();
-    micro_grads_.clear();
+    partials_.clear();
+    first_micro_ = first_micro;
     loss_ = torch::zeros({}, torch::TensorOptions(torch::kFloat64).device(device_));
   }
 
@@ -130,11 +132,15 @@ class torch_worker final : public device_worker {
 
   double loss_sum() const override { return loss_.defined() ? loss_.item<double>() : 0.0; }
 
-  std::vector<std::vector<tensor>> micro_gradients(int layer) const override {
-    std::vector<std::vector<tensor>> out;
-    auto it = micro_grads_.find(layer);
-    if (it == micro_grads_.end()) return out;
-    for (const auto& [micro, grads] : it->second) out.push_back(grads);
+  std::vector<grad_part> partial_gradients(int layer) const override {
+    std::vector<grad_part> out;
+    auto it = partials_.find(layer);
+    if (it == partials_.end()) return out;
+    for (const auto& [node, grads] : it->second.nodes()) {
+      grad_part p{node.level, node.index, {}};
+      for (const auto& g : grads) p.grads.push_back(box(g));
+      out.push_back(std::move(p));
+    }
     return out;
   }
 
@@ -218,13 +224,15 @@ class torch_worker final : public device_worker {
     const auto& input = it->second.input;
     // An input the stage's output does not depend on differentiably has a zero gradient.
     torch::Tensor g = it->second.lo == 0 ? torch::Tensor() : input.grad().defined() ? input.grad() : torch::zeros_like(input);
-    // Take this micro-batch's parameter gradients out (no copy), so the next starts at zero.
+    // Take this micro-batch's parameter gradients out (no copy), so the next starts at zero,
+    // and merge them into the layer's partial sums (in place: they are this worker's own).
     for (int l = it->second.lo; l < it->second.hi; ++l) {
-      auto& grads = micro_grads_[l][micro];
+      std::vector<torch::Tensor> grads;
       for (auto& p : layers_[l].module->parameters()) {
-        grads.push_back(box(p.grad().defined() ? p.grad() : torch::zeros_like(p)));
+        grads.push_back(p.grad().defined() ? p.grad() : torch::zeros_like(p));
         p.mutable_grad() = torch::Tensor();
       }
+      partials_[l].add_leaf(first_micro_ + micro, std::move(grads), add_in_place);
     }
     kept_.erase(it);
     return g.defined() ? box(g) : tensor{};
@@ -233,7 +241,8 @@ class torch_worker final : public device_worker {
   torch::Device device_;
   std::map<int, held> layers_;
   std::map<int, kept_activation> kept_;
-  std::map<int, std::map<int, std::vector<tensor>>> micro_grads_;  // layer -> micro -> per parameter
+  std::map<int, schedule::partial_sums<std::vector<torch::Tensor>>> partials_;  // by layer: per parameter
+  std::int64_t first_micro_ = 0;
   torch::Tensor loss_;  // float64 on the device: this step's summed loss
 };
 

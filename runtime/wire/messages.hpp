@@ -13,7 +13,7 @@
 namespace dynapar::wire {
 
 // 2: welcome and device calls (processes, docs/DISTRIBUTED.md).
-inline constexpr std::uint16_t protocol_version = 5;
+inline constexpr std::uint16_t protocol_version = 6;
 
 // A plan with the model size and batch it was made for, so a receiver can check it alone.
 struct plan_msg {

@@ -49,7 +49,11 @@ void train_step(model::device_worker& w, int layers, const data::dataset& d, con
   auto out = w.forward(0, 0, layers, model::inputs(d, samples, 0, n));
   REQUIRE(out);
   REQUIRE(w.backward_from_loss(0, model::targets(d, samples, 0, n)));
-  for (int l = 0; l < layers; ++l) REQUIRE(w.apply(l, model::sum(w.micro_gradients(l)), n));
+  for (int l = 0; l < layers; ++l) {
+    auto summed = model::tree_sum(w.partial_gradients(l), 1);
+    REQUIRE(summed);
+    REQUIRE(w.apply(l, *summed, n));
+  }
 }
 
 // A node of the controller at `ep` hosting device `id`, waiting `timeout_s` for its welcome.

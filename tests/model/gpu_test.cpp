@@ -24,7 +24,7 @@ const optimizer_config adam{"adam", 1e-3, 0.9, 0};
 
 // `steps` of a two-stage pipeline, stage A (layers [0, split)) on `place_a` and B on
 // `place_b`, micro-batches in order, each layer's gradients summed over micro-batches in
-// global order and applied: what the runtime does for one group, without the actors.
+// the exact sum's tree and applied: what the runtime does for one group, without the actors.
 std::vector<layer_copy> two_stages(const model_chain& m, const std::string& place_a, const std::string& place_b, int split,
                                    const data::dataset& d, int batch, int micro, int steps) {
   auto a = make_worker(adam, place_a), b = make_worker(adam, place_b);
@@ -45,7 +45,9 @@ std::vector<layer_copy> two_stages(const model_chain& m, const std::string& plac
     }
     for (int l = 0; l < layers; ++l) {
       auto& w = l < split ? a : b;
-      REQUIRE(w->apply(l, sum(w->micro_gradients(l)), batch));
+      auto summed = tree_sum(w->partial_gradients(l), batch / micro);
+      REQUIRE(summed);
+      REQUIRE(w->apply(l, *summed, batch));
     }
   }
   std::vector<layer_copy> out;

@@ -92,8 +92,8 @@ bool wait_all(const std::vector<pid_t>& pids) {
   return ok;
 }
 
-// The controller's side of dynapar's sum: gather one gradient per rank, add in rank order,
-// send the sum to each.
+// The controller's side of dynapar's sum: gather one gradient per rank, add them in the exact
+// sum's tree (ranks as its leaves), send the sum to each.
 status central_sums(zmq::socket_t& router, int world, int rounds) {
   for (int r = 0; r < rounds; ++r) {
     std::vector<std::pair<std::string, model::tensor>> got;
@@ -106,13 +106,14 @@ status central_sums(zmq::socket_t& router, int world, int rounds) {
       got.emplace_back((*p)->route, u->tensors[0]);
     }
     std::sort(got.begin(), got.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<std::vector<model::tensor>> parts;
-    for (const auto& [route, t] : got) parts.push_back({t});
-    const auto sum = model::sum(parts);
+    std::vector<model::grad_part> parts;
+    for (const auto& [route, t] : got) parts.push_back({0, static_cast<std::int64_t>(parts.size()), {t}});
+    auto sum = model::tree_sum(std::move(parts), world);
+    if (!sum) return sum.err();
     wire::device_call c;
     c.op = wire::device_op::reply;
     for (const auto& [route, t] : got) {
-      auto p = actors::remote::pack(c, sum);
+      auto p = actors::remote::pack(c, *sum);
       p.route = route;
       if (auto st = comm::send_packet(router, std::move(p), true); !st) return st;
     }

@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "model/boxes.hpp"
+#include "schedule/reduction_tree.hpp"
 
 #ifdef DYNAPAR_HAVE_NCCL
 #include "comm/nccl_status.hpp"
@@ -35,6 +36,69 @@ status ordered_sum(channel& c, const tensor& t) {
   }
   for (int r = 1; r < c.size(); ++r)
     if (auto st = c.send(t, r); !st) return st;
+  return ok_status();
+}
+
+status tree_all_reduce(channel& c, std::vector<grad_part> parts, std::int64_t micro_batches, const tensor& out) {
+  if (!out || !out->t.is_contiguous()) return make_error("bad_tensor", "tree_all_reduce needs a contiguous output tensor");
+  const int P = c.size(), r = c.rank();
+  const auto numel = out->t.numel();
+  for (const auto& p : parts)
+    if (p.grads.size() != 1 || !p.grads[0] || p.grads[0]->t.numel() != numel || p.grads[0]->t.scalar_type() != out->t.scalar_type())
+      return make_error("bad_tensor", "tree_all_reduce: each part must be one tensor of the output's size and type");
+  auto flat = [&](const tensor& t) { return t->t.contiguous().view({-1}); };
+  auto chunk = [&](const torch::Tensor& t, int k) { return t.slice(0, numel * k / P, numel * (k + 1) / P); };
+  // Which nodes each rank holds: a count, then (level, index) pairs (int64 tensors).
+  std::vector<std::vector<schedule::tree_node>> nodes(P);
+  auto mine = torch::empty({static_cast<std::int64_t>(2 * parts.size())}, torch::kInt64);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    mine[2 * i] = parts[i].level;
+    mine[2 * i + 1] = parts[i].index;
+    nodes[r].push_back({parts[i].level, parts[i].index});
+  }
+  auto mine_box = box(mine.to(out->t.device()));
+  for (int k = 1; k < P; ++k) {
+    const int to = (r + k) % P, from = (r - k + P) % P;
+    auto count_out = box(torch::full({1}, static_cast<std::int64_t>(parts.size()), torch::TensorOptions(torch::kInt64).device(out->t.device())));
+    auto count_in = box(torch::empty({1}, torch::TensorOptions(torch::kInt64).device(out->t.device())));
+    if (auto st = c.send_recv(count_out, to, count_in, from); !st) return st;
+    const auto n = count_in->t.to(torch::kCPU).item<std::int64_t>();
+    if (n < 0 || n > 128) return make_error("bad_sum", "rank " + std::to_string(from) + " announced " + std::to_string(n) + " partial sums");
+    auto in = box(torch::empty({2 * n}, torch::TensorOptions(torch::kInt64).device(out->t.device())));
+    if (auto st = c.send_recv(mine_box, to, in, from); !st) return st;
+    auto got = in->t.to(torch::kCPU);
+    for (std::int64_t i = 0; i < n; ++i)
+      nodes[from].push_back({static_cast<int>(got[2 * i].item<std::int64_t>()), got[2 * i + 1].item<std::int64_t>()});
+  }
+  // Reduce-scatter: my chunk of every rank's parts, then the tree on it.
+  std::vector<grad_part> on_chunk;
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    on_chunk.push_back({parts[i].level, parts[i].index, {box(chunk(flat(parts[i].grads[0]), r))}});
+  for (int k = 1; k < P; ++k) {
+    const int to = (r + k) % P, from = (r - k + P) % P;
+    // In pairs, so that a backend whose sends wait for the receiver (NCCL) cannot deadlock:
+    // my parts' slices of `to`'s chunk go out as `from`'s slices of mine come in.
+    const std::size_t sends = parts.size(), recvs = nodes[from].size();
+    for (std::size_t i = 0; i < std::max(sends, recvs); ++i) {
+      tensor part = i < sends ? box(chunk(flat(parts[i].grads[0]), to).contiguous()) : nullptr;
+      tensor into = i < recvs ? box(torch::empty_like(chunk(out->t.view({-1}), r))) : nullptr;
+      status st = part && into ? c.send_recv(part, to, into, from) : part ? c.send(part, to) : c.recv(into, from);
+      if (!st) return st;
+      if (into) on_chunk.push_back({nodes[from][i].level, nodes[from][i].index, {into}});
+    }
+  }
+  auto summed = tree_sum(std::move(on_chunk), micro_batches);
+  if (!summed) return summed.err();
+  auto whole = out->t.view({-1});
+  chunk(whole, r).copy_((*summed)[0]->t);
+  // All-gather: every owner's summed chunk to every rank.
+  auto my_chunk = box(chunk(whole, r).contiguous());
+  for (int k = 1; k < P; ++k) {
+    const int to = (r + k) % P, from = (r - k + P) % P;
+    auto into = box(torch::empty_like(chunk(whole, from)));
+    if (auto st = c.send_recv(my_chunk, to, into, from); !st) return st;
+    chunk(whole, from).copy_(into->t);
+  }
   return ok_status();
 }
 

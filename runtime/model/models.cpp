@@ -76,7 +76,7 @@ struct DecoderBlockImpl : nn::Cloneable<DecoderBlockImpl> {
     const auto t = x.size(0);
     auto future = torch::ones({t, t}, torch::TensorOptions(torch::kBool).device(x.device())).triu(1);
     auto h = ln1_(x);
-    x = x + std::get<0>(attn_(h, h, h, /*key_padding_mask=*/{}, /*need_weights=*/false, future));
+    x = x + std::get<0>(attn_->forward(h, h, h, /*key_padding_mask=*/torch::Tensor(), /*need_weights=*/false, future));
     return x + down_(torch::gelu(up_(ln2_(x))));
   }
   int64_t d_, heads_;

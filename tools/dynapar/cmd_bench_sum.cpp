@@ -1,8 +1,11 @@
-// `dynapar bench sum`: the cross-group gradient sum between processes, two ways, in one run:
-//  - dynapar's: every holder sends its gradient to the controller over ZeroMQ (tensor
-//    frames), the controller adds them in rank order (the order that keeps runs bit-exact)
-//    and sends the sum back to each;
-//  - LibTorch's c10d Gloo ring all-reduce among the same processes.
+// `dynapar bench sum`: the cross-group gradient sum between processes, three ways, in one run:
+//  - dynapar's decentralised exact sum: the processes reduce-scatter and all-gather among
+//    themselves over ZeroMQ, each owner adding its chunk in the exact sum's tree
+//    (model::tree_all_reduce); the same bits as one device;
+//  - dynapar's central exact sum: every holder sends its gradient to the controller over
+//    ZeroMQ (tensor frames), the controller adds them in the tree and sends the sum back;
+//  - LibTorch's c10d Gloo ring all-reduce among the same processes (not exact: its order
+//    depends on the ring).
 // Worker processes are this binary (`bench sum-worker`); each size and backend gets fresh ones.
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,11 +16,14 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <thread>
 
 #include "actors/remote_protocol.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "comm/nccl_sum.hpp"
+#include "model/channel.hpp"
 #include "model/collective.hpp"
 
 namespace dynapar::cli {
@@ -30,6 +36,7 @@ struct sum_options {
   int procs = 3;
   std::vector<double> sizes_kib = {64, 1664, 16384};  // 1664 KiB: the CNN's gradients
   int iters = 30;
+  bool json = false;
 };
 
 struct worker_options {
@@ -68,9 +75,52 @@ result<std::vector<double>> zmq_rounds(const worker_options& o) {
   return times;
 }
 
+// Publishes this rank's endpoint as a file in the store folder and waits for every rank's.
+result<std::vector<std::string>> exchange_by_files(const worker_options& o, const std::string& mine) {
+  const fs::path dir = o.store;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  const auto tmp = dir / ("." + std::to_string(o.rank));
+  std::ofstream(tmp) << mine << "\n";
+  fs::rename(tmp, dir / std::to_string(o.rank), ec);
+  if (ec) return make_error("bench", "publishing the endpoint: " + ec.message());
+  std::vector<std::string> all(static_cast<std::size_t>(o.world));
+  const auto deadline = clock::now() + std::chrono::seconds(30);
+  for (int r = 0; r < o.world; ++r) {
+    while (!(std::ifstream(dir / std::to_string(r)) >> all[static_cast<std::size_t>(r)])) {
+      if (clock::now() > deadline) return make_error("bench", "rank " + std::to_string(r) + " published no endpoint within 30 s");
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  return all;
+}
+
+// The decentralised exact sum: one round is tree_all_reduce with the ranks as the leaves.
+result<std::vector<double>> tree_rounds(const worker_options& o) {
+  auto c = model::make_zmq_channel(o.rank, o.world, "tcp://127.0.0.1:0",
+                                   [&](const std::string& mine) { return exchange_by_files(o, mine); });
+  if (!c) return c.err();
+  const auto n = static_cast<std::int64_t>(o.bytes / 4);
+  const auto g = model::filled_tensor(n, static_cast<float>(o.rank + 1));
+  auto out = model::filled_tensor(n, 0.f);
+  std::vector<double> times;
+  for (int i = 0; i < o.iters + 3; ++i) {
+    const auto t0 = clock::now();
+    if (auto st = model::tree_all_reduce(**c, {model::grad_part{0, o.rank, {g}}}, o.world, out); !st) return st.err();
+    if (i >= 3) times.push_back(std::chrono::duration<double>(clock::now() - t0).count());
+  }
+  // Every element is 1 + 2 + ... + world (small integers: exact in any order).
+  const auto v = model::values_of(out);
+  if (v.empty() || v.front() != static_cast<float>(o.world * (o.world + 1) / 2) || v.back() != v.front())
+    return make_error("bench", "the decentralised sum came out wrong");
+  return times;
+}
+
 int worker_main(const worker_options& o) {
   model::set_threads(1);
-  auto times = o.backend == "gloo" ? model::gloo_allreduce_times(o.store, o.rank, o.world, o.bytes / 4, o.iters) : zmq_rounds(o);
+  auto times = o.backend == "gloo"   ? model::gloo_allreduce_times(o.store, o.rank, o.world, o.bytes / 4, o.iters)
+               : o.backend == "tree" ? tree_rounds(o)
+                                     : zmq_rounds(o);
   if (!times) return report(times.err());
   if (o.rank == 0) std::ofstream(o.out) << median(*times) << "\n";
   return exit_ok;
@@ -158,18 +208,26 @@ int sum_main(const sum_options& o) {
   std::error_code ec;
   const fs::path dir = fs::temp_directory_path() / ("dynapar-bench-sum-" + std::to_string(::getpid()));
   fs::create_directories(dir, ec);
-  std::cout << "processes: " << o.procs << ", " << o.iters << " rounds each (median)\n"
-            << std::left << std::setw(12) << "gradient" << std::setw(22) << "dynapar central (ms)" << std::setw(20)
-            << "Gloo ring (ms)" << "central / Gloo\n";
+  if (!o.json)
+    std::cout << "processes: " << o.procs << ", " << o.iters << " rounds each (median)\n"
+              << std::left << std::setw(12) << "gradient" << std::setw(18) << "exact tree (ms)" << std::setw(21)
+              << "exact central (ms)" << std::setw(16) << "Gloo ring (ms)" << std::setw(14) << "tree / Gloo" << "central / Gloo\n";
+  nlohmann::json rows = nlohmann::json::array();
   for (double kib : o.sizes_kib) {
     const auto bytes = static_cast<std::size_t>(kib * 1024) / 4 * 4;
+    auto t = run_backend(o, "tree", bytes, dir);
+    if (!t) return report(t.err());
     auto z = run_backend(o, "zmq", bytes, dir);
     if (!z) return report(z.err());
     auto g = run_backend(o, "gloo", bytes, dir);
     if (!g) return report(g.err());
-    std::cout << std::left << std::setw(12) << (std::to_string(static_cast<int>(kib)) + " KiB") << std::setw(22)
-              << std::setprecision(3) << *z * 1e3 << std::setw(20) << *g * 1e3 << *z / *g << "\n";
+    rows.push_back({{"bytes", bytes}, {"exact_ms", *t * 1e3}, {"central_ms", *z * 1e3}, {"gloo_ms", *g * 1e3}});
+    if (!o.json)
+      std::cout << std::left << std::setw(12) << (std::to_string(static_cast<int>(kib)) + " KiB") << std::setprecision(3)
+                << std::setw(18) << *t * 1e3 << std::setw(21) << *z * 1e3 << std::setw(16) << *g * 1e3 << std::setw(14) << *t / *g
+                << *z / *g << "\n";
   }
+  if (o.json) std::cout << nlohmann::json{{"processes", o.procs}, {"rows", rows}}.dump() << "\n";
   fs::remove_all(dir, ec);
   return exit_ok;
 }
@@ -191,10 +249,11 @@ int nccl_main(double mib, int iters) {
 
 void add_bench_sum(CLI::App& bench, runner& run) {
   auto o = std::make_shared<sum_options>();
-  auto* sub = bench.add_subcommand("sum", "Gradient sums between processes: dynapar's central exact sum against Gloo's ring all-reduce");
+  auto* sub = bench.add_subcommand("sum", "Gradient sums between processes: dynapar's exact sums (decentralised and central) against Gloo's ring all-reduce");
   sub->add_option("--procs", o->procs, "Processes (default 3)")->check(CLI::Range(2, 16));
   sub->add_option("--sizes-kib", o->sizes_kib, "Gradient sizes in KiB (default 64,1664,16384)")->delimiter(',')->check(CLI::Range(1.0, 1048576.0));
   sub->add_option("--iters", o->iters, "Timed rounds per size and backend (default 30)")->check(CLI::Range(1, 10000));
+  sub->add_flag("--json", o->json, "One JSON object: {processes, rows: [{bytes, exact_ms, central_ms, gloo_ms}]}");
   sub->callback([o, &run] { run = [o] { return sum_main(*o); }; });
 
   auto n = std::make_shared<std::pair<double, int>>(64.0, 20);
@@ -206,7 +265,7 @@ void add_bench_sum(CLI::App& bench, runner& run) {
   auto w = std::make_shared<worker_options>();
   auto* worker = bench.add_subcommand("sum-worker", "");  // internal: one process of `bench sum`
   worker->group("");
-  worker->add_option("--backend", w->backend)->required()->check(CLI::IsMember({"zmq", "gloo"}));
+  worker->add_option("--backend", w->backend)->required()->check(CLI::IsMember({"zmq", "gloo", "tree"}));
   worker->add_option("--rank", w->rank)->required();
   worker->add_option("--world", w->world)->required();
   worker->add_option("--bytes", w->bytes)->required();

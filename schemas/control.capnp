@@ -152,11 +152,11 @@ enum DeviceOp {
   drop @5;           # ints [layer]
   speed @6;          # reals [speed]
   probe @7;          # reply reals [seconds]
-  step @8;           # a stage's part of a step (docs/DISTRIBUTED.md); ints[0] is the attempt's tag
+  step @8;           # a stage's part of a step (docs/DISTRIBUTED.md); ints[0] is the attempt's tag, ints[7] the group's first micro-batch
   activation @9;     # ints [step, micro]; tensors [activation]
   gradient @10;      # ints [step, micro]; tensors [gradient]
   stageReport @11;   # a stage finished or failed
-  gradients @12;     # ints [step tag, layers...]; reply: per-micro-batch gradients
+  gradients @12;     # ints [step tag, layers...]; reply: per layer, its partial sums of the exact sum's tree
   apply @13;         # ints [layer]; reals [divisor]; tensors: summed gradients
   hash @14;          # ints [layer]; reply ints [hash]
   copy @15;          # ints [layer]; reply: the layer

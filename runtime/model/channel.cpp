@@ -70,10 +70,11 @@ status tree_all_reduce(channel& c, std::vector<grad_part> parts, std::int64_t mi
     for (std::int64_t i = 0; i < n; ++i)
       nodes[from].push_back({static_cast<int>(got[2 * i].item<std::int64_t>()), got[2 * i + 1].item<std::int64_t>()});
   }
-  // Reduce-scatter: my chunk of every rank's parts, then the tree on it.
-  std::vector<grad_part> on_chunk;
+  // Reduce-scatter: my chunk of every rank's parts, then the tree on it. Every buffer here is
+  // this call's own (my parts' slices are copied), so the tree adds in place.
+  std::vector<std::pair<schedule::tree_node, torch::Tensor>> on_chunk;
   for (std::size_t i = 0; i < parts.size(); ++i)
-    on_chunk.push_back({parts[i].level, parts[i].index, {box(chunk(flat(parts[i].grads[0]), r))}});
+    on_chunk.emplace_back(schedule::tree_node{parts[i].level, parts[i].index}, chunk(flat(parts[i].grads[0]), r).clone());
   for (int k = 1; k < P; ++k) {
     const int to = (r + k) % P, from = (r - k + P) % P;
     // In pairs, so that a backend whose sends wait for the receiver (NCCL) cannot deadlock:
@@ -84,13 +85,13 @@ status tree_all_reduce(channel& c, std::vector<grad_part> parts, std::int64_t mi
       tensor into = i < recvs ? box(torch::empty_like(chunk(out->t.view({-1}), r))) : nullptr;
       status st = part && into ? c.send_recv(part, to, into, from) : part ? c.send(part, to) : c.recv(into, from);
       if (!st) return st;
-      if (into) on_chunk.push_back({nodes[from][i].level, nodes[from][i].index, {into}});
+      if (into) on_chunk.emplace_back(nodes[from][i], into->t);
     }
   }
-  auto summed = tree_sum(std::move(on_chunk), micro_batches);
+  auto summed = schedule::evaluate_tree(std::move(on_chunk), micro_batches, [](torch::Tensor a, const torch::Tensor& b) { return a.add_(b); });
   if (!summed) return summed.err();
   auto whole = out->t.view({-1});
-  chunk(whole, r).copy_((*summed)[0]->t);
+  chunk(whole, r).copy_(*summed);
   // All-gather: every owner's summed chunk to every rank.
   auto my_chunk = box(chunk(whole, r).contiguous());
   for (int k = 1; k < P; ++k) {

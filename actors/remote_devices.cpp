@@ -14,6 +14,7 @@ using clock = std::chrono::steady_clock;
 void remote_devices::impl::post(const std::string& route, const wire::device_call& c, const std::vector<model::tensor>& ts) {
   auto p = remote::pack(c, ts, "controller");
   p.route = route;
+  for (const auto& t : ts) sent += model::bytes(t);
   if (auto st = out->post(std::move(p)); !st) log->warn("device {}: {}", c.device, st.err().message);
 }
 
@@ -250,12 +251,14 @@ void remote_devices::impl::handle(comm::packet p) {
     auto it = devices.find(c->device);
     if (it == devices.end()) return log->warn("dropped a message for device {}, which no node hosts", c->device);
     p.route = it->second.route;
+    for (const auto& t : u->tensors) relayed += model::bytes(t);
     if (auto st = comm::send_packet(router, std::move(p), true); !st) log->warn("{}", st.err().message);
     return;
   }
   const int to = c->op == op::moved && c->ints.size() == 4 ? static_cast<int>(c->ints[1]) : c->device;
   auto it = devices.find(to);
   if (it == devices.end() || !it->second.proxy) return log->warn("dropped an answer for device {}, which no node hosts", to);
+  for (const auto& t : u->tensors) gathered += model::bytes(t);
   caf::anon_send(it->second.proxy, remote_atom::value, std::move(*c), std::move(u->tensors));
 }
 
@@ -387,6 +390,12 @@ caf::actor remote_devices::proxy(int id) {
 }
 
 std::string remote_devices::endpoint() const { return impl_->endpoint; }
+
+std::map<std::string, double> remote_devices::tensor_bytes() const {
+  return {{"relayed", static_cast<double>(impl_->relayed.load())},
+          {"gathered", static_cast<double>(impl_->gathered.load())},
+          {"sent", static_cast<double>(impl_->sent.load())}};
+}
 
 std::set<int> remote_devices::present_ids() const {
   std::set<int> out;

@@ -55,6 +55,10 @@ class remote_devices : public device_directory {
   bool hosted(int id) const;  // registered: present, leaving, or lost and not yet let go
   std::string endpoint() const;
   std::set<int> present_ids() const;
+  // Tensor bytes that passed through this (the controller's) process so far, by kind:
+  // "relayed" between devices on nodes, "gathered" from nodes (gradients, layer copies),
+  // "sent" to nodes (step inputs and targets, gradient sums, layers placed from here).
+  std::map<std::string, double> tensor_bytes() const;
   // Stops the network thread after sending what is queued (device retirements included).
   void stop();
 

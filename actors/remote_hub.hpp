@@ -44,6 +44,9 @@ struct remote_devices::impl {
   std::vector<sim::fault> faults;                  // dynapar inject: for the driver
   std::thread net;
   std::atomic<bool> stopping{false};
+  // Tensor bytes through this process (remote_devices::tensor_bytes): relayed between nodes,
+  // gathered from nodes (replies), sent to nodes (inputs, sums, layers).
+  std::atomic<std::uint64_t> relayed{0}, gathered{0}, sent{0};
   std::shared_ptr<spdlog::logger> log = logging::get("remote");
 
   // A device call to the device's node, through the network thread.

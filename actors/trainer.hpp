@@ -202,6 +202,9 @@ struct train_outcome {
   // every device still answering.
   int faults_injected = 0, devices_lost = 0, recoveries = 0, step_retries = 0;
   double mean_recovery_s = 0, max_recovery_s = 0;
+  // Over processes: tensor bytes through the controller's process by kind
+  // (remote_devices::tensor_bytes); empty in one process.
+  std::map<std::string, double> controller_tensor_bytes;
 };
 
 result<train_outcome> train(const model::model_chain& m, const data::dataset& train_data, const train_settings& s,

@@ -221,6 +221,7 @@ result<actors::train_outcome> train_remote(prepared_job& p, const actors::train_
       }
     });
   auto out = actors::train(sys, a, *p.model, p.train_set, p.settings, cb);
+  if (out) out->controller_tensor_bytes = (*remote)->tensor_bytes();
   trained = true;
   if (keeper.joinable()) keeper.join();
   // The driver stopped every proxy: their nodes are told to retire their devices.

@@ -264,6 +264,13 @@ int train_main(const train_options& o, const train_fn& how) {
                   {"max_recovery_s", outcome->max_recovery_s},
                   {"checkpoints", outcome->checkpoints},
                   {"wall_s", sw.seconds()}};
+  if (!outcome->controller_tensor_bytes.empty()) {
+    double total = 0;
+    for (const auto& [kind, b] : outcome->controller_tensor_bytes) total += b;
+    summary["controller_tensor_bytes"] = total;
+    summary["controller_tensor_bytes_by_kind"] = outcome->controller_tensor_bytes;
+    summary["controller_tensor_bytes_per_step"] = outcome->steps > 0 ? total / static_cast<double>(outcome->steps) : 0.0;
+  }
   if (!o.compare.empty()) {
     auto side = compare_policies(*prep, o, step_times);
     if (!side) return report(side.err());

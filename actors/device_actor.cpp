@@ -263,7 +263,7 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
         s.overslept = 0;
         s.report.device = s.cfg.id;
         s.report.step = s.task.step;
-        s.worker->begin_step(s.task.first_micro);
+        s.worker->begin_step(s.task.first_micro, s.task.accumulate);
         s.active = true;
         s.wait_since = clock::now();
         advance(self);

@@ -78,6 +78,7 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
     group_task task;
     task.step = tag_;
     task.first_micro = micro_batches;
+    task.accumulate = !s_.exact;
     task.report_to = caf::actor_cast<caf::actor>(self_);
     for (std::size_t j = 0; j + 1 < gp.devices.size(); ++j) task.links.push_back(link(gp.devices[j], gp.devices[j + 1]));
     for (int lo = slices[g].first; lo < slices[g].second; lo += gp.micro_batch) {
@@ -133,7 +134,11 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
     std::vector<model::grad_part> parts;
     for (int id : ids)
       for (auto& part : got[{id, l}]) parts.push_back(std::move(part));
-    auto sum = model::tree_sum(std::move(parts), micro_batches);
+    // exact: false: one accumulated list per holder, added as the leaves of a tree over the
+    // holders in group order.
+    if (!s_.exact)
+      for (std::size_t k = 0; k < parts.size(); ++k) parts[k].level = 0, parts[k].index = static_cast<std::int64_t>(k);
+    auto sum = model::tree_sum(std::move(parts), s_.exact ? micro_batches : static_cast<std::int64_t>(parts.size()));
     if (!sum) return make_error(sum.err().code, "step " + std::to_string(t) + ", layer " + std::to_string(l) + ": " + sum.err().message);
     summed[l] = std::move(*sum);
   }

@@ -45,6 +45,7 @@ caf::behavior group_supervisor(caf::stateful_actor<supervisor_state>* self, grou
           stage_task t;
           t.step = task.step;
           t.first_micro = task.first_micro;
+          t.accumulate = task.accumulate;
           t.program = pipe.programs[j];
           t.lo = st.cfg.splits[j];
           t.hi = st.cfg.splits[j + 1];

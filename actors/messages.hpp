@@ -48,6 +48,7 @@ struct stage_task {
   schedule::program program;
   int lo = 0, hi = 0;                    // layers [lo, hi)
   std::int64_t first_micro = 0;          // the step's index of this group's first micro-batch
+  bool accumulate = false;               // exact: false (model::device_worker::begin_step)
   std::vector<model::tensor> inputs;     // first stage: one per micro-batch
   std::vector<model::tensor> targets;    // last stage: one per micro-batch
   caf::actor prev, next;                 // neighbouring stages (null at the ends)
@@ -78,6 +79,7 @@ struct stage_report {
 struct group_task {
   std::int64_t step = 0;
   std::int64_t first_micro = 0;          // the step's index of inputs[0] (the exact sum's tree)
+  bool accumulate = false;               // exact: false
   std::vector<model::tensor> inputs, targets;
   std::vector<comm::link_spec> links;    // between consecutive stages
   caf::actor report_to;

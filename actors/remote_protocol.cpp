@@ -70,7 +70,7 @@ wire::device_call step_call(const stage_task& t, std::vector<model::tensor>& ten
   wire::device_call c;
   c.op = wire::device_op::step;
   c.ints = {t.step, t.lo, t.hi, t.prev_id, t.next_id, static_cast<std::int64_t>(t.inputs.size()),
-            static_cast<std::int64_t>(t.targets.size()), t.first_micro};
+            static_cast<std::int64_t>(t.targets.size()), t.first_micro, t.accumulate ? 1 : 0};
   for (const auto& in : t.program) {
     c.ints.push_back(static_cast<std::int64_t>(in.kind));
     c.ints.push_back(in.micro);
@@ -82,7 +82,7 @@ wire::device_call step_call(const stage_task& t, std::vector<model::tensor>& ten
 }
 
 result<stage_task> step_from(const wire::device_call& c, const std::vector<model::tensor>& tensors) {
-  if (c.ints.size() < 8 || (c.ints.size() - 8) % 2 != 0 || c.reals.size() != 4) return bad(c, "a step needs 8 + 2n integers and 4 reals");
+  if (c.ints.size() < 9 || (c.ints.size() - 9) % 2 != 0 || c.reals.size() != 4) return bad(c, "a step needs 9 + 2n integers and 4 reals");
   for (std::size_t i = 1; i < c.ints.size(); ++i)
     if (!fits_int(c.ints[i])) return bad(c, "an integer out of range");
   stage_task t;
@@ -97,7 +97,9 @@ result<stage_task> step_from(const wire::device_call& c, const std::vector<model
   if (t.lo < 0 || t.hi <= t.lo) return bad(c, "bad layer range");
   if (c.ints[7] < 0) return bad(c, "a negative first micro-batch");
   t.first_micro = c.ints[7];
-  for (std::size_t i = 8; i < c.ints.size(); i += 2) {
+  if (c.ints[8] != 0 && c.ints[8] != 1) return bad(c, "the accumulate flag is neither 0 nor 1");
+  t.accumulate = c.ints[8] == 1;
+  for (std::size_t i = 9; i < c.ints.size(); i += 2) {
     const auto k = c.ints[i];
     if (k < 0 || k > static_cast<std::int64_t>(schedule::op::optimizer_step)) return bad(c, "unknown instruction");
     t.program.push_back({static_cast<schedule::op>(k), static_cast<int>(c.ints[i + 1])});

@@ -122,6 +122,10 @@ struct train_settings {
   // Where each device computes: device id -> "cuda:N", checked with model::check_place by
   // the caller; devices not listed compute on the CPU (docs/GPU.md).
   std::map<int, std::string> places;
+  // The job's `exact`. False: devices let autograd add their micro-batches in place (one
+  // gradient list per holder, no tree) and the holders' sums are added in group order
+  // (docs/RUNTIME.md); `--verify` then reports the drift.
+  bool exact = true;
 };
 
 struct stage_timing {

@@ -61,8 +61,9 @@ class device_worker {
   virtual bool holds(int layer) const = 0;
   virtual void drop(int layer) = 0;  // a layer that moved away (no-op if not held)
   // Zero gradients, drop kept activations, loss = 0. This device's micro-batch m is the step's
-  // micro-batch first_micro + m (its place in the exact sum's tree).
-  virtual void begin_step(std::int64_t first_micro = 0) = 0;
+  // micro-batch first_micro + m (its place in the exact sum's tree). `accumulate` (exact:
+  // false): autograd adds the micro-batches in place, and each layer has one partial sum.
+  virtual void begin_step(std::int64_t first_micro = 0, bool accumulate = false) = 0;
   // Runs layers [lo, hi) on micro-batch `micro`; keeps what backward needs.
   virtual result<tensor> forward(int micro, int lo, int hi, const tensor& input) = 0;
   // Backward from the gradient of the stage output; returns the gradient of its input

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <mutex>
 
 #include "common/place.hpp"
@@ -81,11 +82,13 @@ class torch_worker final : public device_worker {
     partials_.erase(layer);
   }
 
-  void begin_step(std::int64_t first_micro) override {
+  void begin_step(std::int64_t first_micro, bool accumulate) override {
     for (auto& [l, h] : layers_) h.optimizer->zero_grad();
     kept_.clear();
     partials_.clear();
     first_micro_ = first_micro;
+    accumulate_ = accumulate;
+    ran_.clear();
     loss_ = torch::zeros({}, torch::TensorOptions(torch::kFloat64).device(device_));
   }
 
@@ -134,6 +137,13 @@ class torch_worker final : public device_worker {
 
   std::vector<grad_part> partial_gradients(int layer) const override {
     std::vector<grad_part> out;
+    if (accumulate_) {
+      if (!ran_.count(layer)) return out;
+      grad_part p;
+      for (const auto& w : layers_.at(layer).module->parameters()) p.grads.push_back(box(w.grad().defined() ? w.grad() : torch::zeros_like(w)));
+      out.push_back(std::move(p));
+      return out;
+    }
     auto it = partials_.find(layer);
     if (it == partials_.end()) return out;
     for (const auto& [node, grads] : it->second.nodes()) {
@@ -227,6 +237,10 @@ class torch_worker final : public device_worker {
     // Take this micro-batch's parameter gradients out (no copy), so the next starts at zero,
     // and merge them into the layer's partial sums (in place: they are this worker's own).
     for (int l = it->second.lo; l < it->second.hi; ++l) {
+      if (accumulate_) {  // left in .grad, where the next micro-batch's backward adds
+        ran_.insert(l);
+        continue;
+      }
       std::vector<torch::Tensor> grads;
       for (auto& p : layers_[l].module->parameters()) {
         grads.push_back(p.grad().defined() ? p.grad() : torch::zeros_like(p));
@@ -243,6 +257,8 @@ class torch_worker final : public device_worker {
   std::map<int, kept_activation> kept_;
   std::map<int, schedule::partial_sums<std::vector<torch::Tensor>>> partials_;  // by layer: per parameter
   std::int64_t first_micro_ = 0;
+  bool accumulate_ = false;
+  std::set<int> ran_;  // accumulate: layers that ran this step
   torch::Tensor loss_;  // float64 on the device: this step's summed loss
 };
 

@@ -1,0 +1,124 @@
+// Devices on the CPU against the single-device reference: two groups, each a two-stage
+// pipeline holding some of the step's micro-batches, add their partial sums in the exact
+// sum's tree and train the reference's bits, for every way of splitting the micro-batches;
+// `exact: false`'s in-place accumulation gives the same sum up to rounding.
+#include <catch2/catch.hpp>
+
+#include "data/sampler.hpp"
+#include <cmath>
+
+#include "model/api.hpp"
+#include "model/channel.hpp"
+
+using namespace dynapar;
+using namespace dynapar::model;
+
+namespace {
+
+const optimizer_config adam{"adam", 1e-3, 0.9, 0};
+
+struct group {
+  std::unique_ptr<device_worker> a, b;  // stages [0, split) and [split, layers)
+};
+
+// One step's forward and backward over groups: group g runs micro-batches [cuts[g],
+// cuts[g+1]) of the step (micro-batches of `micro` samples). Returns each layer's sum of its
+// holders' partial sums, added in the tree.
+std::vector<std::vector<tensor>> sums(std::vector<group>& gs, int split, int layers, const data::dataset& d, const std::vector<int>& samples,
+                                      int micro, const std::vector<int>& cuts, bool accumulate) {
+  for (std::size_t g = 0; g < gs.size(); ++g) {
+    gs[g].a->begin_step(cuts[g], accumulate);
+    gs[g].b->begin_step(cuts[g], accumulate);
+    for (int m = cuts[g]; m < cuts[g + 1]; ++m) {
+      const int lo = m * micro, hi = lo + micro, i = m - cuts[g];
+      auto y = gs[g].a->forward(i, 0, split, inputs(d, samples, lo, hi));
+      REQUIRE(y);
+      REQUIRE(gs[g].b->forward(i, split, layers, *y));
+      auto grad = gs[g].b->backward_from_loss(i, targets(d, samples, lo, hi));
+      REQUIRE(grad);
+      REQUIRE(gs[g].a->backward(i, *grad));
+    }
+  }
+  std::vector<std::vector<tensor>> out;
+  for (int l = 0; l < layers; ++l) {
+    std::vector<grad_part> parts;
+    for (auto& g : gs)
+      for (auto& p : (l < split ? g.a : g.b)->partial_gradients(l)) parts.push_back(std::move(p));
+    if (accumulate)  // one list per holder: the holders are the leaves
+      for (std::size_t k = 0; k < parts.size(); ++k) parts[k].level = 0, parts[k].index = static_cast<std::int64_t>(k);
+    auto sum = tree_sum(std::move(parts), accumulate ? static_cast<std::int64_t>(gs.size()) : static_cast<std::int64_t>(cuts.back()));
+    REQUIRE(sum);
+    out.push_back(std::move(*sum));
+  }
+  return out;
+}
+
+std::vector<group> groups_of(const model_chain& m, std::size_t n) {
+  const int layers = num_layers(m), split = layers / 2;
+  std::vector<group> gs(n);
+  for (auto& g : gs) {
+    g.a = make_worker(adam);
+    g.b = make_worker(adam);
+    for (int l = 0; l < layers; ++l) (l < split ? g.a : g.b)->hold(l, copy_layer(m, l));
+  }
+  return gs;
+}
+
+std::vector<layer_copy> train(const model_chain& m, const data::dataset& d, int micro, const std::vector<int>& cuts, int steps) {
+  const int layers = num_layers(m), split = layers / 2;
+  auto gs = groups_of(m, cuts.size() - 1);
+  const int batch = cuts.back() * micro;
+  data::global_sampler sampler(d.size(), batch, 7);
+  for (int t = 0; t < steps; ++t) {
+    const auto summed = sums(gs, split, layers, d, sampler.step_samples(t), micro, cuts, false);
+    for (int l = 0; l < layers; ++l)
+      for (auto& g : gs) REQUIRE((l < split ? g.a : g.b)->apply(l, summed[l], batch));
+  }
+  std::vector<layer_copy> out;
+  for (int l = 0; l < layers; ++l) out.push_back((l < split ? gs[0].a : gs[0].b)->copy(l));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("groups adding partial sums in the tree train the reference's bits, however the micro-batches are split", "[model]") {
+  const auto d = data::synthetic(512, 3);
+  auto m = make_model("cnn", 5);
+  REQUIRE(m);
+  const int micro = 4, steps = 3;
+  for (const auto& cuts : std::vector<std::vector<int>>{{0, 11}, {0, 5, 11}, {0, 3, 4, 11}, {0, 1, 8, 9, 11}}) {
+    INFO("groups " << cuts.size() - 1 << ", first cut " << cuts[1]);
+    reference ref(**m, adam);
+    data::global_sampler sampler(d.size(), cuts.back() * micro, 7);
+    for (int t = 0; t < steps; ++t) ref.step(d, sampler.step_samples(t), micro);
+    CHECK(max_rel_diff(train(**m, d, micro, cuts, steps), ref.layers()) == 0.0);
+  }
+}
+
+TEST_CASE("exact: false's in-place accumulation sums the same gradients up to rounding", "[model]") {
+  const auto d = data::synthetic(512, 3);
+  auto m = make_model("mlp", 5);
+  REQUIRE(m);
+  const std::vector<int> cuts{0, 5, 11};
+  const int layers = num_layers(**m), micro = 4;
+  data::global_sampler sampler(d.size(), cuts.back() * micro, 7);
+  const auto samples = sampler.step_samples(0);
+  auto ga = groups_of(**m, 2), gb = groups_of(**m, 2);
+  const auto exact = sums(ga, layers / 2, layers, d, samples, micro, cuts, false);
+  const auto inexact = sums(gb, layers / 2, layers, d, samples, micro, cuts, true);
+  for (int l = 0; l < layers; ++l) {
+    REQUIRE(exact[l].size() == inexact[l].size());
+    for (std::size_t i = 0; i < exact[l].size(); ++i) {
+      const auto a = values_of(exact[l][i]), b = values_of(inexact[l][i]);
+      REQUIRE(a.size() == b.size());
+      float scale = 0, diff = 0;
+      for (std::size_t k = 0; k < a.size(); ++k) {
+        scale = std::max(scale, std::abs(a[k]));
+        diff = std::max(diff, std::abs(a[k] - b[k]));
+      }
+      INFO("layer " << l << ", parameter " << i << ": max |exact - accumulated| " << diff << " of max |exact| " << scale);
+      CHECK(scale > 0);
+      CHECK(diff <= 1e-5f * scale);
+    }
+  }
+}

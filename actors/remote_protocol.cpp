@@ -198,7 +198,7 @@ result<device_gradients> gradients_from(const wire::device_call& c, const std::v
     if (c.ints.size() < at + 3) return bad(c, "a layer's gradient counts are cut short");
     const auto l = c.ints[at], n = c.ints[at + 1], per = c.ints[at + 2];
     at += 3;
-    if (!fits_int(l) || n < 0 || per < 0 || n > 128 || c.ints.size() < at + 2 * static_cast<std::size_t>(n) ||
+    if (!fits_int(l) || n < 0 || per < 0 || n > 128 || per > (1 << 20) || c.ints.size() < at + 2 * static_cast<std::size_t>(n) ||
         n * per > static_cast<std::int64_t>(tensors.size() - next))
       return bad(c, "gradient counts do not match the tensors");
     std::vector<model::grad_part> parts(static_cast<std::size_t>(n));

@@ -129,7 +129,7 @@ TEST_CASE("malformed device calls are errors naming what is wrong", "[remote]") 
   // A step announcing one input and one target but carrying one tensor.
   wire::device_call step;
   step.op = wire::device_op::step;
-  step.ints = {0, 0, 2, -1, -1, 1, 1};
+  step.ints = {0, 0, 2, -1, -1, 1, 1, 0, 0};
   step.reals = {0, 0, 0, 0};
   auto t = remote::step_from(step, {x});
   REQUIRE_FALSE(t);
@@ -137,10 +137,28 @@ TEST_CASE("malformed device calls are errors naming what is wrong", "[remote]") 
   step.ints.insert(step.ints.end(), {99, 0});  // an instruction that does not exist
   REQUIRE_FALSE(remote::step_from(step, {x, x}));
 
+  // A negative first micro-batch, an accumulate flag that is not 0 or 1.
+  step.ints = {0, 0, 2, -1, -1, 1, 1, -1, 0};
+  REQUIRE_FALSE(remote::step_from(step, {x, x}));
+  step.ints = {0, 0, 2, -1, -1, 1, 1, 0, 2};
+  REQUIRE_FALSE(remote::step_from(step, {x, x}));
+
   // Gradients claiming more tensors than came.
   wire::device_call g;
-  g.ints = {0, 7, 1, 0, 2, 3};
+  g.ints = {0, 7, 1, 0, 2, 3, 0, 0, 0, 1};
   REQUIRE_FALSE(remote::gradients_from(g, {x}));
+  // A partial sum's place outside the tree, the (level, index) pairs cut short, extra integers.
+  g.ints = {0, 7, 1, 0, 1, 1, 63, 0};
+  REQUIRE_FALSE(remote::gradients_from(g, {x}));
+  g.ints = {0, 7, 1, 0, 1, 1, 0};
+  REQUIRE_FALSE(remote::gradients_from(g, {x}));
+  g.ints = {0, 7, 1, 0, 1, 1, 0, 0, 5};
+  REQUIRE_FALSE(remote::gradients_from(g, {x}));
+  g.ints = {0, 7, 1, 0, 1, 1, 2, 3};
+  auto ok = remote::gradients_from(g, {x});
+  REQUIRE(ok);
+  CHECK(ok->layers.at(0).second.at(0).level == 2);
+  CHECK(ok->layers.at(0).second.at(0).index == 3);
 
   // A packet whose header announces two tensors but which carries one frame.
   wire::device_call c;

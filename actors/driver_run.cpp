@@ -290,6 +290,7 @@ result<train_outcome> driver::run() {
     }
     total_time += rec.time_s;
     total_cost += rec.cost;
+    for (const auto& l : measure.links) out_.data_plane_bytes[l.from] += l.bytes;
     out_.messages_per_step = 0;
     for (const auto& st : rec.stages) out_.messages_per_step += st.messages;
     if (cb_.on_step) cb_.on_step(rec);

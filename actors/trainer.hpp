@@ -209,6 +209,10 @@ struct train_outcome {
   // Over processes: tensor bytes through the controller's process by kind
   // (remote_devices::tensor_bytes); empty in one process.
   std::map<std::string, double> controller_tensor_bytes;
+  // By device: the bytes it sent to other devices in the run (activations and gradients
+  // between pipeline stages, as its links counted them; layers moved are in bytes_migrated,
+  // and gradient sums go through the driver).
+  std::map<int, double> data_plane_bytes;
 };
 
 result<train_outcome> train(const model::model_chain& m, const data::dataset& train_data, const train_settings& s,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `dynapar train JOB --verify` end to end on Fashion-MNIST: two groups of 2 and 3 stages must
-# equal the single-device run exactly, with every sample used once.
+# equal the single-device run exactly, with every sample used once; each device's data-plane
+# bytes are what its stage's shapes say.
 set -euo pipefail
 "$1" train "$2" --verify --out "$3" > /dev/null
 /usr/bin/python3 - "$3/summary.json" <<'PY'
@@ -11,5 +12,11 @@ assert s["samples_lost"] == 0 and s["samples_duplicated"] == 0, s
 assert s["replica_hash_checks"] >= 1, s
 assert s["steps"] == 20 and 0.1 < s["final_test_accuracy"] <= 1, s
 assert [len(g["devices"]) for g in s["plan"]["groups"]] == [2, 3], s["plan"]
+# Bytes each device sent to its pipeline neighbours, from the CNN's shapes (float32 per
+# sample: conv1+pool 32x14x14, conv2+pool 64x7x7, fc1 128), 20 steps of shares 40 and 24.
+per = {1: 32 * 14 * 14 * 4, 2: 64 * 7 * 7 * 4, 3: 128 * 4}
+want = {"0": per[2] * 40 * 20, "1": per[2] * 40 * 20, "2": per[1] * 24 * 20,
+        "3": (per[1] + per[3]) * 24 * 20, "4": per[3] * 24 * 20}
+assert s["data_plane_bytes"] == want, (s["data_plane_bytes"], want)
 print("ok: diff 0, accuracy", s["final_test_accuracy"])
 PY

@@ -264,6 +264,9 @@ int train_main(const train_options& o, const train_fn& how) {
                   {"max_recovery_s", outcome->max_recovery_s},
                   {"checkpoints", outcome->checkpoints},
                   {"wall_s", sw.seconds()}};
+  nlohmann::json data_plane = nlohmann::json::object();
+  for (const auto& [id, b] : outcome->data_plane_bytes) data_plane[std::to_string(id)] = b;
+  summary["data_plane_bytes"] = data_plane;
   if (!outcome->controller_tensor_bytes.empty()) {
     double total = 0;
     for (const auto& [kind, b] : outcome->controller_tensor_bytes) total += b;

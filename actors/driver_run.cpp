@@ -134,11 +134,7 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
     std::vector<model::grad_part> parts;
     for (int id : ids)
       for (auto& part : got[{id, l}]) parts.push_back(std::move(part));
-    // exact: false: one accumulated list per holder, added as the leaves of a tree over the
-    // holders in group order.
-    if (!s_.exact)
-      for (std::size_t k = 0; k < parts.size(); ++k) parts[k].level = 0, parts[k].index = static_cast<std::int64_t>(k);
-    auto sum = model::tree_sum(std::move(parts), s_.exact ? micro_batches : static_cast<std::int64_t>(parts.size()));
+    auto sum = s_.exact ? model::tree_sum(std::move(parts), micro_batches) : model::holders_sum(std::move(parts));
     if (!sum) return make_error(sum.err().code, "step " + std::to_string(t) + ", layer " + std::to_string(l) + ": " + sum.err().message);
     summed[l] = std::move(*sum);
   }

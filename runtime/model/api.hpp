@@ -95,6 +95,9 @@ tensor targets(const data::dataset& d, const std::vector<int>& samples, int lo, 
 // or counted twice. Parts on different places are added where the left one is (IEEE addition
 // gives the same bits on a CPU and a GPU).
 result<std::vector<tensor>> tree_sum(std::vector<grad_part> parts, std::int64_t micro_batches);
+// exact: false: each part one holder's whole sum (autograd's accumulation), in group order;
+// added as the leaves of the same tree (their places in it are ignored).
+result<std::vector<tensor>> holders_sum(std::vector<grad_part> parts);
 // Bytes on the wire: a tensor's data; a layer's parameters plus its optimizer state (what a
 // migration moves); a gradient list.
 std::size_t bytes(const tensor& t);

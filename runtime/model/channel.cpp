@@ -56,19 +56,24 @@ status tree_all_reduce(channel& c, std::vector<grad_part> parts, std::int64_t mi
     mine[2 * i + 1] = parts[i].index;
     nodes[r].push_back({parts[i].level, parts[i].index});
   }
+  const auto ints = torch::TensorOptions(torch::kInt64).device(out->t.device());
   auto mine_box = box(mine.to(out->t.device()));
+  auto count_out = box(torch::full({1}, static_cast<std::int64_t>(parts.size()), ints));
   for (int k = 1; k < P; ++k) {
     const int to = (r + k) % P, from = (r - k + P) % P;
-    auto count_out = box(torch::full({1}, static_cast<std::int64_t>(parts.size()), torch::TensorOptions(torch::kInt64).device(out->t.device())));
-    auto count_in = box(torch::empty({1}, torch::TensorOptions(torch::kInt64).device(out->t.device())));
+    auto count_in = box(torch::empty({1}, ints));
     if (auto st = c.send_recv(count_out, to, count_in, from); !st) return st;
     const auto n = count_in->t.to(torch::kCPU).item<std::int64_t>();
     if (n < 0 || n > 128) return make_error("bad_sum", "rank " + std::to_string(from) + " announced " + std::to_string(n) + " partial sums");
-    auto in = box(torch::empty({2 * n}, torch::TensorOptions(torch::kInt64).device(out->t.device())));
+    auto in = box(torch::empty({2 * n}, ints));
     if (auto st = c.send_recv(mine_box, to, in, from); !st) return st;
-    auto got = in->t.to(torch::kCPU);
-    for (std::int64_t i = 0; i < n; ++i)
-      nodes[from].push_back({static_cast<int>(got[2 * i].item<std::int64_t>()), got[2 * i + 1].item<std::int64_t>()});
+    const auto got = in->t.to(torch::kCPU);
+    const auto* v = got.data_ptr<std::int64_t>();
+    // Indices are checked by the tree's evaluation; a level is checked here, before it narrows.
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (v[2 * i] < 0 || v[2 * i] > 62) return make_error("bad_sum", "rank " + std::to_string(from) + " sent a partial sum at level " + std::to_string(v[2 * i]));
+      nodes[from].push_back({static_cast<int>(v[2 * i]), v[2 * i + 1]});
+    }
   }
   // Reduce-scatter: my chunk of every rank's parts, then the tree on it. Every buffer here is
   // this call's own (my parts' slices are copied), so the tree adds in place.

@@ -46,7 +46,9 @@ status tree_all_reduce(channel& c, std::vector<grad_part> parts, std::int64_t mi
 
 // Ranks in several processes over ZeroMQ (TCP or IPC): this rank binds `bind` (a port 0 is
 // chosen by the system), `exchange` publishes the endpoint it got and returns every rank's,
-// in rank order. Tensors travel as raw bytes, sent without a copy; a receive waits at most
+// in rank order. Tensors travel as raw bytes, sent without a copy (a sent tensor's storage
+// must not change until its peer has it: tree_all_reduce's protocol ensures that for its own
+// sends, since every peer needs them before it can answer); a receive waits at most
 // `timeout_ms` for the peer and says which one is late.
 result<std::unique_ptr<channel>> make_zmq_channel(int rank, int size, const std::string& bind,
                                                   const std::function<result<std::vector<std::string>>(const std::string&)>& exchange,

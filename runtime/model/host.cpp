@@ -56,6 +56,12 @@ result<std::vector<tensor>> tree_sum(std::vector<grad_part> parts, std::int64_t 
   return total;
 }
 
+result<std::vector<tensor>> holders_sum(std::vector<grad_part> parts) {
+  for (std::size_t k = 0; k < parts.size(); ++k) parts[k].level = 0, parts[k].index = static_cast<std::int64_t>(k);
+  const auto n = static_cast<std::int64_t>(parts.size());
+  return tree_sum(std::move(parts), n);
+}
+
 std::size_t bytes(const tensor& t) { return t ? static_cast<std::size_t>(t->t.nbytes()) : 0; }
 std::int64_t samples(const tensor& t) { return t && t->t.dim() > 0 ? t->t.size(0) : 0; }
 

@@ -26,9 +26,7 @@ struct tree_node {
   int level = 0;
   std::int64_t index = 0;
   std::int64_t first() const { return index << level; }
-  std::int64_t end() const { return (index + 1) << level; }
   bool operator<(const tree_node& o) const { return level != o.level ? level < o.level : index < o.index; }
-  bool operator==(const tree_node& o) const { return level == o.level && index == o.index; }
 };
 
 // One holder's complete nodes. `add(a, b)` returns a + b and may reuse a's storage (a is the
@@ -51,8 +49,6 @@ class partial_sums {
     nodes_.emplace(n, std::move(value));
   }
   std::size_t size() const { return nodes_.size(); }
-  bool empty() const { return nodes_.empty(); }
-  void clear() { nodes_.clear(); }
   const std::map<tree_node, T>& nodes() const { return nodes_; }
   std::vector<std::pair<tree_node, T>> take() {
     std::vector<std::pair<tree_node, T>> out(std::make_move_iterator(nodes_.begin()), std::make_move_iterator(nodes_.end()));

@@ -44,9 +44,7 @@ std::vector<std::vector<tensor>> sums(std::vector<group>& gs, int split, int lay
     std::vector<grad_part> parts;
     for (auto& g : gs)
       for (auto& p : (l < split ? g.a : g.b)->partial_gradients(l)) parts.push_back(std::move(p));
-    if (accumulate)  // one list per holder: the holders are the leaves
-      for (std::size_t k = 0; k < parts.size(); ++k) parts[k].level = 0, parts[k].index = static_cast<std::int64_t>(k);
-    auto sum = tree_sum(std::move(parts), accumulate ? static_cast<std::int64_t>(gs.size()) : static_cast<std::int64_t>(cuts.back()));
+    auto sum = accumulate ? holders_sum(std::move(parts)) : tree_sum(std::move(parts), static_cast<std::int64_t>(cuts.back()));
     REQUIRE(sum);
     out.push_back(std::move(*sum));
   }

@@ -26,7 +26,7 @@ caf::behavior peer_stub(caf::event_based_actor*, int target, std::shared_ptr<nod
     c.op = kind;
     c.device = target;
     c.ints = {step, micro};
-    sh->post(c, {t});
+    sh->post_data(c, {t});
   };
   return {
       [=](act_atom, std::int64_t step, int micro, const model::tensor& t) { tensor_call(op::activation, step, micro, t); },
@@ -34,7 +34,7 @@ caf::behavior peer_stub(caf::event_based_actor*, int target, std::shared_ptr<nod
       [=](hold_atom, const layer_transfer& x) {
         std::vector<model::tensor> ts;
         auto c = remote::layer_call(target, x.layer, x.from, x.to, x.bytes, x.replica, ts);
-        sh->post(c, ts);
+        sh->post_data(c, ts);
       },
   };
 }
@@ -83,6 +83,7 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
   auto it = s.devices.find(c.device);
   if (it == s.devices.end()) {
     if (c.id != 0) sh->fail(c, "device " + std::to_string(c.device) + " is not on node " + sh->name);
+    else logging::get("node")->warn("dropped data for device {}, which is not on node {}", c.device, sh->name);
     return;
   }
   const caf::actor dev = it->second;

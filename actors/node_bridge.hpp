@@ -32,6 +32,14 @@ struct node_shared {
   void post(const wire::device_call& c, const std::vector<model::tensor>& ts = {}) {
     if (auto st = out->post(remote::pack(c, ts, name)); !st) warn(st.err().message);
   }
+  // Data for a device on another node: the network thread sends it straight to that node
+  // (node_mesh), or through the controller while no peer is known to host the device.
+  void post_data(const wire::device_call& c, const std::vector<model::tensor>& ts) {
+    auto p = remote::pack(c, ts, name);
+    p.route = data_route_prefix + std::to_string(c.device);
+    if (auto st = out->post(std::move(p)); !st) warn(st.err().message);
+  }
+  static constexpr const char* data_route_prefix = "data:";
   void answer(const wire::device_call& to, wire::device_call c, const std::vector<model::tensor>& ts = {}) {
     c.op = wire::device_op::reply;
     c.id = to.id;

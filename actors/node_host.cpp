@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <thread>
 
 #include "actors/device_actor.hpp"
 #include "actors/node_bridge.hpp"
+#include "actors/node_mesh.hpp"
 #include "actors/remote_protocol.hpp"
 #include "comm/curve.hpp"
 #include "logging/logging.hpp"
@@ -80,10 +82,19 @@ namespace {
 // lost), or the controller goes silent (an error).
 enum class session_end { done, rejoin };
 
+// Data between this node's devices and other nodes' (node_mesh): only activations, gradients
+// and migrating layers, never a control call.
+bool is_data(const wire::device_call& c) {
+  using op = wire::device_op;
+  return c.op == op::activation || c.op == op::gradient || (c.op == op::hold && c.ints.size() >= 2 && c.ints[1] >= 0);
+}
+
 result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave, zmq::context_t& ctx, zmq::socket_t& dealer,
-                          zmq::socket_t& pull, comm::handshake_watch& watch, const std::string& name, node_outcome& out) {
+                          zmq::socket_t& pull, node_mesh& mesh, comm::handshake_watch& watch, const std::string& name,
+                          node_outcome& out) {
   auto log = logging::get("node");
-  if (auto st = send_body(dealer, name, wire::join_msg{name, cfg.devices}); !st) return st.err();
+  mesh.forget();
+  if (auto st = send_body(dealer, name, wire::join_msg{name, cfg.devices, mesh.endpoint()}); !st) return st.err();
   auto w = await_welcome(dealer, cfg.controller, cfg.connect_timeout_s, watch);
   if (!w) return w.err();
   if (!w->accepted) return make_error("refused", "the controller refused node '" + name + "': " + w->reason);
@@ -118,13 +129,41 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;
     }
-    zmq::pollitem_t items[] = {{static_cast<void*>(dealer), 0, ZMQ_POLLIN, 0}, {static_cast<void*>(pull), 0, ZMQ_POLLIN, 0}};
-    zmq::poll(items, 2, std::chrono::milliseconds(50));
+    zmq::pollitem_t items[] = {{static_cast<void*>(dealer), 0, ZMQ_POLLIN, 0},
+                               {static_cast<void*>(pull), 0, ZMQ_POLLIN, 0},
+                               {static_cast<void*>(mesh.socket()), 0, ZMQ_POLLIN, 0}};
+    zmq::poll(items, 3, std::chrono::milliseconds(50));
     while (true) {  // what the actors posted
       auto p = comm::recv_packet(pull, true, std::chrono::milliseconds(0));
       if (!p || !*p) break;
       if (silent) continue;  // cut off: lost on the way
-      if (auto st = comm::send_packet(dealer, std::move(**p), false); !st) log->warn("{}", st.err().message);
+      auto& pk = **p;
+      if (pk.route.rfind(node_shared::data_route_prefix, 0) == 0) {
+        const int device = std::atoi(pk.route.c_str() + std::char_traits<char>::length(node_shared::data_route_prefix));
+        pk.route.clear();
+        if (mesh.send(device, pk)) continue;  // else through the controller, which relays it
+      }
+      if (auto st = comm::send_packet(dealer, std::move(pk), false); !st) log->warn("{}", st.err().message);
+    }
+    while (true) {  // from other nodes
+      auto p = mesh.receive(std::chrono::milliseconds(0));
+      if (!p) {
+        log->warn("dropped data from a peer: {}", p.err().message);
+        continue;
+      }
+      if (!*p) break;
+      if (silent) continue;
+      auto u = remote::unpack(**p);
+      if (!u) {
+        log->warn("dropped data from '{}': {}", (*p)->route, u.err().message);
+        continue;
+      }
+      auto* c = std::get_if<wire::device_call>(&u->env.msg);
+      if (!c || !is_data(*c)) {
+        log->warn("dropped a message from peer '{}': a peer may send only activations, gradients and layers", (*p)->route);
+        continue;
+      }
+      caf::anon_send(b, remote_atom::value, std::move(*c), std::move(u->tensors));
     }
     while (true) {
       auto p = comm::recv_packet(dealer, false, std::chrono::milliseconds(0));
@@ -143,6 +182,8 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
       if (auto* c = std::get_if<wire::device_call>(&u->env.msg)) {
         ++out.calls;
         caf::anon_send(b, remote_atom::value, std::move(*c), std::move(u->tensors));
+      } else if (auto* pm = std::get_if<wire::peers_msg>(&u->env.msg)) {
+        mesh.update(*pm);
       } else if (auto* lw = std::get_if<wire::welcome_msg>(&u->env.msg)) {
         if (lw->rejoin) {
           log->warn("{}", lw->reason);
@@ -197,10 +238,12 @@ result<node_outcome> run_node(const node_config& cfg, const std::atomic<bool>& l
     if (auto st = comm::make_curve_client(dealer, *cfg.keys); !st) return st.err();
   comm::handshake_watch watch(ctx, dealer, cfg.keys.has_value());
   pull.bind(outbox_address);
+  auto mesh = node_mesh::start(ctx, name, mesh_config{cfg.data_bind, cfg.allow_remote, cfg.keys});
+  if (!mesh) return mesh.err();
   dealer.connect(cfg.controller);
   node_outcome out;
   while (true) {
-    auto end = serve(cfg, leave, ctx, dealer, pull, watch, name, out);
+    auto end = serve(cfg, leave, ctx, dealer, pull, **mesh, watch, name, out);
     if (!end) return end.err();
     if (*end == session_end::done) break;
     ++out.rejoins;

@@ -38,6 +38,7 @@ void remote_devices::impl::retired(int id, std::uint64_t gen) {
     if (!it->second.lost) route = it->second.route;
     devices.erase(it);
   }
+  membership_changed = true;
   if (route.empty()) return;
   wire::device_call c;
   c.op = wire::device_op::retire;
@@ -45,7 +46,26 @@ void remote_devices::impl::retired(int id, std::uint64_t gen) {
   post(route, c);
 }
 
-void remote_devices::impl::on_join(const std::string& route, const wire::join_msg& m) {
+void remote_devices::impl::broadcast_peers() {
+  wire::peers_msg m;
+  std::vector<std::string> routes;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    m.generation = ++peers_generation;
+    for (const auto& [route, heard] : nodes) {
+      routes.push_back(route);
+      auto d = data_sockets.find(route);
+      if (d == data_sockets.end() || d->second.endpoint.empty()) continue;
+      wire::peer_entry e{route, d->second.endpoint, d->second.public_key, {}};
+      for (const auto& [id, x] : devices)
+        if (x.route == route && !x.lost) e.devices.push_back(id);
+      m.peers.push_back(std::move(e));
+    }
+  }
+  for (const auto& r : routes) reply(r, m);
+}
+
+void remote_devices::impl::on_join(const std::string& route, const std::string& peer, const wire::join_msg& m) {
   wire::welcome_msg w;
   std::vector<int> ids;
   std::string problem;
@@ -67,6 +87,12 @@ void remote_devices::impl::on_join(const std::string& route, const wire::join_ms
   {
     std::lock_guard<std::mutex> lock(mu);
     nodes[route] = clock::now();
+    // The key the node proved (ROLE:NAME from the handshake) is what its peers pin.
+    std::string key;
+    if (cfg.keys)
+      for (const auto& k : cfg.keys->authorized)
+        if (peer == comm::to_string(k.role) + ":" + k.name) key = k.key;
+    data_sockets[route] = data_socket{m.data_endpoint, key};
     // A lost node's device may join again (a replacement, or the node itself once fenced):
     // it is a new hosting; the old proxy stays lost until the driver stops it.
     for (int id : ids) devices[id] = entry{route, caf::actor{}, false, false, next_gen++};
@@ -82,6 +108,7 @@ void remote_devices::impl::on_join(const std::string& route, const wire::join_ms
   w.weight_decay = cfg.optimizer.weight_decay;
   log->info("node '{}' joined with {} device(s)", m.node, ids.size());
   reply(route, w);
+  broadcast_peers();
 }
 
 void remote_devices::impl::on_leave(const std::string& route, const wire::leave_msg& m) {
@@ -131,7 +158,9 @@ void remote_devices::impl::check_nodes() {
           e.lost = true;
           if (e.proxy) notify.emplace_back(why, e.proxy);
         }
+      data_sockets.erase(it->first);
       it = nodes.erase(it);
+      membership_changed = true;
     }
   }
   for (const auto& [why, proxy] : notify) {
@@ -157,8 +186,7 @@ void remote_devices::impl::on_fault(const std::string& route, const wire::fault_
     } else if (it == devices.end() || it->second.lost) {
       w.reason = "device " + std::to_string(f.device) + " is not in the run";
     } else if (f.kind == k::partition && f.peer >= 0) {
-      w.reason = "a partition cuts the device's node off from all (--peer is not supported: links between two nodes go "
-                 "through the controller)";
+      w.reason = "a partition cuts the device's node off from all (--peer, one link between two nodes, is not supported)";
     } else if (f.kind == k::slow && f.duration_steps < 1) {
       w.reason = "a slow-down needs --steps >= 1";
     } else if (f.kind == k::leave) {
@@ -220,7 +248,7 @@ void remote_devices::impl::handle(comm::packet p) {
   }
   if (cfg.keys)
     if (auto why = remote::refusal(comm::peer_role(p.peer), u->env.msg)) return refuse(p, u->env.msg, *why);
-  if (const auto* j = std::get_if<wire::join_msg>(&u->env.msg)) return on_join(p.route, *j);
+  if (const auto* j = std::get_if<wire::join_msg>(&u->env.msg)) return on_join(p.route, p.peer, *j);
   if (const auto* l = std::get_if<wire::leave_msg>(&u->env.msg)) return on_leave(p.route, *l);
   if (const auto* f = std::get_if<wire::fault_command>(&u->env.msg)) return on_fault(p.route, *f);
   if (!known) {
@@ -247,7 +275,8 @@ void remote_devices::impl::handle(comm::packet p) {
   const bool relay = c->op == op::activation || c->op == op::gradient || (c->op == op::hold && c->ints.size() >= 2 && c->ints[1] >= 0);
   std::lock_guard<std::mutex> lock(mu);
   if (relay) {
-    // Between devices: on to the target's node, tensor frames as they came.
+    // Between devices, sent before the sender's node knew the target's (nodes send such data
+    // to each other directly, node_mesh.hpp): on to the target's node, frames as they came.
     auto it = devices.find(c->device);
     if (it == devices.end()) return log->warn("dropped a message for device {}, which no node hosts", c->device);
     p.route = it->second.route;
@@ -295,6 +324,7 @@ void remote_devices::impl::loop() {
       for (const auto& r : routes) reply(r, wire::heartbeat_msg{"controller", 0});
     }
     check_nodes();
+    if (membership_changed.exchange(false)) broadcast_peers();
   }
   // What the proxies posted last (their devices' retirements) still goes out.
   const auto until = clock::now() + std::chrono::milliseconds(300);

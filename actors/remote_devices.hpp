@@ -2,8 +2,9 @@
 // owns a ZeroMQ ROUTER socket: nodes connect with DEALER sockets and join with their device
 // specs; every device they host gets a proxy actor here that speaks the device actor's
 // messages (actors/messages.hpp) and forwards them as device calls. Activations, gradients
-// and migrating layers between nodes pass through the ROUTER, tensor frames untouched. The
-// driver sees the devices through device_directory, as if they were local.
+// and migrating layers between nodes go node to node (node_mesh.hpp): the controller tells
+// every node who its peers are. The driver sees the devices through device_directory, as if
+// they were local.
 #pragma once
 
 #include <caf/all.hpp>

@@ -42,10 +42,19 @@ struct remote_devices::impl {
   std::map<std::string, std::chrono::steady_clock::time_point> nodes;  // last heard from
   std::map<std::string, std::chrono::steady_clock::time_point> told_rejoin;  // unknown nodes, when last told to join again
   std::vector<sim::fault> faults;                  // dynapar inject: for the driver
+  // The data plane: each node's data socket and the key it proved (CURVE), handed to every
+  // node as a peers_msg whenever membership changes (broadcast_peers).
+  struct data_socket {
+    std::string endpoint, public_key;
+  };
+  std::map<std::string, data_socket> data_sockets;  // by route
+  std::uint64_t peers_generation = 0;
+  std::atomic<bool> membership_changed{false};  // set off the network thread (a retirement)
   std::thread net;
   std::atomic<bool> stopping{false};
-  // Tensor bytes through this process (remote_devices::tensor_bytes): relayed between nodes,
-  // gathered from nodes (replies), sent to nodes (inputs, sums, layers).
+  // Tensor bytes through this process (remote_devices::tensor_bytes): relayed between nodes
+  // (only while a node does not know its peer yet), gathered from nodes (replies), sent to
+  // nodes (inputs, sums, layers).
   std::atomic<std::uint64_t> relayed{0}, gathered{0}, sent{0};
   std::shared_ptr<spdlog::logger> log = logging::get("remote");
 
@@ -58,7 +67,8 @@ struct remote_devices::impl {
   void loop();
   void check_nodes();
   void handle(comm::packet p);
-  void on_join(const std::string& route, const wire::join_msg& m);
+  void on_join(const std::string& route, const std::string& peer, const wire::join_msg& m);
+  void broadcast_peers();  // from the network thread only
   void on_leave(const std::string& route, const wire::leave_msg& m);
   void on_fault(const std::string& route, const wire::fault_command& f);
   void refuse(const comm::packet& p, const wire::body& b, const std::string& why);

@@ -20,6 +20,7 @@ struct Envelope {
     metrics @9 :Metrics;
     welcome @10 :Welcome;
     call @11 :DeviceCall;
+    peers @12 :Peers;
   }
 }
 
@@ -59,6 +60,24 @@ struct DeviceSpec {
 struct Join {
   node @0 :Text;
   devices @1 :List(DeviceSpec);
+  dataEndpoint @2 :Text;      # tcp://HOST:PORT where the node takes activations, gradients and
+                              # layers from other nodes (docs/DISTRIBUTED.md, "Data plane")
+}
+
+# The controller to every node, whenever membership changes: who the other nodes are, where
+# their data sockets are, which key each proves (CURVE; empty without keys) and which devices
+# each hosts. A node sends data straight to the node hosting the target device and takes data
+# only from nodes in the newest list.
+struct Peers {
+  generation @0 :UInt64;      # grows with every change; an older list is ignored
+  peers @1 :List(Peer);
+}
+
+struct Peer {
+  node @0 :Text;
+  endpoint @1 :Text;
+  publicKey @2 :Text;         # Z85, 40 characters; empty without keys
+  devices @3 :List(Int32);
 }
 
 struct Leave {

@@ -43,6 +43,11 @@ result<std::unique_ptr<authenticator>> authenticator::start(zmq::context_t& ctx,
   return a;
 }
 
+void authenticator::authorize(std::vector<public_key> keys) {
+  std::lock_guard<std::mutex> lock(mu_);
+  keys_ = std::move(keys);
+}
+
 authenticator::~authenticator() {
   stop_ = true;
   if (thread_.joinable()) thread_.join();
@@ -71,6 +76,7 @@ void authenticator::loop() {
     } else {
       char z85[41];
       zmq_z85_encode(z85, static_cast<const std::uint8_t*>(req[6].data()), 32);
+      std::lock_guard<std::mutex> lock(mu_);
       for (const auto& k : keys_)
         if (k.key == z85 && k.role != key_role::controller) {
           status = "200";

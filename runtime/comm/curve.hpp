@@ -6,6 +6,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -34,12 +35,16 @@ class authenticator {
   authenticator(const authenticator&) = delete;
   authenticator& operator=(const authenticator&) = delete;
   int refused() const { return refused_; }
+  // Replaces the admitted keys (a node's data socket admits the current peers only); a
+  // connection already admitted stays.
+  void authorize(std::vector<public_key> keys);
 
  private:
   authenticator() = default;
   void loop();
   std::unique_ptr<zmq::socket_t> rep_;
-  std::vector<public_key> keys_;
+  std::mutex mu_;
+  std::vector<public_key> keys_;  // guarded by mu_
   std::function<void(const std::string&)> on_refusal_;
   std::atomic<bool> stop_{false};
   std::atomic<int> refused_{0};

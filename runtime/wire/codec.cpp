@@ -105,6 +105,26 @@ body read_body(schema::Envelope::Reader env, const decode_limits& lim) {
       auto devs = r.getDevices();
       check_list(devs, lim, "join.devices");
       for (std::size_t i = 0; i < devs.size(); ++i) m.devices.push_back(read_spec(devs[i], lim, "join.devices[" + std::to_string(i) + "]"));
+      m.data_endpoint = text(r.getDataEndpoint(), lim, "join.dataEndpoint");
+      return m;
+    }
+    case schema::Envelope::Body::PEERS: {
+      auto r = b.getPeers();
+      peers_msg m;
+      m.generation = r.getGeneration();
+      auto ps = r.getPeers();
+      check_list(ps, lim, "peers.peers");
+      for (std::size_t i = 0; i < ps.size(); ++i) {
+        const std::string where = "peers.peers[" + std::to_string(i) + "]";
+        peer_entry e;
+        e.node = text(ps[i].getNode(), lim, where + ".node");
+        e.endpoint = text(ps[i].getEndpoint(), lim, where + ".endpoint");
+        e.public_key = text(ps[i].getPublicKey(), lim, where + ".publicKey");
+        auto devs = ps[i].getDevices();
+        check_list(devs, lim, where + ".devices");
+        for (auto d : devs) e.devices.push_back(d);
+        m.peers.push_back(std::move(e));
+      }
       return m;
     }
     case schema::Envelope::Body::LEAVE: {
@@ -237,6 +257,19 @@ std::vector<std::uint8_t> encode(const envelope& e) {
                    j.setNode(m.node);
                    auto devs = j.initDevices(static_cast<unsigned>(m.devices.size()));
                    for (std::size_t i = 0; i < m.devices.size(); ++i) set_spec(devs[i], m.devices[i]);
+                   j.setDataEndpoint(m.data_endpoint);
+                 },
+                 [&](const peers_msg& m) {
+                   auto r = b.initPeers();
+                   r.setGeneration(m.generation);
+                   auto ps = r.initPeers(static_cast<unsigned>(m.peers.size()));
+                   for (std::size_t i = 0; i < m.peers.size(); ++i) {
+                     ps[i].setNode(m.peers[i].node);
+                     ps[i].setEndpoint(m.peers[i].endpoint);
+                     ps[i].setPublicKey(m.peers[i].public_key);
+                     auto devs = ps[i].initDevices(static_cast<unsigned>(m.peers[i].devices.size()));
+                     for (std::size_t k = 0; k < m.peers[i].devices.size(); ++k) devs.set(k, m.peers[i].devices[k]);
+                   }
                  },
                  [&](const leave_msg& m) {
                    auto l = b.initLeave();

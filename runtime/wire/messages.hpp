@@ -13,7 +13,8 @@
 namespace dynapar::wire {
 
 // 2: welcome and device calls (processes, docs/DISTRIBUTED.md).
-inline constexpr std::uint16_t protocol_version = 6;
+// 7: nodes send data to each other directly (Join.dataEndpoint, Peers).
+inline constexpr std::uint16_t protocol_version = 7;
 
 // A plan with the model size and batch it was made for, so a receiver can check it alone.
 struct plan_msg {
@@ -25,6 +26,20 @@ struct plan_msg {
 struct join_msg {
   std::string node;
   std::vector<planner::device_spec> devices;
+  std::string data_endpoint;  // tcp://HOST:PORT of the node's data socket
+};
+
+struct peer_entry {
+  std::string node;
+  std::string endpoint;    // its data socket
+  std::string public_key;  // Z85 (CURVE); empty without keys
+  std::vector<int> devices;
+};
+
+// Membership as the data plane sees it (schemas/control.capnp Peers).
+struct peers_msg {
+  std::uint64_t generation = 0;
+  std::vector<peer_entry> peers;
 };
 
 struct leave_msg {
@@ -111,7 +126,7 @@ struct device_call {
 };
 
 using body = std::variant<plan_msg, join_msg, leave_msg, heartbeat_msg, device_report, fault_command, metrics_msg,
-                          welcome_msg, device_call>;
+                          welcome_msg, device_call, peers_msg>;
 
 struct envelope {
   std::uint16_t version = protocol_version;

@@ -45,6 +45,23 @@ status validate_body(const body& b, const decode_limits& lim) {
               if (!ids.insert(m.devices[i].id).second) return bad(where + ".id", "repeats id " + std::to_string(m.devices[i].id));
               if (auto s = check_spec(m.devices[i], where); !s) return s;
             }
+            if (!m.data_endpoint.empty() && m.data_endpoint.rfind("tcp://", 0) != 0)
+              return bad("join.dataEndpoint", "must be tcp://HOST:PORT");
+            return ok_status();
+          },
+          [&](const peers_msg& m) -> status {
+            std::unordered_set<int> ids;
+            std::unordered_set<std::string> names;
+            for (std::size_t i = 0; i < m.peers.size(); ++i) {
+              const auto& p = m.peers[i];
+              const std::string where = "peers.peers[" + std::to_string(i) + "]";
+              if (p.node.empty()) return bad(where + ".node", "must not be empty");
+              if (!names.insert(p.node).second) return bad(where + ".node", "repeats node '" + p.node + "'");
+              if (p.endpoint.rfind("tcp://", 0) != 0) return bad(where + ".endpoint", "must be tcp://HOST:PORT");
+              if (!p.public_key.empty() && p.public_key.size() != 40) return bad(where + ".publicKey", "must be empty or 40 Z85 characters");
+              for (int d : p.devices)
+                if (!ids.insert(d).second) return bad(where + ".devices", "repeats device " + std::to_string(d) + " (one node hosts a device)");
+            }
             return ok_status();
           },
           [&](const leave_msg& m) -> status {

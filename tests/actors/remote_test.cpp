@@ -229,7 +229,7 @@ TEST_CASE("the controller refuses unknown devices, another protocol version and 
   wire::envelope old;
   old.version = 1;
   old.sender = "old-node";
-  old.msg = wire::join_msg{"old-node", n.devices};
+  old.msg = wire::join_msg{"old-node", n.devices, ""};
   comm::packet p;
   p.header = wire::encode(old);
   REQUIRE(comm::send_packet(s, std::move(p), false));
@@ -403,7 +403,7 @@ TEST_CASE("a slow, flooding or oversized peer does not stall the controller", "[
   big.connect(ep);
   wire::envelope e;
   e.sender = "big";
-  e.msg = wire::join_msg{"big", {}};
+  e.msg = wire::join_msg{"big", {}, ""};
   comm::packet p;
   p.header = wire::encode(e);
   p.header.resize(4 << 20, 0);
@@ -424,7 +424,7 @@ TEST_CASE("a slow, flooding or oversized peer does not stall the controller", "[
     d.id = 0;
     wire::envelope j;
     j.sender = "flood-" + std::to_string(i);
-    j.msg = wire::join_msg{j.sender, {d}};
+    j.msg = wire::join_msg{j.sender, {d}, ""};
     comm::packet jp;
     jp.header = wire::encode(j);
     REQUIRE(comm::send_packet(flood.back(), std::move(jp), false));
@@ -449,7 +449,7 @@ TEST_CASE("a slow, flooding or oversized peer does not stall the controller", "[
 
 TEST_CASE("who may send what over CURVE: the permission table of docs/SECURITY.md", "[remote][curve]") {
   using r = comm::key_role;
-  const wire::body join = wire::join_msg{"n", {}}, beat = wire::heartbeat_msg{"n", 0}, leave = wire::leave_msg{"n", {1}, "x"};
+  const wire::body join = wire::join_msg{"n", {}, ""}, beat = wire::heartbeat_msg{"n", 0}, leave = wire::leave_msg{"n", {1}, "x"};
   const wire::body fault = wire::fault_command{}, call = wire::device_call{};
   struct row {
     const wire::body* body;

@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
 # `dynapar train JOB --verify` end to end on Fashion-MNIST: two groups of 2 and 3 stages must
 # equal the single-device run exactly, with every sample used once; each device's data-plane
-# bytes are what its stage's shapes say.
+# bytes are what its stage's shapes say. With a fourth argument N: the same through
+# `dynapar launch --local N`, where stages on different nodes send each other their tensors
+# directly: the controller relays none of them.
 set -euo pipefail
-"$1" train "$2" --verify --out "$3" > /dev/null
-/usr/bin/python3 - "$3/summary.json" <<'PY'
+if [ $# -ge 4 ]; then
+  "$1" launch --local "$4" "$2" --verify --out "$3" > /dev/null
+else
+  "$1" train "$2" --verify --out "$3" > /dev/null
+fi
+/usr/bin/python3 - "$3/summary.json" "${4:-0}" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
+if int(sys.argv[2]) > 0:
+    by = s["controller_tensor_bytes_by_kind"]
+    assert by["relayed"] == 0, by
+    assert by["gathered"] > 0 and by["sent"] > 0, by  # the gradient sums still pass through it
 assert s["reference_max_rel_diff"] == 0, s["reference_max_rel_diff"]
 assert s["samples_lost"] == 0 and s["samples_duplicated"] == 0, s
 assert s["replica_hash_checks"] >= 1, s

@@ -54,8 +54,9 @@ TEST_CASE("join, leave, heartbeat, report, fault and metrics round-trip", "[unit
   planner::device_spec e = d;
   e.id = 6;
   e.nic_bw = planner::unlimited;
-  auto j = std::get<join_msg>(round_trip(wrap(join_msg{"node-3", {d, e}})).msg);
+  auto j = std::get<join_msg>(round_trip(wrap(join_msg{"node-3", {d, e}, "tcp://127.0.0.1:40123"})).msg);
   REQUIRE(j.devices.size() == 2);
+  CHECK(j.data_endpoint == "tcp://127.0.0.1:40123");
   CHECK(j.node == "node-3");
   CHECK(j.devices[0].name == "t4-0");
   CHECK(j.devices[0].speed == 2.5);
@@ -106,4 +107,19 @@ TEST_CASE("join, leave, heartbeat, report, fault and metrics round-trip", "[unit
   auto mb = std::get<metrics_msg>(round_trip(wrap(mm)).msg);
   CHECK(mb.loss == 2.3);
   CHECK(mb.cost_queue == 1.5);
+}
+
+TEST_CASE("the data plane's membership list round-trips", "[unit][wire]") {
+  peers_msg m;
+  m.generation = 9;
+  m.peers.push_back({"node-a", "tcp://127.0.0.1:4001", std::string(40, 'x'), {0, 2}});
+  m.peers.push_back({"node-b", "tcp://10.0.0.7:4002", "", {1}});
+  auto back = std::get<peers_msg>(round_trip(wrap(m)).msg);
+  CHECK(back.generation == 9);
+  REQUIRE(back.peers.size() == 2);
+  CHECK(back.peers[0].node == "node-a");
+  CHECK(back.peers[0].public_key == std::string(40, 'x'));
+  CHECK(back.peers[0].devices == std::vector<int>{0, 2});
+  CHECK(back.peers[1].endpoint == "tcp://10.0.0.7:4002");
+  CHECK(back.peers[1].public_key.empty());
 }

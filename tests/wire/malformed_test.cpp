@@ -94,11 +94,25 @@ TEST_CASE("malformed envelopes are rejected, each with its own error", "[unit][w
   SECTION("device specs that make no sense") {
     planner::device_spec d;
     d.speed = -1;
-    CHECK(message_of(bytes_of(join_msg{"n", {d}})).find("join.devices[0].speed") != std::string::npos);
+    CHECK(message_of(bytes_of(join_msg{"n", {d}, ""})).find("join.devices[0].speed") != std::string::npos);
     d.speed = 1;
     d.memory_bytes = 0;
-    CHECK(message_of(bytes_of(join_msg{"n", {d}})).find("memoryBytes") != std::string::npos);
-    CHECK(code_of(bytes_of(join_msg{"", {d}})) == "bad_field");
+    CHECK(message_of(bytes_of(join_msg{"n", {d}, ""})).find("memoryBytes") != std::string::npos);
+    CHECK(code_of(bytes_of(join_msg{"", {d}, ""})) == "bad_field");
+  }
+  SECTION("a membership list that names a device twice, a node twice, or no data address") {
+    peers_msg m;
+    m.peers.push_back({"a", "tcp://127.0.0.1:1", "", {0, 1}});
+    m.peers.push_back({"b", "tcp://127.0.0.1:2", "", {1}});
+    CHECK(message_of(bytes_of(m)).find("repeats device 1") != std::string::npos);
+    m.peers[1] = {"a", "tcp://127.0.0.1:2", "", {2}};
+    CHECK(message_of(bytes_of(m)).find("repeats node 'a'") != std::string::npos);
+    m.peers[1] = {"b", "ipc:///tmp/x", "", {2}};
+    CHECK(message_of(bytes_of(m)).find("peers.peers[1].endpoint") != std::string::npos);
+    m.peers[1] = {"b", "tcp://127.0.0.1:2", "short", {2}};
+    CHECK(message_of(bytes_of(m)).find("publicKey") != std::string::npos);
+    planner::device_spec d;
+    CHECK(message_of(bytes_of(join_msg{"n", {d}, "udp://x:1"})).find("join.dataEndpoint") != std::string::npos);
   }
   SECTION("a slow-down by a factor outside (0, 1]") {
     CHECK(message_of(bytes_of(fault_command{fault_kind::slow, 1, 3.0, 0, -1})).find("fault.factor") != std::string::npos);

@@ -388,6 +388,8 @@ void add_distributed(CLI::App& app, runner& run) {
   node->add_option("--controller", n->node.controller, "The controller's endpoint, tcp://HOST:PORT")->required();
   node->add_option("--device", n->devices, "A device of the job this node hosts: ID or ID:NAME (repeatable)")->required();
   node->add_option("--name", n->node.name, "Unique node name (default node-PID)");
+  node->add_option("--data-bind", n->node.data_bind,
+                   "Where other nodes send this node's devices data, tcp://HOST:PORT (default tcp://127.0.0.1:0, any free port)");
   node->add_option("--place", n->node.place, "Where this node's devices compute: cpu or cuda:N (default cpu; docs/GPU.md)");
   node->add_flag("--leave", n->leave, "Ask the controller to retire these devices after the current step, then exit");
   node->add_flag("--allow-remote", n->node.allow_remote, "Allow a controller beyond loopback (needs --keys)");

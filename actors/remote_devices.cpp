@@ -186,7 +186,7 @@ void remote_devices::impl::on_fault(const std::string& route, const wire::fault_
     } else if (it == devices.end() || it->second.lost) {
       w.reason = "device " + std::to_string(f.device) + " is not in the run";
     } else if (f.kind == k::partition && f.peer >= 0) {
-      w.reason = "a partition cuts the device's node off from all (--peer, one link between two nodes, is not supported)";
+      w.reason = "a partition cuts the device's node off from all (--peer is not supported: one link between two nodes)";
     } else if (f.kind == k::slow && f.duration_steps < 1) {
       w.reason = "a slow-down needs --steps >= 1";
     } else if (f.kind == k::leave) {

@@ -16,7 +16,7 @@ ep="tcp://127.0.0.1:$port"
 "$bin" launch --local 3 --devices 0,1,2 --min-devices 3 --bind "$ep" "$job" --verify --out "$out/run" > /dev/null 2> "$out/launch.log" &
 launch=$!
 trap 'kill $launch 2>/dev/null || true' EXIT
-count() { [ -f "$out/run/metrics.jsonl" ] && grep -c "$1" "$out/run/metrics.jsonl" || echo 0; }
+count() { if [ -f "$out/run/metrics.jsonl" ]; then grep -c "$1" "$out/run/metrics.jsonl" || true; else echo 0; fi; }
 for _ in $(seq 1200); do [ "$(count '"loss"')" -ge 10 ] && break; sleep 0.1; done
 x="$(dirname "$0")/expect_exit.sh"
 "$x" 1 "$bin" inject kill --controller "$ep" --device 0 | grep -q "the controller speaks CURVE and this client does not"

@@ -34,6 +34,16 @@ struct device_state {
   std::vector<planner::layer_profile> timing;  // profile-timed emulation (empty: CPU-timed)
   std::map<int, comm::link_shaper> migration;  // by target device
   std::map<int, std::size_t> held_bytes;       // layer -> its bytes with optimizer state
+  // The decentralised sum (reduce_task): in progress by layer, chunks that came before their
+  // task (by step tag and layer), and sums held until the driver commits the step.
+  struct layer_sum {
+    reduce_task task;
+    std::unique_ptr<model::peer_sum> sum;
+    caf::response_promise done;
+  };
+  std::map<int, layer_sum> sums;
+  std::map<std::pair<std::int64_t, int>, std::vector<model::chunk_msg>> early;
+  std::map<int, std::pair<std::int64_t, std::vector<model::tensor>>> summed;
   static inline const char* name = "device";
 };
 
@@ -101,6 +111,37 @@ void finish_report(device_state& s) {
   };
   add(s.to_next, s.task.next_id);
   add(s.to_prev, s.task.prev_id);
+}
+
+// The optimizer step of a layer with its summed gradients, at the device's emulated speed.
+caf::result<bool> apply_sum(device_state& s, int layer, const std::vector<model::tensor>& sum, double divisor) {
+  const work_start w;
+  auto st = s.worker->apply(layer, sum, divisor);
+  const bool timed = layer >= 0 && layer < static_cast<int>(s.timing.size());
+  finish_work(s, w, timed ? s.timing[layer].update_s : -1);
+  if (!st) return caf::make_error(caf::sec::runtime_error, st.err().message);
+  return true;
+}
+
+// The decentralised sum of a layer: sends what peer_sum says, and once it is complete holds
+// the sum for the commit and answers the driver; an error answers at once.
+void sum_progress(caf::stateful_actor<device_state>* self, int layer, result<std::vector<model::chunk_send>> out) {
+  auto& s = self->state;
+  auto it = s.sums.find(layer);
+  if (it == s.sums.end()) return;
+  auto& e = it->second;
+  auto fail = [&](const std::string& why) {
+    e.done.deliver(caf::make_error(caf::sec::runtime_error, "device " + std::to_string(s.cfg.id) + ", layer " + std::to_string(layer) + ": " + why));
+    s.sums.erase(it);
+  };
+  if (!out) return fail(out.err().message);
+  for (auto& m : *out) self->send(e.task.peers[static_cast<std::size_t>(m.to)], part_atom::value, reduce_part{e.task.step, layer, std::move(m.msg)});
+  if (!e.sum->done()) return;
+  auto total = e.sum->sum();
+  if (!total) return fail(total.err().message);
+  s.summed[layer] = {e.task.step, std::move(*total)};
+  e.done.deliver(true);
+  s.sums.erase(it);
 }
 
 // Runs instructions until the program waits or ends; reports the stage when it ends.
@@ -299,14 +340,59 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
         for (int l : layers) out.layers.emplace_back(l, self->state.worker->partial_gradients(l));
         return out;
       },
-      [=](apply_atom, int layer, const std::vector<model::tensor>& summed, double divisor) -> caf::result<bool> {
+      [=](apply_atom, int layer, const std::vector<model::tensor>& summed, double divisor) {
+        return apply_sum(self->state, layer, summed, divisor);
+      },
+      [=](reduce_atom, reduce_task& t) -> caf::result<bool> {
         auto& s = self->state;
-        const work_start w;
-        auto st = s.worker->apply(layer, summed, divisor);
-        const bool timed = layer >= 0 && layer < static_cast<int>(s.timing.size());
-        finish_work(s, w, timed ? s.timing[layer].update_s : -1);
-        if (!st) return caf::make_error(caf::sec::runtime_error, st.err().message);
-        return true;
+        if (auto it = s.sums.find(t.layer); it != s.sums.end()) {  // an abandoned attempt's
+          it->second.done.deliver(caf::make_error(caf::sec::runtime_error, "superseded by step " + std::to_string(t.step)));
+          s.sums.erase(it);
+        }
+        for (auto it = s.early.begin(); it != s.early.end();) it = it->first.first < t.step ? s.early.erase(it) : std::next(it);
+        s.summed.erase(t.layer);
+        const auto me = std::find(t.holders.begin(), t.holders.end(), s.cfg.id);
+        if (me == t.holders.end() || t.peers.size() != t.holders.size())
+          return caf::make_error(caf::sec::runtime_error, "device " + std::to_string(s.cfg.id) + " is not among the holders it was given");
+        const int layer = t.layer;
+        auto& e = s.sums[layer];
+        e.sum = std::make_unique<model::peer_sum>(static_cast<int>(me - t.holders.begin()), static_cast<int>(t.holders.size()),
+                                                  t.micro_batches, t.exact);
+        e.done = self->make_response_promise<bool>();
+        e.task = std::move(t);
+        auto done = e.done;
+        const auto key = std::make_pair(e.task.step, layer);
+        sum_progress(self, layer, e.sum->start(s.worker->partial_gradients(layer)));
+        if (auto it = s.early.find(key); it != s.early.end()) {
+          auto msgs = std::move(it->second);
+          s.early.erase(it);
+          for (auto& m : msgs) {
+            auto cur = s.sums.find(layer);
+            if (cur == s.sums.end()) break;
+            sum_progress(self, layer, cur->second.sum->take(std::move(m)));
+          }
+        }
+        return done;
+      },
+      [=](part_atom, reduce_part& p) {
+        auto& s = self->state;
+        auto it = s.sums.find(p.layer);
+        if (it == s.sums.end() || it->second.task.step < p.step) {  // before its task
+          s.early[{p.step, p.layer}].push_back(std::move(p.msg));
+          return;
+        }
+        if (it->second.task.step > p.step) return;  // an abandoned attempt's
+        sum_progress(self, p.layer, it->second.sum->take(std::move(p.msg)));
+      },
+      [=](commit_atom, std::int64_t step, int layer, double divisor) -> caf::result<bool> {
+        auto& s = self->state;
+        auto it = s.summed.find(layer);
+        if (it == s.summed.end() || it->second.first != step)
+          return caf::make_error(caf::sec::runtime_error, "device " + std::to_string(s.cfg.id) + " holds no sum of layer " +
+                                                              std::to_string(layer) + " for this step");
+        auto sum = std::move(it->second.second);
+        s.summed.erase(it);
+        return apply_sum(s, layer, sum, divisor);
       },
       [=](hash_atom, int layer) { return static_cast<std::uint64_t>(self->state.worker->hash(layer)); },
       [=](copy_atom, int layer) { return self->state.worker->copy(layer); },

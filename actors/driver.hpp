@@ -134,6 +134,9 @@ class driver {
   }
   double emulated_sync_s() const;
   status run_step(std::int64_t t, const std::vector<int>& samples, step_record& rec, step_measure& measure);
+  status central_sums(std::int64_t t, std::int64_t micro_batches, clock::time_point started, clock::time_point deadline,
+                      std::map<int, std::vector<model::tensor>>& summed);
+  status peer_sums(std::int64_t t, std::int64_t micro_batches, clock::time_point started, clock::time_point deadline);
   status check_replicas(std::int64_t t);
   void request_layers(std::vector<model::layer_copy>& out);
   status take_checkpoint(std::int64_t steps_done);

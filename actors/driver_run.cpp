@@ -65,6 +65,57 @@ double driver::emulated_sync_s() const {
   return planner::sync_time(p, active);
 }
 
+// The driver's sum: every holder's partial sums of each layer gathered here, added in the
+// exact sum's tree (or, exact: false, the holders' sums in holder order).
+status driver::central_sums(std::int64_t t, std::int64_t micro_batches, clock::time_point started, clock::time_point deadline,
+                            std::map<int, std::vector<model::tensor>>& summed) {
+  auto on_down = [&](caf::down_msg& d) { note_down(d); };
+  // One request per device for all its layers, all in flight at once.
+  std::map<int, std::vector<int>> held;  // device -> layers
+  for (const auto& [l, ids] : holders_)
+    for (int id : ids) held[id].push_back(l);
+  for (const auto& [id, layers] : held) self_->send(actors_.devices.at(id), grads_atom::value, tag_, layers);
+  std::map<std::pair<int, int>, std::vector<model::grad_part>> got;  // (device, layer) -> partial sums
+  for (std::size_t k = 0; k < held.size() && failure_.empty();)
+    self_->receive(
+        on_down,
+        [&](device_gradients& g) {
+          if (g.step != tag_) return;
+          ++k;
+          for (auto& [l, micro] : g.layers) got[{g.device, l}] = std::move(micro);
+        },
+        [&](caf::error& e) { failure_ = text(e); }, caf::after(slice(deadline)) >> [&] { tick(started, deadline, "gathering gradients"); });
+  if (auto st = check("gathering gradients of step " + std::to_string(t)); !st) return st;
+  for (const auto& [l, ids] : holders_) {
+    std::vector<model::grad_part> parts;
+    for (int id : ids)
+      for (auto& part : got[{id, l}]) parts.push_back(std::move(part));
+    auto sum = s_.exact ? model::tree_sum(std::move(parts), micro_batches) : model::holders_sum(std::move(parts));
+    if (!sum) return make_error(sum.err().code, "step " + std::to_string(t) + ", layer " + std::to_string(l) + ": " + sum.err().message);
+    summed[l] = std::move(*sum);
+  }
+  return ok_status();
+}
+
+// The holders' sum (model::peer_sum): each layer's holders add among themselves, the same
+// bits; each answers once it holds the sum. Nothing is applied before the commit.
+status driver::peer_sums(std::int64_t t, std::int64_t micro_batches, clock::time_point started, clock::time_point deadline) {
+  auto on_down = [&](caf::down_msg& d) { note_down(d); };
+  int answers = 0;
+  for (const auto& [l, ids] : holders_) {
+    reduce_task task{tag_, l, micro_batches, s_.exact, {ids.begin(), ids.end()}, {}};
+    for (int id : ids) task.peers.push_back(actors_.devices.at(id));
+    for (int id : ids) {
+      self_->send(actors_.devices.at(id), reduce_atom::value, task);
+      ++answers;
+    }
+  }
+  for (int k = 0; k < answers && failure_.empty();)
+    self_->receive(on_down, [&](bool) { ++k; }, [&](caf::error& e) { failure_ = text(e); },
+                   caf::after(slice(deadline)) >> [&] { tick(started, deadline, "adding gradients"); });
+  return check("adding gradients of step " + std::to_string(t));
+}
+
 status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_record& rec, step_measure& measure) {
   ++tag_;
   committed_ = false;
@@ -111,32 +162,14 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
   if (auto st = check("step " + std::to_string(t)); !st) return st;
   // Each layer: every holder's partial sums, added in the exact sum's fixed tree over the
   // step's micro-batches (groups in plan order, micro-batches in order: the order of the
-  // step's samples), divided by B and applied on every holder.
+  // step's samples), by the holders themselves or here, divided by B and applied on every
+  // holder.
   const auto sync_started = clock::now();
-  // One request per device for all its layers, all in flight at once.
-  std::map<int, std::vector<int>> held;  // device -> layers
-  for (const auto& [l, ids] : holders_)
-    for (int id : ids) held[id].push_back(l);
-  for (const auto& [id, layers] : held) self_->send(actors_.devices.at(id), grads_atom::value, tag_, layers);
-  std::map<std::pair<int, int>, std::vector<model::grad_part>> got;  // (device, layer) -> partial sums
-  for (std::size_t k = 0; k < held.size() && failure_.empty();)
-    self_->receive(
-        on_down,
-        [&](device_gradients& g) {
-          if (g.step != tag_) return;
-          ++k;
-          for (auto& [l, micro] : g.layers) got[{g.device, l}] = std::move(micro);
-        },
-        [&](caf::error& e) { failure_ = text(e); }, caf::after(slice(deadline)) >> [&] { tick(started, deadline, "gathering gradients"); });
-  if (auto st = check("gathering gradients of step " + std::to_string(t)); !st) return st;
-  std::map<int, std::vector<model::tensor>> summed;
-  for (const auto& [l, ids] : holders_) {
-    std::vector<model::grad_part> parts;
-    for (int id : ids)
-      for (auto& part : got[{id, l}]) parts.push_back(std::move(part));
-    auto sum = s_.exact ? model::tree_sum(std::move(parts), micro_batches) : model::holders_sum(std::move(parts));
-    if (!sum) return make_error(sum.err().code, "step " + std::to_string(t) + ", layer " + std::to_string(l) + ": " + sum.err().message);
-    summed[l] = std::move(*sum);
+  std::map<int, std::vector<model::tensor>> summed;  // the driver's sums (not with peer_sum)
+  if (s_.peer_sum) {
+    if (auto st = peer_sums(t, micro_batches, started, deadline); !st) return st;
+  } else {
+    if (auto st = central_sums(t, micro_batches, started, deadline, summed); !st) return st;
   }
   if (sync_stale_) {
     sync_s_ = emulated_sync_s();
@@ -153,7 +186,9 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
   committed_ = true;
   for (const auto& [l, ids] : holders_)
     for (int id : ids) {
-      self_->send(actors_.devices.at(id), apply_atom::value, l, summed[l], static_cast<double>(s_.batch));
+      const auto& dev = actors_.devices.at(id);
+      if (s_.peer_sum) self_->send(dev, commit_atom::value, tag_, l, static_cast<double>(s_.batch));
+      else self_->send(dev, apply_atom::value, l, summed[l], static_cast<double>(s_.batch));
       ++acks;
     }
   for (int k = 0; k < acks && failure_.empty();)

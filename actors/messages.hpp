@@ -11,6 +11,7 @@
 #include "actors/trainer.hpp"
 #include "comm/link_shaper.hpp"
 #include "model/api.hpp"
+#include "model/peer_sum.hpp"
 #include "planner/plan.hpp"
 #include "schedule/schedule.hpp"
 #include "wire/messages.hpp"
@@ -41,6 +42,9 @@ using memory_atom = caf::atom_constant<caf::atom("memory")>;  // a device's emul
 using timing_atom = caf::atom_constant<caf::atom("timing")>;  // profile-timed emulation (device_timing)
 using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 using remote_atom = caf::atom_constant<caf::atom("remote")>;  // a device call from another process
+using reduce_atom = caf::atom_constant<caf::atom("reduce")>;  // the decentralised sum (reduce_task)
+using part_atom = caf::atom_constant<caf::atom("rpart")>;     // between holders (reduce_part)
+using commit_atom = caf::atom_constant<caf::atom("commit")>;  // apply the reduced sum of a step
 
 // One stage's part of a step.
 struct stage_task {
@@ -113,6 +117,25 @@ struct device_gradients {
   std::vector<std::pair<int, std::vector<model::grad_part>>> layers;
 };
 
+// The decentralised sum of one layer among its holders (model::peer_sum): the driver asks
+// every holder at once; the holders exchange chunks with each other (node to node between
+// processes); each answers true once it holds the sum, and applies it when the driver
+// commits the step (commit_atom), so a failure before the commit leaves no holder ahead.
+struct reduce_task {
+  std::int64_t step = 0;                 // the attempt's tag
+  int layer = 0;
+  std::int64_t micro_batches = 0;        // the exact sum's leaves
+  bool exact = true;                     // false: the holders' sums in rank order
+  std::vector<int> holders;              // device ids; a holder's rank is its position
+  std::vector<caf::actor> peers;         // the same devices, resolved where the task arrives
+};
+
+struct reduce_part {
+  std::int64_t step = 0;
+  int layer = 0;
+  model::chunk_msg msg;
+};
+
 struct group_report {
   int group = 0;
   std::int64_t step = 0;
@@ -136,6 +159,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::step_measure)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::planner::plan)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::layer_transfer)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::device_gradients)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::reduce_task)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::reduce_part)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::comm::link_spec)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::plan_decision)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::wire::device_call)

@@ -31,6 +31,11 @@ caf::behavior peer_stub(caf::event_based_actor*, int target, std::shared_ptr<nod
   return {
       [=](act_atom, std::int64_t step, int micro, const model::tensor& t) { tensor_call(op::activation, step, micro, t); },
       [=](grad_atom, std::int64_t step, int micro, const model::tensor& t) { tensor_call(op::gradient, step, micro, t); },
+      [=](part_atom, const reduce_part& p) {
+        std::vector<model::tensor> ts;
+        auto c = remote::part_call(target, p, ts);
+        sh->post_data(c, ts);
+      },
       [=](hold_atom, const layer_transfer& x) {
         std::vector<model::tensor> ts;
         auto c = remote::layer_call(target, x.layer, x.from, x.to, x.bytes, x.replica, ts);
@@ -168,6 +173,23 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
     case op::apply:
       if (!layer_arg(1) || c.reals.size() != 1) return;
       self->request(dev, caf::infinite, apply_atom::value, static_cast<int>(c.ints[0]), ts, c.reals[0]).then(ack, on_error);
+      return;
+    case op::reduce: {
+      auto t = remote::reduce_from(c);
+      if (!t) return sh->fail(c, t.err().message);
+      for (int id : t->holders) t->peers.push_back(resolve(self, id));
+      self->request(dev, caf::infinite, reduce_atom::value, std::move(*t)).then(ack, on_error);
+      return;
+    }
+    case op::reduce_part: {
+      auto p = remote::part_from(c, ts);
+      if (!p) return logging::get("node")->warn("dropped a sum's chunk: {}", p.err().message);
+      self->send(dev, part_atom::value, std::move(*p));
+      return;
+    }
+    case op::commit:
+      if (!layer_arg(2) || c.reals.size() != 1) return;
+      self->request(dev, caf::infinite, commit_atom::value, c.ints[0], static_cast<int>(c.ints[1]), c.reals[0]).then(ack, on_error);
       return;
     case op::hash:
       if (!layer_arg(1)) return;

@@ -82,13 +82,6 @@ namespace {
 // lost), or the controller goes silent (an error).
 enum class session_end { done, rejoin };
 
-// Data between this node's devices and other nodes' (node_mesh): only activations, gradients
-// and migrating layers, never a control call.
-bool is_data(const wire::device_call& c) {
-  using op = wire::device_op;
-  return c.op == op::activation || c.op == op::gradient || (c.op == op::hold && c.ints.size() >= 2 && c.ints[1] >= 0);
-}
-
 result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave, zmq::context_t& ctx, zmq::socket_t& dealer,
                           zmq::socket_t& pull, node_mesh& mesh, comm::handshake_watch& watch, const std::string& name,
                           node_outcome& out) {
@@ -159,7 +152,7 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
         continue;
       }
       auto* c = std::get_if<wire::device_call>(&u->env.msg);
-      if (!c || !is_data(*c)) {
+      if (!c || !remote::is_data(*c)) {
         log->warn("dropped a message from peer '{}': a peer may send only activations, gradients and layers", (*p)->route);
         continue;
       }

@@ -271,8 +271,7 @@ void remote_devices::impl::handle(comm::packet p) {
   if (std::holds_alternative<wire::heartbeat_msg>(u->env.msg)) return;  // seen above
   auto* c = std::get_if<wire::device_call>(&u->env.msg);
   if (!c) return log->warn("dropped an unexpected message from a node");
-  using op = wire::device_op;
-  const bool relay = c->op == op::activation || c->op == op::gradient || (c->op == op::hold && c->ints.size() >= 2 && c->ints[1] >= 0);
+  const bool relay = remote::is_data(*c);
   std::lock_guard<std::mutex> lock(mu);
   if (relay) {
     // Between devices, sent before the sender's node knew the target's (nodes send such data
@@ -284,7 +283,7 @@ void remote_devices::impl::handle(comm::packet p) {
     if (auto st = comm::send_packet(router, std::move(p), true); !st) log->warn("{}", st.err().message);
     return;
   }
-  const int to = c->op == op::moved && c->ints.size() == 4 ? static_cast<int>(c->ints[1]) : c->device;
+  const int to = c->op == wire::device_op::moved && c->ints.size() == 4 ? static_cast<int>(c->ints[1]) : c->device;
   auto it = devices.find(to);
   if (it == devices.end() || !it->second.proxy) return log->warn("dropped an answer for device {}, which no node hosts", to);
   for (const auto& t : u->tensors) gathered += model::bytes(t);

@@ -1,5 +1,6 @@
 #include "actors/remote_protocol.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -215,6 +216,70 @@ result<device_gradients> gradients_from(const wire::device_call& c, const std::v
   if (at != c.ints.size()) return bad(c, "more integers than the gradient counts say");
   if (next != tensors.size()) return bad(c, "more tensors than the gradient counts say");
   return g;
+}
+
+wire::device_call reduce_call(const reduce_task& t) {
+  wire::device_call c;
+  c.op = wire::device_op::reduce;
+  c.ints = {t.step, t.layer, t.micro_batches, t.exact ? 1 : 0};
+  c.ints.insert(c.ints.end(), t.holders.begin(), t.holders.end());
+  return c;
+}
+
+result<reduce_task> reduce_from(const wire::device_call& c) {
+  if (c.ints.size() < 5 || c.ints.size() > 4 + 4096) return bad(c, "a sum needs its step, layer, micro-batches, exact and 1-4096 holders");
+  reduce_task t;
+  t.step = c.ints[0];
+  if (!fits_int(c.ints[1]) || c.ints[1] < 0) return bad(c, "the layer is out of range");
+  t.layer = static_cast<int>(c.ints[1]);
+  if (c.ints[2] < 1 || c.ints[2] > (std::int64_t{1} << 40)) return bad(c, "the micro-batch count is out of range");
+  t.micro_batches = c.ints[2];
+  t.exact = c.ints[3] != 0;
+  for (std::size_t i = 4; i < c.ints.size(); ++i) {
+    if (!fits_int(c.ints[i]) || c.ints[i] < 0) return bad(c, "a holder id is out of range");
+    const int id = static_cast<int>(c.ints[i]);
+    if (std::find(t.holders.begin(), t.holders.end(), id) != t.holders.end()) return bad(c, "holder " + std::to_string(id) + " is named twice");
+    t.holders.push_back(id);
+  }
+  return t;
+}
+
+wire::device_call part_call(int device, const reduce_part& p, std::vector<model::tensor>& tensors) {
+  wire::device_call c;
+  c.op = wire::device_op::reduce_part;
+  c.device = device;
+  c.ints = {p.step, p.layer, p.msg.gather ? 1 : 0, p.msg.from, static_cast<std::int64_t>(p.msg.parts.size())};
+  for (const auto& part : p.msg.parts) {
+    c.ints.push_back(part.level);
+    c.ints.push_back(part.index);
+    tensors.insert(tensors.end(), part.grads.begin(), part.grads.end());
+  }
+  return c;
+}
+
+result<reduce_part> part_from(const wire::device_call& c, const std::vector<model::tensor>& tensors) {
+  if (c.ints.size() < 5) return bad(c, "a sum's chunk needs its step, layer, phase, sender and part count");
+  const auto n = c.ints[4];
+  if (n < 0 || n > 128 || c.ints.size() != 5 + 2 * static_cast<std::size_t>(n) || tensors.size() != static_cast<std::size_t>(n))
+    return bad(c, "a sum's chunk: the part count does not match its places and tensors");
+  if (!fits_int(c.ints[1]) || c.ints[1] < 0 || !fits_int(c.ints[3]) || c.ints[3] < 0) return bad(c, "a sum's chunk: layer or sender out of range");
+  reduce_part p;
+  p.step = c.ints[0];
+  p.layer = static_cast<int>(c.ints[1]);
+  p.msg.gather = c.ints[2] != 0;
+  p.msg.from = static_cast<int>(c.ints[3]);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto level = c.ints[5 + 2 * i], index = c.ints[6 + 2 * i];
+    if (level < 0 || level > 62 || index < 0 || index > (std::int64_t{1} << 40)) return bad(c, "a partial sum's place in the tree is out of range");
+    p.msg.parts.push_back({static_cast<int>(level), index, {tensors[static_cast<std::size_t>(i)]}});
+  }
+  return p;
+}
+
+bool is_data(const wire::device_call& c) {
+  using op = wire::device_op;
+  return c.op == op::activation || c.op == op::gradient || c.op == op::reduce_part ||
+         (c.op == op::hold && c.ints.size() >= 2 && c.ints[1] >= 0);
 }
 
 std::optional<std::string> refusal(std::optional<comm::key_role> role, const wire::body& b) {

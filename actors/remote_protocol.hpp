@@ -51,6 +51,18 @@ result<layer_msg> layer_from(const model::model_chain& m, const wire::device_cal
 wire::device_call gradients_reply(const device_gradients& g, std::vector<model::tensor>& tensors);
 result<device_gradients> gradients_from(const wire::device_call& c, const std::vector<model::tensor>& tensors);
 
+// The decentralised sum: a holder's task (ints [step tag, layer, micro-batches, exact,
+// holders...]; the peers are resolved by the receiving node) and the chunks between holders
+// (ints [step tag, layer, gather, from rank, parts, (level, index) per part], a tensor each).
+wire::device_call reduce_call(const reduce_task& t);
+result<reduce_task> reduce_from(const wire::device_call& c);
+wire::device_call part_call(int device, const reduce_part& p, std::vector<model::tensor>& tensors);
+result<reduce_part> part_from(const wire::device_call& c, const std::vector<model::tensor>& tensors);
+
+// Data between devices on different nodes (node to node, node_mesh.hpp): activations,
+// gradients, the holders' sums' chunks and migrating layers; never a control call.
+bool is_data(const wire::device_call& c);
+
 // Who may send what when the controller serves CURVE (docs/SECURITY.md): nodes join, beat,
 // answer device calls and leave; operators inject faults and retire devices. Nothing: allowed;
 // else why not. `role` is the sender key's role (none: not authenticated).

@@ -108,6 +108,11 @@ caf::behavior remote_device(proxy* self, int id, std::string route, std::uint64_
       [=](apply_atom, int layer, const std::vector<model::tensor>& summed, double divisor) -> caf::result<bool> {
         return ask<bool>(self, call(op::apply, {layer}, {divisor}), summed, acknowledged);
       },
+      // The holders add among themselves, node to node; the node answers once the sum is held.
+      [=](reduce_atom, const reduce_task& t) -> caf::result<bool> { return ask<bool>(self, remote::reduce_call(t), {}, acknowledged); },
+      [=](commit_atom, std::int64_t step, int layer, double divisor) -> caf::result<bool> {
+        return ask<bool>(self, call(op::commit, {step, layer}, {divisor}), {}, acknowledged);
+      },
       [=](hash_atom, int layer) -> caf::result<std::uint64_t> {
         return ask<std::uint64_t>(self, call(op::hash, {layer}), {},
                                   [](const wire::device_call& r, std::vector<model::tensor>&) -> result<std::uint64_t> {

@@ -126,6 +126,11 @@ struct train_settings {
   // gradient list per holder, no tree) and the holders' sums are added in group order
   // (docs/RUNTIME.md); `--verify` then reports the drift.
   bool exact = true;
+  // Where a step's gradients are added (docs/RUNTIME.md). true: among each layer's holders
+  // (model::peer_sum), node to node between processes, so no gradient passes through the
+  // driver; false: the driver gathers every holder's partial sums and sends the sums back.
+  // The same bits either way.
+  bool peer_sum = false;
 };
 
 struct stage_timing {

@@ -13,7 +13,8 @@
 namespace dynapar::wire {
 
 // 2: welcome and device calls (processes, docs/DISTRIBUTED.md).
-// 7: nodes send data to each other directly (Join.dataEndpoint, Peers).
+// 7: nodes send data to each other directly (Join.dataEndpoint, Peers); holders add their
+// gradients among themselves (reduce, reducePart, commit).
 inline constexpr std::uint16_t protocol_version = 7;
 
 // A plan with the model size and batch it was made for, so a receiver can check it alone.
@@ -105,9 +106,9 @@ struct welcome_msg {
 // Same numbering as schemas/control.capnp DeviceOp.
 enum class device_op {
   reply, error, hold, migrate, moved, drop, speed, probe, step, activation, gradient, stage_report, gradients, apply,
-  hash, copy, perturb, retire, fail, pause, memory, timing
+  hash, copy, perturb, retire, fail, pause, memory, timing, reduce, reduce_part, commit
 };
-inline constexpr int device_op_count = 22;
+inline constexpr int device_op_count = 25;
 
 struct tensor_meta {
   std::uint8_t dtype = 0;

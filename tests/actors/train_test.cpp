@@ -79,6 +79,32 @@ TEST_CASE("actors train MLP and CNN exactly as one device, GPipe and 1F1B", "[ac
   }
 }
 
+TEST_CASE("the holders adding among themselves (peer_sum) train the same bits as the driver's sum", "[actor][train]") {
+  model::set_threads(1);
+  const auto d = data::synthetic(640, 3);
+  auto m = model::make_model("cnn", 42);
+  REQUIRE(m);
+  actors::train_settings s;
+  s.plan = two_groups(model::num_layers(**m), planner::schedule_kind::one_f_one_b);
+  s.steps = 4;
+  s.batch = 64;
+  s.seed = 5;
+  s.optimizer = {"adam", 0.05, 0.9, 0};
+  s.peer_sum = true;
+  auto peer = actors::train(**m, d, s);
+  REQUIRE(peer);
+  CHECK(diff_from_one_device(**m, d, s, peer->final_layers) == 0);
+  // exact: false: the holders' sums in holder order, wherever they are added.
+  s.exact = false;
+  auto inexact_peer = actors::train(**m, d, s);
+  s.peer_sum = false;
+  auto inexact_central = actors::train(**m, d, s);
+  REQUIRE(inexact_peer);
+  REQUIRE(inexact_central);
+  CHECK(model::max_rel_diff(inexact_peer->final_layers, inexact_central->final_layers) == 0);
+  CHECK(diff_from_one_device(**m, d, s, inexact_peer->final_layers) < 1e-3);
+}
+
 TEST_CASE("a plan that does not fit the model is an error, not a run", "[actor][train]") {
   auto m = model::make_model("cnn", 1);
   REQUIRE(m);

@@ -46,6 +46,7 @@ struct controller_options {
   double node_timeout_s = 2;  // a node silent this long is lost
   std::string keys;           // --keys DIR: serve CURVE (docs/SECURITY.md); launch: also the nodes' keys
   bool no_keys = false;       // launch: plain TCP on loopback instead of throwaway keys
+  bool central_sum = false;   // the driver gathers and adds the gradients (not the holders)
   std::optional<comm::server_keys> server;  // loaded from `keys`
 };
 
@@ -220,6 +221,9 @@ result<actors::train_outcome> train_remote(prepared_job& p, const actors::train_
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
     });
+  // Between processes the holders add their gradients among themselves, node to node, unless
+  // asked to gather them here (--central-sum, for comparison).
+  p.settings.peer_sum = !o.central_sum;
   auto out = actors::train(sys, a, *p.model, p.train_set, p.settings, cb);
   if (out) out->controller_tensor_bytes = (*remote)->tensor_bytes();
   trained = true;
@@ -313,6 +317,9 @@ void add_controller_flags(CLI::App* sub, controller_options& o) {
   sub->add_option("--keys", o.keys, "Serve CURVE with DIR/controller.key, admitting the keys in DIR/authorized/ (docs/SECURITY.md)");
   sub->add_option("--node-timeout-s", o.node_timeout_s, "Seconds of silence after which a node is lost (default 2)")
       ->check(CLI::Range(0.6, 3600.0));
+  sub->add_flag("--central-sum", o.central_sum,
+                "Gather every holder's gradients here and send the sums back, instead of the holders adding among themselves "
+                "(the same bits; for comparison)");
 }
 
 struct inject_options {

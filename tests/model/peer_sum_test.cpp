@@ -1,0 +1,134 @@
+// The decentralised sum (model::peer_sum) against the tree evaluated in one place
+// (model::tree_sum, itself checked against pairwise summation in schedule_tests): every
+// holder ends with the same bits, whatever the split among holders and the order in which
+// the messages arrive.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <deque>
+#include <random>
+
+#include "model/channel.hpp"  // tensor_of, values_of
+#include "model/peer_sum.hpp"
+
+using namespace dynapar::model;
+
+namespace {
+
+// A layer of two parameters (7 and 4 values) with values whose float sum depends on the
+// order of addition.
+std::vector<tensor> grads_of(std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> w(7), b(4);
+  for (auto& x : w) x = u(rng) * (u(rng) > 0 ? 1e7f : 1e-3f);
+  for (auto& x : b) x = u(rng);
+  return {tensor_of(w, "cpu"), tensor_of(b, "cpu")};
+}
+
+std::vector<std::vector<float>> values(const std::vector<tensor>& ts) {
+  std::vector<std::vector<float>> out;
+  for (const auto& t : ts) out.push_back(values_of(t));
+  return out;
+}
+
+// Runs the holders to the end, delivering messages in a random order; each holder's sum.
+std::vector<std::vector<std::vector<float>>> run(const std::vector<std::vector<grad_part>>& mine, std::int64_t n, bool exact,
+                                                 std::mt19937& rng) {
+  const int P = static_cast<int>(mine.size());
+  std::vector<peer_sum> h;
+  for (int r = 0; r < P; ++r) h.emplace_back(r, P, n, exact);
+  std::deque<chunk_send> wire;
+  for (int r = 0; r < P; ++r) {
+    auto out = h[r].start(mine[r]);
+    REQUIRE(out);
+    for (auto& s : *out) wire.push_back(std::move(s));
+  }
+  while (!wire.empty()) {
+    std::swap(wire.front(), wire[std::uniform_int_distribution<std::size_t>(0, wire.size() - 1)(rng)]);
+    auto s = std::move(wire.front());
+    wire.pop_front();
+    auto out = h[s.to].take(std::move(s.msg));
+    REQUIRE(out);
+    for (auto& x : *out) wire.push_back(std::move(x));
+  }
+  std::vector<std::vector<std::vector<float>>> sums;
+  for (auto& x : h) {
+    REQUIRE(x.done());
+    auto s = x.sum();
+    REQUIRE(s);
+    sums.push_back(values(*s));
+  }
+  return sums;
+}
+
+}  // namespace
+
+TEST_CASE("peer_sum: every holder gets tree_sum's bits, for any split and message order", "[model][peer_sum]") {
+  std::mt19937 rng(7);
+  const std::int64_t n = 11;
+  std::vector<std::vector<tensor>> leaves;
+  for (int i = 0; i < n; ++i) leaves.push_back(grads_of(rng));
+  std::vector<grad_part> all;
+  for (int i = 0; i < n; ++i) all.push_back({0, i, leaves[i]});
+  auto want = tree_sum(all, n);
+  REQUIRE(want);
+  const auto expect = values(*want);
+  for (int P : {1, 2, 3, 4, 11}) {
+    for (int trial = 0; trial < 4; ++trial) {
+      // Contiguous ranges of micro-batches, one or more each.
+      std::vector<int> cuts{0, static_cast<int>(n)};
+      while (static_cast<int>(cuts.size()) < P + 1) {
+        const int c = std::uniform_int_distribution<int>(1, static_cast<int>(n) - 1)(rng);
+        if (std::find(cuts.begin(), cuts.end(), c) == cuts.end()) cuts.push_back(c);
+      }
+      std::sort(cuts.begin(), cuts.end());
+      std::vector<std::vector<grad_part>> mine(P);
+      for (int r = 0; r < P; ++r)
+        for (int i = cuts[r]; i < cuts[r + 1]; ++i) mine[r].push_back({0, i, leaves[i]});
+      INFO("holders " << P << ", trial " << trial);
+      for (const auto& s : run(mine, n, true, rng)) CHECK(s == expect);
+    }
+  }
+}
+
+TEST_CASE("peer_sum with exact: false adds the holders' sums in rank order, as holders_sum", "[model][peer_sum]") {
+  std::mt19937 rng(11);
+  for (int P : {1, 2, 3, 5}) {
+    std::vector<std::vector<grad_part>> mine(P);
+    std::vector<grad_part> ordered;
+    for (int r = 0; r < P; ++r) {
+      mine[r].push_back({0, 0, grads_of(rng)});
+      ordered.push_back(mine[r][0]);
+    }
+    auto want = holders_sum(ordered);
+    REQUIRE(want);
+    for (const auto& s : run(mine, P, false, rng)) CHECK(s == values(*want));
+  }
+}
+
+TEST_CASE("peer_sum refuses messages out of turn, twice, or from no holder", "[model][peer_sum]") {
+  std::mt19937 rng(3);
+  std::vector<grad_part> mine{{0, 0, grads_of(rng)}}, theirs{{0, 1, grads_of(rng)}};
+  peer_sum a(0, 2, 2, true), b(1, 2, 2, true);
+  CHECK_FALSE(a.take(chunk_msg{false, 1, {}}));  // before start
+  auto to_b = a.start(mine);
+  REQUIRE(to_b);
+  REQUIRE(to_b->size() == 1);
+  CHECK_FALSE(a.start(mine));
+  auto to_a = b.start(theirs);
+  REQUIRE(to_a);
+  CHECK_FALSE(a.take(chunk_msg{false, 0, {}}));  // from itself
+  CHECK_FALSE(a.take(chunk_msg{false, 5, {}}));  // no such holder
+  auto m = to_a->front().msg;
+  auto gather = a.take(m);
+  REQUIRE(gather);
+  CHECK(gather->size() == 1);                    // its summed chunk to b
+  auto again = a.take(m);
+  REQUIRE_FALSE(again);
+  CHECK(again.err().message.find("twice") != std::string::npos);
+  CHECK_FALSE(a.sum());                          // b's chunk is not in yet
+  peer_sum empty(0, 2, 2, true);
+  auto none = empty.start({});
+  REQUIRE_FALSE(none);
+  CHECK(none.err().message.find("no partial sums") != std::string::npos);
+}

@@ -140,7 +140,7 @@ void sum_progress(caf::stateful_actor<device_state>* self, int layer, result<std
   auto total = e.sum->sum();
   if (!total) return fail(total.err().message);
   s.summed[layer] = {e.task.step, std::move(*total)};
-  e.done.deliver(true);
+  e.done.deliver(sum_held{s.cfg.id, e.task.step, layer});
   s.sums.erase(it);
 }
 
@@ -343,12 +343,11 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
       [=](apply_atom, int layer, const std::vector<model::tensor>& summed, double divisor) {
         return apply_sum(self->state, layer, summed, divisor);
       },
-      [=](reduce_atom, reduce_task& t) -> caf::result<bool> {
+      [=](reduce_atom, reduce_task& t) -> caf::result<sum_held> {
         auto& s = self->state;
-        if (auto it = s.sums.find(t.layer); it != s.sums.end()) {  // an abandoned attempt's
-          it->second.done.deliver(caf::make_error(caf::sec::runtime_error, "superseded by step " + std::to_string(t.step)));
-          s.sums.erase(it);
-        }
+        // An abandoned attempt's sum: dropped unanswered (nobody waits for it any more; an
+        // answer would only reach the next attempt's wait).
+        s.sums.erase(t.layer);
         for (auto it = s.early.begin(); it != s.early.end();) it = it->first.first < t.step ? s.early.erase(it) : std::next(it);
         s.summed.erase(t.layer);
         const auto me = std::find(t.holders.begin(), t.holders.end(), s.cfg.id);
@@ -358,7 +357,7 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
         auto& e = s.sums[layer];
         e.sum = std::make_unique<model::peer_sum>(static_cast<int>(me - t.holders.begin()), static_cast<int>(t.holders.size()),
                                                   t.micro_batches, t.exact);
-        e.done = self->make_response_promise<bool>();
+        e.done = self->make_response_promise<sum_held>();
         e.task = std::move(t);
         auto done = e.done;
         const auto key = std::make_pair(e.task.step, layer);

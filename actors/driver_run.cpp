@@ -111,8 +111,12 @@ status driver::peer_sums(std::int64_t t, std::int64_t micro_batches, clock::time
     }
   }
   for (int k = 0; k < answers && failure_.empty();)
-    self_->receive(on_down, [&](bool) { ++k; }, [&](caf::error& e) { failure_ = text(e); },
-                   caf::after(slice(deadline)) >> [&] { tick(started, deadline, "adding gradients"); });
+    self_->receive(
+        on_down,
+        [&](const sum_held& h) {
+          if (h.step == tag_) ++k;  // else an abandoned attempt's
+        },
+        [&](caf::error& e) { failure_ = text(e); }, caf::after(slice(deadline)) >> [&] { tick(started, deadline, "adding gradients"); });
   return check("adding gradients of step " + std::to_string(t));
 }
 

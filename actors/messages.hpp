@@ -119,7 +119,7 @@ struct device_gradients {
 
 // The decentralised sum of one layer among its holders (model::peer_sum): the driver asks
 // every holder at once; the holders exchange chunks with each other (node to node between
-// processes); each answers true once it holds the sum, and applies it when the driver
+// processes); each answers (sum_held) once it holds the sum, and applies it when the driver
 // commits the step (commit_atom), so a failure before the commit leaves no holder ahead.
 struct reduce_task {
   std::int64_t step = 0;                 // the attempt's tag
@@ -128,6 +128,14 @@ struct reduce_task {
   bool exact = true;                     // false: the holders' sums in rank order
   std::vector<int> holders;              // device ids; a holder's rank is its position
   std::vector<caf::actor> peers;         // the same devices, resolved where the task arrives
+};
+
+// A holder's answer to a reduce_task: it holds the sum of `layer` for the attempt `step`
+// (answers of an abandoned attempt are told apart by the tag).
+struct sum_held {
+  int device = 0;
+  std::int64_t step = 0;
+  int layer = 0;
 };
 
 struct reduce_part {
@@ -161,6 +169,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::layer_transfer)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::device_gradients)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::reduce_task)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::reduce_part)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::sum_held)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::comm::link_spec)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::plan_decision)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::wire::device_call)

@@ -178,7 +178,14 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
       auto t = remote::reduce_from(c);
       if (!t) return sh->fail(c, t.err().message);
       for (int id : t->holders) t->peers.push_back(resolve(self, id));
-      self->request(dev, caf::infinite, reduce_atom::value, std::move(*t)).then(ack, on_error);
+      self->request(dev, caf::infinite, reduce_atom::value, std::move(*t))
+          .then(
+              [sh, c](const sum_held& h) {
+                wire::device_call r;
+                r.ints = {h.step, h.layer};
+                sh->answer(c, r);
+              },
+              on_error);
       return;
     }
     case op::reduce_part: {

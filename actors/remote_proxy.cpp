@@ -1,6 +1,7 @@
 #include "actors/remote_proxy.hpp"
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -109,7 +110,13 @@ caf::behavior remote_device(proxy* self, int id, std::string route, std::uint64_
         return ask<bool>(self, call(op::apply, {layer}, {divisor}), summed, acknowledged);
       },
       // The holders add among themselves, node to node; the node answers once the sum is held.
-      [=](reduce_atom, const reduce_task& t) -> caf::result<bool> { return ask<bool>(self, remote::reduce_call(t), {}, acknowledged); },
+      [=](reduce_atom, const reduce_task& t) -> caf::result<sum_held> {
+        return ask<sum_held>(self, remote::reduce_call(t), {}, [id](const wire::device_call& r, std::vector<model::tensor>&) -> result<sum_held> {
+          if (r.ints.size() != 2 || r.ints[1] < 0 || r.ints[1] > std::numeric_limits<int>::max())
+            return make_error("bad_call", "a sum's answer needs its step and layer");
+          return sum_held{id, r.ints[0], static_cast<int>(r.ints[1])};
+        });
+      },
       [=](commit_atom, std::int64_t step, int layer, double divisor) -> caf::result<bool> {
         return ask<bool>(self, call(op::commit, {step, layer}, {divisor}), {}, acknowledged);
       },

@@ -43,6 +43,8 @@ build() {
   local jobs
   jobs=$(nproc)
   export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
+  # LibTorch's precompiled header (runtime/model) is cacheable only with these.
+  export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
     -DCMAKE_C_COMPILER_LAUNCHER=ccache
   # Torch translation units take ~1.5 GB each: cap parallelism by memory as well as cores.

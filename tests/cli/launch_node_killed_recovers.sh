@@ -8,7 +8,9 @@ bin="$1" job="$2" out="$3"
 rm -rf "$out" && mkdir -p "$out"
 port=$((20000 + ($$ % 20000)))
 ep="tcp://127.0.0.1:$port"
-"$bin" launch --local 2 --devices 0,1 --min-devices 2 --bind "$ep" "$job" --verify --out "$out/run" > /dev/null 2> "$out/launch.log" &
+# 120 of the job's 300 steps: the victim is in a plan within about 20, and the run after
+# its loss is what is checked.
+"$bin" launch --local 2 --devices 0,1 --min-devices 2 --bind "$ep" "$job" --steps 120 --verify --out "$out/run" > /dev/null 2> "$out/launch.log" &
 launch=$!
 # launch serves CURVE with throwaway keys in OUT/keys, written before it listens.
 for _ in $(seq 600); do grep -q "listening on" "$out/launch.log" 2>/dev/null && break; sleep 0.1; done

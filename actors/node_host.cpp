@@ -138,7 +138,9 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
       }
       if (auto st = comm::send_packet(dealer, std::move(pk), false); !st) log->warn("{}", st.err().message);
     }
-    while (true) {  // from other nodes
+    // From other nodes; a bounded batch per turn, so that a busy peer cannot starve the
+    // controller's messages and the heartbeat.
+    for (int n = 0; n < 256; ++n) {
       auto p = mesh.receive(std::chrono::milliseconds(0));
       if (!p) {
         log->warn("dropped data from a peer: {}", p.err().message);
@@ -153,7 +155,7 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
       }
       auto* c = std::get_if<wire::device_call>(&u->env.msg);
       if (!c || !remote::is_data(*c)) {
-        log->warn("dropped a message from peer '{}': a peer may send only activations, gradients and layers", (*p)->route);
+        log->warn("dropped a message from peer '{}': a peer may send only data (activations, gradients, sum chunks, layers)", (*p)->route);
         continue;
       }
       caf::anon_send(b, remote_atom::value, std::move(*c), std::move(u->tensors));

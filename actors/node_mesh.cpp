@@ -103,7 +103,9 @@ bool node_mesh::send(int device, comm::packet& p) {
 }
 
 result<std::optional<comm::packet>> node_mesh::receive(std::chrono::milliseconds wait) {
-  while (true) {
+  // A bounded number of strangers' packets per call, so that a flood cannot hold the
+  // network thread (heartbeats, the controller's calls) in here.
+  for (int dropped = 0; dropped < 64; ++dropped) {
     auto p = comm::recv_packet(router_, true, wait);
     if (!p || !*p) return p;
     // Over CURVE the handler admitted the key when it connected; the sender must still be a
@@ -113,6 +115,7 @@ result<std::optional<comm::packet>> node_mesh::receive(std::chrono::milliseconds
     logging::get("node")->warn("dropped data from '{}', not a current peer (membership generation {})", (*p)->route, generation_);
     wait = std::chrono::milliseconds(0);
   }
+  return std::optional<comm::packet>{};
 }
 
 }  // namespace dynapar::actors

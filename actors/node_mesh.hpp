@@ -51,7 +51,7 @@ class node_mesh {
   // the packet is left as it was (the caller relays it through the controller instead).
   bool send(int device, comm::packet& p);
   // The next packet from a current peer, waiting up to `wait`; packets from others are
-  // dropped and counted (`refused`). Nothing: none waiting.
+  // dropped and counted (`refused`). Nothing: none waiting (or only strangers' so far).
   result<std::optional<comm::packet>> receive(std::chrono::milliseconds wait);
   std::uint64_t refused() const { return refused_; }
 

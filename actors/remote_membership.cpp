@@ -1,0 +1,155 @@
+// The controller's hub (remote_hub.hpp): membership. Nodes join and leave, go silent and are
+// lost, devices are retired; after each change every node hears the new peer list, so that
+// data goes node to node (docs/DISTRIBUTED.md, "Data plane").
+#include <chrono>
+
+#include "actors/remote_hub.hpp"
+
+namespace dynapar::actors {
+
+using clock = std::chrono::steady_clock;
+
+void remote_devices::impl::retired(int id, std::uint64_t gen) {
+  std::string route;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = devices.find(id);
+    if (it == devices.end() || it->second.gen != gen) return;
+    // A lost node is not told: should it come back, it is asked to join again instead.
+    if (!it->second.lost) route = it->second.route;
+    devices.erase(it);
+  }
+  membership_changed = true;
+  if (route.empty()) return;
+  wire::device_call c;
+  c.op = wire::device_op::retire;
+  c.device = id;
+  post(route, c);
+}
+
+void remote_devices::impl::broadcast_peers() {
+  wire::peers_msg m;
+  std::vector<std::string> routes;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    m.generation = ++peers_generation;
+    for (const auto& [route, heard] : nodes) {
+      routes.push_back(route);
+      auto d = data_sockets.find(route);
+      if (d == data_sockets.end() || d->second.endpoint.empty()) continue;
+      wire::peer_entry e{route, d->second.endpoint, d->second.public_key, {}};
+      for (const auto& [id, x] : devices)
+        if (x.route == route && !x.lost) e.devices.push_back(id);
+      m.peers.push_back(std::move(e));
+    }
+  }
+  for (const auto& r : routes) reply(r, m);
+}
+
+void remote_devices::impl::on_join(const std::string& route, const std::string& peer, const wire::join_msg& m) {
+  wire::welcome_msg w;
+  std::vector<int> ids;
+  std::string problem;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!nodes.count(route) && nodes.size() >= cfg.max_routes) problem = "too many nodes (" + std::to_string(nodes.size()) + ")";
+    for (const auto& d : m.devices) {
+      if (!cfg.devices.count(d.id)) problem = "device " + std::to_string(d.id) + " is not in the job's cluster";
+      else if (devices.count(d.id) && !devices.at(d.id).lost)
+        problem = "device " + std::to_string(d.id) + " is already hosted by another node";
+      ids.push_back(d.id);
+    }
+  }
+  if (!problem.empty()) {
+    log->warn("node '{}' refused: {}", m.node, problem);
+    w.reason = problem;
+    return reply(route, w);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    nodes[route] = clock::now();
+    // The key the node proved (ROLE:NAME from the handshake) is what its peers pin.
+    std::string key;
+    if (cfg.keys)
+      for (const auto& k : cfg.keys->authorized)
+        if (peer == comm::to_string(k.role) + ":" + k.name) key = k.key;
+    data_sockets[route] = data_socket{m.data_endpoint, key};
+    // A lost node's device may join again (a replacement, or the node itself once fenced):
+    // it is a new hosting; the old proxy stays lost until the driver stops it.
+    for (int id : ids) devices[id] = entry{route, caf::actor{}, false, false, next_gen++};
+  }
+  w.accepted = true;
+  w.devices = ids;
+  w.model = cfg.model;
+  w.model_hash = model_hash;
+  w.seed = cfg.seed;
+  w.optimizer = cfg.optimizer.kind;
+  w.lr = cfg.optimizer.lr;
+  w.momentum = cfg.optimizer.momentum;
+  w.weight_decay = cfg.optimizer.weight_decay;
+  log->info("node '{}' joined with {} device(s)", m.node, ids.size());
+  reply(route, w);
+  broadcast_peers();
+}
+
+void remote_devices::impl::on_leave(const std::string& route, const wire::leave_msg& m) {
+  wire::welcome_msg w;
+  std::string problem;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    std::vector<int> ids = m.devices;
+    if (ids.empty())
+      for (const auto& [id, e] : devices)
+        if (e.route == route) ids.push_back(id);
+    for (int id : ids)
+      if (!devices.count(id)) problem = "device " + std::to_string(id) + " is not in the run";
+    if (problem.empty())
+      for (int id : ids) devices[id].leaving = true;
+    w.devices = ids;
+  }
+  if (!problem.empty()) {
+    w.reason = problem;
+    w.devices.clear();
+  } else {
+    w.accepted = true;
+    w.model = cfg.model;
+    w.reason = "leaving after the current step";
+    log->info("'{}' asks devices to leave ({}): {} device(s)", m.node, m.reason, w.devices.size());
+  }
+  reply(route, w);
+}
+
+// Nodes that went silent: their devices are lost (issue 8 recovers from that; today the
+// step fails at once with an error naming the node).
+void remote_devices::impl::check_nodes() {
+  const auto now = clock::now();
+  std::vector<std::pair<std::string, caf::actor>> notify;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto it = nodes.begin(); it != nodes.end();) {
+      const double silent = std::chrono::duration<double>(now - it->second).count();
+      if (silent <= cfg.node_timeout_s) {
+        ++it;
+        continue;
+      }
+      const std::string why = "node '" + it->first + "' lost (no message for " + std::to_string(silent).substr(0, 4) + " s)";
+      log->warn("{}", why);
+      for (auto& [id, e] : devices)
+        if (e.route == it->first && !e.lost) {
+          e.lost = true;
+          if (e.proxy) notify.emplace_back(why, e.proxy);
+        }
+      data_sockets.erase(it->first);
+      it = nodes.erase(it);
+      membership_changed = true;
+    }
+  }
+  for (const auto& [why, proxy] : notify) {
+    wire::device_call c;
+    c.op = wire::device_op::error;
+    c.text = why;
+    caf::anon_send(proxy, remote_atom::value, std::move(c), std::vector<model::tensor>{});
+  }
+}
+
+}  // namespace dynapar::actors

@@ -7,18 +7,26 @@ bin="$1" out="$2"
 rm -rf "$out" && mkdir -p "$out"
 job="$(dirname "$0")/elastic.yaml"
 x="$(dirname "$0")/expect_exit.sh"
+# expect CODE PATTERN CMD...: CMD exits with CODE and its message has PATTERN; else says what
+# it printed (a bare `| grep -q` failed once in CI without a word).
+expect() {
+  local code=$1 pattern=$2 got
+  shift 2
+  got=$("$x" "$code" "$@") || { echo "expected exit $code from: $*; got: $got"; return 1; }
+  [[ $got == *"$pattern"* ]] || { echo "expected '$pattern' from: $*; got: $got"; return 1; }
+}
 "$bin" keygen --out "$out/ctl" --role controller > /dev/null
 [ "$(stat -c %a "$out/ctl/controller.key")" = 600 ] || { echo "controller.key is not 0600"; exit 1; }
 [ "$(stat -c %a "$out/ctl")" = 700 ] || { echo "the key directory is not 0700"; exit 1; }
 grep -q "^role: controller" "$out/ctl/controller.pub"
-! grep -q "secret" "$out/ctl/controller.pub"
-"$x" 2 "$bin" controller "$job" --bind tcp://0.0.0.0:5999 --allow-remote | grep -q "dynapar keygen"
+if grep -q "secret" "$out/ctl/controller.pub"; then echo "controller.pub holds a secret"; exit 1; fi
+expect 2 "dynapar keygen" "$bin" controller "$job" --bind tcp://0.0.0.0:5999 --allow-remote
 # Keys but an empty authorized/ directory: nobody could connect.
-"$x" 2 "$bin" controller "$job" --keys "$out/ctl" | grep -q "authorized"
+expect 2 "authorized" "$bin" controller "$job" --keys "$out/ctl"
 "$bin" keygen --out "$out/ctl/authorized" --role node --name node-a > /dev/null
 rm "$out/ctl/authorized/node-a.key"
 chmod 644 "$out/ctl/controller.key"
-"$x" 2 "$bin" controller "$job" --keys "$out/ctl" | grep -q "chmod 600"
-"$x" 2 "$bin" keygen --out "$out/x" --role admin | grep -q "role"
-"$x" 2 "$bin" node --controller tcp://127.0.0.1:9 --device 0 --keys "$out/nowhere" | grep -q "dynapar keygen"
+expect 2 "chmod 600" "$bin" controller "$job" --keys "$out/ctl"
+expect 2 "role" "$bin" keygen --out "$out/x" --role admin
+expect 2 "dynapar keygen" "$bin" node --controller tcp://127.0.0.1:9 --device 0 --keys "$out/nowhere"
 echo ok

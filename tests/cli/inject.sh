@@ -13,7 +13,9 @@ bin="$1" job="$2" out="$3"
 rm -rf "$out" && mkdir -p "$out"
 port=$((20000 + ($$ % 20000)))
 ep="tcp://127.0.0.1:$port"
-"$bin" launch --local 3 --devices 0,1,2 --min-devices 3 --bind "$ep" "$job" --verify --out "$out/run" > /dev/null 2> "$out/launch.log" &
+# 200 of the job's 300 steps: the last injected fault and the paused node's return came by
+# step 76 here (2026-11-24).
+"$bin" launch --local 3 --devices 0,1,2 --min-devices 3 --bind "$ep" "$job" --steps 200 --verify --out "$out/run" > /dev/null 2> "$out/launch.log" &
 launch=$!
 trap 'kill $launch 2>/dev/null || true' EXIT
 count() { if [ -f "$out/run/metrics.jsonl" ]; then grep -c "$1" "$out/run/metrics.jsonl" || true; else echo 0; fi; }

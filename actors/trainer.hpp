@@ -216,7 +216,7 @@ struct train_outcome {
   std::map<std::string, double> controller_tensor_bytes;
   // By device: the bytes it sent to other devices in the run (activations and gradients
   // between pipeline stages, as its links counted them; layers moved are in bytes_migrated,
-  // and gradient sums go through the driver).
+  // and the gradient sums' traffic is not counted).
   std::map<int, double> data_plane_bytes;
 };
 

@@ -109,8 +109,8 @@ class driver {
   // With every device lost (a whole cluster crashed at once): waits up to rejoin_wait_s for
   // replacements to join (respawned nodes, or in one process fresh actors).
   status await_devices(std::int64_t slot, std::int64_t t, bool& changed);
-  result<std::optional<plan_decision>> next_plan(std::int64_t t, bool availability_changed);
-  status apply(const plan_decision& decision, std::int64_t t, std::int64_t slot, step_record& rec);
+  result<std::optional<control::decision>> next_plan(std::int64_t t, bool availability_changed);
+  status apply(const control::decision& decision, std::int64_t t, std::int64_t slot, step_record& rec);
   void retire_leavers();
   // Announced departure: the device keeps serving its layers until a plan without it has
   // moved them away (retire_leavers).
@@ -133,7 +133,7 @@ class driver {
     return !gone.empty();
   }
   double emulated_sync_s() const;
-  status run_step(std::int64_t t, const std::vector<int>& samples, step_record& rec, step_measure& measure);
+  status run_step(std::int64_t t, const std::vector<int>& samples, step_record& rec, control::measurement& measure);
   status central_sums(std::int64_t t, std::int64_t micro_batches, clock::time_point started, clock::time_point deadline,
                       std::map<int, std::vector<model::tensor>>& summed);
   status peer_sums(std::int64_t t, std::int64_t micro_batches, clock::time_point started, clock::time_point deadline);

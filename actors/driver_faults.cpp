@@ -198,7 +198,7 @@ status driver::take_checkpoint(std::int64_t steps_done) {
   request_layers(c.layers);
   if (actors_.controller)
     self_->request(actors_.controller, timeout_, snapshot_atom::value)
-        .receive([&](controller_snapshot& x) { c.controller = std::move(x); }, [&](caf::error& e) { failure_ = text(e); });
+        .receive([&](control::controller_snapshot& x) { c.controller = std::move(x); }, [&](caf::error& e) { failure_ = text(e); });
   if (auto st = check("checkpoint after step " + std::to_string(steps_done - 1)); !st) return st;
   cut_ = c;
   if (!cb_.on_checkpoint) return ok_status();

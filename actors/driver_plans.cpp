@@ -91,24 +91,33 @@ status driver::await_devices(std::int64_t slot, std::int64_t t, bool& changed) {
   return ok_status();
 }
 
-result<std::optional<plan_decision>> driver::next_plan(std::int64_t t, bool availability_changed) {
+namespace {
+control::decision fixed(const planner::plan& p, const char* why) {
+  control::decision d;
+  d.plan = p;
+  d.reason = why;
+  return d;
+}
+}  // namespace
+
+result<std::optional<control::decision>> driver::next_plan(std::int64_t t, bool availability_changed) {
   if (!actors_.controller) {
-    std::optional<plan_decision> next;
+    std::optional<control::decision> next;
     // The plan in force at t: the job's, or the last scheduled re-plan up to t (a resumed run
     // starts late).
     if (!current_) {
-      next = plan_decision{s_.plan, "the job's plan", 0, 0};
+      next = fixed(s_.plan, "the job's plan");
       for (const auto& [step, p] : s_.replans)
-        if (step <= t && step > 0) next = plan_decision{p, "scheduled re-plan", 0, 0};
+        if (step <= t && step > 0) next = fixed(p, "scheduled re-plan");
     }
     for (const auto& [step, p] : s_.replans)
-      if (step == t && t > 0 && current_) next = plan_decision{p, "scheduled re-plan", 0, 0};
+      if (step == t && t > 0 && current_) next = fixed(p, "scheduled re-plan");
     return next;
   }
-  if (t > 0 && t % replan_every_ != 0 && !availability_changed) return std::optional<plan_decision>{};
-  std::optional<plan_decision> got;
+  if (t > 0 && t % replan_every_ != 0 && !availability_changed) return std::optional<control::decision>{};
+  std::optional<control::decision> got;
   self_->request(actors_.controller, timeout_, plan_atom::value, t / replan_every_)
-      .receive([&](plan_decision& d) { got = std::move(d); }, [&](caf::error& e) { failure_ = text(e); });
+      .receive([&](control::decision& d) { got = std::move(d); }, [&](caf::error& e) { failure_ = text(e); });
   if (!got) {
     auto e = make_error("controller", "no plan before step " + std::to_string(t) + ": " + failure_);
     failure_.clear();
@@ -118,14 +127,14 @@ result<std::optional<plan_decision>> driver::next_plan(std::int64_t t, bool avai
   predicted_s_ = got->predicted_s;
   queue_ = got->queue;
   // The same plan is no change, unless devices it uses were lost and must be refilled.
-  if (current_ && got->plan.groups == current_->groups && wiped_.empty()) return std::optional<plan_decision>{};
+  if (current_ && got->plan.groups == current_->groups && wiped_.empty()) return std::optional<control::decision>{};
   return got;
 }
 
 // The plan diff, applied between steps: each layer a device newly holds comes from the
 // best-connected old holder over the emulated link (with its optimizer state); layers no
 // longer held are dropped; groups re-form around the devices.
-status driver::apply(const plan_decision& decision, std::int64_t t, std::int64_t slot, step_record& rec) {
+status driver::apply(const control::decision& decision, std::int64_t t, std::int64_t slot, step_record& rec) {
   const auto& next = decision.plan;
   std::vector<int> live(joined_.begin(), joined_.end());
   if (auto v = planner::validate(next, L_, s_.batch, live); !v)

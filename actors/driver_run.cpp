@@ -120,7 +120,7 @@ status driver::peer_sums(std::int64_t t, std::int64_t micro_batches, clock::time
   return check("adding gradients of step " + std::to_string(t));
 }
 
-status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_record& rec, step_measure& measure) {
+status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_record& rec, control::measurement& measure) {
   ++tag_;
   committed_ = false;
   // Every group gets its contiguous slice of the step's samples, cut into micro-batches.
@@ -145,6 +145,7 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
     self_->send(groups_[g], step_atom::value, std::move(task));
   }
   double loss_sum = 0;
+  std::vector<std::pair<int, double>> compute_s;  // by device
   auto on_down = [&](caf::down_msg& d) { note_down(d); };
   const auto started = clock::now(), deadline = started + step_deadline();
   for (std::size_t k = 0; k < groups_.size() && failure_.empty();)
@@ -158,12 +159,13 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
           rec.pipeline_s = std::max(rec.pipeline_s, r.time_s);
           for (const auto& st : r.stages) {
             rec.stages.push_back({st.device, st.compute_s, st.wait_s, st.messages});
-            measure.compute_s.emplace_back(st.device, st.compute_s);
+            compute_s.emplace_back(st.device, st.compute_s);
             measure.links.insert(measure.links.end(), st.links.begin(), st.links.end());
           }
         },
         caf::after(slice(deadline)) >> [&] { tick(started, deadline, "the pipelines"); });
   if (auto st = check("step " + std::to_string(t)); !st) return st;
+  measure.stages = control::stages_of(*current_, compute_s);
   // Each layer: every holder's partial sums, added in the exact sum's fixed tree over the
   // step's micro-batches (groups in plan order, micro-batches in order: the order of the
   // step's samples), by the holders themselves or here, divided by B and applied on every
@@ -292,7 +294,7 @@ result<train_outcome> driver::run() {
     }
     fire_faults(t);
     const auto samples = sampler.step_samples(t);
-    step_measure measure;
+    control::measurement measure;
     if (auto st = run_step(t, samples, rec, measure); !st) {
       if (auto r = recover(t, committed_, st.err(), ledger, sampler); !r) return r.err();
       --t;
@@ -312,13 +314,12 @@ result<train_outcome> driver::run() {
       for (int id : g.devices)
         if (const int i = links_->index_of(id); i >= 0) price += truth_.devices[i].price_per_s;
     rec.cost = price * rec.time_s;
-    for (const auto& [id, busy] : measure.compute_s)
-      if (const int i = links_->index_of(id); i >= 0) {
-        measure.energy_j.emplace_back(id, truth_.devices[i].power_w * busy);
-        out_.avg_energy_j[id] += measure.energy_j.back().second;
+    for (const auto& st : measure.stages)
+      if (const int i = links_->index_of(st.device); i >= 0) {
+        measure.energy_j.emplace_back(st.device, truth_.devices[i].power_w * st.compute_s);
+        out_.avg_energy_j[st.device] += measure.energy_j.back().second;
       }
     if (actors_.controller) {
-      measure.step = t;
       measure.time_s = rec.time_s;
       measure.cost = rec.cost;
       self_->send(actors_.controller, report_atom::value, measure);

@@ -61,13 +61,6 @@ struct stage_task {
   caf::actor report_to;
 };
 
-// What one direction of a link did in a step, as the sending device's NIC would count it.
-struct link_report {
-  int from = 0, to = 0;                  // device ids
-  double bytes = 0, busy_s = 0;
-  int transfers = 0;
-};
-
 struct stage_report {
   int device = 0;
   std::int64_t step = 0;
@@ -75,7 +68,7 @@ struct stage_report {
   double wait_s = 0;                     // blocked on a receive
   double loss_sum = 0;                   // last stage
   int messages = 0;                      // activations and gradients sent
-  std::vector<link_report> links;
+  std::vector<control::link_measure> links;  // what each link it sent on did, as its NIC would count
   std::string error;                     // empty when the stage succeeded
 };
 
@@ -87,17 +80,6 @@ struct group_task {
   std::vector<model::tensor> inputs, targets;
   std::vector<comm::link_spec> links;    // between consecutive stages
   caf::actor report_to;
-};
-
-// One step as the controller sees it: wall time, cost, each device's compute seconds and
-// joules, and each link's counters.
-struct step_measure {
-  std::int64_t step = 0;
-  double time_s = 0;
-  double cost = 0;                       // price of the devices used x time
-  std::vector<std::pair<int, double>> compute_s;
-  std::vector<std::pair<int, double>> energy_j;  // power x compute seconds, by device
-  std::vector<link_report> links;
 };
 
 // A layer moving between devices: the source sends it (parameters and optimizer state)
@@ -163,7 +145,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::stage_task)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::stage_report)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::group_task)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::group_report)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::step_measure)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::control::measurement)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::planner::plan)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::layer_transfer)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::device_gradients)
@@ -171,6 +153,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::reduce_task)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::reduce_part)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::sum_held)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::comm::link_spec)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::plan_decision)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::control::decision)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::wire::device_call)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::controller_snapshot)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::control::controller_snapshot)

@@ -15,23 +15,17 @@
 #include <vector>
 
 #include "common/result.hpp"
+#include "control/controller.hpp"
 #include "data/dataset.hpp"
 #include "data/ledger.hpp"
 #include "model/api.hpp"
 #include "planner/plan.hpp"
 #include "planner/policy.hpp"
 #include "planner/problem.hpp"
-#include "sim/estimator.hpp"
 #include "sim/faults.hpp"
 #include "sim/scenario.hpp"
 
 namespace dynapar::actors {
-
-// What the controller has learnt, for checkpoints: its queues and estimates.
-struct controller_snapshot {
-  planner::queue_state queues;
-  sim::estimator::learnt estimates;
-};
 
 // Online re-planning: a controller actor learns speeds and link bandwidths from the step
 // reports and decides the plan every `replan_every` steps and whenever a device joins or
@@ -50,7 +44,7 @@ struct controller_config {
   // Weight of each step's measurement in the speed and bandwidth estimates: small, because
   // one step's times on a shared machine are noisy (~20 %); 0.1 averages about ten steps.
   double smoothing = 0.1;
-  std::optional<controller_snapshot> restore;  // resuming: start from a checkpoint's state
+  std::optional<control::controller_snapshot> restore;  // resuming: start from a checkpoint's state
   // Hysteresis (planner/hysteresis.hpp): a new plan must gain more a step than the
   // predictions' measured noise plus its migration spread over `plan_lifetime_slots` slots.
   // Off for programs that build their settings themselves; job files turn it on by default
@@ -59,22 +53,13 @@ struct controller_config {
   double plan_lifetime_slots = 2;
 };
 
-// The controller's answer for a slot: the plan and why.
-struct plan_decision {
-  planner::plan plan;
-  std::string reason;                         // events seen and the planner's explanation
-  double predicted_s = 0;                     // step time the planner expects (estimates)
-  double queue = 0;                           // cost queue backlog, in budgets
-  int kept_plans = 0;                         // changes turned down by hysteresis so far
-};
-
 // A consistent cut of the run after `step` steps: one copy of every layer with its optimizer
 // state, and the controller's state. The sampler's position is the step (it is a function of
 // seed and step). Written by the caller (docs/RELIABILITY.md: checkpoint files).
 struct checkpoint {
   std::int64_t step = 0;                        // steps applied: the run resumes at this one
   std::vector<model::layer_copy> layers;
-  std::optional<controller_snapshot> controller;
+  std::optional<control::controller_snapshot> controller;
 };
 
 struct train_settings {

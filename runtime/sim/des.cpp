@@ -38,7 +38,7 @@ struct ev {
 }  // namespace
 
 double simulate_pipeline(const planner::problem& truth, planner::schedule_kind kind, const planner::group_plan& g,
-                         std::vector<stage_measure>* stages, std::vector<link_measure>* links) {
+                         std::vector<control::stage_measure>* stages, std::vector<control::link_measure>* links) {
   const int n = static_cast<int>(g.devices.size());
   const int u = std::max(1, g.micro_batch);
   const int m = (g.share + u - 1) / u;

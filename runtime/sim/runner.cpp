@@ -4,11 +4,10 @@
 #include <cmath>
 #include <optional>
 
-#include "planner/evaluate.hpp"
-#include "planner/lyapunov.hpp"
+#include "common/rng.hpp"
+#include "control/controller.hpp"
 #include "planner/policy.hpp"
 #include "sim/des.hpp"
-#include "sim/estimator.hpp"
 #include "sim/world.hpp"
 
 namespace dynapar::sim {
@@ -26,6 +25,19 @@ bool same_structure(const planner::plan& a, const planner::plan& b) {
   for (std::size_t g = 0; g < a.groups.size(); ++g)
     if (a.groups[g].devices != b.groups[g].devices || a.groups[g].splits != b.groups[g].splits) return false;
   return true;
+}
+
+// The world's measurement error: each measured time off by a relative normal deviate,
+// drawn in the order the estimates read them.
+control::measurement measured(const step_outcome& step, double noise, rng& r) {
+  control::measurement m;
+  m.stages = step.stages;
+  m.links = step.links;
+  for (auto& st : m.stages)
+    if (st.compute_s > 0) st.compute_s *= std::max(0.05, 1 + r.normal(0, noise));
+  for (auto& l : m.links)
+    if (l.bytes > 0) l.busy_s *= std::max(0.05, 1 + r.normal(0, noise));
+  return m;
 }
 
 }  // namespace
@@ -71,26 +83,30 @@ result<run_result> run_policy(const scenario& s, const std::string& policy_name,
   auto pol = planner::make_policy(policy_name);
   if (!pol) return pol.err();
   world w(s);
-  estimator est(s.cluster, s.model, s.estimate_smoothing);
-  planner::budgets paced = s.budget;
-  paced.horizon_slots = s.slots;  // a scenario's length is known: pace the budget over it
-  planner::virtual_queues queues(paced);
+  control::controller_config cc;
+  cc.profile = s.model;
+  cc.cluster = s.cluster;
+  cc.planner = s.cfg;
+  cc.budget = s.budget;
+  cc.budget.horizon_slots = s.slots;  // a scenario's length is known: pace the budget over it
+  cc.smoothing = s.estimate_smoothing;
+  cc.explain = false;
+  control::controller ctl(cc, std::move(*pol));
   rng noise(s.seed * 0x9e3779b97f4a7c15ULL + 17);
-  std::optional<planner::plan> prev;
+  std::optional<planner::plan> prev;  // the plan that last ran
   run_result out;
   std::string first_error;
   for (int t = 0; t < s.slots; ++t) {
     const planner::cluster_state& truth_c = w.at(t);
     const auto hidden = w.failing(t);
-    const planner::cluster_state view_c = est.view(truth_c, hidden);
-    planner::problem view(s.model, view_c, s.cfg, s.budget);
+    ctl.announce(truth_c);
     planner::problem truth(s.model, truth_c, s.cfg, s.budget);
     slot_record rec;
     rec.slot = t;
     rec.floor_s = truth.floor_s();
     const planner::plan* prev_p = prev ? &*prev : nullptr;
-    auto decided = (*pol)->decide({view, prev_p, queues.state(), t});
-    if (decided && uses_any(*decided, hidden)) {
+    auto decided = ctl.decide(t, hidden);
+    if (decided && uses_any(decided->plan, hidden)) {
       // The step dies part-way: the work until then and the detection are lost, then the
       // policy re-plans without the failed device and the step runs again.
       rec.failed = true;
@@ -100,31 +116,30 @@ result<run_result> run_policy(const scenario& s, const std::string& policy_name,
       for (auto& d : before_c.devices)
         if (std::find(hidden.begin(), hidden.end(), d.id) != hidden.end()) d.available = true;
       const planner::problem before(s.model, before_c, s.cfg, s.budget);
-      const double lost = simulate_step(before, *decided, prev_p).time_s * noise.uniform() + s.detect_s;
-      const planner::cluster_state known_c = est.view(truth_c, {});
-      const planner::problem known(s.model, known_c, s.cfg, s.budget);
-      decided = (*pol)->decide({known, prev_p, queues.state(), t});
+      const double lost = simulate_step(before, decided->plan, prev_p).time_s * noise.uniform() + s.detect_s;
+      ctl.revoke("a device failed during the step");
+      decided = ctl.decide(t);
       rec.batch_time_s += lost;
     }
     if (!decided) {
       if (first_error.empty()) first_error = "slot " + std::to_string(t) + ": " + decided.err().message;
-      rec.cost_queue = queues.state().cost;
+      rec.cost_queue = ctl.queues().cost;
       out.slots.push_back(rec);
       if (on_slot) on_slot(t);
       continue;
     }
-    const planner::plan& pl = *decided;
-    if (auto pred = planner::evaluate(view, pl, prev_p, {})) rec.predicted_s = pred->batch_time_s;
+    const planner::plan& pl = decided->plan;
+    rec.predicted_s = decided->predicted_s;
     const step_outcome step = simulate_step(truth, pl, prev_p);
     rec.ok = true;
     rec.batch_time_s += step.time_s;
     rec.predicted_s += rec.batch_time_s - step.time_s;  // a failure's loss is not the planner's error
+    control::measurement m = measured(step, s.measurement_noise, noise);
     double price = 0;
-    std::vector<std::pair<int, double>> energy;
     for (const auto& st : step.stages) {
       const auto& d = truth_c.devices[truth.links.index_of(st.device)];
       price += d.price_per_s;
-      energy.emplace_back(st.device, d.power_w * st.compute_s);
+      m.energy_j.emplace_back(st.device, d.power_w * st.compute_s);
       rec.energy_j += d.power_w * st.compute_s;
       ++rec.devices_used;
     }
@@ -132,9 +147,11 @@ result<run_result> run_policy(const scenario& s, const std::string& policy_name,
     rec.bytes_migrated = step.bytes_migrated;
     rec.groups = static_cast<int>(pl.groups.size());
     rec.replanned = prev && !same_structure(*prev, pl);
-    queues.update(rec.cost, energy);
-    rec.cost_queue = queues.state().cost;
-    est.observe(step, truth, s.measurement_noise, noise);
+    m.time_s = rec.batch_time_s;
+    m.cost = rec.cost;
+    ctl.observe(m);
+    ctl.close_slot();
+    rec.cost_queue = ctl.queues().cost;
     prev = pl;
     out.slots.push_back(rec);
     if (on_slot) on_slot(t);

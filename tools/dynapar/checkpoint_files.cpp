@@ -11,7 +11,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-json controller_json(const actors::controller_snapshot& c) {
+json controller_json(const control::controller_snapshot& c) {
   json energy = json::array();
   for (const auto& [id, z] : c.queues.energy) energy.push_back({id, z});
   json energy_spent = json::array();
@@ -88,7 +88,7 @@ result<actors::checkpoint> load_checkpoint(const std::string& dir, const std::st
     c.step = state.at("step").get<std::int64_t>();
     if (state.contains("controller")) {
       const auto& j = state.at("controller");
-      actors::controller_snapshot s;
+      control::controller_snapshot s;
       s.queues.cost = j.at("cost_queue").get<double>();
       s.queues.spent = j.value("cost_spent", 0.0);  // absent in checkpoints before budget pacing
       s.queues.slots = j.value("cost_slots", 0);

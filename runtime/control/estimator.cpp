@@ -1,32 +1,30 @@
-#include "sim/estimator.hpp"
+#include "control/estimator.hpp"
 
 #include <algorithm>
 
-namespace dynapar::sim {
+namespace dynapar::control {
 
 estimator::estimator(const planner::cluster_state& nominal, const planner::model_profile& model, double smoothing)
-    : nominal_(nominal), model_(model), sums_(model), alpha_(smoothing) {
+    : nominal_(nominal), sums_(model), alpha_(smoothing) {
   for (const auto& d : nominal.devices) speed_.push_back(d.speed);
 }
 
-void estimator::observe(const step_outcome& step, const planner::problem& truth, double noise, rng& r) {
+void estimator::observe(const measurement& step, const planner::problem& announced) {
   for (const auto& s : step.stages) {
-    const int i = truth.links.index_of(s.device);
+    const int i = announced.links.index_of(s.device);
     if (i < 0 || s.compute_s <= 0) continue;
-    const double measured = s.compute_s * std::max(0.05, 1 + r.normal(0, noise));
     const double work = s.samples * sums_.work(s.first_layer, s.end_layer) + s.micro_batches * sums_.fixed(s.first_layer, s.end_layer);
-    speed_[i] = (1 - alpha_) * speed_[i] + alpha_ * work / measured;
+    speed_[i] = (1 - alpha_) * speed_[i] + alpha_ * work / s.compute_s;
   }
   for (const auto& l : step.links) {
-    const int a = truth.links.index_of(l.from), b = truth.links.index_of(l.to);
+    const int a = announced.links.index_of(l.from), b = announced.links.index_of(l.to);
     if (a < 0 || b < 0 || l.bytes <= 0) continue;
-    const double lat = truth.links.lat(a, b);
-    const double measured = l.busy_s * std::max(0.05, 1 + r.normal(0, noise));
-    const double transfer = measured - l.transfers * lat;
+    const double lat = announced.links.lat(a, b);
+    const double transfer = l.busy_s - l.transfers * lat;
     if (transfer <= 0) continue;
     // Which tier: compare with the nominal table.
-    const auto& da = truth.cluster.devices[a];
-    const auto& db = truth.cluster.devices[b];
+    const auto& da = announced.cluster.devices[a];
+    const auto& db = announced.cluster.devices[b];
     const int tier = (da.node >= 0 && da.node == db.node) ? 0 : da.rack == db.rack ? 1 : 2;
     const auto& t = tier == 0 ? nominal_.tiers.same_node : tier == 1 ? nominal_.tiers.same_rack : nominal_.tiers.cross_rack;
     const double bw = l.bytes / transfer;
@@ -41,8 +39,8 @@ void estimator::announce(int device_id, double speed) {
     if (nominal_.devices[i].id == device_id) speed_[i] = speed;
 }
 
-planner::cluster_state estimator::view(const planner::cluster_state& truth, const std::vector<int>& hidden) const {
-  planner::cluster_state v = truth;
+planner::cluster_state estimator::view(const planner::cluster_state& announced, const std::vector<int>& hidden) const {
+  planner::cluster_state v = announced;
   for (std::size_t i = 0; i < v.devices.size(); ++i) {
     v.devices[i].speed = speed_[i];
     if (std::find(hidden.begin(), hidden.end(), v.devices[i].id) != hidden.end()) v.devices[i].available = true;
@@ -66,4 +64,4 @@ void estimator::restore(const learnt& l) {
   for (int i = 0; i < 3; ++i) tier_mult_[i] = l.tiers[i];
 }
 
-}  // namespace dynapar::sim
+}  // namespace dynapar::control

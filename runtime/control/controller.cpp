@@ -1,0 +1,135 @@
+#include "control/controller.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "planner/evaluate.hpp"
+#include "planner/hysteresis.hpp"
+
+namespace dynapar::control {
+
+controller::controller(controller_config cfg, std::shared_ptr<planner::policy> policy)
+    : cfg_(std::move(cfg)),
+      policy_(std::move(policy)),
+      queues_(cfg_.budget),
+      estimates_(cfg_.cluster, cfg_.profile, cfg_.smoothing) {}
+
+void controller::set_available(int id, bool on) {
+  for (auto& d : cfg_.cluster.devices)
+    if (d.id == id && d.available != on) {
+      d.available = on;
+      events_.push_back("device " + std::to_string(id) + (on ? " joined" : " leaves"));
+    }
+}
+
+void controller::join(int id, double measured_speed) {
+  set_available(id, true);
+  estimates_.announce(id, measured_speed);
+}
+
+void controller::leave(int id) { set_available(id, false); }
+
+void controller::announce(const planner::cluster_state& c) {
+  for (const auto& d : c.devices) set_available(d.id, d.available);
+  cfg_.cluster = c;
+}
+
+void controller::observe(const measurement& m) {
+  if (!current_) return;
+  const planner::problem announced(cfg_.profile, cfg_.cluster, cfg_.planner, cfg_.budget);
+  estimates_.observe(m, announced);
+  slot_cost_ += m.cost;
+  for (const auto& [id, j] : m.energy_j) slot_energy_[id] += j;
+  ++slot_steps_;
+  if (!first_step_ && steady_pred_ > 0 && m.time_s > 0) {
+    const double r = m.time_s / steady_pred_;
+    if (ratio_n_++ == 0) ratio_mean_ = r;
+    ratio_mean_ = 0.9 * ratio_mean_ + 0.1 * r;
+    ratio_dev_ = 0.9 * ratio_dev_ + 0.1 * std::abs(r - ratio_mean_) / ratio_mean_;
+  }
+  first_step_ = false;
+}
+
+// One queue update a slot, with the slot's mean cost a step: the budget bounds the average
+// step, and the queue moves at the pace of the decisions it steers. Energy likewise: each
+// device's mean joules a step against its budget.
+void controller::close_slot() {
+  if (slot_steps_ == 0) return;
+  std::vector<std::pair<int, double>> energy;
+  for (const auto& [id, j] : slot_energy_) energy.emplace_back(id, j / slot_steps_);
+  queues_.update(slot_cost_ / slot_steps_, energy);
+  slot_cost_ = 0;
+  slot_energy_.clear();
+  slot_steps_ = 0;
+}
+
+result<decision> controller::decide(std::int64_t slot, const std::vector<int>& hidden) {
+  if (!policy_) return make_error("bad_policy", "the controller has no policy");
+  close_slot();
+  const planner::cluster_state view = estimates_.view(cfg_.cluster, hidden);
+  const planner::problem p(cfg_.profile, view, cfg_.planner, cfg_.budget);
+  const planner::plan* previous = current_ ? &*current_ : nullptr;
+  auto next = policy_->decide({p, previous, queues_.state(), slot});
+  if (!next) return next.err();
+  decision d;
+  // Hysteresis, unless devices came or went since the last decision.
+  if (cfg_.hysteresis && current_ && events_.empty()) {
+    const double noise = std::max(cfg_.planner.replan_margin, ratio_n_ >= 5 ? ratio_dev_ : 0.0);
+    const auto c = planner::check_switch(p, *current_, *next, queues_.state(), cfg_.plan_lifetime_steps, noise);
+    if (c.keep) {
+      ++kept_;
+      d.kept_why = c.why + " (proposed " + planner::describe(*next) + ")";
+      *next = *current_;
+    }
+  }
+  d.plan = *next;
+  if (cfg_.explain) d.reason = explain(p, *next);
+  if (auto r = planner::evaluate(p, *next, previous, queues_.state())) d.predicted_s = r->batch_time_s;
+  d.queue = queues_.cost_backlog();
+  d.kept_plans = kept_;
+  events_.clear();
+  decided_speeds_.clear();
+  for (const auto& dev : view.devices) decided_speeds_.push_back(dev.available ? dev.speed : 0.0);
+  if (!current_ || !(current_->groups == next->groups)) first_step_ = true;
+  if (auto steady = planner::evaluate(p, *next, &*next, queues_.state())) steady_pred_ = steady->batch_time_s;
+  before_ = current_;
+  current_ = *next;
+  return d;
+}
+
+void controller::revoke(const std::string& why) {
+  current_ = before_;
+  first_step_ = true;
+  events_.push_back(why);
+}
+
+void controller::restore(const controller_snapshot& s) {
+  queues_.restore(s.queues);
+  estimates_.restore(s.estimates);
+}
+
+// Why this plan: what changed since the last decision, then the planner's own account.
+std::string controller::explain(const planner::problem& p, const planner::plan& next) const {
+  std::ostringstream os;
+  for (const auto& e : events_) os << e << "; ";
+  for (std::size_t i = 0; i < p.cluster.devices.size() && i < decided_speeds_.size(); ++i) {
+    const double was = decided_speeds_[i], now = p.cluster.devices[i].speed;
+    if (was > 0 && p.cluster.devices[i].available && std::abs(now - was) > 0.15 * was)
+      os << "device " << p.cluster.devices[i].id << " measured at speed " << now << " (was " << was << "); ";
+  }
+  const auto q = queues_.state();
+  if (current_)
+    if (auto old = planner::evaluate(p, *current_, nullptr, q))
+      os << "old plan now predicted " << old->batch_time_s * 1e3 << " ms; ";
+  if (auto r = planner::evaluate(p, next, current_ ? &*current_ : nullptr, q)) {
+    os << "new plan " << r->batch_time_s * 1e3 << " ms (compute " << r->compute_s * 1e3 << ", sums " << r->sync_s * 1e3
+       << ", updates " << r->update_s * 1e3 << ", migration " << r->migration_s * 1e3 << ")";
+    for (const auto& g : r->groups)
+      if (g.time_s == r->compute_s) os << ", bottleneck " << g.bottleneck;
+    if (cfg_.budget.has_cost()) os << ", cost queue " << q.cost << " budgets";
+  }
+  return os.str();
+}
+
+}  // namespace dynapar::control

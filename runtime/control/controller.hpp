@@ -1,0 +1,102 @@
+// The online controller (FORMULATION sections 4-7) as a state machine: devices join and leave,
+// measured steps are observed, and each slot a decision is taken from what was learnt. The
+// controller actor and the simulator both run this class, so training and simulation decide
+// by the same code: virtual queues (cost and energy, paced over a known horizon), estimates,
+// the policy, hysteresis and the explanation. Pure (standard library only).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.hpp"
+#include "control/estimator.hpp"
+#include "control/measurement.hpp"
+#include "planner/lyapunov.hpp"
+#include "planner/policy.hpp"
+
+namespace dynapar::control {
+
+struct controller_config {
+  planner::model_profile profile;
+  // Every device that may take part, as announced (ids, memory, prices, power, nodes, links).
+  // Speeds are the estimates' starting point; availability as given until join/leave/announce.
+  planner::cluster_state cluster;
+  planner::planner_config planner;
+  planner::budgets budget;         // horizon_slots > 0 paces the budgets over a known run
+  // Weight of each step's measurement in the speed and bandwidth estimates.
+  double smoothing = 0.1;
+  // Hysteresis (planner/hysteresis.hpp): a new plan must gain more a step than the
+  // predictions' measured noise plus its migration spread over `plan_lifetime_steps`.
+  bool hysteresis = false;
+  double plan_lifetime_steps = 20;
+  bool explain = true;             // fill decision::reason (the simulator does not need it)
+};
+
+struct decision {
+  planner::plan plan;
+  std::string reason;              // events seen and the planner's explanation
+  double predicted_s = 0;          // step time the planner expects, migration included
+  double queue = 0;                // cost queue backlog, in budgets
+  int kept_plans = 0;              // changes turned down by hysteresis so far
+  std::string kept_why;            // this one turned down: why, and what was proposed
+};
+
+// What the controller has learnt, for checkpoints: its queues and estimates.
+struct controller_snapshot {
+  planner::queue_state queues;
+  estimator::learnt estimates;
+};
+
+class controller {
+ public:
+  controller(controller_config cfg, std::shared_ptr<planner::policy> policy);
+
+  // A device arrives with the speed its benchmark measured (the estimate restarts there).
+  void join(int id, double measured_speed);
+  void leave(int id);
+  // The cluster as now announced (the simulator's world each slot): availability changes
+  // count as joins and leaves; speeds are ignored (the estimates hold them).
+  void announce(const planner::cluster_state& c);
+  // One step run under the plan in force; ignored before the first decision.
+  void observe(const measurement& m);
+  // Ends the slot: the queues take the mean cost and energy a step of the steps observed
+  // since (none: no update). decide() does it first; callers may do it earlier to read them.
+  void close_slot();
+  // The plan for `slot` from what was learnt; `hidden` devices are failing but not yet known
+  // to be (shown available). Becomes the plan in force.
+  result<decision> decide(std::int64_t slot, const std::vector<int>& hidden = {});
+  // The last decision never ran (a device failed under it): the plan before it is in force again.
+  void revoke(const std::string& why);
+
+  const std::optional<planner::plan>& current() const { return current_; }
+  planner::queue_state queues() const { return queues_.state(); }
+  controller_snapshot snapshot() const { return {queues_.state(), estimates_.snapshot()}; }
+  void restore(const controller_snapshot& s);
+
+ private:
+  void set_available(int id, bool on);
+  std::string explain(const planner::problem& p, const planner::plan& next) const;
+
+  controller_config cfg_;
+  std::shared_ptr<planner::policy> policy_;
+  planner::virtual_queues queues_;
+  estimator estimates_;
+  std::optional<planner::plan> current_, before_;
+  std::vector<std::string> events_;        // since the last decision
+  std::vector<double> decided_speeds_;     // estimates at the last decision
+  double slot_cost_ = 0;                   // summed over the slot's steps so far
+  std::map<int, double> slot_energy_;      // joules by device, likewise
+  int slot_steps_ = 0;
+  // Measured step time / predicted, of steps without migration: its mean and mean relative
+  // deviation (the predictions' noise, which hysteresis must not chase).
+  double steady_pred_ = 0, ratio_mean_ = 0, ratio_dev_ = 0;
+  int ratio_n_ = 0;
+  bool first_step_ = true;                 // of the plan in force: it carries the migration
+  int kept_ = 0;
+};
+
+}  // namespace dynapar::control

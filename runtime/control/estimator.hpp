@@ -1,0 +1,40 @@
+// What a policy knows: speeds and link bandwidths estimated online from measured stage and
+// transfer times of past steps, never from configured speeds or the world's future. Pure.
+#pragma once
+
+#include <vector>
+
+#include "control/measurement.hpp"
+#include "planner/problem.hpp"
+
+namespace dynapar::control {
+
+class estimator {
+ public:
+  // Starts from the nominal specs devices announce when they join.
+  estimator(const planner::cluster_state& nominal, const planner::model_profile& model, double smoothing);
+  // Folds in one step's measurements; `announced` gives the devices' nodes, racks, NICs and
+  // link latencies (the cluster as announced, not measured).
+  void observe(const measurement& step, const planner::problem& announced);
+  // A device (re)joins announcing a measured speed: the estimate restarts there.
+  void announce(int device_id, double speed);
+  // The cluster as the policy sees it: estimated speeds and link tiers, the announced prices
+  // and availability, with `hidden` device ids still shown available.
+  planner::cluster_state view(const planner::cluster_state& announced, const std::vector<int>& hidden) const;
+  // Checkpoints: what has been learnt, speeds in the nominal cluster's device order.
+  struct learnt {
+    std::vector<double> speeds;
+    double tiers[3] = {1, 1, 1};
+  };
+  learnt snapshot() const;
+  void restore(const learnt& l);  // a different device count is ignored
+
+ private:
+  planner::cluster_state nominal_;
+  planner::profile_sums sums_;
+  double alpha_;
+  std::vector<double> speed_;
+  double tier_mult_[3] = {1, 1, 1};
+};
+
+}  // namespace dynapar::control

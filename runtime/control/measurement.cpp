@@ -1,0 +1,22 @@
+#include "control/measurement.hpp"
+
+namespace dynapar::control {
+
+std::vector<stage_measure> stages_of(const planner::plan& p, const std::vector<std::pair<int, double>>& compute_s) {
+  std::vector<stage_measure> out;
+  for (const auto& g : p.groups)
+    for (std::size_t j = 0; j < g.devices.size(); ++j) {
+      stage_measure st;
+      st.device = g.devices[j];
+      st.first_layer = g.splits[j];
+      st.end_layer = g.splits[j + 1];
+      st.samples = g.share;
+      st.micro_batches = (g.share + g.micro_batch - 1) / g.micro_batch;
+      for (const auto& [id, s] : compute_s)
+        if (id == st.device) st.compute_s = s;
+      out.push_back(st);
+    }
+  return out;
+}
+
+}  // namespace dynapar::control

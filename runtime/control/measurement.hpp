@@ -1,0 +1,41 @@
+// What one training step really took, as the controller learns from it: the same type for a
+// step measured by the runtime (the driver's reports) and one played by the simulator
+// (sim::simulate_step), so that both feed one controller. Pure.
+#pragma once
+
+#include <utility>
+#include <vector>
+
+#include "planner/plan.hpp"
+
+namespace dynapar::control {
+
+struct stage_measure {
+  int device = 0;           // id
+  int first_layer = 0, end_layer = 0;
+  double compute_s = 0;     // busy computing in this step
+  double samples = 0;
+  int micro_batches = 0;
+};
+
+struct link_measure {
+  int from = 0, to = 0;     // ids
+  double bytes = 0;
+  double busy_s = 0;        // time the link spent transferring
+  int transfers = 0;
+};
+
+struct measurement {
+  double time_s = 0;        // the whole step
+  double cost = 0;          // price of the devices used x time
+  std::vector<std::pair<int, double>> energy_j;  // power x compute seconds, by device
+  std::vector<stage_measure> stages;
+  std::vector<link_measure> links;
+};
+
+// The stages of plan `p` with each device's measured compute seconds (`compute_s`, by device
+// id; devices not listed computed for 0 s): what a runtime step report lacks, the layers and
+// samples each device worked on, comes from the plan that ran.
+std::vector<stage_measure> stages_of(const planner::plan& p, const std::vector<std::pair<int, double>>& compute_s);
+
+}  // namespace dynapar::control

@@ -1,0 +1,213 @@
+// The controller state machine shared by the controller actor and the simulator, against
+// references written from the definitions: the queue recurrence by hand, speeds from the
+// layers' per-sample times, the policy called directly on the same problem.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "control/controller.hpp"
+#include "planner/policy.hpp"
+
+using namespace dynapar;
+using namespace dynapar::control;
+
+namespace {
+
+// 4 layers of 1 ms forward + 2 ms backward a sample; devices 10..13, all speed 1 at first.
+controller_config small_config() {
+  controller_config c;
+  for (int l = 0; l < 4; ++l) c.profile.layers.push_back({"l", 1e-3, 2e-3, 0, 1e3, 1e5, 1e3});
+  for (int i = 0; i < 4; ++i) {
+    planner::device_spec d;
+    d.id = 10 + i;
+    d.price_per_s = 1;
+    d.power_w = 100;
+    c.cluster.devices.push_back(d);
+  }
+  c.planner.batch = 64;
+  c.smoothing = 1;  // each measurement replaces the estimate: exact checks
+  return c;
+}
+
+std::shared_ptr<planner::policy> policy(const std::string& name) { return std::move(*planner::make_policy(name)); }
+
+// A step in which every device of `p` ran its stage at `speed[id - 10]`: compute seconds from
+// the layers' times (3 ms a sample a layer), not from the estimator's formula.
+measurement ran(const planner::plan& p, const std::vector<double>& speed, double cost) {
+  measurement m;
+  m.cost = cost;
+  m.time_s = 1;
+  for (const auto& g : p.groups)
+    for (std::size_t j = 0; j < g.devices.size(); ++j) {
+      stage_measure s;
+      s.device = g.devices[j];
+      s.first_layer = g.splits[j];
+      s.end_layer = g.splits[j + 1];
+      s.samples = g.share;
+      s.micro_batches = 1;
+      s.compute_s = g.share * (s.end_layer - s.first_layer) * 3e-3 / speed[s.device - 10];
+      m.stages.push_back(s);
+    }
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("the first decision is the policy's own on the announced cluster", "[unit][control]") {
+  auto cfg = small_config();
+  cfg.cluster.devices[3].available = false;
+  controller c(cfg, policy("dp_balanced"));
+  auto d = c.decide(0);
+  REQUIRE(d);
+  const planner::problem p(cfg.profile, cfg.cluster, cfg.planner, cfg.budget);
+  auto direct = policy("dp_balanced")->decide({p, nullptr, {}, 0});
+  REQUIRE(direct);
+  CHECK(d->plan.groups == direct->groups);
+  for (const auto& g : d->plan.groups) CHECK(std::find(g.devices.begin(), g.devices.end(), 13) == g.devices.end());
+  REQUIRE(c.current());
+  CHECK(c.current()->groups == d->plan.groups);
+  CHECK(d->predicted_s > 0);
+}
+
+TEST_CASE("joins, leaves and measured speeds steer the shares", "[unit][control]") {
+  auto cfg = small_config();
+  for (auto& dev : cfg.cluster.devices) dev.available = false;
+  controller c(cfg, policy("dp_balanced"));
+  c.join(10, 1);
+  c.join(11, 1);
+  auto d = c.decide(0);
+  REQUIRE(d);
+  REQUIRE(d->plan.groups.size() == 2);
+  CHECK(d->plan.groups[0].share == 32);
+  CHECK(d->reason.find("device 11 joined") != std::string::npos);
+  // Device 11 really runs 3x as fast: one measurement (smoothing 1) and the shares follow.
+  c.observe(ran(d->plan, {1, 3, 1, 1}, 0));
+  const auto learnt = c.snapshot().estimates.speeds;
+  CHECK(learnt[0] == Approx(1));
+  CHECK(learnt[1] == Approx(3));
+  d = c.decide(1);
+  REQUIRE(d);
+  int share11 = 0;
+  for (const auto& g : d->plan.groups)
+    if (g.devices == std::vector<int>{11}) share11 = g.share;
+  CHECK(share11 == 48);  // 3/4 of 64
+  c.leave(11);
+  d = c.decide(2);
+  REQUIRE(d);
+  REQUIRE(d->plan.groups.size() == 1);
+  CHECK(d->plan.groups[0].devices == std::vector<int>{10});
+}
+
+TEST_CASE("the cost queue follows its recurrence once a slot, on the slot's mean", "[unit][control]") {
+  auto cfg = small_config();
+  cfg.budget.cost_per_slot = 2;
+  controller c(cfg, policy("dp_even"));
+  c.observe(ran(planner::plan{}, {1, 1, 1, 1}, 100));  // before any decision: ignored
+  CHECK(c.queues().slots == 0);
+  auto d = c.decide(0);
+  REQUIRE(d);
+  c.observe(ran(d->plan, {1, 1, 1, 1}, 3));
+  c.observe(ran(d->plan, {1, 1, 1, 1}, 5));
+  c.close_slot();
+  // Q = max(0 + mean(3, 5) / 2 - 1, 0) = 1
+  CHECK(c.queues().cost == Approx(1.0));
+  CHECK(c.queues().slots == 1);
+  c.close_slot();  // nothing observed since: no update
+  CHECK(c.queues().slots == 1);
+  c.observe(ran(d->plan, {1, 1, 1, 1}, 1));
+  d = c.decide(1);  // closes the slot first: Q = max(1 + 1/2 - 1, 0) = 0.5
+  REQUIRE(d);
+  CHECK(d->queue == Approx(0.5));
+}
+
+TEST_CASE("energy reaches its queue per device, averaged over the slot", "[unit][control]") {
+  auto cfg = small_config();
+  cfg.budget.energy_per_slot.push_back({10, 4.0});
+  controller c(cfg, policy("dp_even"));
+  auto d = c.decide(0);
+  REQUIRE(d);
+  for (double j : {6.0, 10.0}) {
+    auto m = ran(d->plan, {1, 1, 1, 1}, 0);
+    m.energy_j = {{10, j}, {11, 100.0}};
+    c.observe(m);
+  }
+  c.close_slot();
+  const auto q = c.queues();
+  REQUIRE(q.energy.size() == 1);
+  CHECK(q.energy[0].first == 10);
+  CHECK(q.energy[0].second == Approx(8.0 / 4.0 - 1.0));  // mean 8 J against 4 J
+}
+
+TEST_CASE("a revoked decision leaves the plan before it in force", "[unit][control]") {
+  auto cfg = small_config();
+  controller c(cfg, policy("dp_even"));
+  auto first = c.decide(0);
+  REQUIRE(first);
+  // Device 13 fails during slot 1 but nobody knows yet: the decision still uses it.
+  auto world = cfg.cluster;
+  world.devices[3].available = false;
+  c.announce(world);
+  auto blind = c.decide(1, {13});
+  REQUIRE(blind);
+  CHECK(blind->plan.groups.size() == 4);
+  c.revoke("device 13 failed during the step");
+  REQUIRE(c.current());
+  CHECK(c.current()->groups == first->plan.groups);
+  auto known = c.decide(1);
+  REQUIRE(known);
+  CHECK(known->plan.groups.size() == 3);
+  CHECK(known->reason.find("device 13 failed") != std::string::npos);
+}
+
+TEST_CASE("hysteresis keeps a plan that gains less than the predictions' noise", "[unit][control]") {
+  auto cfg = small_config();
+  cfg.hysteresis = true;
+  cfg.plan_lifetime_steps = 10;
+  cfg.planner.replan_margin = 0.5;  // predictions trusted to within 50 %: only big gains move
+  controller c(cfg, policy("dp_balanced"));
+  auto d = c.decide(0);
+  REQUIRE(d);
+  // Device 11 measures 10 % faster: the balanced shares would move by a few samples.
+  c.observe(ran(d->plan, {1, 1.1, 1, 1}, 0));
+  auto next = c.decide(1);
+  REQUIRE(next);
+  CHECK(next->plan.groups == d->plan.groups);
+  CHECK(next->kept_plans == 1);
+  CHECK_FALSE(next->kept_why.empty());
+  // Without hysteresis the same measurement moves the shares: it was the hysteresis.
+  cfg.hysteresis = false;
+  controller free(cfg, policy("dp_balanced"));
+  auto f0 = free.decide(0);
+  free.observe(ran(f0->plan, {1, 1.1, 1, 1}, 0));
+  auto f1 = free.decide(1);
+  REQUIRE(f1);
+  CHECK_FALSE(f1->plan.groups == f0->plan.groups);
+  // A join is an event: the next decision is taken whatever the gain.
+  c.leave(13);
+  auto after = c.decide(2);
+  REQUIRE(after);
+  CHECK(after->plan.groups.size() == 3);
+}
+
+TEST_CASE("a controller without a policy says so", "[unit][control]") {
+  controller c(small_config(), nullptr);
+  auto d = c.decide(0);
+  REQUIRE_FALSE(d);
+  CHECK(d.err().message.find("policy") != std::string::npos);
+}
+
+TEST_CASE("stages_of reads layers, samples and micro-batches off the plan", "[unit][control]") {
+  planner::plan p;
+  p.groups.push_back({{10, 11}, {0, 1, 4}, 40, 16});
+  p.groups.push_back({{12}, {0, 4}, 24, 8});
+  const auto st = stages_of(p, {{11, 0.5}, {12, 0.25}});
+  REQUIRE(st.size() == 3);
+  CHECK(st[0].device == 10);
+  CHECK(st[0].compute_s == 0);
+  CHECK(st[1].first_layer == 1);
+  CHECK(st[1].end_layer == 4);
+  CHECK(st[1].micro_batches == 3);  // ceil(40 / 16)
+  CHECK(st[1].compute_s == 0.5);
+  CHECK(st[2].samples == 24);
+  CHECK(st[2].micro_batches == 3);
+}

@@ -1,13 +1,12 @@
 #include "actors/device_actor.hpp"
 
-#include <time.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <chrono>
 #include <map>
 #include <thread>
 
+#include "actors/device_clock.hpp"
 #include "actors/messages.hpp"
 #include "schedule/runner.hpp"
 
@@ -26,12 +25,8 @@ struct device_state {
   stage_report report;
   bool active = false;
   std::chrono::steady_clock::time_point wait_since;
-  // Seconds the emulated work of this step has overslept so far: a sleeping thread wakes up
-  // late (timer slack, and a wait for a core when the machine is busy), which a real slow
-  // device would not pay; later sleeps of the step are shortened by it.
-  double overslept = 0;
+  device_clock speed{1};                        // emulated speed, CPU- or profile-timed
   comm::link_shaper to_next, to_prev;          // this device's side of its pipeline links
-  std::vector<planner::layer_profile> timing;  // profile-timed emulation (empty: CPU-timed)
   std::map<int, comm::link_shaper> migration;  // by target device
   std::map<int, std::size_t> held_bytes;       // layer -> its bytes with optimizer state
   // The decentralised sum (reduce_task): in progress by layer, chunks that came before their
@@ -52,33 +47,6 @@ using clock = std::chrono::steady_clock;
 double since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
 double now_s() { return std::chrono::duration<double>(clock::now().time_since_epoch()).count(); }
 
-// CPU seconds of this thread: the work itself, whatever else the machine runs meanwhile.
-double thread_cpu_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-// Work started at (t0, cpu0): the emulated device takes cpu / speed for it (or, profile-timed,
-// `reference_s` / speed), so the device sleeps whatever of that the wall clock has not yet
-// spent. Dilating the CPU time rather than the wall time keeps waits for a core (other
-// devices, the driver) out of the emulated device's speed. Returns the work's wall seconds.
-struct work_start {
-  clock::time_point t0 = clock::now();
-  double cpu0 = thread_cpu_s();
-};
-double finish_work(device_state& s, const work_start& w, double reference_s = -1) {
-  const double cpu = reference_s >= 0 ? reference_s : thread_cpu_s() - w.cpu0;
-  const double target = cpu / s.cfg.speed, worked = since(w.t0);
-  const double left = target - worked - s.overslept;
-  if (left > 0) std::this_thread::sleep_for(std::chrono::duration<double>(left));
-  const double took = since(w.t0);
-  // Only the emulation's own sleeps count: work slower than its target (a wait for a core
-  // while computing) is the machine's load, and is left as it is.
-  if (target > worked) s.overslept = std::max(0.0, s.overslept + took - target);
-  return took;
-}
-
 // Sends over an emulated link: delivered when the shaper says the bytes have arrived.
 template <class... Ts>
 void send_shaped(caf::stateful_actor<device_state>* self, comm::link_shaper& link, const comm::link_spec& spec,
@@ -93,17 +61,6 @@ void send_shaped(caf::stateful_actor<device_state>* self, comm::link_shaper& lin
   }
 }
 
-// The profile's seconds for this stage's forward or backward of `rows` samples (-1: not
-// profile-timed); the per-micro-batch fixed part is split evenly between the two.
-double reference_s(const device_state& s, bool forward, double rows) {
-  if (s.timing.empty()) return -1;
-  double t = 0;
-  const auto& layers = s.timing;
-  for (int l = std::max(0, s.task.lo); l < s.task.hi && l < static_cast<int>(layers.size()); ++l)
-    t += rows * (forward ? layers[l].fwd_s : layers[l].bwd_s) + 0.5 * layers[l].fixed_s;
-  return t;
-}
-
 void finish_report(device_state& s) {
   auto add = [&](comm::link_shaper& l, int to) {
     if (l.transfers() > 0) s.report.links.push_back({s.cfg.id, to, l.bytes(), l.busy_s(), l.transfers()});
@@ -115,10 +72,9 @@ void finish_report(device_state& s) {
 
 // The optimizer step of a layer with its summed gradients, at the device's emulated speed.
 caf::result<bool> apply_sum(device_state& s, int layer, const std::vector<model::tensor>& sum, double divisor) {
-  const work_start w;
+  const device_clock::work_start w;
   auto st = s.worker->apply(layer, sum, divisor);
-  const bool timed = layer >= 0 && layer < static_cast<int>(s.timing.size());
-  finish_work(s, w, timed ? s.timing[layer].update_s : -1);
+  s.speed.finish(w, s.speed.update_s(layer));
   if (!st) return caf::make_error(caf::sec::runtime_error, st.err().message);
   return true;
 }
@@ -166,9 +122,9 @@ void advance(caf::stateful_actor<device_state>* self) {
         s.acts.erase({s.task.step, m});
         break;
       case schedule::op::forward: {
-        const work_start w;
+        const device_clock::work_start w;
         auto out = s.worker->forward(m, s.task.lo, s.task.hi, s.current);
-        s.report.compute_s += finish_work(s, w, reference_s(s, true, static_cast<double>(model::samples(s.current))));
+        s.report.compute_s += s.speed.finish(w, s.speed.reference_s(s.task.lo, s.task.hi, true, static_cast<double>(model::samples(s.current))));
         if (!out) return fail(out.err().message);
         s.outputs[m] = *out;
         break;
@@ -182,12 +138,12 @@ void advance(caf::stateful_actor<device_state>* self) {
       case schedule::op::recv_grad:
         break;  // consumed by backward
       case schedule::op::backward: {
-        const work_start w;
+        const device_clock::work_start w;
         const bool last = !s.task.next;
         if (last && m >= static_cast<int>(s.task.targets.size())) return fail("no targets for micro-batch " + std::to_string(m));
         const auto& from = last ? s.task.targets[m] : s.grads[{s.task.step, m}];  // a row per sample
         auto g = last ? s.worker->backward_from_loss(m, from) : s.worker->backward(m, from);
-        s.report.compute_s += finish_work(s, w, reference_s(s, false, static_cast<double>(model::samples(from))));
+        s.report.compute_s += s.speed.finish(w, s.speed.reference_s(s.task.lo, s.task.hi, false, static_cast<double>(model::samples(from))));
         if (!g) return fail(g.err().message);
         s.grads.erase({s.task.step, m});
         s.input_grads[m] = *g;
@@ -238,7 +194,7 @@ std::string hold(device_state& s, int layer, const model::layer_copy& replica) {
 
 caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_config cfg) {
   self->state.cfg = std::move(cfg);
-  self->state.cfg.speed = std::clamp(self->state.cfg.speed, 1e-3, 1.0);
+  self->state.speed.set_speed(self->state.cfg.speed);
   self->state.worker = model::make_worker(self->state.cfg.optimizer, self->state.cfg.place);
   return {
       [=](hold_atom, int layer, const model::layer_copy& replica) -> caf::result<bool> {
@@ -266,22 +222,14 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
         self->state.held_bytes.erase(layer);
       },
       [=](memory_atom, double bytes) { self->state.cfg.memory_bytes = std::max(0.0, bytes); },
-      [=](speed_atom, double speed) { self->state.cfg.speed = std::clamp(speed, 1e-3, 1.0); },
-      [=](timing_atom, const std::vector<double>& per_layer) {
-        auto& timing = self->state.timing;
-        timing.clear();
-        for (std::size_t i = 0; per_layer.size() % 4 == 0 && i < per_layer.size(); i += 4) {
-          planner::layer_profile l;
-          l.fwd_s = per_layer[i], l.bwd_s = per_layer[i + 1], l.fixed_s = per_layer[i + 2], l.update_s = per_layer[i + 3];
-          timing.push_back(l);
-        }
-      },
+      [=](speed_atom, double speed) { self->state.speed.set_speed(speed); },
+      [=](timing_atom, const std::vector<double>& per_layer) { self->state.speed.set_timing(per_layer); },
       // The joining device's benchmark, at its speed.
       [=](probe_atom) {
-        self->state.overslept = 0;
-        const work_start w;
+        self->state.speed.new_step();
+        const device_clock::work_start w;
         model::benchmark_work(self->state.cfg.place);
-        return finish_work(self->state, w);
+        return self->state.speed.finish(w);
       },
       [=](step_atom, stage_task& task) {
         auto& s = self->state;
@@ -301,7 +249,7 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
         for (const auto& [k, t] : s.grads)
           if (k.first == s.task.step) s.runner.arrived_gradient(k.second);
         s.report = stage_report{};
-        s.overslept = 0;
+        s.speed.new_step();
         s.report.device = s.cfg.id;
         s.report.step = s.task.step;
         s.worker->begin_step(s.task.first_micro, s.task.accumulate);
@@ -402,12 +350,6 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
 
 caf::actor spawn_device(caf::actor_system& sys, const device_config& cfg) {
   return sys.spawn<caf::detached>(device_actor, cfg);
-}
-
-std::vector<double> device_timing(const planner::model_profile& profile) {
-  std::vector<double> out;
-  for (const auto& l : profile.layers) out.insert(out.end(), {l.fwd_s, l.bwd_s, l.fixed_s, l.update_s});
-  return out;
 }
 
 }  // namespace dynapar::actors

@@ -27,11 +27,4 @@ struct device_config {
 
 caf::actor spawn_device(caf::actor_system& sys, const device_config& cfg);
 
-// Profile-timed emulation: (timing_atom, device_timing(profile)) makes each forward, backward
-// and update of the device last what the profile gives its layers and samples, / speed,
-// however long its CPU work took (if that took longer, the device is late): a deterministic
-// device, free of what co-running emulated devices cost each other (docs/RUNTIME.md). The
-// payload is fwd_s, bwd_s, fixed_s, update_s of each layer; empty: back to CPU-timed.
-std::vector<double> device_timing(const planner::model_profile& profile);
-
 }  // namespace dynapar::actors

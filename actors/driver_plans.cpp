@@ -13,6 +13,7 @@
 
 #include "actors/controller_actor.hpp"
 #include "actors/device_actor.hpp"
+#include "actors/device_clock.hpp"
 #include "actors/group_supervisor.hpp"
 #include "actors/messages.hpp"
 #include "actors/session.hpp"

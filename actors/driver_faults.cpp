@@ -117,7 +117,7 @@ clock::duration driver::step_deadline() const {
 
 // Faults of the job's plan due at step t and those `dynapar inject` asked for: each hits its
 // device (or one the plan uses, drawn from the seed) at a random moment of about this step.
-// Over node processes the device's node carries it out (actors/node_host.cpp).
+// Over node processes the device's node carries it out (actors/remote/node.cpp).
 void driver::fire_faults(std::int64_t t) {
   std::vector<std::pair<sim::fault, const char*>> due;
   for (; next_fault_ < s_.faults.size() && s_.faults[next_fault_].step <= t; ++next_fault_)

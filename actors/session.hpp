@@ -12,7 +12,7 @@
 
 namespace dynapar::actors {
 
-// Devices hosted by node processes (actors/remote_devices.hpp): which may take part now, and
+// Devices hosted by node processes (actors/remote/hub.hpp): which may take part now, and
 // the local actor that stands for each. A device joins at the next slot after its node
 // does, and leaves after the current step once its node asks to.
 class device_directory {

@@ -1,4 +1,4 @@
-// The data plane between node processes (actors/node_mesh.hpp), over real TCP sockets on
+// The data plane between node processes (actors/remote/mesh.hpp), over real TCP sockets on
 // loopback: data reaches the node the controller's list says hosts the device, and a node
 // takes data only from the peers of the newest list (by name, and over CURVE by key).
 #include <catch2/catch.hpp>
@@ -6,7 +6,7 @@
 #include <chrono>
 #include <thread>
 
-#include "actors/node_mesh.hpp"
+#include "actors/remote/mesh.hpp"
 
 using namespace dynapar;
 using actors::mesh_config;

@@ -10,9 +10,9 @@
 #include <fstream>
 #include <thread>
 
-#include "actors/node_host.hpp"
-#include "actors/remote_devices.hpp"
-#include "actors/remote_protocol.hpp"
+#include "actors/remote/node.hpp"
+#include "actors/remote/hub.hpp"
+#include "actors/remote/frames.hpp"
 #include "data/dataset.hpp"
 #include "support/loopback.hpp"
 #include "wire/codec.hpp"

@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "actors/remote_protocol.hpp"
+#include "actors/remote/frames.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "comm/nccl_sum.hpp"

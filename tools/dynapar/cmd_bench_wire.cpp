@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/remote_protocol.hpp"
+#include "actors/remote/frames.hpp"
 #include "cli_util.hpp"
 #include "comm/curve.hpp"
 #include "commands.hpp"

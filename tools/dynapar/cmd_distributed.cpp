@@ -18,8 +18,8 @@
 
 #include <caf/all.hpp>
 
-#include "actors/node_host.hpp"
-#include "actors/remote_devices.hpp"
+#include "actors/remote/node.hpp"
+#include "actors/remote/hub.hpp"
 #include "actors/session.hpp"
 #include "cli_util.hpp"
 #include "comm/keys.hpp"

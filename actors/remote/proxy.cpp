@@ -1,11 +1,11 @@
-#include "actors/remote_proxy.hpp"
+#include "actors/remote/proxy.hpp"
 
 #include <functional>
 #include <limits>
 #include <map>
 #include <utility>
 
-#include "actors/remote_hub.hpp"
+#include "actors/remote/hub_state.hpp"
 
 namespace dynapar::actors {
 

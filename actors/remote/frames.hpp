@@ -59,7 +59,7 @@ result<reduce_task> reduce_from(const wire::device_call& c);
 wire::device_call part_call(int device, const reduce_part& p, std::vector<model::tensor>& tensors);
 result<reduce_part> part_from(const wire::device_call& c, const std::vector<model::tensor>& tensors);
 
-// Data between devices on different nodes (node to node, node_mesh.hpp): activations,
+// Data between devices on different nodes (node to node, mesh.hpp): activations,
 // gradients, the holders' sums' chunks and migrating layers; never a control call.
 bool is_data(const wire::device_call& c);
 

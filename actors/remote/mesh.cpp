@@ -1,4 +1,4 @@
-#include "actors/node_mesh.hpp"
+#include "actors/remote/mesh.hpp"
 
 #include "logging/logging.hpp"
 

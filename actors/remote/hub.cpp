@@ -1,10 +1,10 @@
-#include "actors/remote_devices.hpp"
+#include "actors/remote/hub.hpp"
 
 #include <chrono>
 #include <utility>
 
-#include "actors/remote_hub.hpp"
-#include "actors/remote_proxy.hpp"
+#include "actors/remote/hub_state.hpp"
+#include "actors/remote/proxy.hpp"
 #include "wire/codec.hpp"
 
 namespace dynapar::actors {
@@ -132,7 +132,7 @@ void remote_devices::impl::handle(comm::packet p) {
   std::lock_guard<std::mutex> lock(mu);
   if (relay) {
     // Between devices, sent before the sender's node knew the target's (nodes send such data
-    // to each other directly, node_mesh.hpp): on to the target's node, frames as they came.
+    // to each other directly, mesh.hpp): on to the target's node, frames as they came.
     auto it = devices.find(c->device);
     if (it == devices.end()) return log->warn("dropped a message for device {}, which no node hosts", c->device);
     p.route = it->second.route;

@@ -1,9 +1,9 @@
-// The controller's hub (remote_hub.hpp): membership. Nodes join and leave, go silent and are
+// The controller's hub (hub_state.hpp): membership. Nodes join and leave, go silent and are
 // lost, devices are retired; after each change every node hears the new peer list, so that
 // data goes node to node (docs/DISTRIBUTED.md, "Data plane").
 #include <chrono>
 
-#include "actors/remote_hub.hpp"
+#include "actors/remote/hub_state.hpp"
 
 namespace dynapar::actors {
 

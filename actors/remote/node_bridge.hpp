@@ -1,7 +1,7 @@
 // A node process's actors (docs/DISTRIBUTED.md): a bridge that turns the controller's device
 // calls into device messages and their answers back into calls, and stubs standing for
 // devices on other nodes and for the controller, so that the device actors never know where
-// their neighbours are. The network thread (node_host.cpp) owns the sockets; the actors post
+// their neighbours are. The network thread (node.cpp) owns the sockets; the actors post
 // through an outbox.
 #pragma once
 
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/remote_protocol.hpp"
+#include "actors/remote/frames.hpp"
 #include "comm/packet.hpp"
 
 namespace dynapar::actors {

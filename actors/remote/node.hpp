@@ -32,7 +32,7 @@ struct node_config {
   // else from the path the controller names; either way only if it hashes to the Welcome's
   // modelHash.
   std::string model_dir;
-  // Where this node takes data from other nodes (node_mesh.hpp): activations, gradients and
+  // Where this node takes data from other nodes (mesh.hpp): activations, gradients and
   // layers go node to node, not through the controller. Port 0: any free port.
   std::string data_bind = "tcp://127.0.0.1:0";
 };

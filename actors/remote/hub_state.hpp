@@ -1,6 +1,6 @@
 // The controller process's network hub behind remote_devices (private to actors/): one
 // thread owns the ZeroMQ ROUTER, the device registry and the CURVE authenticator; the proxy
-// actors (remote_proxy.hpp) post device calls through it.
+// actors (proxy.hpp) post device calls through it.
 #pragma once
 
 #include <atomic>
@@ -9,8 +9,8 @@
 #include <mutex>
 #include <thread>
 
-#include "actors/remote_devices.hpp"
-#include "actors/remote_protocol.hpp"
+#include "actors/remote/hub.hpp"
+#include "actors/remote/frames.hpp"
 #include "comm/curve.hpp"
 #include "logging/logging.hpp"
 

@@ -2,7 +2,7 @@
 // owns a ZeroMQ ROUTER socket: nodes connect with DEALER sockets and join with their device
 // specs; every device they host gets a proxy actor here that speaks the device actor's
 // messages (actors/messages.hpp) and forwards them as device calls. Activations, gradients
-// and migrating layers between nodes go node to node (node_mesh.hpp): the controller tells
+// and migrating layers between nodes go node to node (mesh.hpp): the controller tells
 // every node who its peers are. The driver sees the devices through device_directory, as if
 // they were local.
 #pragma once

@@ -1,4 +1,4 @@
-#include "actors/node_bridge.hpp"
+#include "actors/remote/node_bridge.hpp"
 
 #include <signal.h>
 #include <unistd.h>

@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "actors/remote_devices.hpp"
+#include "actors/remote/hub.hpp"
 
 namespace dynapar::actors {
 

@@ -1,4 +1,4 @@
-#include "actors/node_host.hpp"
+#include "actors/remote/node.hpp"
 
 #include <signal.h>
 #include <unistd.h>
@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "actors/device_actor.hpp"
-#include "actors/node_bridge.hpp"
-#include "actors/node_mesh.hpp"
-#include "actors/remote_protocol.hpp"
+#include "actors/remote/node_bridge.hpp"
+#include "actors/remote/mesh.hpp"
+#include "actors/remote/frames.hpp"
 #include "comm/curve.hpp"
 #include "logging/logging.hpp"
 #include "wire/codec.hpp"

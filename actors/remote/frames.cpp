@@ -1,4 +1,4 @@
-#include "actors/remote_protocol.hpp"
+#include "actors/remote/frames.hpp"
 
 #include <algorithm>
 #include <cmath>

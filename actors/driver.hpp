@@ -22,7 +22,7 @@
 #include "data/ledger.hpp"
 #include "data/sampler.hpp"
 #include "planner/cluster.hpp"
-#include "sim/world.hpp"
+#include "sim/emulated_cluster.hpp"
 
 namespace dynapar::actors::detail {
 
@@ -41,8 +41,7 @@ class driver {
          const train_settings& s, const train_callbacks& cb)
       : sys_(sys), self_(sys), actors_(actors), m_(m), d_(d), s_(s), cb_(cb), L_(model::num_layers(m)),
         timeout_(std::chrono::milliseconds(static_cast<long>(s.step_timeout_s * 1000))),
-        emu_(s.emulated.cluster.devices.empty() ? default_emulation(s, actors) : s.emulated),
-        world_(emu_), truth_(emu_.cluster), links_(std::make_unique<planner::link_table>(truth_)) {}
+        cluster_(s.emulated.cluster.devices.empty() ? default_emulation(s, actors) : s.emulated) {}
 
   ~driver() { shutdown(); }
 
@@ -80,15 +79,8 @@ class driver {
   }
   clock::duration step_deadline() const;
   comm::link_spec link(int a, int b) const {
-    const int i = links_->index_of(a), j = links_->index_of(b);
-    if (i < 0 || j < 0) return {};
-    return {links_->bw(i, j), links_->lat(i, j)};
-  }
-  double true_speed(int id) const {
-    const int i = links_->index_of(id);
-    const auto slow = slow_.find(id);
-    const double factor = slow == slow_.end() ? 1.0 : slow->second.factor;
-    return i < 0 ? factor : std::clamp(truth_.devices[i].speed * factor, 1e-3, 1.0);
+    const auto [bw, lat] = cluster_.link(a, b);
+    return {bw, lat};
   }
   // What a joining device's speed is taken to be: its probe against the driver's (the same
   // CPU work); on a job with GPUs, the speed measured on the model at set-up (a matrix probe
@@ -132,7 +124,6 @@ class driver {
     for (int id : gone) depart(id);
     return !gone.empty();
   }
-  double emulated_sync_s() const;
   status run_step(std::int64_t t, const std::vector<int>& samples, step_record& rec, control::measurement& measure);
   status central_sums(std::int64_t t, std::int64_t micro_batches, clock::time_point started, clock::time_point deadline,
                       std::map<int, std::vector<model::tensor>>& summed);
@@ -178,10 +169,7 @@ class driver {
   const train_callbacks& cb_;
   const int L_;
   const std::chrono::milliseconds timeout_;
-  sim::scenario emu_;
-  sim::world world_;
-  planner::cluster_state truth_;                  // the emulated cluster this slot
-  std::unique_ptr<planner::link_table> links_;    // over truth_
+  sim::emulated_cluster cluster_;                 // what devices and links really are
   std::set<int> joined_;                          // devices that joined and have not left
   std::set<int> leaving_;                         // left, still holding layers until re-planned
   double bench_ref_s_ = 0;                        // this machine's time for the benchmark
@@ -219,11 +207,6 @@ class driver {
   int late_retries_ = 0;
   bool late_ = false;                             // the failure was a missed deadline
   std::size_t next_fault_ = 0;                    // into s_.faults
-  struct slowdown {
-    double factor;
-    std::int64_t until;  // the first step at full speed again
-  };
-  std::map<int, slowdown> slow_;                  // injected slow-downs, by device
   std::vector<double> recovery_s_;
   // Since the lost devices were known (after the probes): closed when the next step starts.
   std::optional<clock::time_point> recovering_;

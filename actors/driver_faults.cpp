@@ -70,7 +70,7 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
     }
     self_->send(actors_.controller, leave_atom::value, id);
     note({t, "lost", "crash", id, "", why.message, probe_s});
-    slow_.erase(id);
+    cluster_.forget(id);
     joined_.erase(id);
     leaving_.erase(id);
     failing_.erase(id);
@@ -169,8 +169,8 @@ void driver::fire_faults(std::int64_t t) {
         break;
       }
       case sim::fault_kind::slow:
-        slow_[id] = {f.factor, t + f.steps};
-        self_->send(dev, speed_atom::value, true_speed(id));
+        cluster_.slow_down(id, f.factor, t + f.steps);
+        self_->send(dev, speed_atom::value, cluster_.true_speed(id));
         detail = "speed x" + std::to_string(f.factor).substr(0, 5) + " for " + std::to_string(f.steps) + " steps";
         break;
     }
@@ -178,14 +178,8 @@ void driver::fire_faults(std::int64_t t) {
     log->warn("step {}: fault injected ({}): device {} {}", t, source, id, detail);
     note({t, "injected", kind, id, source, detail, f.seconds});
   }
-  for (auto it = slow_.begin(); it != slow_.end();) {
-    if (t < it->second.until) {
-      ++it;
-      continue;
-    }
-    const int id = it->first;
-    it = slow_.erase(it);
-    if (actors_.devices.count(id)) self_->send(actors_.devices.at(id), speed_atom::value, true_speed(id));
+  for (int id : cluster_.slow_downs_over(t)) {
+    if (actors_.devices.count(id)) self_->send(actors_.devices.at(id), speed_atom::value, cluster_.true_speed(id));
     note({t, "ended", "slow", id, "", "back to its speed", 0});
   }
 }

@@ -45,26 +45,6 @@ sim::scenario default_emulation(const train_settings& s, const cluster_actors& a
   return e;
 }
 
-// The cross-group sums run in this process; on the emulated cluster they would be segment
-// rings over its links: that time (the planner's ring formula on the true links) is slept.
-double driver::emulated_sync_s() const {
-  if (!s_.profile || current_->groups.size() < 2) return 0;
-  planner::planner_config cfg;
-  cfg.batch = s_.batch;
-  planner::problem p(*s_.profile, truth_, cfg);
-  std::vector<planner::group_shape> shapes;
-  for (const auto& g : current_->groups) {
-    if (g.share <= 0) continue;
-    std::vector<int> idx;
-    for (int id : g.devices) idx.push_back(p.links.index_of(id));
-    if (std::count(idx.begin(), idx.end(), -1)) return 0;
-    shapes.push_back(planner::make_shape(p, idx, g.splits, g.micro_batch));
-  }
-  std::vector<const planner::group_shape*> active;
-  for (const auto& sh : shapes) active.push_back(&sh);
-  return planner::sync_time(p, active);
-}
-
 // The driver's sum: every holder's partial sums of each layer gathered here, added in the
 // exact sum's tree (or, exact: false, the holders' sums in holder order).
 status driver::central_sums(std::int64_t t, std::int64_t micro_batches, clock::time_point started, clock::time_point deadline,
@@ -178,7 +158,9 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
     if (auto st = central_sums(t, micro_batches, started, deadline, summed); !st) return st;
   }
   if (sync_stale_) {
-    sync_s_ = emulated_sync_s();
+    // The sums run in this process or among the holders' nodes; on the emulated cluster they
+    // would be segment rings over its links: that time is slept.
+    sync_s_ = s_.profile ? cluster_.sync_s(*s_.profile, s_.batch, *current_) : 0.0;
     sync_stale_ = false;
   }
   rec.sync_s = sync_s_;
@@ -309,14 +291,10 @@ result<train_outcome> driver::run() {
     if (rec.pipeline_s > 0) last_pipeline_s_ = rec.pipeline_s;
     mean_step_s_ = mean_step_s_ > 0 ? 0.9 * mean_step_s_ + 0.1 * rec.time_s : rec.time_s;
     late_retries_ = 0;
-    double price = 0;
-    for (const auto& g : current_->groups)
-      for (int id : g.devices)
-        if (const int i = links_->index_of(id); i >= 0) price += truth_.devices[i].price_per_s;
-    rec.cost = price * rec.time_s;
+    rec.cost = cluster_.price_per_s(*current_) * rec.time_s;
     for (const auto& st : measure.stages)
-      if (const int i = links_->index_of(st.device); i >= 0) {
-        measure.energy_j.emplace_back(st.device, truth_.devices[i].power_w * st.compute_s);
+      if (cluster_.index_of(st.device) >= 0) {
+        measure.energy_j.emplace_back(st.device, cluster_.power_w(st.device) * st.compute_s);
         out_.avg_energy_j[st.device] += measure.energy_j.back().second;
       }
     if (actors_.controller) {

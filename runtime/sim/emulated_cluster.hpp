@@ -1,0 +1,63 @@
+// The cluster a training run emulates on this machine (docs/RUNTIME.md): the scenario's world
+// slot by slot (true speeds, links, prices, power, joins and leaves, failures) plus the
+// slow-downs that faults inject. The driver asks it what each device and link really is; the
+// controller never does (it learns from measurements). Pure.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "planner/plan.hpp"
+#include "sim/world.hpp"
+
+namespace dynapar::sim {
+
+class emulated_cluster {
+ public:
+  explicit emulated_cluster(scenario s);
+  emulated_cluster(const emulated_cluster&) = delete;  // world_ and links_ point into it
+  emulated_cluster& operator=(const emulated_cluster&) = delete;
+
+  // Moves to `slot` (0, 1, 2, ... in order; a resumed run may start later).
+  void enter_slot(int slot);
+  const planner::cluster_state& truth() const { return truth_; }
+  // Devices that fail during `slot`, unannounced.
+  std::vector<int> failing(int slot) const { return world_.failing(slot); }
+  int index_of(int id) const { return links_->index_of(id); }
+  // The link a -> b this slot: bandwidth (bytes/s) and latency (s); {inf, 0} for a device the
+  // scenario does not know.
+  std::pair<double, double> link(int a, int b) const;
+
+  // A device's true relative speed: the world's, times an injected slow-down, within
+  // [1e-3, 1] (no emulated device beats this machine).
+  double true_speed(int id) const;
+  // Injected: `id` runs at `factor` of its speed until step `until`.
+  void slow_down(int id, double factor, std::int64_t until) { slow_[id] = {factor, until}; }
+  void forget(int id) { slow_.erase(id); }  // a lost device's slow-down dies with it
+  // The slow-downs over at step t (removed): those devices are back at their world speed.
+  std::vector<int> slow_downs_over(std::int64_t t);
+
+  // What plan `p` costs a second: the price of every device it uses.
+  double price_per_s(const planner::plan& p) const;
+  double power_w(int id) const;  // 0 for an unknown device
+  // The cross-group sums of plan `p` on this slot's true links (the planner's segment-ring
+  // time, planner::sync_time): what they would take on the emulated cluster. 0 with one
+  // group, or when the plan names a device the scenario does not know.
+  double sync_s(const planner::model_profile& m, int batch, const planner::plan& p) const;
+
+ private:
+  struct slowdown {
+    double factor;
+    std::int64_t until;  // the first step at full speed again
+  };
+  scenario scenario_;
+  world world_;
+  planner::cluster_state truth_;
+  std::unique_ptr<planner::link_table> links_;  // over truth_
+  std::map<int, slowdown> slow_;
+};
+
+}  // namespace dynapar::sim

@@ -135,7 +135,7 @@ void parse_dynamics(const fields& top, sim::scenario& s) {
 }
 
 result<sim::scenario> parse_scenario(const YAML::Node& doc, const std::string& name) {
-  auto base = parse_cluster(doc, {"name", "slots", "policies", "noise", "smoothing", "detect_s", "dynamics"});
+  auto base = parse_cluster(doc, {"name", "slots", "policies", "noise", "smoothing", "detect_s", "dynamics", "hysteresis", "plan_lifetime_slots"});
   if (!base) return base.err();
   try {
     fields top(doc, "");
@@ -157,6 +157,10 @@ result<sim::scenario> parse_scenario(const YAML::Node& doc, const std::string& n
     if (!(s.estimate_smoothing > 0 && s.estimate_smoothing <= 1)) throw field_error{"field 'smoothing' must be in (0, 1]"};
     s.detect_s = top.number("detect_s", s.detect_s);
     if (s.detect_s < 0) throw field_error{"field 'detect_s' must be >= 0"};
+    s.hysteresis = top.boolean("hysteresis", s.hysteresis);
+    s.plan_lifetime_slots = top.number("plan_lifetime_slots", s.plan_lifetime_slots);
+    if (!(s.plan_lifetime_slots >= 1 && s.plan_lifetime_slots <= 1e6))
+      throw field_error{"field 'plan_lifetime_slots' must be in [1, 1000000]"};
     if (top.has("policies")) {
       const auto list = top.child("policies");
       if (!list.IsSequence()) throw field_error{"field 'policies' must be a list of policy names"};

@@ -90,6 +90,8 @@ result<run_result> run_policy(const scenario& s, const std::string& policy_name,
   cc.budget = s.budget;
   cc.budget.horizon_slots = s.slots;  // a scenario's length is known: pace the budget over it
   cc.smoothing = s.estimate_smoothing;
+  cc.hysteresis = s.hysteresis;
+  cc.plan_lifetime_steps = s.plan_lifetime_slots;  // a simulated slot is one step
   cc.explain = false;
   control::controller ctl(cc, std::move(*pol));
   rng noise(s.seed * 0x9e3779b97f4a7c15ULL + 17);

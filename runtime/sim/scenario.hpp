@@ -63,6 +63,10 @@ struct scenario {
   double measurement_noise = 0.03;      // relative std-dev of measured times
   double estimate_smoothing = 0.5;      // weight of the newest measurement
   double detect_s = 0.5;                // time to notice a failed device
+  // The controller's hysteresis (control::controller_config), as training has it: a new plan
+  // must gain more than the predictions' noise plus its migration over this many slots.
+  bool hysteresis = false;
+  double plan_lifetime_slots = 10;
   std::vector<device_trace> traces;
   std::vector<link_trace> link_traces;
   std::vector<event> events;

@@ -4,6 +4,7 @@
 #include "config/cluster_file.hpp"
 #include "config/job_file.hpp"
 #include "config/profile_json.hpp"
+#include "config/scenario_file.hpp"
 
 using namespace dynapar;
 
@@ -152,4 +153,20 @@ TEST_CASE("job files: a fault plan, and the mistakes a fault plan can make", "[u
         std::string::npos);
   CHECK(job_error(base + "replan_every: 5\nfaults: {kills: 1}").find("kills") != std::string::npos);  // typo: not under random
   CHECK(job_error(base + "step_deadline_s: -1").find("step_deadline_s") != std::string::npos);
+}
+
+TEST_CASE("scenario files: the controller's hysteresis, off unless asked, and its lifetime checked", "[unit][config]") {
+  const std::string base = "model: resnet50\ndevices: [{}, {}]\n";
+  auto plain = config::parse_scenario(YAML::Load(base), "s");
+  REQUIRE(plain);
+  CHECK_FALSE(plain->hysteresis);
+  auto on = config::parse_scenario(YAML::Load(base + "hysteresis: true\nplan_lifetime_slots: 4\n"), "s");
+  REQUIRE(on);
+  CHECK(on->hysteresis);
+  CHECK(on->plan_lifetime_slots == 4);
+  for (const char* bad : {"plan_lifetime_slots: 0\n", "plan_lifetime_slots: soon\n", "hysteresis: maybe\n"}) {
+    auto r = config::parse_scenario(YAML::Load(base + bad), "s");
+    REQUIRE_FALSE(r);
+    CHECK(r.err().message.find(std::string(bad).substr(0, std::string(bad).find(':'))) != std::string::npos);
+  }
 }

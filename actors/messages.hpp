@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/trainer.hpp"
+#include "control/controller.hpp"
 #include "comm/link_shaper.hpp"
 #include "model/api.hpp"
 #include "model/peer_sum.hpp"

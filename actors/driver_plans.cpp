@@ -19,8 +19,6 @@
 #include "actors/session.hpp"
 #include "data/sampler.hpp"
 #include "logging/logging.hpp"
-#include "planner/time_model.hpp"
-#include "sim/world.hpp"
 
 namespace dynapar::actors {
 namespace detail {

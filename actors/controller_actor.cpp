@@ -31,7 +31,8 @@ control::controller_config core_config(const controller_config& cfg) {
   return c;
 }
 
-caf::behavior controller(caf::stateful_actor<controller_state>* self, const controller_config& cfg) {
+controller_actor::behavior_type controller(controller_actor::stateful_pointer<controller_state> self,
+                                           const controller_config& cfg) {
   std::shared_ptr<planner::policy> policy = cfg.custom;
   if (!policy) {
     if (auto p = planner::make_policy(cfg.policy)) policy = std::move(*p);
@@ -58,6 +59,6 @@ caf::behavior controller(caf::stateful_actor<controller_state>* self, const cont
 
 }  // namespace
 
-caf::actor spawn_controller(caf::actor_system& sys, const controller_config& cfg) { return sys.spawn(controller, cfg); }
+controller_actor spawn_controller(caf::actor_system& sys, const controller_config& cfg) { return sys.spawn(controller, cfg); }
 
 }  // namespace dynapar::actors

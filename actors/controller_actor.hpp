@@ -6,12 +6,18 @@
 
 #include <caf/all.hpp>
 
+#include "actors/messages.hpp"
 #include "actors/trainer.hpp"
 
 namespace dynapar::actors {
 
-// Messages: (join_atom, id, measured speed), (leave_atom, id), (report_atom, control::measurement)
-// and (plan_atom, slot) -> control::decision.
-caf::actor spawn_controller(caf::actor_system& sys, const controller_config& cfg);
+// Its messages, checked at compile time: a device joins with its measured speed, leaves, a
+// step's measurement; the plan for a slot; the state for a checkpoint.
+using controller_actor = caf::typed_actor<caf::reacts_to<join_atom, int, double>, caf::reacts_to<leave_atom, int>,
+                                          caf::reacts_to<report_atom, control::measurement>,
+                                          caf::replies_to<plan_atom, std::int64_t>::with<control::decision>,
+                                          caf::replies_to<snapshot_atom>::with<control::controller_snapshot>>;
+
+controller_actor spawn_controller(caf::actor_system& sys, const controller_config& cfg);
 
 }  // namespace dynapar::actors

@@ -157,7 +157,7 @@ class driver {
     for (auto& [id, a] : actors_.devices) self_->send_exit(a, caf::exit_reason::user_shutdown);
     actors_.devices.clear();
     if (actors_.controller) self_->send_exit(actors_.controller, caf::exit_reason::user_shutdown);
-    actors_.controller = caf::actor{};
+    actors_.controller = controller_actor{};
   }
 
   caf::actor_system& sys_;

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 
+#include "actors/controller_actor.hpp"
 #include "actors/trainer.hpp"
 
 namespace dynapar::actors {
@@ -27,7 +28,7 @@ class device_directory {
 
 struct cluster_actors {
   std::map<int, caf::actor> devices;  // by device id (actors/device_actor.hpp)
-  caf::actor controller;              // optional (actors/controller_actor.hpp); re-plans every
+  controller_actor controller;        // optional (actors/controller_actor.hpp); re-plans every
                                       // settings.slot_steps steps unless settings.controller says
   // Without one, devices are spawned in this process; with one, only the devices it has
   // present take part, and their actors are its proxies.

@@ -95,7 +95,6 @@ result<run_result> run_policy(const scenario& s, const std::string& policy_name,
   cc.explain = false;
   control::controller ctl(cc, std::move(*pol));
   rng noise(s.seed * 0x9e3779b97f4a7c15ULL + 17);
-  std::optional<planner::plan> prev;  // the plan that last ran
   run_result out;
   std::string first_error;
   for (int t = 0; t < s.slots; ++t) {
@@ -106,6 +105,8 @@ result<run_result> run_policy(const scenario& s, const std::string& policy_name,
     slot_record rec;
     rec.slot = t;
     rec.floor_s = truth.floor_s();
+    // The plan that last ran: the controller's plan in force before this slot's decision.
+    const std::optional<planner::plan> prev = ctl.current();
     const planner::plan* prev_p = prev ? &*prev : nullptr;
     auto decided = ctl.decide(t, hidden);
     if (decided && uses_any(decided->plan, hidden)) {
@@ -154,7 +155,6 @@ result<run_result> run_policy(const scenario& s, const std::string& policy_name,
     ctl.observe(m);
     ctl.close_slot();
     rec.cost_queue = ctl.queues().cost;
-    prev = pl;
     out.slots.push_back(rec);
     if (on_slot) on_slot(t);
   }

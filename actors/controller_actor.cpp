@@ -15,7 +15,7 @@ struct controller_state {
   static inline const char* name = "controller";
 };
 
-control::controller_config core_config(const controller_config& cfg) {
+control::controller_config core_config(const training::controller_config& cfg) {
   control::controller_config c;
   c.profile = cfg.profile;
   c.cluster = cfg.cluster;
@@ -32,7 +32,7 @@ control::controller_config core_config(const controller_config& cfg) {
 }
 
 controller_actor::behavior_type controller(controller_actor::stateful_pointer<controller_state> self,
-                                           const controller_config& cfg) {
+                                           const training::controller_config& cfg) {
   std::shared_ptr<planner::policy> policy = cfg.custom;
   if (!policy) {
     if (auto p = planner::make_policy(cfg.policy)) policy = std::move(*p);
@@ -59,6 +59,6 @@ controller_actor::behavior_type controller(controller_actor::stateful_pointer<co
 
 }  // namespace
 
-controller_actor spawn_controller(caf::actor_system& sys, const controller_config& cfg) { return sys.spawn(controller, cfg); }
+controller_actor spawn_controller(caf::actor_system& sys, const training::controller_config& cfg) { return sys.spawn(controller, cfg); }
 
 }  // namespace dynapar::actors

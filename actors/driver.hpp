@@ -33,19 +33,19 @@ inline double since(clock::time_point t) { return std::chrono::duration<double>(
 
 // Without an emulated cluster: every device the plans or the caller name, at full speed, on
 // one node.
-sim::scenario default_emulation(const train_settings& s, const cluster_actors& a);
+sim::scenario default_emulation(const training::train_settings& s, const cluster_actors& a);
 
 class driver {
  public:
   driver(caf::actor_system& sys, cluster_actors& actors, const model::model_chain& m, const data::dataset& d,
-         const train_settings& s, const train_callbacks& cb)
+         const training::train_settings& s, const training::train_callbacks& cb)
       : sys_(sys), self_(sys), actors_(actors), m_(m), d_(d), s_(s), cb_(cb), L_(model::num_layers(m)),
         timeout_(std::chrono::milliseconds(static_cast<long>(s.step_timeout_s * 1000))),
         cluster_(s.emulated.cluster.devices.empty() ? default_emulation(s, actors) : s.emulated) {}
 
   ~driver() { shutdown(); }
 
-  result<train_outcome> run();
+  result<training::train_outcome> run();
 
  private:
   status check(const std::string& where) {
@@ -102,7 +102,7 @@ class driver {
   // replacements to join (respawned nodes, or in one process fresh actors).
   status await_devices(std::int64_t slot, std::int64_t t, bool& changed);
   result<std::optional<control::decision>> next_plan(std::int64_t t, bool availability_changed);
-  status apply(const control::decision& decision, std::int64_t t, std::int64_t slot, step_record& rec);
+  status apply(const control::decision& decision, std::int64_t t, std::int64_t slot, training::step_record& rec);
   void retire_leavers();
   // Announced departure: the device keeps serving its layers until a plan without it has
   // moved them away (retire_leavers).
@@ -124,7 +124,7 @@ class driver {
     for (int id : gone) depart(id);
     return !gone.empty();
   }
-  status run_step(std::int64_t t, const std::vector<int>& samples, step_record& rec, control::measurement& measure);
+  status run_step(std::int64_t t, const std::vector<int>& samples, training::step_record& rec, control::measurement& measure);
   status central_sums(std::int64_t t, std::int64_t micro_batches, clock::time_point started, clock::time_point deadline,
                       std::map<int, std::vector<model::tensor>>& summed);
   status peer_sums(std::int64_t t, std::int64_t micro_batches, clock::time_point started, clock::time_point deadline);
@@ -144,7 +144,7 @@ class driver {
   std::set<int> find_lost();
   // The faults due at step t (the job's plan, `dynapar inject`), and slow-downs that end.
   void fire_faults(std::int64_t t);
-  void note(const fault_record& r) {
+  void note(const training::fault_record& r) {
     if (cb_.on_fault) cb_.on_fault(r);
   }
   // `committed`: the failed attempt at step t had reached its apply phase.
@@ -165,8 +165,8 @@ class driver {
   cluster_actors& actors_;
   const model::model_chain& m_;
   const data::dataset& d_;
-  const train_settings& s_;
-  const train_callbacks& cb_;
+  const training::train_settings& s_;
+  const training::train_callbacks& cb_;
   const int L_;
   const std::chrono::milliseconds timeout_;
   sim::emulated_cluster cluster_;                 // what devices and links really are
@@ -181,7 +181,7 @@ class driver {
   // but they hold nothing (a device back under the same id is a fresh one).
   std::set<int> wiped_;
   std::string failure_;
-  train_outcome out_;
+  training::train_outcome out_;
   int replan_every_ = 0;
   // The emulated sums' time depends on the plan and the slot's links only: computed once per
   // change, not every step.
@@ -195,7 +195,7 @@ class driver {
   std::set<int> failing_;                         // injected: dying this slot, unannounced
   std::set<int> dead_;                            // device actors seen stopping
   bool force_replan_ = false;
-  checkpoint cut_;                                // where to roll back when a layer loses every replica
+  training::checkpoint cut_;                                // where to roll back when a layer loses every replica
   std::vector<model::layer_copy> fresh_;          // layers the next first plan places (empty: the model's)
   std::mt19937_64 fault_rng_;
   double last_step_s_ = 0.05;

@@ -187,7 +187,7 @@ void driver::fire_faults(std::int64_t t) {
 // Between steps every replica of a layer is the same (invariant 3), so one copy per layer and
 // the controller's state make a consistent cut; the caller writes it out.
 status driver::take_checkpoint(std::int64_t steps_done) {
-  checkpoint c;
+  training::checkpoint c;
   c.step = steps_done;
   request_layers(c.layers);
   if (actors_.controller)

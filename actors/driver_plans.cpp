@@ -136,7 +136,7 @@ result<std::optional<control::decision>> driver::next_plan(std::int64_t t, bool 
 // The plan diff, applied between steps: each layer a device newly holds comes from the
 // best-connected old holder over the emulated link (with its optimizer state); layers no
 // longer held are dropped; groups re-form around the devices.
-status driver::apply(const control::decision& decision, std::int64_t t, std::int64_t slot, step_record& rec) {
+status driver::apply(const control::decision& decision, std::int64_t t, std::int64_t slot, training::step_record& rec) {
   const auto& next = decision.plan;
   std::vector<int> live(joined_.begin(), joined_.end());
   if (auto v = planner::validate(next, L_, s_.batch, live); !v)
@@ -190,7 +190,7 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
     for (std::size_t j = 0; j < gp.devices.size(); ++j)
       for (int l = gp.splits[j]; l < gp.splits[j + 1]; ++l) holders_[l].push_back(gp.devices[j]);
   }
-  plan_record pr{t, slot, next, decision.reason, decision.predicted_s, decision.queue, 0, bytes, since(started),
+  training::plan_record pr{t, slot, next, decision.reason, decision.predicted_s, decision.queue, 0, bytes, since(started),
                  diff.joined, diff.left};
   if (current_) {
     pr.layers_moved = static_cast<int>(diff.moves.size());

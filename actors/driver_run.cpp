@@ -23,7 +23,7 @@ namespace detail {
 
 // Without an emulated cluster: every device the plans or the caller name, at full speed, on
 // one node.
-sim::scenario default_emulation(const train_settings& s, const cluster_actors& a) {
+sim::scenario default_emulation(const training::train_settings& s, const cluster_actors& a) {
   sim::scenario e;
   std::set<int> ids;
   auto add = [&](const planner::plan& p) {
@@ -98,7 +98,7 @@ status driver::peer_sums(std::int64_t t, std::int64_t micro_batches, clock::time
   return check("adding gradients of step " + std::to_string(t));
 }
 
-status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_record& rec, control::measurement& measure) {
+status driver::run_step(std::int64_t t, const std::vector<int>& samples, training::step_record& rec, control::measurement& measure) {
   ++tag_;
   committed_ = false;
   // Every group gets its contiguous slice of the step's samples, cut into micro-batches.
@@ -186,7 +186,7 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, step_re
   return ok_status();
 }
 
-result<train_outcome> driver::run() {
+result<training::train_outcome> driver::run() {
   if (d_.size() < s_.batch) return make_error("bad_job", "the data set has fewer samples than one batch");
   if (s_.slot_steps < 1) return make_error("bad_job", "slot_steps must be >= 1");
   for (const auto& [step, p] : s_.replans)
@@ -223,7 +223,7 @@ result<train_outcome> driver::run() {
   std::int64_t slot = -1;
   for (std::int64_t t = start; t < s_.steps; ++t) {
     const auto t0 = clock::now();
-    step_record rec;
+    training::step_record rec;
     rec.step = t;
     bool changed = force_replan_;
     force_replan_ = false;
@@ -342,14 +342,14 @@ result<train_outcome> driver::run() {
 
 }  // namespace detail
 
-result<train_outcome> train(caf::actor_system& sys, cluster_actors& actors, const model::model_chain& m,
-                            const data::dataset& train_data, const train_settings& s, const train_callbacks& callbacks) {
+result<training::train_outcome> train(caf::actor_system& sys, cluster_actors& actors, const model::model_chain& m,
+                            const data::dataset& train_data, const training::train_settings& s, const training::train_callbacks& callbacks) {
   detail::driver d(sys, actors, m, train_data, s, callbacks);
   return d.run();
 }
 
-result<train_outcome> train(const model::model_chain& m, const data::dataset& d, const train_settings& s,
-                            const train_callbacks& callbacks) {
+result<training::train_outcome> train(const model::model_chain& m, const data::dataset& d, const training::train_settings& s,
+                            const training::train_callbacks& callbacks) {
   caf::actor_system_config cfg;
   cfg.set("scheduler.max-threads", static_cast<std::size_t>(std::max(1, s.scheduler_threads)));
   // Work stealing polls for work, and on few cores its spinning takes time from the device

@@ -35,7 +35,7 @@ struct cluster_actors {
   std::shared_ptr<device_directory> remote;
 };
 
-result<train_outcome> train(caf::actor_system& sys, cluster_actors& actors, const model::model_chain& m,
-                            const data::dataset& train_data, const train_settings& s, const train_callbacks& callbacks = {});
+result<training::train_outcome> train(caf::actor_system& sys, cluster_actors& actors, const model::model_chain& m,
+                            const data::dataset& train_data, const training::train_settings& s, const training::train_callbacks& callbacks = {});
 
 }  // namespace dynapar::actors

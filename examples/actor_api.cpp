@@ -78,7 +78,7 @@ int main() {
   }
   cluster.traces.push_back({0, {{3, 1.0 / 6}}, {}, {}});
 
-  actors::controller_config cc;
+  training::controller_config cc;
   cc.custom = std::make_shared<fastest_pair>();
   cc.profile = *profile;
   cc.cluster = cluster.cluster;
@@ -91,15 +91,15 @@ int main() {
   cluster_actors.controller = actors::spawn_controller(sys, cc);
   for (int id = 0; id < 3; ++id) cluster_actors.devices[id] = actors::spawn_device(sys, {id, opt, speeds[id]});
 
-  actors::train_settings s;
+  training::train_settings s;
   s.emulated = cluster;
   s.slot_steps = 4;  // the controller re-plans every 4 steps
   s.steps = 40;
   s.batch = 64;
   s.optimizer = opt;
   s.profile = *profile;
-  actors::train_callbacks cb;
-  cb.on_plan = [](const actors::plan_record& r) {
+  training::train_callbacks cb;
+  cb.on_plan = [](const training::plan_record& r) {
     std::printf("step %3lld: %s\n    because: %s\n", static_cast<long long>(r.step), planner::describe(r.plan).c_str(),
                 r.reason.c_str());
   };

@@ -69,12 +69,7 @@ result<cluster_file> parse_cluster(const YAML::Node& doc, std::initializer_list<
     std::vector<const char*> allowed = {"batch", "schedule", "micro_batch", "v", "eval_budget", "warm_eval_budget", "max_stages",
                                         "budget", "links", "devices", "checkpoint_gbps", "model", "seed"};
     allowed.insert(allowed.end(), allowed_extra.begin(), allowed_extra.end());
-    for (const auto& kv : doc) {
-      const auto key = kv.first.as<std::string>();
-      bool ok = false;
-      for (const char* a : allowed) ok = ok || key == a;
-      if (!ok) throw field_error{"unknown field '" + key + "'"};
-    }
+    top.only(allowed);
     cluster_file out;
     auto& cfg = out.planner;
     cfg.batch = top.integer("batch", cfg.batch);

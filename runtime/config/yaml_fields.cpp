@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <set>
 
 namespace dynapar::config {
 
@@ -9,9 +10,12 @@ fields::fields(const YAML::Node& node, std::string path) : node_(node), path_(st
   if (!node_.IsMap()) throw field_error{(path_.empty() ? std::string("the document") : path_) + " must be a map"};
 }
 
-void fields::only(std::initializer_list<const char*> allowed) const {
+void fields::only(const std::vector<const char*>& allowed) const {
+  std::set<std::string> seen;
   for (const auto& kv : node_) {
     const auto key = kv.first.as<std::string>();
+    // YAML parsers keep one of a repeated key's values: which one the user meant is unknowable.
+    if (!seen.insert(key).second) throw field_error{"field '" + path(key) + "' is given twice"};
     bool ok = false;
     for (const char* a : allowed) ok = ok || key == a;
     if (!ok) {

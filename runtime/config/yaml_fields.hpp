@@ -3,8 +3,8 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "common/result.hpp"
 
@@ -18,8 +18,8 @@ struct field_error {
 class fields {
  public:
   fields(const YAML::Node& node, std::string path);
-  // Rejects keys outside `allowed` so that typos do not pass silently.
-  void only(std::initializer_list<const char*> allowed) const;
+  // Rejects keys outside `allowed` so that typos do not pass silently, and keys given twice.
+  void only(const std::vector<const char*>& allowed) const;
   bool has(const char* key) const;
   double number(const char* key, double fallback) const;
   double number(const char* key) const;  // required

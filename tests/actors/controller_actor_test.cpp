@@ -9,7 +9,7 @@
 using namespace dynapar;
 
 TEST_CASE("the controller actor decides what the controller state machine decides", "[actor]") {
-  actors::controller_config cfg;
+  training::controller_config cfg;
   cfg.policy = "dp_balanced";
   for (int l = 0; l < 4; ++l) cfg.profile.layers.push_back({"l", 1e-3, 2e-3, 0, 1e3, 1e5, 1e3});
   for (int i = 0; i < 3; ++i) {

@@ -42,8 +42,8 @@ class pairs_policy final : public planner::policy {
   }
 };
 
-actors::train_settings job(const planner::model_profile& profile, int devices, std::vector<std::pair<int, int>> kills) {
-  actors::controller_config cc;
+training::train_settings job(const planner::model_profile& profile, int devices, std::vector<std::pair<int, int>> kills) {
+  training::controller_config cc;
   cc.custom = std::make_shared<pairs_policy>();
   cc.profile = profile;
   sim::scenario e;
@@ -60,7 +60,7 @@ actors::train_settings job(const planner::model_profile& profile, int devices, s
   cc.planner.micro_batch = 16;
   cc.planner.share_quantum = 16;
   cc.replan_every = 2;
-  actors::train_settings s;
+  training::train_settings s;
   s.controller = cc;
   s.emulated = e;
   s.slot_steps = 2;
@@ -73,7 +73,7 @@ actors::train_settings job(const planner::model_profile& profile, int devices, s
   return s;
 }
 
-double diff_from_one_device(const model::model_chain& m, const data::dataset& d, const actors::train_settings& s,
+double diff_from_one_device(const model::model_chain& m, const data::dataset& d, const training::train_settings& s,
                             const std::vector<model::layer_copy>& trained) {
   model::reference ref(m, s.optimizer);
   data::global_sampler sampler(d.size(), s.batch, s.seed);
@@ -102,9 +102,9 @@ TEST_CASE("a device killed mid-step: the run goes on from replicas and equals on
   fixture f;
   // Groups {0, 1} and {2, 3}; device 1 dies in slot 2: its half of the model lives on in 3.
   const auto s = job(f.profile, 4, {{2, 1}});
-  std::vector<actors::plan_record> plans;
-  actors::train_callbacks cb;
-  cb.on_plan = [&](const actors::plan_record& r) { plans.push_back(r); };
+  std::vector<training::plan_record> plans;
+  training::train_callbacks cb;
+  cb.on_plan = [&](const training::plan_record& r) { plans.push_back(r); };
   auto out = actors::train(*f.m, f.d, s, cb);
   REQUIRE(out);
   CHECK(out->faults_injected == 1);
@@ -164,9 +164,9 @@ TEST_CASE("a hung device misses the step deadline: found by the probes, recovere
   auto s = job(f.profile, 4, {});
   s.step_deadline_s = 2;
   s.faults.push_back({5, sim::fault_kind::pause, 1, 1, 0, 8});  // hung far longer than deadline + probe
-  std::vector<actors::fault_record> events;
-  actors::train_callbacks cb;
-  cb.on_fault = [&](const actors::fault_record& r) { events.push_back(r); };
+  std::vector<training::fault_record> events;
+  training::train_callbacks cb;
+  cb.on_fault = [&](const training::fault_record& r) { events.push_back(r); };
   auto out = actors::train(*f.m, f.d, s, cb);
   std::string seq;  // for the report, should a check fail
   for (const auto& e : events) seq += e.event + ":" + std::to_string(e.device) + " ";

@@ -37,7 +37,7 @@ sim::scenario emulate(const std::vector<double>& speeds) {
 
 // The independent reference: the same steps on one plain device, accumulating micro-batches
 // of `micro` samples.
-double diff_from_one_device(const model::model_chain& m, const data::dataset& d, const actors::train_settings& s,
+double diff_from_one_device(const model::model_chain& m, const data::dataset& d, const training::train_settings& s,
                             const std::vector<model::layer_copy>& trained, int micro = 8) {
   model::reference ref(m, s.optimizer);
   data::global_sampler sampler(d.size(), s.batch, s.seed);
@@ -57,7 +57,7 @@ TEST_CASE("actors train MLP and CNN exactly as one device, GPipe and 1F1B", "[ac
       INFO(name << " " << planner::to_string(kind) << " " << kind_of_optimizer);
       auto m = model::make_model(name, 42);
       REQUIRE(m);
-      actors::train_settings s;
+      training::train_settings s;
       s.plan = two_groups(model::num_layers(**m), kind);
       s.steps = 6;
       s.batch = 64;
@@ -84,7 +84,7 @@ TEST_CASE("the holders adding among themselves (peer_sum) train the same bits as
   const auto d = data::synthetic(640, 3);
   auto m = model::make_model("cnn", 42);
   REQUIRE(m);
-  actors::train_settings s;
+  training::train_settings s;
   s.plan = two_groups(model::num_layers(**m), planner::schedule_kind::one_f_one_b);
   s.steps = 4;
   s.batch = 64;
@@ -108,7 +108,7 @@ TEST_CASE("the holders adding among themselves (peer_sum) train the same bits as
 TEST_CASE("a plan that does not fit the model is an error, not a run", "[actor][train]") {
   auto m = model::make_model("cnn", 1);
   REQUIRE(m);
-  actors::train_settings s;
+  training::train_settings s;
   s.plan = two_groups(3, planner::schedule_kind::gpipe);  // splits end at 3, the CNN has 4 layers
   auto out = actors::train(**m, data::synthetic(200, 1), s);
   REQUIRE_FALSE(out);
@@ -121,7 +121,7 @@ TEST_CASE("a TorchScript model trains exactly too, its top-level children as lay
   REQUIRE(m);
   REQUIRE(model::num_layers(**m) == 4);
   const auto d = data::synthetic(320, 9);
-  actors::train_settings s;
+  training::train_settings s;
   s.plan = two_groups(4, planner::schedule_kind::one_f_one_b);
   s.steps = 4;
   s.optimizer = {"adam", 1e-3, 0.9, 0};
@@ -134,7 +134,7 @@ TEST_CASE("a TorchScript model trains exactly too, its top-level children as lay
 TEST_CASE("replicas that drift apart stop the run with an error naming the layer", "[actor][train]") {
   auto m = model::make_model("mlp", 3);
   REQUIRE(m);
-  actors::train_settings s;
+  training::train_settings s;
   s.plan = two_groups(3, planner::schedule_kind::gpipe);
   s.steps = 6;
   s.hash_every = 1;
@@ -154,7 +154,7 @@ TEST_CASE("re-plans between steps move layers with their optimizer state, exactl
   const auto d = data::synthetic(640, 4);
   auto m = model::make_model("cnn", 8);
   REQUIRE(m);
-  actors::train_settings s;
+  training::train_settings s;
   s.plan = two_groups(4, planner::schedule_kind::one_f_one_b);
   s.steps = 9;
   s.optimizer = {"adam", 1e-3, 0.9, 0};
@@ -178,7 +178,7 @@ TEST_CASE("an emulated slow device measures slow by its speed factor", "[actor][
   model::set_threads(1);
   auto m = model::make_model("cnn", 1);  // enough work a micro-batch that sleeping is precise
   REQUIRE(m);
-  actors::train_settings s;
+  training::train_settings s;
   s.plan.groups = {{{0}, {0, 4}, 32, 8}, {{1}, {0, 4}, 32, 8}};
   s.steps = 4;
   // Device 1 runs at a quarter of device 0's speed. Both are dilated (speed < 1), so both
@@ -186,8 +186,8 @@ TEST_CASE("an emulated slow device measures slow by its speed factor", "[actor][
   // an undilated device would also count its waits for a core.
   s.emulated = emulate({0.25, 0.0625});
   double fast = 0, slow = 0;
-  actors::train_callbacks cb;
-  cb.on_step = [&](const actors::step_record& r) {
+  training::train_callbacks cb;
+  cb.on_step = [&](const training::step_record& r) {
     if (r.step == 0) return;  // warm-up
     for (const auto& st : r.stages) (st.device == 0 ? fast : slow) += st.compute_s;
   };
@@ -215,7 +215,7 @@ TEST_CASE("profile-timed devices take the profile's time / speed for their work 
     lp.update_s = 40e-3 / L;
     prof.layers.push_back(lp);
   }
-  actors::train_settings s;
+  training::train_settings s;
   // Device 0 alone; devices 1 and 2 as a two-stage pipeline at the cut after layer 1.
   s.plan.groups = {{{0}, {0, L}, 16, 8}, {{1, 2}, {0, 1, L}, 32, 8}};
   s.batch = 48;
@@ -225,8 +225,8 @@ TEST_CASE("profile-timed devices take the profile's time / speed for their work 
   s.profile_timed = true;
   std::map<int, double> compute;
   double update = 0;
-  actors::train_callbacks cb;
-  cb.on_step = [&](const actors::step_record& r) {
+  training::train_callbacks cb;
+  cb.on_step = [&](const training::step_record& r) {
     if (r.step == 0) return;  // warm-up
     for (const auto& st : r.stages) compute[st.device] += st.compute_s / 2;
     update += r.update_s / 2;
@@ -256,7 +256,7 @@ TEST_CASE("the controller learns a device slowing down from measurements and re-
   auto m = model::make_model("cnn", 2);
   REQUIRE(m);
   const auto d = data::synthetic(1200, 6);
-  actors::controller_config cc;
+  training::controller_config cc;
   cc.policy = "joint_greedy";
   auto profile = model::measure_profile(**m, 16, 2, {});
   REQUIRE(profile);
@@ -274,7 +274,7 @@ TEST_CASE("the controller learns a device slowing down from measurements and re-
   cc.planner.share_quantum = 16;
   cc.replan_every = 3;
   cc.smoothing = 0.5;  // a short run: follow the measurements closely
-  actors::train_settings s;
+  training::train_settings s;
   s.controller = cc;
   s.steps = 12;
   s.batch = 96;
@@ -286,8 +286,8 @@ TEST_CASE("the controller learns a device slowing down from measurements and re-
   s.profile = *profile;
   // Device 0's share in each plan, by the step it took effect.
   std::vector<std::pair<std::int64_t, int>> share0;
-  actors::train_callbacks cb;
-  cb.on_plan = [&](const actors::plan_record& r) {
+  training::train_callbacks cb;
+  cb.on_plan = [&](const training::plan_record& r) {
     int share = 0;
     for (const auto& g : r.plan.groups)
       if (std::count(g.devices.begin(), g.devices.end(), 0)) share = g.share;
@@ -309,8 +309,8 @@ namespace {
 // Four devices (1.75 cores of 2 when all compute); in slot 1 device 2 slows to a third, in
 // slot 2 device 3 (as fast as the fastest) joins, in slots 4 and 6 devices 1 and 0 leave.
 // Slots of two steps, re-planned by the controller every slot.
-actors::train_settings dynamic_job(const planner::model_profile& profile) {
-  actors::controller_config cc;
+training::train_settings dynamic_job(const planner::model_profile& profile) {
+  training::controller_config cc;
   cc.policy = "joint_lyapunov";
   cc.profile = profile;
   auto e = emulate({0.5, 0.5, 0.25, 0.5});
@@ -326,7 +326,7 @@ actors::train_settings dynamic_job(const planner::model_profile& profile) {
   cc.planner.share_quantum = 16;
   cc.replan_every = 2;
   cc.smoothing = 0.5;
-  actors::train_settings s;
+  training::train_settings s;
   s.controller = cc;
   s.emulated = e;
   s.slot_steps = 2;
@@ -347,9 +347,9 @@ TEST_CASE("re-plans with a slowdown, a join and a leave keep the run equal to on
   auto profile = model::measure_profile(**m, 16, 2, {});
   REQUIRE(profile);
   const auto s = dynamic_job(*profile);
-  std::vector<actors::plan_record> plans;
-  actors::train_callbacks cb;
-  cb.on_plan = [&](const actors::plan_record& r) { plans.push_back(r); };
+  std::vector<training::plan_record> plans;
+  training::train_callbacks cb;
+  cb.on_plan = [&](const training::plan_record& r) { plans.push_back(r); };
   auto out = actors::train(**m, d, s, cb);
   REQUIRE(out);
   CHECK(out->replans >= 1);  // the first plan could not use device 3, the last cannot use 0 or 1
@@ -376,7 +376,7 @@ TEST_CASE("forced re-plans around a join and a leave move layers between live de
   auto m = model::make_model("cnn", 4);
   REQUIRE(m);
   const auto d = data::synthetic(1200, 10);
-  actors::train_settings s;
+  training::train_settings s;
   s.steps = 12;
   s.batch = 64;
   s.hash_every = 1;
@@ -408,7 +408,7 @@ TEST_CASE("a departed device in a fixed plan is an error naming it", "[actor][tr
   model::set_threads(1);
   auto m = model::make_model("mlp", 1);
   REQUIRE(m);
-  actors::train_settings s;
+  training::train_settings s;
   s.plan.groups = {{{0}, {0, 3}, 32, 8}, {{1}, {0, 3}, 32, 8}};
   s.steps = 4;
   s.slot_steps = 2;
@@ -428,7 +428,7 @@ TEST_CASE("a device's emulated memory: a layer that does not fit is refused, nam
   const model::optimizer_config adam{"adam", 1e-3, 0.9, 0};
   std::size_t model_bytes = 0;  // every layer, with Adam's two moments
   for (int l = 0; l < model::num_layers(**m); ++l) model_bytes += model::resident_bytes(model::copy_layer(**m, l), adam);
-  actors::train_settings s;
+  training::train_settings s;
   s.steps = 4;
   s.optimizer = adam;
   s.hash_every = 0;
@@ -470,7 +470,7 @@ TEST_CASE("a parameterless first layer (Flatten) trains exactly on any split, al
   const auto d = data::synthetic(256, 5);
   for (int cut = 1; cut < 6; ++cut) {
     INFO("group 0's first stage: layers [0, " << cut << ")");
-    actors::train_settings s;
+    training::train_settings s;
     s.plan.schedule = planner::schedule_kind::one_f_one_b;
     s.plan.groups.push_back({{0, 1}, {0, cut, 6}, 40, 8});
     s.plan.groups.push_back({{2, 3, 4}, {0, 1, std::max(2, cut), 6}, 24, 8});  // Flatten alone

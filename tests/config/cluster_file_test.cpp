@@ -61,6 +61,9 @@ TEST_CASE("mistakes in a cluster file name the field", "[unit][config]") {
   CHECK(parse_error("devices: [{id: 1}, {id: 1}]").find("repeated") != std::string::npos);
   CHECK(parse_error("schedule: pipedream\ndevices: [{}]").find("gpipe") != std::string::npos);
   CHECK(parse_error("colour: red\ndevices: [{}]").find("unknown field 'colour'") != std::string::npos);
+  // A key given twice: the parser would keep one value silently.
+  CHECK(parse_error("batch: 64\nbatch: 128\ndevices: [{}]").find("field 'batch' is given twice") != std::string::npos);
+  CHECK(parse_error("devices: [{speed: 1, speed: 2}]").find("field 'devices[0].speed' is given twice") != std::string::npos);
   CHECK(parse_error("links: {overrides: [{a: 0, b: 9, bandwidth_gbps: 1}]}\ndevices: [{}]").find("unknown device") != std::string::npos);
   CHECK(parse_error("budget: {energy_per_slot: {7: 10}}\ndevices: [{}]").find("unknown device id 7") != std::string::npos);
   CHECK(parse_error("- 1\n- 2").find("must be a map") != std::string::npos);

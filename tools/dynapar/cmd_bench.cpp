@@ -137,7 +137,7 @@ int bench_train(const train_bench_options& o) {
     return sw.seconds() / o.steps;
   };
   auto actor = [&](int micro) -> result<double> {
-    actors::train_settings s;
+    training::train_settings s;
     s.plan.groups.push_back({{0}, {0, model::num_layers(**m)}, o.batch, micro > 0 ? micro : o.batch});
     s.steps = o.steps + 1;
     s.batch = o.batch;
@@ -145,8 +145,8 @@ int bench_train(const train_bench_options& o) {
     s.hash_every = 0;
     if (o.place != "cpu") s.places[0] = o.place;
     std::vector<double> times;
-    actors::train_callbacks cb;
-    cb.on_step = [&](const actors::step_record& rec) {
+    training::train_callbacks cb;
+    cb.on_step = [&](const training::step_record& rec) {
       if (rec.step > 0) times.push_back(rec.time_s);  // step 0 warms up
     };
     auto r = actors::train(**m, d, s, cb);

@@ -10,7 +10,8 @@
 
 #include "cli_util.hpp"
 #include "commands.hpp"
-#include "job_setup.hpp"
+#include "actors/trainer.hpp"
+#include "training/prepare.hpp"
 #include "planner/policy.hpp"
 #include "sim/des.hpp"
 #include "sim/world.hpp"
@@ -37,8 +38,8 @@ struct policy_run {
   double accuracy = 0;
 };
 
-result<policy_run> run_policy(const prepared_job& p, const std::string& policy, const runtime_bench_options& o) {
-  actors::train_settings s = p.settings;
+result<policy_run> run_policy(const training::prepared_job& p, const std::string& policy, const runtime_bench_options& o) {
+  training::train_settings s = p.settings;
   if (!s.controller) return make_error("bad_job", "bench runtime needs a job with a controller (replan_every > 0)");
   s.controller->policy = policy;
   if (o.no_budget) s.controller->budget = {};
@@ -63,9 +64,9 @@ result<policy_run> run_policy(const prepared_job& p, const std::string& policy, 
   sim::world world(s.emulated);
   std::map<std::int64_t, planner::plan> plans;
   policy_run r;
-  actors::train_callbacks cb;
-  cb.on_plan = [&](const actors::plan_record& pr) { plans[pr.step] = pr.plan; };
-  cb.on_step = [&](const actors::step_record& rec) {
+  training::train_callbacks cb;
+  cb.on_plan = [&](const training::plan_record& pr) { plans[pr.step] = pr.plan; };
+  cb.on_step = [&](const training::step_record& rec) {
     if (rec.step == 0) return;  // start-up: spawning, benchmarks, first deployment
     const auto& truth = world.at(static_cast<int>(rec.step / o.replan_every));
     planner::problem prob(*s.profile, truth, s.controller->planner, s.controller->budget);
@@ -88,7 +89,7 @@ result<policy_run> run_policy(const prepared_job& p, const std::string& policy, 
 }
 
 int bench_runtime(const runtime_bench_options& o) {
-  auto p = prepare_job(o.job, o.steps);
+  auto p = training::prepare_job(o.job, o.steps);
   if (!p) return report(p.err());
   for (const auto& name : o.policies)
     if (auto pol = planner::make_policy(name); !pol) return report(pol.err());

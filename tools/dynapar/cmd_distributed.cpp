@@ -116,7 +116,7 @@ pid_t start_node(const std::string& endpoint, const std::string& name, const std
 }
 
 // Devices the emulated cluster has available at slot 0: the run starts when nodes host them.
-std::set<int> starting_devices(const prepared_job& p) {
+std::set<int> starting_devices(const training::prepared_job& p) {
   std::set<int> ids;
   sim::world w(p.settings.emulated);
   for (const auto& d : w.at(0).devices)
@@ -130,7 +130,7 @@ std::string list(const std::set<int>& ids) {
   return o.str();
 }
 
-result<actors::train_outcome> train_remote(prepared_job& p, const actors::train_callbacks& cb, const controller_options& o) {
+result<training::train_outcome> train_remote(training::prepared_job& p, const training::train_callbacks& cb, const controller_options& o) {
   auto log = logging::get("controller");
   caf::actor_system_config cfg;
   cfg.set("scheduler.max-threads", static_cast<std::size_t>(2));
@@ -364,7 +364,7 @@ void add_distributed(CLI::App& app, runner& run) {
       // Refused before the job is loaded: a bad address should not cost a profiling run.
       if (auto st = load_keys(*c); !st) return report(st.err());
       if (auto st = comm::check_endpoint(c->bind, c->allow_remote, c->server.has_value()); !st) return report(st.err());
-      return train_main(c->train, [c](prepared_job& p, const actors::train_callbacks& cb) { return train_remote(p, cb, *c); });
+      return train_main(c->train, [c](training::prepared_job& p, const training::train_callbacks& cb) { return train_remote(p, cb, *c); });
     };
   });
 
@@ -386,7 +386,7 @@ void add_distributed(CLI::App& app, runner& run) {
       // Checked before the throwaway keys are written: launch has keys unless --no-keys alone.
       if (auto st = comm::check_endpoint(l->bind, l->allow_remote, !l->keys.empty() || !l->no_keys); !st) return report(st.err());
       if (auto st = load_keys(*l); !st) return report(st.err());
-      return train_main(l->train, [l](prepared_job& p, const actors::train_callbacks& cb) { return train_remote(p, cb, *l); });
+      return train_main(l->train, [l](training::prepared_job& p, const training::train_callbacks& cb) { return train_remote(p, cb, *l); });
     };
   });
 

@@ -1,5 +1,5 @@
 // `dynapar train`: a real model trained by device, group and controller actors in this
-// process (job_setup.hpp turns the job into settings); writes metrics.jsonl, plans.jsonl and
+// process (training/prepare.hpp turns the job into settings); writes metrics.jsonl, plans.jsonl and
 // summary.json; --verify repeats the job on one plain device and compares the parameters.
 #include <unistd.h>
 
@@ -13,11 +13,11 @@
 #include "actors/trainer.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
-#include "checkpoint_files.hpp"
+#include "training/checkpoint_files.hpp"
+#include "training/records_json.hpp"
 #include "train_job.hpp"
 #include "config/job_file.hpp"
 #include "config/profile_json.hpp"
-#include "config/report_json.hpp"
 #include "data/sampler.hpp"
 #include "logging/logging.hpp"
 #include "model/api.hpp"
@@ -31,20 +31,8 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// Joules a step by device ("id": J), as the job's energy budgets are keyed.
-json energy_json(const std::map<int, double>& by_device) {
-  json out = json::object();
-  for (const auto& [id, j] : by_device) out[std::to_string(id)] = j;
-  return out;
-}
-json energy_budget_json(const planner::budgets& b) {
-  json out = json::object();
-  for (const auto& e : b.energy_per_slot) out[std::to_string(e.device_id)] = e.joules_per_slot;
-  return out;
-}
-
 // --compare's mistakes, found before the run rather than after it.
-status check_compare(const prepared_job& prep, const train_options& o) {
+status check_compare(const training::prepared_job& prep, const train_options& o) {
   if (o.compare.empty()) return ok_status();
   if (!prep.settings.controller) return make_error("bad_flag", "--compare needs a job re-planned online (replan_every > 0)");
   if (!o.resume.empty()) return make_error("bad_flag", "--compare compares whole runs from step 0: not with --resume");
@@ -58,7 +46,7 @@ status check_compare(const prepared_job& prep, const train_options& o) {
 // Step 0 (start-up: spawning, probes, the first deployment) is left out of every mean: the
 // first run in a process also pays the process's own warm-up (on a GPU, CUDA's and cuDNN's
 // initialisation, 0.1-0.3 s), which the runs after it do not.
-result<json> compare_policies(const prepared_job& prep, const train_options& o, const std::map<std::int64_t, double>& ours) {
+result<json> compare_policies(const training::prepared_job& prep, const train_options& o, const std::map<std::int64_t, double>& ours) {
   const auto& s = prep.settings;
   const auto n = std::min(o.compare_steps, s.steps);
   const std::int64_t first = n > 1 ? 1 : 0;
@@ -75,9 +63,9 @@ result<json> compare_policies(const prepared_job& prep, const train_options& o, 
     other.resume.reset();
     other.controller->restore.reset();
     logging::get("train")->info("side by side: {} trains steps 0-{} on the same emulated devices", name, n - 1);
-    actors::train_callbacks cb;
+    training::train_callbacks cb;
     std::map<std::int64_t, std::pair<double, double>> times;  // step -> time, cost
-    cb.on_step = [&](const actors::step_record& r) { times[r.step] = {r.time_s, r.cost}; };
+    cb.on_step = [&](const training::step_record& r) { times[r.step] = {r.time_s, r.cost}; };
     auto run = actors::train(*prep.model, prep.train_set, other, cb);
     if (!run) return make_error(run.err().code, "--compare " + name + ": " + run.err().message);
     double total = 0, cost = 0;
@@ -95,7 +83,7 @@ result<json> compare_policies(const prepared_job& prep, const train_options& o, 
 }  // namespace
 
 int train_main(const train_options& o, const train_fn& how) {
-  auto prep = prepare_job(o.job, o.steps, o.place);
+  auto prep = training::prepare_job(o.job, o.steps, o.place);
   if (!prep) return report(prep.err());
   if (auto st = check_compare(*prep, o); !st) return report(st.err());
   if (!o.hysteresis.empty()) {
@@ -103,13 +91,13 @@ int train_main(const train_options& o, const train_fn& how) {
     prep->job.hysteresis = prep->settings.controller->hysteresis = o.hysteresis == "on";
   }
   if (!o.resume.empty()) {
-    auto c = load_checkpoint(o.resume, prep->job.name, *prep->model);
+    auto c = training::load_checkpoint(o.resume, prep->job.name, *prep->model);
     if (!c) return report(c.err());
     if (prep->settings.controller && c->controller) prep->settings.controller->restore = c->controller;
     logging::get("train")->info("resuming from '{}' at step {}", o.resume, c->step);
     prep->settings.resume = std::move(*c);
   }
-  std::unique_ptr<checkpoint_writer> checkpoints;
+  std::unique_ptr<training::checkpoint_writer> checkpoints;
   const std::string checkpoint_dir = o.checkpoint_dir.empty() ? o.resume : o.checkpoint_dir;
   // Consistent cuts every N steps: kept in memory as the rollback point of crash recovery,
   // and written out with a checkpoint directory.
@@ -118,7 +106,7 @@ int train_main(const train_options& o, const train_fn& how) {
     std::error_code ec;
     fs::create_directories(checkpoint_dir, ec);
     if (ec) return report(make_error("io", "cannot create '" + checkpoint_dir + "': " + ec.message()));
-    checkpoints = std::make_unique<checkpoint_writer>(checkpoint_dir, prep->job.name);
+    checkpoints = std::make_unique<training::checkpoint_writer>(checkpoint_dir, prep->job.name);
   }
   const config::job* j = &prep->job;
   const auto& s = prep->settings;
@@ -160,25 +148,12 @@ int train_main(const train_options& o, const train_fn& how) {
     status_shown = false;
     log->info(std::forward<decltype(args)>(args)...);
   };
-  actors::train_callbacks cb;
-  cb.on_plan = [&](const actors::plan_record& r) {
+  training::train_callbacks cb;
+  cb.on_plan = [&](const training::plan_record& r) {
     if (r.step == 0) first_plan = r.plan;
     meter.plan(planner::brief(r.plan));
     if (board) board->plan(r);
-    plans << json{{"step", r.step},
-                  {"slot", r.slot},
-                  {"plan", config::plan_to_json(r.plan)},
-                  {"describe", planner::describe(r.plan)},
-                  {"reason", r.reason},
-                  {"predicted_step_s", r.predicted_s},
-                  {"cost_queue", r.queue},
-                  {"layers_moved", r.layers_moved},
-                  {"bytes_migrated", r.bytes_migrated},
-                  {"migration_s", r.migration_s},
-                  {"joined", r.joined},
-                  {"left", r.left}}
-                 .dump()
-          << "\n" << std::flush;  // followed live (tests/cli/launch_elastic.sh)
+    plans << training::plan_json(r).dump() << "\n" << std::flush;  // followed live (tests/cli/launch_elastic.sh)
     if (r.step > 0)
       log_line("step {}: new plan {} ({} layers moved, {:.1f} MB): {}", r.step, planner::describe(r.plan), r.layers_moved,
                r.bytes_migrated / 1e6, r.reason);
@@ -186,16 +161,8 @@ int train_main(const train_options& o, const train_fn& how) {
   std::map<std::int64_t, double> step_times;
   double epoch_loss = 0;
   int epoch_steps = 0;
-  cb.on_step = [&](const actors::step_record& r) {
-    json stages = json::array();
-    for (const auto& st : r.stages)
-      stages.push_back({{"device", st.device}, {"compute_s", st.compute_s}, {"wait_s", st.wait_s}, {"messages", st.messages}});
-    metrics << json{{"step", r.step},         {"loss", r.loss},       {"time_s", r.time_s},
-                    {"pipeline_s", r.pipeline_s}, {"sync_s", r.sync_s}, {"update_s", r.update_s}, {"migration_s", r.migration_s},
-                    {"bytes_migrated", r.bytes_migrated}, {"cost", r.cost}, {"predicted_s", r.predicted_s},
-                    {"cost_queue", r.cost_queue}, {"stages", stages}}
-                   .dump()
-            << "\n" << std::flush;
+  cb.on_step = [&](const training::step_record& r) {
+    metrics << training::step_json(r).dump() << "\n" << std::flush;
     if (!o.compare.empty() && r.step < o.compare_steps) step_times[r.step] = r.time_s;  // a re-run step: its last attempt
     epoch_loss += r.loss;
     ++epoch_steps;
@@ -216,64 +183,18 @@ int train_main(const train_options& o, const train_fn& how) {
     epoch_steps = 0;
   };
   // Faults share metrics.jsonl with the steps, told apart by "event" (docs/FORMATS.md).
-  cb.on_fault = [&](const actors::fault_record& r) {
+  cb.on_fault = [&](const training::fault_record& r) {
     if (r.event == "injected") meter.fault();
     if (board) board->fault(r);
-    metrics << json{{"event", r.event}, {"step", r.step},     {"kind", r.kind},       {"device", r.device},
-                    {"source", r.source}, {"detail", r.detail}, {"seconds", r.seconds}}
-                   .dump()
-            << "\n" << std::flush;
+    metrics << training::fault_json(r).dump() << "\n" << std::flush;
   };
-  if (checkpoints) cb.on_checkpoint = [&](actors::checkpoint c) { checkpoints->write(std::move(c)); };
+  if (checkpoints) cb.on_checkpoint = [&](training::checkpoint c) { checkpoints->write(std::move(c)); };
   auto outcome = how ? how(*prep, cb) : actors::train(*prep->model, prep->train_set, s, cb);
   if (checkpoints)
     if (auto st = checkpoints->finish(); !st) return report(st.err());
   if (!outcome) return report(outcome.err());
   const double acc = model::accuracy(outcome->final_layers, test_set);
-  json summary = {{"job", j->name},
-                  {"model", j->model},
-                  {"steps", outcome->steps},
-                  {"batch", batch},
-                  {"mean_step_time_s", outcome->mean_step_time_s},
-                  {"samples_per_s", outcome->samples_per_s},
-                  {"final_test_accuracy", acc},
-                  {"plan", config::plan_to_json(first_plan)},
-                  {"replica_hash_checks", outcome->hash_checks},
-                  {"samples_lost", outcome->ledger.lost},
-                  {"samples_duplicated", outcome->ledger.duplicated},
-                  {"exact", j->exact},
-                  {"replans", outcome->replans},
-                  {"layers_moved", outcome->layers_moved},
-                  {"plans_kept", outcome->plans_kept},
-                  {"bytes_migrated", outcome->bytes_migrated},
-                  {"joins", outcome->joins},
-                  {"leaves", outcome->leaves},
-                  {"avg_cost", outcome->avg_cost},
-                  {"budget", j->cluster.budget.has_cost() ? json(j->cluster.budget.cost_per_slot) : json(nullptr)},
-                  {"avg_energy_j", energy_json(outcome->avg_energy_j)},
-                  {"energy_budget_j", energy_budget_json(j->cluster.budget)},
-                  {"emulation_scale", scale},
-                  {"final_plan", config::plan_to_json(outcome->final_plan)},
-                  {"final_plan_brief", planner::brief(outcome->final_plan)},
-                  {"resumed_from_step", outcome->resumed_from},
-                  {"faults_injected", outcome->faults_injected},
-                  {"devices_lost", outcome->devices_lost},
-                  {"recoveries", outcome->recoveries},
-                  {"step_retries", outcome->step_retries},
-                  {"mean_recovery_s", outcome->mean_recovery_s},
-                  {"max_recovery_s", outcome->max_recovery_s},
-                  {"checkpoints", outcome->checkpoints},
-                  {"wall_s", sw.seconds()}};
-  nlohmann::json data_plane = nlohmann::json::object();
-  for (const auto& [id, b] : outcome->data_plane_bytes) data_plane[std::to_string(id)] = b;
-  summary["data_plane_bytes"] = data_plane;
-  if (!outcome->controller_tensor_bytes.empty()) {
-    double total = 0;
-    for (const auto& [kind, b] : outcome->controller_tensor_bytes) total += b;
-    summary["controller_tensor_bytes"] = total;
-    summary["controller_tensor_bytes_by_kind"] = outcome->controller_tensor_bytes;
-    summary["controller_tensor_bytes_per_step"] = outcome->steps > 0 ? total / static_cast<double>(outcome->steps) : 0.0;
-  }
+  json summary = training::summary_json(*j, batch, *outcome, {first_plan, acc, scale, sw.seconds()});
   if (!o.compare.empty()) {
     auto side = compare_policies(*prep, o, step_times);
     if (!side) return report(side.err());

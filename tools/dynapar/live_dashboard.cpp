@@ -19,7 +19,7 @@ json& device(json& state, int id) {
 }
 }  // namespace
 
-live_dashboard::live_dashboard(std::unique_ptr<dashboard::server> s, const prepared_job& prep) : server_(std::move(s)) {
+live_dashboard::live_dashboard(std::unique_ptr<dashboard::server> s, const training::prepared_job& prep) : server_(std::move(s)) {
   const auto& j = prep.job;
   state_ = {{"job", j.name},           {"model", j.model}, {"steps", prep.settings.steps}, {"batch", prep.settings.batch},
             {"step", 0},               {"policy", j.policy}, {"plan", json::array()}, {"devices", json::array()},
@@ -41,7 +41,7 @@ void live_dashboard::note(std::int64_t step, const std::string& text) {
   state_["events"] = json(events_);
 }
 
-void live_dashboard::plan(const actors::plan_record& r) {
+void live_dashboard::plan(const training::plan_record& r) {
   state_["plan"] = config::plan_to_json(r.plan)["groups"];
   state_["plan_brief"] = planner::brief(r.plan);
   state_["predicted_step_s"] = r.predicted_s;
@@ -59,7 +59,7 @@ void live_dashboard::plan(const actors::plan_record& r) {
   publish();
 }
 
-void live_dashboard::step(const actors::step_record& r, const report::progress_meter& m) {
+void live_dashboard::step(const training::step_record& r, const report::progress_meter& m) {
   cost_sum_ += r.cost;
   ++cost_steps_;
   state_["step"] = r.step + 1;
@@ -78,7 +78,7 @@ void live_dashboard::step(const actors::step_record& r, const report::progress_m
   publish();
 }
 
-void live_dashboard::fault(const actors::fault_record& r) {
+void live_dashboard::fault(const training::fault_record& r) {
   if (r.event == "injected") state_["faults"] = state_["faults"].get<int>() + 1;
   if (r.event == "lost" && r.device >= 0) device(state_, r.device)["state"] = "lost";
   note(r.step, r.event + (r.kind.empty() ? "" : " " + r.kind) + (r.device >= 0 ? " device " + std::to_string(r.device) : "") +

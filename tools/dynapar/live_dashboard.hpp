@@ -9,19 +9,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/trainer.hpp"
+#include "training/records.hpp"
 #include "dashboard/dashboard.hpp"
-#include "job_setup.hpp"
+#include "training/prepare.hpp"
 #include "report/progress.hpp"
 
 namespace dynapar::cli {
 
 class live_dashboard {
  public:
-  live_dashboard(std::unique_ptr<dashboard::server> s, const prepared_job& prep);
-  void plan(const actors::plan_record& r);
-  void step(const actors::step_record& r, const report::progress_meter& m);
-  void fault(const actors::fault_record& r);
+  live_dashboard(std::unique_ptr<dashboard::server> s, const training::prepared_job& prep);
+  void plan(const training::plan_record& r);
+  void step(const training::step_record& r, const report::progress_meter& m);
+  void fault(const training::fault_record& r);
   void epoch(std::int64_t epoch, double test_accuracy);
   void finish(const nlohmann::json& summary);
   int port() const { return server_->port(); }

@@ -9,7 +9,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "job_setup.hpp"
+#include "training/prepare.hpp"
+#include "training/records.hpp"
 
 namespace dynapar::cli {
 
@@ -31,7 +32,7 @@ struct train_options {
   std::string dashboard_host = "127.0.0.1";
 };
 
-using train_fn = std::function<result<actors::train_outcome>(prepared_job&, const actors::train_callbacks&)>;
+using train_fn = std::function<result<training::train_outcome>(training::prepared_job&, const training::train_callbacks&)>;
 
 int train_main(const train_options& o, const train_fn& how);
 // --checkpoint-dir, --checkpoint-every, --resume.

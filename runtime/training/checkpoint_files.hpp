@@ -8,15 +8,15 @@
 #include <string>
 #include <thread>
 
-#include "actors/trainer.hpp"
+#include "training/settings.hpp"
 
-namespace dynapar::cli {
+namespace dynapar::training {
 
 class checkpoint_writer {
  public:
   checkpoint_writer(std::string dir, std::string job) : dir_(std::move(dir)), job_(std::move(job)) {}
   ~checkpoint_writer() { finish(); }
-  void write(actors::checkpoint c);  // returns at once; waits for the previous write first
+  void write(checkpoint c);  // returns at once; waits for the previous write first
   status finish();                    // waits for the last write; its error, if any
 
  private:
@@ -26,6 +26,6 @@ class checkpoint_writer {
 };
 
 // The newest checkpoint in `dir`, checked against the job (name and model).
-result<actors::checkpoint> load_checkpoint(const std::string& dir, const std::string& job, const model::model_chain& m);
+result<checkpoint> load_checkpoint(const std::string& dir, const std::string& job, const model::model_chain& m);
 
-}  // namespace dynapar::cli
+}  // namespace dynapar::training

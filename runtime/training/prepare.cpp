@@ -1,4 +1,4 @@
-#include "job_setup.hpp"
+#include "training/prepare.hpp"
 
 #include <algorithm>
 #include <map>
@@ -9,7 +9,7 @@
 #include "logging/logging.hpp"
 #include "planner/evaluate.hpp"
 
-namespace dynapar::cli {
+namespace dynapar::training {
 namespace {
 
 // Speeds relative to this machine (one core): the fastest device runs at `scale`, the
@@ -141,7 +141,7 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, co
     if (!pl) return pl.err();
     s.plan = *pl;
   } else {
-    s.controller = actors::controller_config{job.policy,           nullptr,          p.profile,        p.cluster,
+    s.controller = controller_config{job.policy,           nullptr,          p.profile,        p.cluster,
                                              job.cluster.planner, job.cluster.budget, job.replan_every, 0.1, std::nullopt};
   }
   s.batch = job.cluster.planner.batch;
@@ -171,4 +171,4 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, co
   return p;
 }
 
-}  // namespace dynapar::cli
+}  // namespace dynapar::training

@@ -1,11 +1,11 @@
-#include "checkpoint_files.hpp"
+#include "training/checkpoint_files.hpp"
 
 #include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
-namespace dynapar::cli {
+namespace dynapar::training {
 namespace {
 
 namespace fs = std::filesystem;
@@ -25,7 +25,7 @@ json controller_json(const control::controller_snapshot& c) {
           {"link_tiers", {c.estimates.tiers[0], c.estimates.tiers[1], c.estimates.tiers[2]}}};
 }
 
-status write_now(const std::string& dir, const std::string& job, const actors::checkpoint& c) {
+status write_now(const std::string& dir, const std::string& job, const checkpoint& c) {
   std::error_code ec;
   const std::string name = "step-" + std::to_string(c.step);
   const fs::path tmp = fs::path(dir) / ("." + name + ".tmp"), final_dir = fs::path(dir) / name;
@@ -54,7 +54,7 @@ status write_now(const std::string& dir, const std::string& job, const actors::c
 
 }  // namespace
 
-void checkpoint_writer::write(actors::checkpoint c) {
+void checkpoint_writer::write(checkpoint c) {
   if (writer_.joinable()) writer_.join();
   writer_ = std::thread([dir = dir_, job = job_, c = std::move(c), last = last_] {
     auto st = write_now(dir, job, c);
@@ -67,7 +67,7 @@ status checkpoint_writer::finish() {
   return *last_;
 }
 
-result<actors::checkpoint> load_checkpoint(const std::string& dir, const std::string& job, const model::model_chain& m) {
+result<checkpoint> load_checkpoint(const std::string& dir, const std::string& job, const model::model_chain& m) {
   std::ifstream latest(fs::path(dir) / "latest");
   std::string name;
   if (!(latest >> name)) return make_error("bad_checkpoint", "no checkpoint in '" + dir + "' (no 'latest' file)");
@@ -80,7 +80,7 @@ result<actors::checkpoint> load_checkpoint(const std::string& dir, const std::st
   } catch (const std::exception& e) {
     return make_error("bad_checkpoint", "'" + (at / "state.json").string() + "' is not JSON: " + e.what());
   }
-  actors::checkpoint c;
+  checkpoint c;
   try {
     if (state.at("job").get<std::string>() != job)
       return make_error("bad_checkpoint", "the checkpoint in '" + dir + "' is of job '" + state.at("job").get<std::string>() +
@@ -109,4 +109,4 @@ result<actors::checkpoint> load_checkpoint(const std::string& dir, const std::st
   return c;
 }
 
-}  // namespace dynapar::cli
+}  // namespace dynapar::training

@@ -1,0 +1,105 @@
+// What a training run reports as it goes (steps, plans, faults, checkpoints, epochs) and at
+// its end. records_json.hpp writes them as metrics.jsonl, plans.jsonl and summary.json.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "data/ledger.hpp"
+#include "model/api.hpp"
+#include "planner/plan.hpp"
+#include "training/settings.hpp"
+
+namespace dynapar::training {
+
+struct stage_timing {
+  int device = 0;
+  double compute_s = 0, wait_s = 0;
+  int messages = 0;
+};
+
+struct step_record {
+  std::int64_t step = 0;
+  double loss = 0;                   // mean over the batch
+  double time_s = 0;                 // driver wall clock: migration, pipelines, sums, apply
+  double pipeline_s = 0;             // slowest group's pipeline
+  double sync_s = 0;                 // emulated network time of the cross-group sums
+  double update_s = 0;               // the holders' optimizer steps, until the last is done
+  double migration_s = 0;            // moving layers before this step
+  double bytes_migrated = 0;
+  double cost = 0;                   // sum of the used devices' price x time_s
+  double predicted_s = 0;            // the controller's prediction for the plan in force (0: none)
+  double cost_queue = 0;             // the controller's cost queue at its latest decision
+  std::vector<stage_timing> stages;
+};
+
+// A plan taking effect: plans.jsonl.
+struct plan_record {
+  std::int64_t step = 0, slot = 0;
+  planner::plan plan;
+  std::string reason;
+  double predicted_s = 0;
+  double queue = 0;
+  int layers_moved = 0;
+  double bytes_migrated = 0;
+  double migration_s = 0;
+  std::vector<int> joined, left;     // devices entering / leaving the plan
+};
+
+// A fault injected, a device found lost, a recovery or a retried step: metrics.jsonl.
+struct fault_record {
+  std::int64_t step = 0;
+  std::string event;                 // injected, lost, recovered, retried, ended (a slow-down)
+  std::string kind;                  // kill, slow, pause, partition; lost: crash
+  int device = -1;
+  std::string source;                // injected: plan (the job's faults or dynamics), inject
+  std::string detail;
+  double seconds = 0;                // recovered: recovery time; pause, partition: duration
+};
+
+struct train_callbacks {
+  std::function<void(const step_record&)> on_step;
+  std::function<void(const plan_record&)> on_plan;
+  std::function<void(checkpoint)> on_checkpoint;  // should not block: write in the background
+  std::function<void(const fault_record&)> on_fault;
+  // After each epoch's last step: the epoch (1-based) and one replica of every layer.
+  std::function<void(std::int64_t, const std::vector<model::layer_copy>&)> on_epoch;
+};
+
+struct train_outcome {
+  std::int64_t steps = 0;
+  double mean_step_time_s = 0;
+  double samples_per_s = 0;
+  std::vector<model::layer_copy> final_layers;  // one replica per layer
+  int hash_checks = 0;
+  data::ledger_report ledger;
+  int messages_per_step = 0;
+  int replans = 0;                   // plan changes after the first plan
+  int layers_moved = 0;              // (device, layer) placements a device did not hold before
+  int plans_kept = 0;                // plan changes the controller turned down (hysteresis)
+  double bytes_migrated = 0;
+  double avg_cost = 0;               // per step
+  std::map<int, double> avg_energy_j; // per step, by device (power_w x compute time)
+  int joins = 0, leaves = 0;         // devices arriving / departing during the run
+  planner::plan final_plan;
+  std::int64_t resumed_from = 0;     // the first step this run executed
+  int checkpoints = 0;
+  // Faults (docs/RELIABILITY.md): faults injected (the dynamics' `fail` events, the job's
+  // fault plan, `dynapar inject`), devices found lost, recoveries (detection, re-plan and
+  // migration, until training goes on), and steps retried after missing their deadline with
+  // every device still answering.
+  int faults_injected = 0, devices_lost = 0, recoveries = 0, step_retries = 0;
+  double mean_recovery_s = 0, max_recovery_s = 0;
+  // Over processes: tensor bytes through the controller's process by kind
+  // (remote_devices::tensor_bytes); empty in one process.
+  std::map<std::string, double> controller_tensor_bytes;
+  // By device: the bytes it sent to other devices in the run (activations and gradients
+  // between pipeline stages, as its links counted them; layers moved are in bytes_migrated,
+  // and the gradient sums' traffic is not counted).
+  std::map<int, double> data_plane_bytes;
+};
+
+}  // namespace dynapar::training

@@ -1,0 +1,114 @@
+// What a training run is asked to do: the plan or the online controller, length, batch,
+// optimizer, the emulated cluster, faults, checkpoints, places. Plain data with documented
+// defaults; `training::prepare_job` fills it from a job file, programs may build it directly.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "control/controller.hpp"
+#include "model/api.hpp"
+#include "planner/plan.hpp"
+#include "planner/policy.hpp"
+#include "planner/problem.hpp"
+#include "sim/faults.hpp"
+#include "sim/scenario.hpp"
+
+namespace dynapar::training {
+
+// Online re-planning: a controller actor learns speeds and link bandwidths from the step
+// reports and decides the plan every `replan_every` steps and whenever a device joins or
+// leaves.
+struct controller_config {
+  std::string policy = "joint_lyapunov";      // any planner policy by name
+  std::shared_ptr<planner::policy> custom;    // or the caller's own (then `policy` is unused)
+  planner::model_profile profile;             // measured at start
+  // Every device that may take part: ids, memory, prices, nodes. Speeds are not read: a
+  // device joins with the speed its benchmark measured (model::benchmark_work) and the
+  // estimates follow the step reports. All start unavailable until they join.
+  planner::cluster_state cluster;
+  planner::planner_config planner;
+  planner::budgets budget;                    // cost per step
+  int replan_every = 10;                      // steps a slot
+  // Weight of each step's measurement in the speed and bandwidth estimates: small, because
+  // one step's times on a shared machine are noisy (~20 %); 0.1 averages about ten steps.
+  double smoothing = 0.1;
+  std::optional<control::controller_snapshot> restore;  // resuming: start from a checkpoint's state
+  // Hysteresis (planner/hysteresis.hpp): a new plan must gain more a step than the
+  // predictions' measured noise plus its migration spread over `plan_lifetime_slots` slots.
+  // Off for programs that build their settings themselves; job files turn it on by default
+  // (config::job, measured: docs/BENCHMARKS.md, "Hysteresis").
+  bool hysteresis = false;
+  double plan_lifetime_slots = 2;
+};
+
+// A consistent cut of the run after `step` steps: one copy of every layer with its optimizer
+// state, and the controller's state. The sampler's position is the step (it is a function of
+// seed and step). Written by the caller (docs/RELIABILITY.md: checkpoint files).
+struct checkpoint {
+  std::int64_t step = 0;                        // steps applied: the run resumes at this one
+  std::vector<model::layer_copy> layers;
+  std::optional<control::controller_snapshot> controller;
+};
+
+struct train_settings {
+  planner::plan plan;                // without a controller: the plan in force from step 0
+  std::int64_t steps = 100;
+  int batch = 64;
+  std::uint64_t seed = 1;            // sampler seed (the model's is in the model)
+  model::optimizer_config optimizer;
+  int hash_every = 50;               // compare replica hashes every N steps (0: never)
+  int scheduler_threads = 1;        // supervisors only: devices are detached threads
+  double step_timeout_s = 120;
+  // Fault injection: after step `perturb_step`, nudge group `perturb_group`'s replica of layer
+  // `perturb_layer` (-1: never), as a silent corruption the replica hashes must catch.
+  // Every device lost at once: how long to wait for replacements before the run fails.
+  double rejoin_wait_s = 60;
+  std::int64_t perturb_step = -1;
+  int perturb_group = 0, perturb_layer = 0;
+  // Plans that take effect before the given steps (in step order).
+  std::vector<std::pair<std::int64_t, planner::plan>> replans;
+  // The emulated cluster: every device's true relative speed (1 = this machine), price,
+  // links and availability, moved slot by slot by the dynamics (traces, events, random
+  // processes; sim::world). Empty devices: every device of the plans at full speed, close.
+  sim::scenario emulated;
+  int slot_steps = 10;               // steps per slot of the dynamics
+  // Profile of the model: prices the emulated cross-group sums (their ring time on the
+  // emulated links); without one the sums take only their in-process time.
+  std::optional<planner::model_profile> profile;
+  // Profile-timed emulation: each forward and backward of a device lasts the profile's time /
+  // its speed (actors::device_timing, sent to every device as it joins, also to devices in
+  // node processes). Off: its CPU time / speed.
+  bool profile_timed = false;
+  // With a controller, its plans replace `plan` and `replans`.
+  std::optional<controller_config> controller;
+  // Every this many steps, a checkpoint goes to callbacks.on_checkpoint (0: never).
+  int checkpoint_every = 0;
+  // Resume from a checkpoint: steps [0, resume->step) count as applied; the layers are
+  // placed by the first plan as they were saved, and the controller restarts from its state.
+  std::optional<checkpoint> resume;
+  // Faults to inject, in step order (sim::expand of the job's fault plan).
+  std::vector<sim::fault> faults;
+  // A step running longer fails; devices that then do not answer a probe are lost (a hung or
+  // cut-off device). 0: automatic, 20 times the recent mean step time, at least 5 s, at most
+  // step_timeout_s.
+  double step_deadline_s = 0;
+  // Where each device computes: device id -> "cuda:N", checked with model::check_place by
+  // the caller; devices not listed compute on the CPU (docs/GPU.md).
+  std::map<int, std::string> places;
+  // The job's `exact`. False: devices let autograd add their micro-batches in place (one
+  // gradient list per holder, no tree) and the holders' sums are added in group order
+  // (docs/RUNTIME.md); `--verify` then reports the drift.
+  bool exact = true;
+  // Where a step's gradients are added (docs/RUNTIME.md). true: among each layer's holders
+  // (model::peer_sum), node to node between processes, so no gradient passes through the
+  // driver; false: the driver gathers every holder's partial sums and sends the sums back.
+  // The same bits either way.
+  bool peer_sum = false;
+};
+
+}  // namespace dynapar::training

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "actors/messages.hpp"
+#include "actors/reduction.hpp"
 #include "actors/session.hpp"
 #include "actors/trainer.hpp"
 #include "data/ledger.hpp"
@@ -41,7 +42,8 @@ class driver {
          const training::train_settings& s, const training::train_callbacks& cb)
       : sys_(sys), self_(sys), actors_(actors), m_(m), d_(d), s_(s), cb_(cb), L_(model::num_layers(m)),
         timeout_(std::chrono::milliseconds(static_cast<long>(s.step_timeout_s * 1000))),
-        cluster_(s.emulated.cluster.devices.empty() ? default_emulation(s, actors) : s.emulated) {}
+        cluster_(s.emulated.cluster.devices.empty() ? default_emulation(s, actors) : s.emulated),
+        reduction_(s.peer_sum ? peer_reduction(self_, actors.devices, s.exact) : central_reduction(self_, actors.devices, s.exact)) {}
 
   ~driver() { shutdown(); }
 
@@ -125,9 +127,6 @@ class driver {
     return !gone.empty();
   }
   status run_step(std::int64_t t, const std::vector<int>& samples, training::step_record& rec, control::measurement& measure);
-  status central_sums(std::int64_t t, std::int64_t micro_batches, clock::time_point started, clock::time_point deadline,
-                      std::map<int, std::vector<model::tensor>>& summed);
-  status peer_sums(std::int64_t t, std::int64_t micro_batches, clock::time_point started, clock::time_point deadline);
   status check_replicas(std::int64_t t);
   void request_layers(std::vector<model::layer_copy>& out);
   status take_checkpoint(std::int64_t steps_done);
@@ -170,6 +169,7 @@ class driver {
   const int L_;
   const std::chrono::milliseconds timeout_;
   sim::emulated_cluster cluster_;                 // what devices and links really are
+  std::unique_ptr<gradient_reduction> reduction_;  // where a step's gradients are added
   std::set<int> joined_;                          // devices that joined and have not left
   std::set<int> leaving_;                         // left, still holding layers until re-planned
   double bench_ref_s_ = 0;                        // this machine's time for the benchmark

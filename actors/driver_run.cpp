@@ -43,61 +43,6 @@ sim::scenario default_emulation(const training::train_settings& s, const cluster
   return e;
 }
 
-// The driver's sum: every holder's partial sums of each layer gathered here, added in the
-// exact sum's tree (or, exact: false, the holders' sums in holder order).
-status driver::central_sums(std::int64_t t, std::int64_t micro_batches, clock::time_point started, clock::time_point deadline,
-                            std::map<int, std::vector<model::tensor>>& summed) {
-  auto on_down = [&](caf::down_msg& d) { note_down(d); };
-  // One request per device for all its layers, all in flight at once.
-  std::map<int, std::vector<int>> held;  // device -> layers
-  for (const auto& [l, ids] : holders_)
-    for (int id : ids) held[id].push_back(l);
-  for (const auto& [id, layers] : held) self_->send(actors_.devices.at(id), grads_atom::value, tag_, layers);
-  std::map<std::pair<int, int>, std::vector<model::grad_part>> got;  // (device, layer) -> partial sums
-  for (std::size_t k = 0; k < held.size() && failure_.empty();)
-    self_->receive(
-        on_down,
-        [&](device_gradients& g) {
-          if (g.step != tag_) return;
-          ++k;
-          for (auto& [l, micro] : g.layers) got[{g.device, l}] = std::move(micro);
-        },
-        [&](caf::error& e) { failure_ = text(e); }, caf::after(slice(deadline)) >> [&] { tick(started, deadline, "gathering gradients"); });
-  if (auto st = check("gathering gradients of step " + std::to_string(t)); !st) return st;
-  for (const auto& [l, ids] : holders_) {
-    std::vector<model::grad_part> parts;
-    for (int id : ids)
-      for (auto& part : got[{id, l}]) parts.push_back(std::move(part));
-    auto sum = s_.exact ? model::tree_sum(std::move(parts), micro_batches) : model::holders_sum(std::move(parts));
-    if (!sum) return make_error(sum.err().code, "step " + std::to_string(t) + ", layer " + std::to_string(l) + ": " + sum.err().message);
-    summed[l] = std::move(*sum);
-  }
-  return ok_status();
-}
-
-// The holders' sum (model::peer_sum): each layer's holders add among themselves, the same
-// bits; each answers once it holds the sum. Nothing is applied before the commit.
-status driver::peer_sums(std::int64_t t, std::int64_t micro_batches, clock::time_point started, clock::time_point deadline) {
-  auto on_down = [&](caf::down_msg& d) { note_down(d); };
-  int answers = 0;
-  for (const auto& [l, ids] : holders_) {
-    reduce_task task{tag_, l, micro_batches, s_.exact, {ids.begin(), ids.end()}, {}};
-    for (int id : ids) task.peers.push_back(actors_.devices.at(id));
-    for (int id : ids) {
-      self_->send(actors_.devices.at(id), reduce_atom::value, task);
-      ++answers;
-    }
-  }
-  for (int k = 0; k < answers && failure_.empty();)
-    self_->receive(
-        on_down,
-        [&](const sum_held& h) {
-          if (h.step == tag_) ++k;  // else an abandoned attempt's
-        },
-        [&](caf::error& e) { failure_ = text(e); }, caf::after(slice(deadline)) >> [&] { tick(started, deadline, "adding gradients"); });
-  return check("adding gradients of step " + std::to_string(t));
-}
-
 status driver::run_step(std::int64_t t, const std::vector<int>& samples, training::step_record& rec, control::measurement& measure) {
   ++tag_;
   committed_ = false;
@@ -146,15 +91,16 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
   measure.stages = control::stages_of(*current_, compute_s);
   // Each layer: every holder's partial sums, added in the exact sum's fixed tree over the
   // step's micro-batches (groups in plan order, micro-batches in order: the order of the
-  // step's samples), by the holders themselves or here, divided by B and applied on every
-  // holder.
+  // step's samples), by the holders themselves or here (actors/reduction.hpp), divided by B
+  // and applied on every holder.
   const auto sync_started = clock::now();
-  std::map<int, std::vector<model::tensor>> summed;  // the driver's sums (not with peer_sum)
-  if (s_.peer_sum) {
-    if (auto st = peer_sums(t, micro_batches, started, deadline); !st) return st;
-  } else {
-    if (auto st = central_sums(t, micro_batches, started, deadline, summed); !st) return st;
-  }
+  auto work = reduction_->start({tag_, micro_batches, &holders_});
+  while (!work->done() && failure_.empty())
+    self_->receive(
+        on_down, [&](device_gradients& g) { work->on(g); }, [&](const sum_held& h) { work->on(h); },
+        [&](caf::error& e) { failure_ = text(e); }, caf::after(slice(deadline)) >> [&] { tick(started, deadline, "adding gradients"); });
+  if (auto st = check("adding gradients of step " + std::to_string(t)); !st) return st;
+  if (auto st = work->finish(); !st) return make_error(st.err().code, "step " + std::to_string(t) + ", " + st.err().message);
   if (sync_stale_) {
     // The sums run in this process or among the holders' nodes; on the emulated cluster they
     // would be segment rings over its links: that time is slept.
@@ -168,15 +114,8 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
   // live holder applies this step: a failure now leaves the survivors one step further
   // (recover() knows, from committed_).
   const auto update_started = clock::now();
-  int acks = 0;
   committed_ = true;
-  for (const auto& [l, ids] : holders_)
-    for (int id : ids) {
-      const auto& dev = actors_.devices.at(id);
-      if (s_.peer_sum) self_->send(dev, commit_atom::value, tag_, l, static_cast<double>(s_.batch));
-      else self_->send(dev, apply_atom::value, l, summed[l], static_cast<double>(s_.batch));
-      ++acks;
-    }
+  const int acks = work->apply(static_cast<double>(s_.batch));
   for (int k = 0; k < acks && failure_.empty();)
     self_->receive(on_down, [&](bool) { ++k; }, [&](caf::error& e) { failure_ = text(e); },
                    caf::after(slice(deadline)) >> [&] { tick(started, deadline, "applying gradients"); });

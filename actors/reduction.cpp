@@ -1,0 +1,122 @@
+#include "actors/reduction.hpp"
+
+#include <string>
+#include <utility>
+
+namespace dynapar::actors {
+namespace {
+
+// The driver adds: one request per device for all the layers it holds, all in flight at once;
+// the sums go back to every holder.
+class central_work : public reduction_work {
+ public:
+  central_work(caf::scoped_actor& self, const std::map<int, caf::actor>& devices, bool exact, const reduction_step& s)
+      : self_(self), devices_(devices), exact_(exact), s_(s) {
+    std::map<int, std::vector<int>> held;  // device -> layers
+    for (const auto& [l, ids] : *s.holders)
+      for (int id : ids) held[id].push_back(l);
+    for (const auto& [id, layers] : held) self_->send(devices_.at(id), grads_atom::value, s.tag, layers);
+    waiting_ = held.size();
+  }
+  void on(device_gradients& g) override {
+    if (g.step != s_.tag) return;
+    --waiting_;
+    for (auto& [l, micro] : g.layers) got_[{g.device, l}] = std::move(micro);
+  }
+  void on(const sum_held&) override {}
+  bool done() const override { return waiting_ == 0; }
+  status finish() override {
+    for (const auto& [l, ids] : *s_.holders) {
+      std::vector<model::grad_part> parts;
+      for (int id : ids)
+        for (auto& part : got_[{id, l}]) parts.push_back(std::move(part));
+      auto sum = exact_ ? model::tree_sum(std::move(parts), s_.micro_batches) : model::holders_sum(std::move(parts));
+      if (!sum) return make_error(sum.err().code, "layer " + std::to_string(l) + ": " + sum.err().message);
+      summed_[l] = std::move(*sum);
+    }
+    return ok_status();
+  }
+  int apply(double batch) override {
+    int acks = 0;
+    for (const auto& [l, ids] : *s_.holders)
+      for (int id : ids) {
+        self_->send(devices_.at(id), apply_atom::value, l, summed_[l], batch);
+        ++acks;
+      }
+    return acks;
+  }
+
+ private:
+  caf::scoped_actor& self_;
+  const std::map<int, caf::actor>& devices_;
+  const bool exact_;
+  const reduction_step s_;
+  std::size_t waiting_ = 0;
+  std::map<std::pair<int, int>, std::vector<model::grad_part>> got_;  // (device, layer) -> partial sums
+  std::map<int, std::vector<model::tensor>> summed_;                  // layer -> its sum
+};
+
+// The holders add: every holder of a layer gets the layer's task at once and answers when it
+// holds the sum; the commit has each apply it.
+class peer_work : public reduction_work {
+ public:
+  peer_work(caf::scoped_actor& self, const std::map<int, caf::actor>& devices, bool exact, const reduction_step& s)
+      : self_(self), devices_(devices), s_(s) {
+    for (const auto& [l, ids] : *s.holders) {
+      reduce_task task{s.tag, l, s.micro_batches, exact, {ids.begin(), ids.end()}, {}};
+      for (int id : ids) task.peers.push_back(devices_.at(id));
+      for (int id : ids) {
+        self_->send(devices_.at(id), reduce_atom::value, task);
+        ++waiting_;
+      }
+    }
+  }
+  void on(device_gradients&) override {}
+  void on(const sum_held& h) override {
+    if (h.step == s_.tag) --waiting_;
+  }
+  bool done() const override { return waiting_ == 0; }
+  status finish() override { return ok_status(); }
+  int apply(double batch) override {
+    int acks = 0;
+    for (const auto& [l, ids] : *s_.holders)
+      for (int id : ids) {
+        self_->send(devices_.at(id), commit_atom::value, s_.tag, l, batch);
+        ++acks;
+      }
+    return acks;
+  }
+
+ private:
+  caf::scoped_actor& self_;
+  const std::map<int, caf::actor>& devices_;
+  const reduction_step s_;
+  int waiting_ = 0;
+};
+
+template <class Work>
+class reduction_of : public gradient_reduction {
+ public:
+  reduction_of(caf::scoped_actor& self, const std::map<int, caf::actor>& devices, bool exact)
+      : self_(self), devices_(devices), exact_(exact) {}
+  std::unique_ptr<reduction_work> start(const reduction_step& s) override {
+    return std::make_unique<Work>(self_, devices_, exact_, s);
+  }
+
+ private:
+  caf::scoped_actor& self_;
+  const std::map<int, caf::actor>& devices_;
+  const bool exact_;
+};
+
+}  // namespace
+
+std::unique_ptr<gradient_reduction> central_reduction(caf::scoped_actor& self, const std::map<int, caf::actor>& devices, bool exact) {
+  return std::make_unique<reduction_of<central_work>>(self, devices, exact);
+}
+
+std::unique_ptr<gradient_reduction> peer_reduction(caf::scoped_actor& self, const std::map<int, caf::actor>& devices, bool exact) {
+  return std::make_unique<reduction_of<peer_work>>(self, devices, exact);
+}
+
+}  // namespace dynapar::actors

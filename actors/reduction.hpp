@@ -1,0 +1,56 @@
+// A step's gradient sum, seen from the driver (c10d's ProcessGroup and Work, narrowed to what
+// the driver does): start() puts the sums of every layer in flight among its holders; the
+// driver hands the work every reply it receives until done(); then apply() has every holder
+// take its layer's sum / batch and says how many acks to wait for. Two implementations give
+// the same bits (docs/RUNTIME.md, "Where a step's gradients are added"):
+// - central: every holder's partial sums travel to the driver, which adds them in the exact
+//   sum's tree (model::tree_sum; exact: false, model::holders_sum) and sends the sums back;
+// - peer: the holders add among themselves (model::peer_sum, node to node between
+//   processes), answer once they hold the sum, and apply it when the driver commits.
+// Nothing is applied before apply(): a failure before it leaves no holder ahead.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "actors/messages.hpp"
+#include "common/result.hpp"
+
+namespace dynapar::actors {
+
+struct reduction_step {
+  std::int64_t tag = 0;                      // the attempt's (stale replies are told apart)
+  std::int64_t micro_batches = 0;            // the exact sum's leaves: every group's, in order
+  const std::map<int, std::vector<int>>* holders = nullptr;  // layer -> device ids, plan order
+};
+
+class reduction_work {
+ public:
+  virtual ~reduction_work() = default;
+  // Replies from the holders; a reply the implementation does not use, or of another
+  // attempt, is ignored.
+  virtual void on(device_gradients& g) = 0;
+  virtual void on(const sum_held& h) = 0;
+  // Every reply is in; an error when the replies cannot be added (named by layer).
+  virtual bool done() const = 0;
+  virtual status finish() = 0;
+  // After finish(): every holder applies its layer's sum divided by `batch`. Returns the
+  // acks (one `bool` per holder and layer) to wait for.
+  virtual int apply(double batch) = 0;
+};
+
+class gradient_reduction {
+ public:
+  virtual ~gradient_reduction() = default;
+  virtual std::unique_ptr<reduction_work> start(const reduction_step& s) = 0;
+};
+
+// `self` sends the requests and receives the replies; `devices` resolves device ids.
+std::unique_ptr<gradient_reduction> central_reduction(caf::scoped_actor& self, const std::map<int, caf::actor>& devices, bool exact);
+std::unique_ptr<gradient_reduction> peer_reduction(caf::scoped_actor& self, const std::map<int, caf::actor>& devices, bool exact);
+
+}  // namespace dynapar::actors

@@ -1,0 +1,151 @@
+// The driver's two gradient reductions (actors/reduction.hpp) against holders faked by hand:
+// the central one adds the holders' parts into the sums worked out below and sends each
+// holder its layer's; the peer one hands every holder its layer's task and commits. Stale
+// replies are ignored; a missing micro-batch is an error naming the layer.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <mutex>
+
+#include "actors/reduction.hpp"
+#include "model/api.hpp"
+
+using namespace dynapar;
+using namespace dynapar::actors;
+
+namespace {
+
+float first_value(const model::tensor& t) {
+  model::tensor_meta meta;
+  const auto b = model::to_blob(t, meta);
+  float v = 0;
+  std::memcpy(&v, b.data, sizeof v);
+  return v;
+}
+
+// What the fake holders were told, in arrival order.
+struct told {
+  std::mutex m;
+  std::vector<std::tuple<int, int, float, double>> applied;      // device, layer, the sum's value, batch
+  std::vector<reduce_task> tasks;                                 // (peer) the tasks received
+  std::vector<std::tuple<int, std::int64_t, int, double>> commits;  // device, tag, layer, batch
+};
+
+// A holder whose layers' partial sums are given as (layer, [(micro-batch, value)]): one
+// float each. Before each answer it sends one of an older attempt (a stale reply).
+caf::behavior fake_holder(caf::event_based_actor* self, int id, std::map<int, std::vector<std::pair<int, float>>> parts,
+                          std::shared_ptr<told> log) {
+  return {
+      [=](grads_atom, std::int64_t tag, const std::vector<int>& layers) {
+        device_gradients g{id, tag, {}};
+        for (int l : layers) {
+          std::vector<model::grad_part> mine;
+          for (auto [index, value] : parts.at(l)) mine.push_back({0, index, {model::filled_tensor(3, value)}});
+          g.layers.emplace_back(l, std::move(mine));
+        }
+        device_gradients stale{id, tag - 1, {}};
+        self->send(caf::actor_cast<caf::actor>(self->current_sender()), std::move(stale));
+        return g;
+      },
+      [=](apply_atom, int layer, const std::vector<model::tensor>& sum, double batch) {
+        std::lock_guard<std::mutex> lock(log->m);
+        log->applied.emplace_back(id, layer, first_value(sum.at(0)), batch);
+        return true;
+      },
+      [=](reduce_atom, const reduce_task& t) {
+        std::lock_guard<std::mutex> lock(log->m);
+        log->tasks.push_back(t);
+        self->send(caf::actor_cast<caf::actor>(self->current_sender()), sum_held{id, t.step - 1, t.layer});
+        return sum_held{id, t.step, t.layer};
+      },
+      [=](commit_atom, std::int64_t tag, int layer, double batch) {
+        std::lock_guard<std::mutex> lock(log->m);
+        log->commits.emplace_back(id, tag, layer, batch);
+        return true;
+      },
+  };
+}
+
+// Runs one reduction to its end as the driver does; returns finish()'s status.
+status run(gradient_reduction& r, caf::scoped_actor& self, const reduction_step& s, int& acks) {
+  auto work = r.start(s);
+  while (!work->done())
+    self->receive([&](device_gradients& g) { work->on(g); }, [&](const sum_held& h) { work->on(h); },
+                  caf::after(std::chrono::seconds(10)) >> [&] { FAIL("no reply"); });
+  if (auto st = work->finish(); !st) return st;
+  acks = work->apply(64);
+  for (int k = 0; k < acks; ++k) self->receive([](bool) {}, caf::after(std::chrono::seconds(10)) >> [&] { FAIL("no ack"); });
+  return ok_status();
+}
+
+}  // namespace
+
+TEST_CASE("the central reduction adds every holder's parts in the tree and sends each holder its sum", "[actor][reduction]") {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto log = std::make_shared<told>();
+  // Layer 0 on devices 1 and 2 (two groups: micro-batches 0-1 and 2); layer 1 on device 2 only
+  // here, but holding all three micro-batches.
+  std::map<int, caf::actor> devices;
+  devices[1] = sys.spawn(fake_holder, 1, std::map<int, std::vector<std::pair<int, float>>>{{0, {{0, 1.f}, {1, 2.f}}}}, log);
+  devices[2] = sys.spawn(fake_holder, 2, std::map<int, std::vector<std::pair<int, float>>>{{0, {{2, 4.f}}}, {1, {{0, 8.f}, {1, 16.f}, {2, 32.f}}}}, log);
+  const std::map<int, std::vector<int>> holders = {{0, {1, 2}}, {1, {2}}};
+  auto r = central_reduction(self, devices, true);
+  int acks = 0;
+  REQUIRE(run(*r, self, {7, 3, &holders}, acks));
+  CHECK(acks == 3);
+  std::lock_guard<std::mutex> lock(log->m);
+  std::sort(log->applied.begin(), log->applied.end());
+  // 1 + 2 + 4 and 8 + 16 + 32, each to every holder of the layer, with the batch.
+  const std::vector<std::tuple<int, int, float, double>> want = {{1, 0, 7.f, 64.0}, {2, 0, 7.f, 64.0}, {2, 1, 56.f, 64.0}};
+  CHECK(log->applied == want);
+  CHECK(log->tasks.empty());
+  for (auto& [id, a] : devices) self->send_exit(a, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("a micro-batch no holder has is an error naming the layer, and nothing is applied", "[actor][reduction]") {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto log = std::make_shared<told>();
+  std::map<int, caf::actor> devices;
+  devices[1] = sys.spawn(fake_holder, 1, std::map<int, std::vector<std::pair<int, float>>>{{0, {{0, 1.f}}}, {1, {{0, 1.f}, {1, 1.f}}}}, log);
+  const std::map<int, std::vector<int>> holders = {{0, {1}}, {1, {1}}};
+  auto r = central_reduction(self, devices, true);
+  int acks = 0;
+  const auto st = run(*r, self, {3, 2, &holders}, acks);
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.err().message, Catch::Contains("layer 0"));
+  CHECK(acks == 0);
+  std::lock_guard<std::mutex> lock(log->m);
+  CHECK(log->applied.empty());
+  for (auto& [id, a] : devices) self->send_exit(a, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("the peer reduction gives every holder its layer's task, waits for each, then commits", "[actor][reduction]") {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto log = std::make_shared<told>();
+  std::map<int, caf::actor> devices;
+  for (int id : {4, 5, 6}) devices[id] = sys.spawn(fake_holder, id, std::map<int, std::vector<std::pair<int, float>>>{}, log);
+  const std::map<int, std::vector<int>> holders = {{0, {5, 4}}, {1, {6}}};
+  auto r = peer_reduction(self, devices, false);
+  int acks = 0;
+  REQUIRE(run(*r, self, {11, 6, &holders}, acks));
+  CHECK(acks == 3);
+  std::lock_guard<std::mutex> lock(log->m);
+  REQUIRE(log->tasks.size() == 3);
+  for (const auto& t : log->tasks) {
+    CHECK(t.step == 11);
+    CHECK(t.micro_batches == 6);
+    CHECK_FALSE(t.exact);
+    CHECK(t.holders == holders.at(t.layer));  // ranks in plan order
+    CHECK(t.peers.size() == t.holders.size());
+  }
+  std::sort(log->commits.begin(), log->commits.end());
+  const std::vector<std::tuple<int, std::int64_t, int, double>> want = {{4, 11, 0, 64.0}, {5, 11, 0, 64.0}, {6, 11, 1, 64.0}};
+  CHECK(log->commits == want);
+  for (auto& [id, a] : devices) self->send_exit(a, caf::exit_reason::user_shutdown);
+}

@@ -22,7 +22,28 @@ score_weights weights(const problem& p, const queue_state& q) {
       if (bid == id && paced > 0) bar = paced;
     if (bar > 0) w.energy[i] = z / bar;
   }
+  // What is left of the whole run's budget: the paced budget times the slots left.
+  const int left = p.budget.horizon_slots - q.slots;
+  if (p.budget.horizon_slots > 0 && left > 0) {
+    if (p.budget.has_cost() && q.cost_budget > 0) w.cost_allowance = q.cost_budget * left;
+    w.energy_allowance.assign(p.cluster.devices.size(), 0.0);
+    for (const auto& [id, paced] : q.energy_budget)
+      if (const int i = p.links.index_of(id); i >= 0 && paced > 0) w.energy_allowance[i] = paced * left;
+    // Above any in-budget score: the time term of a plan 1000 times the floor, the queues'
+    // terms at 1000 budgets.
+    w.guard = 1e3 * (p.cfg.v + 1 + q.cost);
+    for (const auto& [id, z] : q.energy) w.guard += 1e3 * z;
+  }
   return w;
+}
+
+double score_weights::over_allowance(double cost, const std::vector<double>& energy_j) const {
+  if (guard == 0) return 0;
+  double over = 0;
+  if (cost_allowance > 0 && cost > cost_allowance) over += cost / cost_allowance - 1;
+  for (std::size_t i = 0; i < energy_allowance.size() && i < energy_j.size(); ++i)
+    if (energy_allowance[i] > 0 && energy_j[i] > energy_allowance[i]) over += energy_j[i] / energy_allowance[i] - 1;
+  return over > 0 ? guard * (1 + over) : 0;
 }
 
 result<plan_report> evaluate(const problem& p, const plan& pl, const plan* previous, const queue_state& queues) {
@@ -95,8 +116,13 @@ result<plan_report> evaluate(const problem& p, const plan& pl, const plan* previ
   const score_weights w = weights(p, queues);
   r.time_term = w.time * r.batch_time_s;
   r.cost_term = w.cost * r.cost;
-  for (const auto& [id, e] : r.device_energy_j) r.energy_term += w.energy[p.links.index_of(id)] * e;
-  r.score = r.time_term + r.cost_term + r.energy_term;
+  std::vector<double> energy_j(p.cluster.devices.size(), 0.0);
+  for (const auto& [id, e] : r.device_energy_j) {
+    r.energy_term += w.energy[p.links.index_of(id)] * e;
+    energy_j[p.links.index_of(id)] += e;
+  }
+  r.guard_term = w.over_allowance(r.cost, energy_j);
+  r.score = r.time_term + r.cost_term + r.energy_term + r.guard_term;
   return r;
 }
 

@@ -38,6 +38,7 @@ struct plan_report {
   double floor_s = 0;
   double efficiency = 0;          // floor / T
   double time_term = 0, cost_term = 0, energy_term = 0, score = 0;  // V T, Q C, sum Z E
+  double guard_term = 0;          // > 0: over what is left of the run's budget (score_weights)
   std::vector<group_report> groups;
 };
 
@@ -48,9 +49,20 @@ result<plan_report> evaluate(const problem& p, const plan& pl, const plan* previ
 // Drift-plus-penalty weights, shared by search and evaluation so the two cannot drift apart:
 // score = time * T + cost * C + sum_d energy[d] * E_d with time = V / T_floor, cost = Q / C_bar,
 // energy[d] = Z_d / E_bar_d (queues count budgets overspent; see docs/MODEL.md).
+//
+// With a known horizon, one more term guards the end of the run (docs/MODEL.md, "The last
+// slots"): a slot may not spend more a step than is left of the whole run's budget, since
+// no later slot could make up for it. A plan over that allowance pays `guard` per unit of
+// the overspend relative to the allowance: more than any plan within it can score, so it is
+// chosen only when every plan is over (then the least over).
 struct score_weights {
   double time = 0, cost = 0;
   std::vector<double> energy;  // per device index
+  double cost_allowance = 0;   // cost a step this slot may spend at most (0: no guard)
+  std::vector<double> energy_allowance;  // per device index, joules a step (0: no guard)
+  double guard = 0;
+  // The guard's term for a plan spending `cost` a step and `energy_j[d]` joules by device index.
+  double over_allowance(double cost, const std::vector<double>& energy_j) const;
 };
 score_weights weights(const problem& p, const queue_state& q);
 

@@ -50,6 +50,7 @@ class structure_evaluator {
   holdings held_;
   queue_state queues_;
   score_weights w_;
+  std::vector<double> energy_j_;  // scratch of score(): joules a step by device index (guard)
   double total_speed_ = 0;
   struct vec_hash { std::size_t operator()(const std::vector<int>& v) const; };
   std::unordered_map<std::vector<int>, entry, vec_hash> cache_;

@@ -149,3 +149,67 @@ TEST_CASE("joint_lyapunov meets a binding cost budget on average; joint_greedy d
   CHECK(lyap.avg_cost <= budget * 1.05);
   CHECK(lyap.avg_time > greedy.avg_time);  // the budget costs speed
 }
+
+TEST_CASE("in the last slots a plan may not spend more than is left of the run's budget", "[unit][planner]") {
+  // tests/cli/energy.yaml's devices: device 0 twice as fast as device 1 at 8 times the power.
+  model_profile m;
+  for (int l = 0; l < 4; ++l) m.layers.push_back({"l", 1e-4, 2e-4, 0, 1e4, 1e5, 1e4});
+  cluster_state c;
+  for (int i = 0; i < 2; ++i) {
+    device_spec d;
+    d.id = i;
+    d.speed = i == 0 ? 2 : 1;
+    d.power_w = i == 0 ? 400 : 50;
+    d.node = 0;
+    c.devices.push_back(d);
+  }
+  planner_config cfg;
+  cfg.batch = 128;
+  cfg.micro_batch = 16;
+  budgets b;
+  b.energy_per_slot = {{0, 1.0}};
+  b.horizon_slots = 10;
+  problem p(m, c, cfg, b);
+  auto pol = std::move(*make_policy("joint_lyapunov"));
+  const auto joules_of_0 = [&](const queue_state& q) {
+    auto pl = pol->decide({p, nullptr, q, 9});
+    REQUIRE(pl);
+    auto rep = evaluate(p, *pl, nullptr, q);
+    REQUIRE(rep);
+    double j = 0;
+    for (const auto& [id, e] : rep->device_energy_j)
+      if (id == 0) j = e;
+    return std::pair{j, rep->guard_term};
+  };
+  // An empty queue puts no weight on device 0's joules: the fastest plan gives it most of the
+  // batch. Measure what that plan spends on it.
+  queue_state free;
+  free.energy = {{0, 0.0}};
+  free.energy_budget = {{0, 1e9}};
+  free.slots = 9;
+  const auto [fast_j, fast_guard] = joules_of_0(free);
+  REQUIRE(fast_j > 0);
+  CHECK(fast_guard == 0);
+  // The last slot, the queue empty after cheap slots, but only a third of that left of the
+  // run's budget: the plan must fit what is left (device 1 alone, or device 0 with less).
+  queue_state last = free;
+  last.energy_budget = {{0, fast_j / 3}};
+  const auto [last_j, last_guard] = joules_of_0(last);
+  CHECK(last_j <= fast_j / 3);
+  CHECK(last_guard == 0);
+  // Two slots left, the same allowance a slot: twice that is within the run's budget.
+  queue_state two = last;
+  two.slots = 8;
+  two.energy_budget = {{0, fast_j / 2}};
+  CHECK(joules_of_0(two).first == Approx(fast_j));
+  // Without a horizon, nothing is left to guard: the same queues give the fastest plan.
+  budgets open = b;
+  open.horizon_slots = 0;
+  problem q(m, c, cfg, open);
+  auto pl = pol->decide({q, nullptr, last, 9});
+  REQUIRE(pl);
+  auto rep = evaluate(q, *pl, nullptr, last);
+  REQUIRE(rep);
+  for (const auto& [id, e] : rep->device_energy_j)
+    if (id == 0) CHECK(e == Approx(fast_j));
+}

@@ -6,6 +6,18 @@
 namespace dynapar::actors {
 namespace {
 
+// Calls send(device, layer) for every holder of every layer; returns how many.
+template <class Send>
+int each_holder(const std::map<int, std::vector<int>>& holders, Send send) {
+  int n = 0;
+  for (const auto& [l, ids] : holders)
+    for (int id : ids) {
+      send(id, l);
+      ++n;
+    }
+  return n;
+}
+
 // The driver adds: one request per device for all the layers it holds, all in flight at once;
 // the sums go back to every holder.
 class central_work : public reduction_work {
@@ -37,13 +49,7 @@ class central_work : public reduction_work {
     return ok_status();
   }
   int apply(double batch) override {
-    int acks = 0;
-    for (const auto& [l, ids] : *s_.holders)
-      for (int id : ids) {
-        self_->send(devices_.at(id), apply_atom::value, l, summed_[l], batch);
-        ++acks;
-      }
-    return acks;
+    return each_holder(*s_.holders, [&](int id, int l) { self_->send(devices_.at(id), apply_atom::value, l, summed_[l], batch); });
   }
 
  private:
@@ -62,14 +68,12 @@ class peer_work : public reduction_work {
  public:
   peer_work(caf::scoped_actor& self, const std::map<int, caf::actor>& devices, bool exact, const reduction_step& s)
       : self_(self), devices_(devices), s_(s) {
+    std::map<int, reduce_task> tasks;  // by layer
     for (const auto& [l, ids] : *s.holders) {
-      reduce_task task{s.tag, l, s.micro_batches, exact, {ids.begin(), ids.end()}, {}};
+      auto& task = tasks[l] = {s.tag, l, s.micro_batches, exact, {ids.begin(), ids.end()}, {}};
       for (int id : ids) task.peers.push_back(devices_.at(id));
-      for (int id : ids) {
-        self_->send(devices_.at(id), reduce_atom::value, task);
-        ++waiting_;
-      }
     }
+    waiting_ = each_holder(*s.holders, [&](int id, int l) { self_->send(devices_.at(id), reduce_atom::value, tasks[l]); });
   }
   void on(device_gradients&) override {}
   void on(const sum_held& h) override {
@@ -78,13 +82,7 @@ class peer_work : public reduction_work {
   bool done() const override { return waiting_ == 0; }
   status finish() override { return ok_status(); }
   int apply(double batch) override {
-    int acks = 0;
-    for (const auto& [l, ids] : *s_.holders)
-      for (int id : ids) {
-        self_->send(devices_.at(id), commit_atom::value, s_.tag, l, batch);
-        ++acks;
-      }
-    return acks;
+    return each_holder(*s_.holders, [&](int id, int l) { self_->send(devices_.at(id), commit_atom::value, s_.tag, l, batch); });
   }
 
  private:

@@ -195,7 +195,7 @@ class driver {
   std::set<int> failing_;                         // injected: dying this slot, unannounced
   std::set<int> dead_;                            // device actors seen stopping
   bool force_replan_ = false;
-  training::checkpoint cut_;                                // where to roll back when a layer loses every replica
+  training::checkpoint cut_;                      // where to roll back when a layer loses every replica
   std::vector<model::layer_copy> fresh_;          // layers the next first plan places (empty: the model's)
   std::mt19937_64 fault_rng_;
   double last_step_s_ = 0.05;

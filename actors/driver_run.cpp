@@ -282,13 +282,14 @@ result<training::train_outcome> driver::run() {
 }  // namespace detail
 
 result<training::train_outcome> train(caf::actor_system& sys, cluster_actors& actors, const model::model_chain& m,
-                            const data::dataset& train_data, const training::train_settings& s, const training::train_callbacks& callbacks) {
+                                      const data::dataset& train_data, const training::train_settings& s,
+                                      const training::train_callbacks& callbacks) {
   detail::driver d(sys, actors, m, train_data, s, callbacks);
   return d.run();
 }
 
 result<training::train_outcome> train(const model::model_chain& m, const data::dataset& d, const training::train_settings& s,
-                            const training::train_callbacks& callbacks) {
+                                      const training::train_callbacks& callbacks) {
   caf::actor_system_config cfg;
   cfg.set("scheduler.max-threads", static_cast<std::size_t>(std::max(1, s.scheduler_threads)));
   // Work stealing polls for work, and on few cores its spinning takes time from the device

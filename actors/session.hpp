@@ -36,6 +36,7 @@ struct cluster_actors {
 };
 
 result<training::train_outcome> train(caf::actor_system& sys, cluster_actors& actors, const model::model_chain& m,
-                            const data::dataset& train_data, const training::train_settings& s, const training::train_callbacks& callbacks = {});
+                                      const data::dataset& train_data, const training::train_settings& s,
+                                      const training::train_callbacks& callbacks = {});
 
 }  // namespace dynapar::actors

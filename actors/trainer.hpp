@@ -14,7 +14,7 @@
 
 namespace dynapar::actors {
 
-result<training::train_outcome> train(const model::model_chain& m, const data::dataset& train_data, const training::train_settings& s,
-                            const training::train_callbacks& callbacks = {});
+result<training::train_outcome> train(const model::model_chain& m, const data::dataset& train_data,
+                                      const training::train_settings& s, const training::train_callbacks& callbacks = {});
 
 }  // namespace dynapar::actors

@@ -35,6 +35,7 @@ struct device_state {
     reduce_task task;
     std::unique_ptr<model::peer_sum> sum;
     caf::response_promise done;
+    std::int64_t bytes_in = 0;  // of the other holders' chunks
   };
   std::map<int, layer_sum> sums;
   std::map<std::pair<std::int64_t, int>, std::vector<model::chunk_msg>> early;
@@ -96,8 +97,15 @@ void sum_progress(caf::stateful_actor<device_state>* self, int layer, result<std
   auto total = e.sum->sum();
   if (!total) return fail(total.err().message);
   s.summed[layer] = {e.task.step, std::move(*total)};
-  e.done.deliver(sum_held{s.cfg.id, e.task.step, layer});
+  e.done.deliver(sum_held{s.cfg.id, e.task.step, layer, e.bytes_in});
   s.sums.erase(it);
+}
+
+// Another holder's chunk message for the sum in progress of `layer`.
+void sum_take(caf::stateful_actor<device_state>* self, int layer, model::chunk_msg m) {
+  auto& e = self->state.sums.at(layer);
+  for (const auto& p : m.parts) e.bytes_in += static_cast<std::int64_t>(model::bytes(p.grads));
+  sum_progress(self, layer, e.sum->take(std::move(m)));
 }
 
 // Runs instructions until the program waits or ends; reports the stage when it ends.
@@ -314,9 +322,8 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
           auto msgs = std::move(it->second);
           s.early.erase(it);
           for (auto& m : msgs) {
-            auto cur = s.sums.find(layer);
-            if (cur == s.sums.end()) break;
-            sum_progress(self, layer, cur->second.sum->take(std::move(m)));
+            if (!s.sums.count(layer)) break;
+            sum_take(self, layer, std::move(m));
           }
         }
         return done;
@@ -329,7 +336,7 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
           return;
         }
         if (it->second.task.step > p.step) return;  // an abandoned attempt's
-        sum_progress(self, p.layer, it->second.sum->take(std::move(p.msg)));
+        sum_take(self, p.layer, std::move(p.msg));
       },
       [=](commit_atom, std::int64_t step, int layer, double divisor) -> caf::result<bool> {
         auto& s = self->state;

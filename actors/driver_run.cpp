@@ -97,7 +97,11 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
   auto work = reduction_->start({tag_, micro_batches, &holders_});
   while (!work->done() && failure_.empty())
     self_->receive(
-        on_down, [&](device_gradients& g) { work->on(g); }, [&](const sum_held& h) { work->on(h); },
+        on_down, [&](device_gradients& g) { work->on(g); },
+        [&](const sum_held& h) {
+          if (h.step == tag_) out_.sum_received_bytes[h.device] += static_cast<double>(h.bytes_in);
+          work->on(h);
+        },
         [&](caf::error& e) { failure_ = text(e); }, caf::after(slice(deadline)) >> [&] { tick(started, deadline, "adding gradients"); });
   if (auto st = check("adding gradients of step " + std::to_string(t)); !st) return st;
   if (auto st = work->finish(); !st) return make_error(st.err().code, "step " + std::to_string(t) + ", " + st.err().message);

@@ -113,11 +113,13 @@ struct reduce_task {
 };
 
 // A holder's answer to a reduce_task: it holds the sum of `layer` for the attempt `step`
-// (answers of an abandoned attempt are told apart by the tag).
+// (answers of an abandoned attempt are told apart by the tag), and how many bytes of the
+// other holders' chunks it received for it (the sum's traffic into this holder).
 struct sum_held {
   int device = 0;
   std::int64_t step = 0;
   int layer = 0;
+  std::int64_t bytes_in = 0;
 };
 
 struct reduce_part {

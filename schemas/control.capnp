@@ -188,8 +188,8 @@ enum DeviceOp {
   timing @21;        # reals [fwd_s, bwd_s, fixed_s, update_s] per layer: profile-timed emulation
                      # (docs/RUNTIME.md); empty: CPU-timed
   reduce @22;        # ints [step tag, layer, micro-batches, exact, holders...]: add the layer's
-                     # gradients among its holders (docs/RUNTIME.md); reply ints [step tag, layer]
-                     # once the sum is held
+                     # gradients among its holders (docs/RUNTIME.md); reply ints [step tag, layer,
+                     # bytes of the other holders' chunks received] once the sum is held
   reducePart @23;    # between holders: ints [step tag, layer, gather, from rank, parts, then
                      # (level, index) per part]; tensors: one per part
   commit @24;        # ints [step tag, layer]; reals [divisor]: apply the held sum

@@ -182,7 +182,7 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
           .then(
               [sh, c](const sum_held& h) {
                 wire::device_call r;
-                r.ints = {h.step, h.layer};
+                r.ints = {h.step, h.layer, h.bytes_in};
                 sh->answer(c, r);
               },
               on_error);

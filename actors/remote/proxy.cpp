@@ -112,9 +112,9 @@ caf::behavior remote_device(proxy* self, int id, std::string route, std::uint64_
       // The holders add among themselves, node to node; the node answers once the sum is held.
       [=](reduce_atom, const reduce_task& t) -> caf::result<sum_held> {
         return ask<sum_held>(self, remote::reduce_call(t), {}, [id](const wire::device_call& r, std::vector<model::tensor>&) -> result<sum_held> {
-          if (r.ints.size() != 2 || r.ints[1] < 0 || r.ints[1] > std::numeric_limits<int>::max())
-            return make_error("bad_call", "a sum's answer needs its step and layer");
-          return sum_held{id, r.ints[0], static_cast<int>(r.ints[1])};
+          if (r.ints.size() != 3 || r.ints[1] < 0 || r.ints[1] > std::numeric_limits<int>::max() || r.ints[2] < 0)
+            return make_error("bad_call", "a sum's answer needs its step, layer and bytes received");
+          return sum_held{id, r.ints[0], static_cast<int>(r.ints[1]), r.ints[2]};
         });
       },
       [=](commit_atom, std::int64_t step, int layer, double divisor) -> caf::result<bool> {

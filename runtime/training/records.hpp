@@ -96,6 +96,9 @@ struct train_outcome {
   // Over processes: tensor bytes through the controller's process by kind
   // (remote_devices::tensor_bytes); empty in one process.
   std::map<std::string, double> controller_tensor_bytes;
+  // By device: the bytes of the other holders' chunks it received for the holders' sums
+  // (peer_sum), in the run; empty with the driver's sum.
+  std::map<int, double> sum_received_bytes;
   // By device: the bytes it sent to other devices in the run (activations and gradients
   // between pipeline stages, as its links counted them; layers moved are in bytes_migrated,
   // and the gradient sums' traffic is not counted).

@@ -98,6 +98,12 @@ json summary_json(const config::job& j, int batch, const train_outcome& o, const
             {"checkpoints", o.checkpoints},
             {"wall_s", f.wall_s},
             {"data_plane_bytes", by_device(o.data_plane_bytes)}};
+  if (!o.sum_received_bytes.empty()) {
+    s["sum_received_bytes"] = by_device(o.sum_received_bytes);
+    std::map<int, double> per_step;
+    for (const auto& [id, b] : o.sum_received_bytes) per_step[id] = o.steps > 0 ? b / static_cast<double>(o.steps) : 0.0;
+    s["sum_received_bytes_per_step"] = by_device(per_step);
+  }
   if (!o.controller_tensor_bytes.empty()) {
     double total = 0;
     for (const auto& [kind, b] : o.controller_tensor_bytes) total += b;

@@ -15,7 +15,7 @@ namespace dynapar::wire {
 // 2: welcome and device calls (processes, docs/DISTRIBUTED.md).
 // 7: nodes send data to each other directly (Join.dataEndpoint, Peers); holders add their
 // gradients among themselves (reduce, reducePart, commit).
-inline constexpr std::uint16_t protocol_version = 7;
+inline constexpr std::uint16_t protocol_version = 8;
 
 // A plan with the model size and batch it was made for, so a receiver can check it alone.
 struct plan_msg {

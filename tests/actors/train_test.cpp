@@ -105,6 +105,49 @@ TEST_CASE("the holders adding among themselves (peer_sum) train the same bits as
   CHECK(diff_from_one_device(**m, d, s, inexact_peer->final_layers) < 1e-3);
 }
 
+TEST_CASE("each holder receives the others' slices of its chunk, one per partial sum, and the summed chunks",
+          "[actor][train]") {
+  model::set_threads(1);
+  const auto d = data::synthetic(640, 3);
+  auto m = model::make_model("cnn", 42);
+  REQUIRE(m);
+  // The CNN's parameters by layer (conv 1x32x3x3, conv 32x64x3x3, fc 3136x128, fc 128x10,
+  // each with its bias), float32.
+  const std::vector<std::int64_t> numel = {32 * 9 + 32, 64 * 32 * 9 + 64, 3136 * 128 + 128, 128 * 10 + 10};
+  training::train_settings s;
+  s.steps = 3;
+  s.batch = 64;
+  s.optimizer = {"sgd", 0.05, 0.9, 0};
+  s.peer_sum = true;
+  // Chunk k of a layer of n parameters among P holders: [n k / P, n (k + 1) / P).
+  const auto chunk = [](std::int64_t n, int k, int P) { return n * (k + 1) / P - n * k / P; };
+  const auto received = [&](const std::vector<int>& parts) {  // by rank: the bytes a step
+    const int P = static_cast<int>(parts.size());
+    std::vector<double> out(parts.size(), 0);
+    for (int k = 0; k < P; ++k)
+      for (auto n : numel)
+        for (int h = 0; h < P; ++h)
+          if (h != k) out[k] += 4.0 * static_cast<double>(parts[h] * chunk(n, k, P) + chunk(n, h, P));
+    return out;
+  };
+  SECTION("two groups of 4 aligned micro-batches: one partial sum each, the layer once") {
+    s.plan.groups = {{{0}, {0, 4}, 32, 8}, {{1}, {0, 4}, 32, 8}};
+    auto r = actors::train(**m, d, s);
+    REQUIRE(r);
+    const auto want = received({1, 1});
+    CHECK(want[0] == 4.0 * (numel[0] + numel[1] + numel[2] + numel[3]));
+    for (int id : {0, 1}) CHECK(r->sum_received_bytes.at(id) == s.steps * want[static_cast<std::size_t>(id)]);
+  }
+  SECTION("three groups of 3, 3 and 2 micro-batches: 2, 2 and 1 partial sums (the tree's aligned blocks)") {
+    s.plan.groups = {{{0}, {0, 4}, 24, 8}, {{1}, {0, 4}, 24, 8}, {{2}, {0, 4}, 16, 8}};
+    auto r = actors::train(**m, d, s);
+    REQUIRE(r);
+    CHECK(diff_from_one_device(**m, d, s, r->final_layers) == 0);
+    const auto want = received({2, 2, 1});
+    for (int id : {0, 1, 2}) CHECK(r->sum_received_bytes.at(id) == s.steps * want[static_cast<std::size_t>(id)]);
+  }
+}
+
 TEST_CASE("a plan that does not fit the model is an error, not a run", "[actor][train]") {
   auto m = model::make_model("cnn", 1);
   REQUIRE(m);

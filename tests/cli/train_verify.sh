@@ -4,7 +4,8 @@
 # bytes are what its stage's shapes say. With a fourth argument N: the same through
 # `dynapar launch --local N`, where stages on different nodes send each other their tensors
 # directly and each layer's holders add its gradients among themselves: the controller
-# relays none of them, and gathers less than one gradient of the model a step.
+# relays none of them, and gathers less than one gradient of the model a step; each holder
+# receives for the sums exactly the chunks the exact sum's tree says.
 set -euo pipefail
 if [ $# -ge 4 ]; then
   "$1" launch --local "$4" "$2" --verify --out "$3" > /dev/null
@@ -21,6 +22,16 @@ if int(sys.argv[2]) > 0:
     # least this much every step.
     params = 4 * ((32 * 9 + 32) + (64 * 32 * 9 + 64) + (64 * 7 * 7 * 128 + 128) + (128 * 10 + 10))
     assert by["gathered"] < s["steps"] * params / 2, (by, params)
+    # What each holder received for the sums: every layer has two holders (group 0's, rank 0;
+    # group 1's, rank 1), each with 2 partial sums (micro-batches 0-3 and 4; 5 and 6-7). Rank k
+    # gets the other's 2 slices of its chunk and the other's summed chunk; chunk 0 of n
+    # parameters is [0, n/2), chunk 1 the rest.
+    numel = [32 * 9 + 32, 64 * 32 * 9 + 64, 64 * 7 * 7 * 128 + 128, 128 * 10 + 10]
+    chunk = lambda n, k: n // 2 if k == 0 else n - n // 2
+    got = lambda n, k: 4 * (2 * chunk(n, k) + chunk(n, 1 - k))
+    ranks = {"0": [(0, 0), (1, 0)], "1": [(2, 0), (3, 0)], "2": [(0, 1)], "3": [(1, 1), (2, 1)], "4": [(3, 1)]}
+    want = {d: 20 * sum(got(numel[l], k) for l, k in lk) for d, lk in ranks.items()}
+    assert s["sum_received_bytes"] == want, (s["sum_received_bytes"], want)
 assert s["reference_max_rel_diff"] == 0, s["reference_max_rel_diff"]
 assert s["samples_lost"] == 0 and s["samples_duplicated"] == 0, s
 assert s["replica_hash_checks"] >= 1, s

@@ -22,13 +22,19 @@ score_weights weights(const problem& p, const queue_state& q) {
       if (bid == id && paced > 0) bar = paced;
     if (bar > 0) w.energy[i] = z / bar;
   }
-  // What is left of the whole run's budget: the paced budget times the slots left.
-  const int left = p.budget.horizon_slots - q.slots;
-  if (p.budget.horizon_slots > 0 && left > 0) {
-    if (p.budget.has_cost() && q.cost_budget > 0) w.cost_allowance = q.cost_budget * left;
+  // What is left of the whole run's budget. A run already over it has nothing left to
+  // guard: the queues alone steer it (forcing the cheapest plan then would buy back little
+  // at any cost in time).
+  const int H = p.budget.horizon_slots;
+  if (H > 0 && q.slots < H) {
+    if (p.budget.has_cost()) w.cost_allowance = std::max(0.0, p.budget.cost_per_slot * H - q.spent);
     w.energy_allowance.assign(p.cluster.devices.size(), 0.0);
-    for (const auto& [id, paced] : q.energy_budget)
-      if (const int i = p.links.index_of(id); i >= 0 && paced > 0) w.energy_allowance[i] = paced * left;
+    for (const auto& b : p.budget.energy_per_slot) {
+      double spent = 0;
+      for (const auto& [id, j] : q.energy_spent)
+        if (id == b.device_id) spent = j;
+      if (const int i = p.links.index_of(b.device_id); i >= 0) w.energy_allowance[i] = std::max(0.0, b.joules_per_slot * H - spent);
+    }
     // Above any in-budget score: the time term of a plan 1000 times the floor, the queues'
     // terms at 1000 budgets.
     w.guard = 1e3 * (p.cfg.v + 1 + q.cost);

@@ -54,7 +54,8 @@ result<plan_report> evaluate(const problem& p, const plan& pl, const plan* previ
 // slots"): a slot may not spend more a step than is left of the whole run's budget, since
 // no later slot could make up for it. A plan over that allowance pays `guard` per unit of
 // the overspend relative to the allowance: more than any plan within it can score, so it is
-// chosen only when every plan is over (then the least over).
+// chosen only when every plan is over (then the least over). A budget already spent has no
+// allowance (0): the queues alone steer.
 struct score_weights {
   double time = 0, cost = 0;
   std::vector<double> energy;  // per device index

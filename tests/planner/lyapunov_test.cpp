@@ -167,7 +167,7 @@ TEST_CASE("in the last slots a plan may not spend more than is left of the run's
   cfg.batch = 128;
   cfg.micro_batch = 16;
   budgets b;
-  b.energy_per_slot = {{0, 1.0}};
+  b.energy_per_slot = {{0, 1000.0}};  // joules a step, over 10 slots: 10 000 in all
   b.horizon_slots = 10;
   problem p(m, c, cfg, b);
   auto pol = std::move(*make_policy("joint_lyapunov"));
@@ -185,23 +185,28 @@ TEST_CASE("in the last slots a plan may not spend more than is left of the run's
   // batch. Measure what that plan spends on it.
   queue_state free;
   free.energy = {{0, 0.0}};
-  free.energy_budget = {{0, 1e9}};
+  free.energy_spent = {{0, 0.0}};
   free.slots = 9;
   const auto [fast_j, fast_guard] = joules_of_0(free);
   REQUIRE(fast_j > 0);
+  REQUIRE(fast_j < 3000);
   CHECK(fast_guard == 0);
   // The last slot, the queue empty after cheap slots, but only a third of that left of the
   // run's budget: the plan must fit what is left (device 1 alone, or device 0 with less).
   queue_state last = free;
-  last.energy_budget = {{0, fast_j / 3}};
+  last.energy_spent = {{0, 10000 - fast_j / 3}};
   const auto [last_j, last_guard] = joules_of_0(last);
   CHECK(last_j <= fast_j / 3);
   CHECK(last_guard == 0);
-  // Two slots left, the same allowance a slot: twice that is within the run's budget.
-  queue_state two = last;
-  two.slots = 8;
-  two.energy_budget = {{0, fast_j / 2}};
-  CHECK(joules_of_0(two).first == Approx(fast_j));
+  // One and a half times that left: the fastest plan is within it.
+  queue_state more = last;
+  more.energy_spent = {{0, 10000 - 1.5 * fast_j}};
+  CHECK(joules_of_0(more).first == Approx(fast_j));
+  // Already over the run's budget: nothing is left to guard, and the empty queue weighs
+  // nothing: the fastest plan.
+  queue_state over = last;
+  over.energy_spent = {{0, 10000 + fast_j}};
+  CHECK(joules_of_0(over).first == Approx(fast_j));
   // Without a horizon, nothing is left to guard: the same queues give the fastest plan.
   budgets open = b;
   open.horizon_slots = 0;

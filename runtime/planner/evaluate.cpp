@@ -27,18 +27,27 @@ score_weights weights(const problem& p, const queue_state& q) {
   // at any cost in time).
   const int H = p.budget.horizon_slots;
   if (H > 0 && q.slots < H) {
-    if (p.budget.has_cost()) w.cost_allowance = std::max(0.0, p.budget.cost_per_slot * H - q.spent);
-    w.energy_allowance.assign(p.cluster.devices.size(), 0.0);
+    bool any = false;
+    if (p.budget.has_cost()) {
+      w.cost_allowance = std::max(0.0, p.budget.cost_per_slot * H - q.spent);
+      any = w.cost_allowance > 0;
+    }
+    if (!p.budget.energy_per_slot.empty()) w.energy_allowance.assign(p.cluster.devices.size(), 0.0);
     for (const auto& b : p.budget.energy_per_slot) {
       double spent = 0;
       for (const auto& [id, j] : q.energy_spent)
         if (id == b.device_id) spent = j;
-      if (const int i = p.links.index_of(b.device_id); i >= 0) w.energy_allowance[i] = std::max(0.0, b.joules_per_slot * H - spent);
+      if (const int i = p.links.index_of(b.device_id); i >= 0) {
+        w.energy_allowance[i] = std::max(0.0, b.joules_per_slot * H - spent);
+        any = any || w.energy_allowance[i] > 0;
+      }
     }
     // Above any in-budget score: the time term of a plan 1000 times the floor, the queues'
-    // terms at 1000 budgets.
-    w.guard = 1e3 * (p.cfg.v + 1 + q.cost);
-    for (const auto& [id, z] : q.energy) w.guard += 1e3 * z;
+    // terms at 1000 budgets. None when nothing is left to guard.
+    if (any) {
+      w.guard = 1e3 * (p.cfg.v + 1 + q.cost);
+      for (const auto& [id, z] : q.energy) w.guard += 1e3 * z;
+    }
   }
   return w;
 }
@@ -122,10 +131,11 @@ result<plan_report> evaluate(const problem& p, const plan& pl, const plan* previ
   const score_weights w = weights(p, queues);
   r.time_term = w.time * r.batch_time_s;
   r.cost_term = w.cost * r.cost;
-  std::vector<double> energy_j(p.cluster.devices.size(), 0.0);
+  std::vector<double> energy_j(w.energy_allowance.empty() ? 0 : p.cluster.devices.size(), 0.0);
   for (const auto& [id, e] : r.device_energy_j) {
-    r.energy_term += w.energy[p.links.index_of(id)] * e;
-    energy_j[p.links.index_of(id)] += e;
+    const int i = p.links.index_of(id);
+    r.energy_term += w.energy[i] * e;
+    if (!energy_j.empty()) energy_j[i] += e;
   }
   r.guard_term = w.over_allowance(r.cost, energy_j);
   r.score = r.time_term + r.cost_term + r.energy_term + r.guard_term;

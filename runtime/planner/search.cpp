@@ -113,8 +113,8 @@ structure_score structure_evaluator::score(const structure& s) {
   if (s.empty() || !solve(s, ch, finish)) return r;
   std::vector<const group_shape*> active;
   double mig = 0, price = 0, energy_term = 0, compute = 0;
-  const bool guarded = w_.guard > 0;
-  if (guarded) energy_j_.assign(p_.cluster.devices.size(), 0.0);
+  const bool guarded = w_.guard > 0, guard_energy = guarded && !w_.energy_allowance.empty();
+  if (guard_energy) energy_j_.assign(p_.cluster.devices.size(), 0.0);
   for (std::size_t g = 0; g < s.size(); ++g) {
     if (ch[g].share < 0.5) continue;  // rounds to nothing: the group is dropped
     const auto* sh = ch[g].shape;
@@ -127,7 +127,7 @@ structure_score structure_evaluator::score(const structure& s) {
         const int d = sh->devices[j];
         const double e = p_.cluster.devices[d].power_w * stage_busy(p_, *sh, j, ch[g].share);
         energy_term += w_.energy[d] * e;
-        if (guarded) energy_j_[d] += e;
+        if (guard_energy) energy_j_[d] += e;
       }
   }
   r.batch_time_s = compute + sync_time(p_, active) + update_time(p_, active) + mig;

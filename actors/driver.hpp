@@ -100,6 +100,10 @@ class driver {
   status enter_slot(std::int64_t slot, bool& changed);
   // Devices that became available join, those gone depart (part of entering a slot).
   status update_membership(std::int64_t slot, bool& changed);
+  // Devices the plan in force leaves idle are probed again, and the controller told their
+  // speed: no step measures them, and a speed learnt before they went idle may be stale
+  // (docs/RUNTIME.md, "Idle devices").
+  void reprobe_idle();
   // With every device lost (a whole cluster crashed at once): waits up to rejoin_wait_s for
   // replacements to join (respawned nodes, or in one process fresh actors).
   status await_devices(std::int64_t slot, std::int64_t t, bool& changed);

@@ -44,8 +44,9 @@ void controller::observe(const measurement& m) {
   ++slot_steps_;
   if (!first_step_ && steady_pred_ > 0 && m.time_s > 0) {
     const double r = m.time_s / steady_pred_;
-    if (ratio_n_++ == 0) ratio_mean_ = r;
+    if (ratio_n_++ == 0) ratio_mean_ = r, log_ratio_ = std::log(r);
     ratio_mean_ = 0.9 * ratio_mean_ + 0.1 * r;
+    log_ratio_ = 0.9 * log_ratio_ + 0.1 * std::log(r);
     ratio_dev_ = 0.9 * ratio_dev_ + 0.1 * std::abs(r - ratio_mean_) / ratio_mean_;
   }
   first_step_ = false;
@@ -64,19 +65,26 @@ void controller::close_slot() {
   slot_steps_ = 0;
 }
 
+planner::queue_state controller::planning_state() const {
+  auto q = queues_.state();
+  if (ratio_n_ >= 5) q.time_ratio = std::exp(log_ratio_);
+  return q;
+}
+
 result<decision> controller::decide(std::int64_t slot, const std::vector<int>& hidden) {
   if (!policy_) return make_error("bad_policy", "the controller has no policy");
   close_slot();
+  const planner::queue_state q = planning_state();
   const planner::cluster_state view = estimates_.view(cfg_.cluster, hidden);
   const planner::problem p(cfg_.profile, view, cfg_.planner, cfg_.budget);
   const planner::plan* previous = current_ ? &*current_ : nullptr;
-  auto next = policy_->decide({p, previous, queues_.state(), slot});
+  auto next = policy_->decide({p, previous, q, slot});
   if (!next) return next.err();
   decision d;
   // Hysteresis, unless devices came or went since the last decision.
   if (cfg_.hysteresis && current_ && events_.empty()) {
     const double noise = std::max(cfg_.planner.replan_margin, ratio_n_ >= 5 ? ratio_dev_ : 0.0);
-    const auto c = planner::check_switch(p, *current_, *next, queues_.state(), cfg_.plan_lifetime_steps, noise);
+    const auto c = planner::check_switch(p, *current_, *next, q, cfg_.plan_lifetime_steps, noise);
     if (c.keep) {
       ++kept_;
       d.kept_why = c.why + " (proposed " + planner::describe(*next) + ")";
@@ -85,14 +93,14 @@ result<decision> controller::decide(std::int64_t slot, const std::vector<int>& h
   }
   d.plan = *next;
   if (cfg_.explain) d.reason = explain(p, *next);
-  if (auto r = planner::evaluate(p, *next, previous, queues_.state())) d.predicted_s = r->batch_time_s;
+  if (auto r = planner::evaluate(p, *next, previous, q)) d.predicted_s = r->batch_time_s;
   d.queue = queues_.cost_backlog();
   d.kept_plans = kept_;
   events_.clear();
   decided_speeds_.clear();
   for (const auto& dev : view.devices) decided_speeds_.push_back(dev.available ? dev.speed : 0.0);
   if (!current_ || !(current_->groups == next->groups)) first_step_ = true;
-  if (auto steady = planner::evaluate(p, *next, &*next, queues_.state())) steady_pred_ = steady->batch_time_s;
+  if (auto steady = planner::evaluate(p, *next, &*next, q)) steady_pred_ = steady->batch_time_s;
   before_ = current_;
   current_ = *next;
   return d;

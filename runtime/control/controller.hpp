@@ -79,6 +79,8 @@ class controller {
 
  private:
   void set_available(int id, bool on);
+  // The queues as the planner sees them: with the predictions' measured bias (time_ratio).
+  planner::queue_state planning_state() const;
   std::string explain(const planner::problem& p, const planner::plan& next) const;
 
   controller_config cfg_;
@@ -94,6 +96,9 @@ class controller {
   // Measured step time / predicted, of steps without migration: its mean and mean relative
   // deviation (the predictions' noise, which hysteresis must not chase).
   double steady_pred_ = 0, ratio_mean_ = 0, ratio_dev_ = 0;
+  // Its geometric mean, for the cost allowance: a lasting bias, which one slow step moves
+  // less than the arithmetic mean.
+  double log_ratio_ = 0;
   int ratio_n_ = 0;
   bool first_step_ = true;                 // of the plan in force: it carries the migration
   int kept_ = 0;

@@ -22,14 +22,19 @@ score_weights weights(const problem& p, const queue_state& q) {
       if (bid == id && paced > 0) bar = paced;
     if (bar > 0) w.energy[i] = z / bar;
   }
-  // What is left of the whole run's budget. A run already over it has nothing left to
-  // guard: the queues alone steer it (forcing the cheapest plan then would buy back little
-  // at any cost in time).
+  // What is left of the whole run's budget, over the slots left when paced by slot. A run
+  // already over it has nothing left to guard: the queues alone steer it (forcing the
+  // cheapest plan then would buy back little at any cost in time).
   const int H = p.budget.horizon_slots;
   if (H > 0 && q.slots < H) {
+    const double slots_left = H - q.slots;
+    const auto allowance = [&](double per_slot, double spent) {
+      const double left = std::max(0.0, per_slot * H - spent);
+      return std::min(left, (1 + p.budget.slot_slack) * left / slots_left);
+    };
     bool any = false;
     if (p.budget.has_cost()) {
-      w.cost_allowance = std::max(0.0, p.budget.cost_per_slot * H - q.spent);
+      w.cost_allowance = allowance(p.budget.cost_per_slot, q.spent) / std::clamp(q.time_ratio, 0.5, 4.0);
       any = w.cost_allowance > 0;
     }
     if (!p.budget.energy_per_slot.empty()) w.energy_allowance.assign(p.cluster.devices.size(), 0.0);
@@ -38,7 +43,7 @@ score_weights weights(const problem& p, const queue_state& q) {
       for (const auto& [id, j] : q.energy_spent)
         if (id == b.device_id) spent = j;
       if (const int i = p.links.index_of(b.device_id); i >= 0) {
-        w.energy_allowance[i] = std::max(0.0, b.joules_per_slot * H - spent);
+        w.energy_allowance[i] = allowance(b.joules_per_slot, spent);
         any = any || w.energy_allowance[i] > 0;
       }
     }

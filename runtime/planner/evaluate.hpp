@@ -50,12 +50,12 @@ result<plan_report> evaluate(const problem& p, const plan& pl, const plan* previ
 // score = time * T + cost * C + sum_d energy[d] * E_d with time = V / T_floor, cost = Q / C_bar,
 // energy[d] = Z_d / E_bar_d (queues count budgets overspent; see docs/MODEL.md).
 //
-// With a known horizon, one more term guards the end of the run (docs/MODEL.md, "The last
-// slots"): a slot may not spend more a step than is left of the whole run's budget, since
-// no later slot could make up for it. A plan over that allowance pays `guard` per unit of
-// the overspend relative to the allowance: more than any plan within it can score, so it is
-// chosen only when every plan is over (then the least over). A budget already spent has no
-// allowance (0): the queues alone steer.
+// With a known horizon, one more term paces the run (docs/MODEL.md, "Budget pacing"): a slot
+// may spend a step what is left of the run's budget over the slots left (times 1 +
+// budgets::slot_slack, never more than is left). A plan over that allowance pays `guard` per
+// unit of the overspend relative to the allowance: more than any plan within it can score,
+// so it is chosen only when every plan is over (then the least over). A budget already spent
+// has no allowance (0): the queues alone steer.
 struct score_weights {
   double time = 0, cost = 0;
   std::vector<double> energy;  // per device index

@@ -34,6 +34,12 @@ struct budgets {
   // Slots the run lasts, when known (0: unknown). The cost and energy budgets are then paced
   // over what is left (docs/MODEL.md, "Budget pacing"), so that the run ends within them.
   int horizon_slots = 0;
+  // With a known horizon, what a slot may spend a step before the score's guard term binds
+  // (docs/MODEL.md, "Budget pacing"): (1 + slot_slack) times what is left of the run's budget
+  // over the slots left, and never more than is left. Slack lets the queues trade dear slots
+  // for cheap ones, which a short run has too few slots to pay back; a slack of H or more
+  // guards the last slot only.
+  double slot_slack = 0;
   bool has_cost() const { return cost_per_slot != unlimited; }
 };
 
@@ -46,6 +52,9 @@ struct queue_state {
   std::vector<std::pair<int, double>> energy_budget{}, energy_spent{};
   double spent = 0;         // cost of the slots so far (pacing; restored from checkpoints)
   int slots = 0;            // slots so far
+  // Measured step time over predicted, lately (the controller's; 1: unknown). A step's cost
+  // is price x measured time, so the pacing divides the slot's cost allowance by it.
+  double time_ratio = 1;
 };
 
 // Refers to its model and cluster (no copies per decision): they must outlive it. Temporaries

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "control/controller.hpp"
+#include "planner/evaluate.hpp"
 #include "planner/policy.hpp"
 
 using namespace dynapar;
@@ -187,6 +188,41 @@ TEST_CASE("hysteresis keeps a plan that gains less than the predictions' noise",
   auto after = c.decide(2);
   REQUIRE(after);
   CHECK(after->plan.groups.size() == 3);
+}
+
+TEST_CASE("steps measured slower than predicted shrink a paced slot's cost allowance", "[unit][control]") {
+  // Prices 1, 2, 3, 4 a second: fewer, cheaper devices cost less a step.
+  auto cfg = small_config();
+  for (int i = 0; i < 4; ++i) cfg.cluster.devices[i].price_per_s = i + 1;
+  // T4: all four devices with even shares, as predicted. A budget of 9 T4 a step over 10
+  // slots lets three devices run (cost about 6 x 4/3 T4) but not all four (10 T4).
+  const planner::problem p(cfg.profile, cfg.cluster, cfg.planner, cfg.budget);
+  auto even = policy("dp_even")->decide({p, nullptr, {}, 0});
+  REQUIRE(even);
+  const double t4 = planner::evaluate(p, *even, nullptr, {})->batch_time_s;
+  cfg.budget.cost_per_slot = 9 * t4;
+  cfg.budget.horizon_slots = 10;
+  // Two controllers see the same slot of steps at the same cost, but one measures each step
+  // at twice its prediction, the other at the prediction.
+  const auto after_slot = [&](double ratio) {
+    controller c(cfg, policy("joint_lyapunov"));
+    auto d = c.decide(0);
+    REQUIRE(d);
+    for (int k = 0; k < 8; ++k) {  // the first step carries the migration and is not counted
+      auto m = ran(d->plan, {1, 1, 1, 1}, 9 * t4);
+      m.time_s = ratio * d->predicted_s;
+      c.observe(m);
+    }
+    auto next = c.decide(1);
+    REQUIRE(next);
+    return planner::evaluate(p, next->plan, nullptr, {})->cost;
+  };
+  const double trusted = after_slot(1), slow = after_slot(2);
+  // The slot's allowance: what is left, 9 x 9 T4, over 9 slots. Halved when steps take twice
+  // the predictions.
+  CHECK(trusted <= 9 * t4 * (1 + 1e-9));
+  CHECK(slow <= 4.5 * t4 * (1 + 1e-9));
+  CHECK(trusted > 4.5 * t4);  // the allowance binds differently: the ratio did it
 }
 
 TEST_CASE("a controller without a policy says so", "[unit][control]") {

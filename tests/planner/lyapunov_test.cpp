@@ -218,3 +218,57 @@ TEST_CASE("in the last slots a plan may not spend more than is left of the run's
   for (const auto& [id, e] : rep->device_energy_j)
     if (id == 0) CHECK(e == Approx(fast_j));
 }
+
+TEST_CASE("with a known horizon every slot is paced: what is left over the slots left", "[unit][planner]") {
+  // The same two devices: device 0 twice as fast as device 1 at 8 times the power.
+  model_profile m;
+  for (int l = 0; l < 4; ++l) m.layers.push_back({"l", 1e-4, 2e-4, 0, 1e4, 1e5, 1e4});
+  cluster_state c;
+  for (int i = 0; i < 2; ++i) {
+    device_spec d;
+    d.id = i;
+    d.speed = i == 0 ? 2 : 1;
+    d.power_w = i == 0 ? 400 : 50;
+    d.node = 0;
+    c.devices.push_back(d);
+  }
+  planner_config cfg;
+  cfg.batch = 128;
+  cfg.micro_batch = 16;
+  auto pol = std::move(*make_policy("joint_lyapunov"));
+  const auto joules_of_0 = [&](const budgets& b, int slot, double spent) {
+    problem p(m, c, cfg, b);
+    queue_state q;
+    q.energy = {{0, 0.0}};  // an empty queue: only the pacing can hold device 0 back
+    q.energy_spent = {{0, spent}};
+    q.slots = slot;
+    auto pl = pol->decide({p, nullptr, q, slot});
+    REQUIRE(pl);
+    auto rep = evaluate(p, *pl, nullptr, q);
+    REQUIRE(rep);
+    double j = 0;
+    for (const auto& [id, e] : rep->device_energy_j)
+      if (id == 0) j = e;
+    return j;
+  };
+  // Unpaced (no horizon), the fastest plan: what it spends on device 0 is the reference.
+  budgets open;
+  open.energy_per_slot = {{0, 1.0}};
+  const double fast_j = joules_of_0(open, 0, 0);
+  REQUIRE(fast_j > 0);
+  // A budget of 0.7 of that a slot over 10 slots. The first slot may spend 0.7 of it.
+  budgets b = open;
+  b.energy_per_slot = {{0, 0.7 * fast_j}};
+  b.horizon_slots = 10;
+  CHECK(joules_of_0(b, 0, 0) <= 0.7 * fast_j * (1 + 1e-9));
+  // Half-way with only fast_j spent, 6 fast_j are left over 5 slots: the fastest plan fits.
+  CHECK(joules_of_0(b, 5, fast_j) == Approx(fast_j));
+  // Half-way with 4 fast_j spent, 3 are left over 5 slots: 0.6 of it a slot.
+  CHECK(joules_of_0(b, 5, 4 * fast_j) <= 0.6 * fast_j * (1 + 1e-9));
+  // Slack 0.5 lets the first slot spend 1.5 x 0.7 = 1.05 of it: the fastest plan stands.
+  b.slot_slack = 0.5;
+  CHECK(joules_of_0(b, 0, 0) == Approx(fast_j));
+  // Slack 0.2: 0.84 of it.
+  b.slot_slack = 0.2;
+  CHECK(joules_of_0(b, 0, 0) <= 0.84 * fast_j * (1 + 1e-9));
+}

@@ -4,8 +4,9 @@
 # dp_even and dp_balanced on the same emulated devices (--compare)? Runs PARALLEL at a time
 # (default 1; each run keeps about two cores busy). Prints one line per seed and a total.
 # BUDGET replaces the job's cost budget a step (a faster machine spends less: the same budget
-# binds less there); COMPARE=0 skips the baselines.
-#   tools/bench/budget_seeds.sh [N] [OUT]     BIN (default build/bin/dynapar), PARALLEL, BUDGET, COMPARE
+# binds less there); SLACK sets the budget's slot_slack (docs/MODEL.md, "Budget pacing");
+# COMPARE=0 skips the baselines.
+#   tools/bench/budget_seeds.sh [N] [OUT]     BIN (default build/bin/dynapar), PARALLEL, BUDGET, SLACK, COMPARE
 set -euo pipefail
 n=${1:-10}
 out=${2:-out/budget_seeds}
@@ -14,7 +15,7 @@ par=${PARALLEL:-1}
 mkdir -p "$out"
 run() {
   local seed=$1
-  sed "s/^name: flagship/name: flagship\nseed: $seed/; s/^budget: .*/budget: {cost_per_slot: ${BUDGET:-0.04}}/" \
+  sed "s/^name: flagship/name: flagship\nseed: $seed/; s/^budget: .*/budget: {cost_per_slot: ${BUDGET:-0.04}${SLACK:+, slot_slack: $SLACK}}/" \
     examples/jobs/flagship.yaml > "$out/seed$seed.yaml"
   local compare=(--compare dp_even,dp_balanced)
   [ "${COMPARE:-1}" = 0 ] && compare=()

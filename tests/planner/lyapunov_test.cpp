@@ -150,19 +150,29 @@ TEST_CASE("joint_lyapunov meets a binding cost budget on average; joint_greedy d
   CHECK(lyap.avg_time > greedy.avg_time);  // the budget costs speed
 }
 
-TEST_CASE("in the last slots a plan may not spend more than is left of the run's budget", "[unit][planner]") {
-  // tests/cli/energy.yaml's devices: device 0 twice as fast as device 1 at 8 times the power.
+namespace {
+// tests/cli/energy.yaml's devices: device 0 twice as fast as device 1 at 8 times the power.
+struct power_pair {
   model_profile m;
-  for (int l = 0; l < 4; ++l) m.layers.push_back({"l", 1e-4, 2e-4, 0, 1e4, 1e5, 1e4});
   cluster_state c;
-  for (int i = 0; i < 2; ++i) {
-    device_spec d;
-    d.id = i;
-    d.speed = i == 0 ? 2 : 1;
-    d.power_w = i == 0 ? 400 : 50;
-    d.node = 0;
-    c.devices.push_back(d);
+  power_pair() {
+    for (int l = 0; l < 4; ++l) m.layers.push_back({"l", 1e-4, 2e-4, 0, 1e4, 1e5, 1e4});
+    for (int i = 0; i < 2; ++i) {
+      device_spec d;
+      d.id = i;
+      d.speed = i == 0 ? 2 : 1;
+      d.power_w = i == 0 ? 400 : 50;
+      d.node = 0;
+      c.devices.push_back(d);
+    }
   }
+};
+}  // namespace
+
+TEST_CASE("in the last slots a plan may not spend more than is left of the run's budget", "[unit][planner]") {
+  const power_pair pp;
+  const auto& m = pp.m;
+  const auto& c = pp.c;
   planner_config cfg;
   cfg.batch = 128;
   cfg.micro_batch = 16;
@@ -220,18 +230,9 @@ TEST_CASE("in the last slots a plan may not spend more than is left of the run's
 }
 
 TEST_CASE("with a known horizon every slot is paced: what is left over the slots left", "[unit][planner]") {
-  // The same two devices: device 0 twice as fast as device 1 at 8 times the power.
-  model_profile m;
-  for (int l = 0; l < 4; ++l) m.layers.push_back({"l", 1e-4, 2e-4, 0, 1e4, 1e5, 1e4});
-  cluster_state c;
-  for (int i = 0; i < 2; ++i) {
-    device_spec d;
-    d.id = i;
-    d.speed = i == 0 ? 2 : 1;
-    d.power_w = i == 0 ? 400 : 50;
-    d.node = 0;
-    c.devices.push_back(d);
-  }
+  const power_pair pp;
+  const auto& m = pp.m;
+  const auto& c = pp.c;
   planner_config cfg;
   cfg.batch = 128;
   cfg.micro_batch = 16;

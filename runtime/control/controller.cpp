@@ -44,7 +44,10 @@ void controller::observe(const measurement& m) {
   ++slot_steps_;
   if (!first_step_ && steady_pred_ > 0 && m.time_s > 0) {
     const double r = m.time_s / steady_pred_;
-    if (ratio_n_++ == 0) ratio_mean_ = r, log_ratio_ = std::log(r);
+    if (ratio_n_++ == 0) {
+      ratio_mean_ = r;
+      log_ratio_ = std::log(r);
+    }
     ratio_mean_ = 0.9 * ratio_mean_ + 0.1 * r;
     log_ratio_ = 0.9 * log_ratio_ + 0.1 * std::log(r);
     ratio_dev_ = 0.9 * ratio_dev_ + 0.1 * std::abs(r - ratio_mean_) / ratio_mean_;

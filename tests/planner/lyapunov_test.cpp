@@ -152,10 +152,15 @@ TEST_CASE("joint_lyapunov meets a binding cost budget on average; joint_greedy d
 
 namespace {
 // tests/cli/energy.yaml's devices: device 0 twice as fast as device 1 at 8 times the power.
+// decide() is joint_lyapunov's plan for `slot` under budgets `b` and queues `q`, priced.
 struct power_pair {
   model_profile m;
   cluster_state c;
+  planner_config cfg;
+  std::shared_ptr<policy> pol = std::move(*make_policy("joint_lyapunov"));
   power_pair() {
+    cfg.batch = 128;
+    cfg.micro_batch = 16;
     for (int l = 0; l < 4; ++l) m.layers.push_back({"l", 1e-4, 2e-4, 0, 1e4, 1e5, 1e4});
     for (int i = 0; i < 2; ++i) {
       device_spec d;
@@ -166,30 +171,32 @@ struct power_pair {
       c.devices.push_back(d);
     }
   }
+  plan_report decide(const budgets& b, const queue_state& q, int slot) const {
+    problem p(m, c, cfg, b);
+    auto pl = pol->decide({p, nullptr, q, slot});
+    REQUIRE(pl);
+    auto rep = evaluate(p, *pl, nullptr, q);
+    REQUIRE(rep);
+    return *rep;
+  }
 };
+
+double joules_of_0(const plan_report& r) {
+  double j = 0;
+  for (const auto& [id, e] : r.device_energy_j)
+    if (id == 0) j = e;
+  return j;
+}
 }  // namespace
 
 TEST_CASE("in the last slots a plan may not spend more than is left of the run's budget", "[unit][planner]") {
   const power_pair pp;
-  const auto& m = pp.m;
-  const auto& c = pp.c;
-  planner_config cfg;
-  cfg.batch = 128;
-  cfg.micro_batch = 16;
   budgets b;
   b.energy_per_slot = {{0, 1000.0}};  // joules a step, over 10 slots: 10 000 in all
   b.horizon_slots = 10;
-  problem p(m, c, cfg, b);
-  auto pol = std::move(*make_policy("joint_lyapunov"));
-  const auto joules_of_0 = [&](const queue_state& q) {
-    auto pl = pol->decide({p, nullptr, q, 9});
-    REQUIRE(pl);
-    auto rep = evaluate(p, *pl, nullptr, q);
-    REQUIRE(rep);
-    double j = 0;
-    for (const auto& [id, e] : rep->device_energy_j)
-      if (id == 0) j = e;
-    return std::pair{j, rep->guard_term};
+  const auto last_slot = [&](const queue_state& q) {
+    const auto rep = pp.decide(b, q, 9);
+    return std::pair{joules_of_0(rep), rep.guard_term};
   };
   // An empty queue puts no weight on device 0's joules: the fastest plan gives it most of the
   // batch. Measure what that plan spends on it.
@@ -197,7 +204,7 @@ TEST_CASE("in the last slots a plan may not spend more than is left of the run's
   free.energy = {{0, 0.0}};
   free.energy_spent = {{0, 0.0}};
   free.slots = 9;
-  const auto [fast_j, fast_guard] = joules_of_0(free);
+  const auto [fast_j, fast_guard] = last_slot(free);
   REQUIRE(fast_j > 0);
   REQUIRE(fast_j < 3000);
   CHECK(fast_guard == 0);
@@ -205,71 +212,51 @@ TEST_CASE("in the last slots a plan may not spend more than is left of the run's
   // run's budget: the plan must fit what is left (device 1 alone, or device 0 with less).
   queue_state last = free;
   last.energy_spent = {{0, 10000 - fast_j / 3}};
-  const auto [last_j, last_guard] = joules_of_0(last);
+  const auto [last_j, last_guard] = last_slot(last);
   CHECK(last_j <= fast_j / 3);
   CHECK(last_guard == 0);
   // One and a half times that left: the fastest plan is within it.
   queue_state more = last;
   more.energy_spent = {{0, 10000 - 1.5 * fast_j}};
-  CHECK(joules_of_0(more).first == Approx(fast_j));
+  CHECK(last_slot(more).first == Approx(fast_j));
   // Already over the run's budget: nothing is left to guard, and the empty queue weighs
   // nothing: the fastest plan.
   queue_state over = last;
   over.energy_spent = {{0, 10000 + fast_j}};
-  CHECK(joules_of_0(over).first == Approx(fast_j));
+  CHECK(last_slot(over).first == Approx(fast_j));
   // Without a horizon, nothing is left to guard: the same queues give the fastest plan.
   budgets open = b;
   open.horizon_slots = 0;
-  problem q(m, c, cfg, open);
-  auto pl = pol->decide({q, nullptr, last, 9});
-  REQUIRE(pl);
-  auto rep = evaluate(q, *pl, nullptr, last);
-  REQUIRE(rep);
-  for (const auto& [id, e] : rep->device_energy_j)
-    if (id == 0) CHECK(e == Approx(fast_j));
+  CHECK(joules_of_0(pp.decide(open, last, 9)) == Approx(fast_j));
 }
 
 TEST_CASE("with a known horizon every slot is paced: what is left over the slots left", "[unit][planner]") {
   const power_pair pp;
-  const auto& m = pp.m;
-  const auto& c = pp.c;
-  planner_config cfg;
-  cfg.batch = 128;
-  cfg.micro_batch = 16;
-  auto pol = std::move(*make_policy("joint_lyapunov"));
-  const auto joules_of_0 = [&](const budgets& b, int slot, double spent) {
-    problem p(m, c, cfg, b);
+  const auto joules_at = [&](const budgets& b, int slot, double spent) {
     queue_state q;
     q.energy = {{0, 0.0}};  // an empty queue: only the pacing can hold device 0 back
     q.energy_spent = {{0, spent}};
     q.slots = slot;
-    auto pl = pol->decide({p, nullptr, q, slot});
-    REQUIRE(pl);
-    auto rep = evaluate(p, *pl, nullptr, q);
-    REQUIRE(rep);
-    double j = 0;
-    for (const auto& [id, e] : rep->device_energy_j)
-      if (id == 0) j = e;
-    return j;
+    return joules_of_0(pp.decide(b, q, slot));
   };
   // Unpaced (no horizon), the fastest plan: what it spends on device 0 is the reference.
   budgets open;
   open.energy_per_slot = {{0, 1.0}};
-  const double fast_j = joules_of_0(open, 0, 0);
+  const double fast_j = joules_at(open, 0, 0);
   REQUIRE(fast_j > 0);
   // A budget of 0.7 of that a slot over 10 slots. The first slot may spend 0.7 of it.
   budgets b = open;
   b.energy_per_slot = {{0, 0.7 * fast_j}};
   b.horizon_slots = 10;
-  CHECK(joules_of_0(b, 0, 0) <= 0.7 * fast_j * (1 + 1e-9));
+  CHECK(joules_at(b, 0, 0) <= 0.7 * fast_j * (1 + 1e-9));
   // Half-way with only fast_j spent, 6 fast_j are left over 5 slots: the fastest plan fits.
-  CHECK(joules_of_0(b, 5, fast_j) == Approx(fast_j));
+  CHECK(joules_at(b, 5, fast_j) == Approx(fast_j));
   // Half-way with 4 fast_j spent, 3 are left over 5 slots: 0.6 of it a slot.
-  CHECK(joules_of_0(b, 5, 4 * fast_j) <= 0.6 * fast_j * (1 + 1e-9));
+  CHECK(joules_at(b, 5, 4 * fast_j) <= 0.6 * fast_j * (1 + 1e-9));
   // Slack 0.5 lets the first slot spend 1.5 x 0.7 = 1.05 of it: the fastest plan stands.
   b.slot_slack = 0.5;
-  CHECK(joules_of_0(b, 0, 0) == Approx(fast_j));
+  CHECK(joules_at(b, 0, 0) == Approx(fast_j));
   // Slack 0.2: 0.84 of it.
   b.slot_slack = 0.2;
-  CHECK(joules_of_0(b, 0, 0) <= 0.84 * fast_j * (1 + 1e-9));
+  CHECK(joules_at(b, 0, 0) <= 0.84 * fast_j * (1 + 1e-9));
 }

@@ -1,6 +1,8 @@
 # dynapar control plane: every message between the controller and node processes travels
-# in one Envelope over ZeroMQ. Fields are append-only; Envelope.version is bumped on any
-# change a peer must understand (runtime/wire/messages.hpp: protocol_version).
+# in one Envelope over ZeroMQ. Envelope.version is bumped on any change a peer must
+# understand (runtime/wire/messages.hpp: protocol_version); a peer of another version is
+# refused before any body is read, so a bump may change a struct's layout (9 did: every
+# device operation became a struct of its own).
 @0xa877773d75b4892b;
 
 using Cxx = import "/capnp/c++.capnp";
@@ -161,48 +163,208 @@ struct TensorMeta {
   shape @1 :List(Int64);
 }
 
-enum DeviceOp {
-  reply @0;          # the answer to call `id`: ints, reals, tensors as the call defines
-  error @1;          # call `id` failed: text says why
-  hold @2;           # ints [layer] ++ layer layout; tensors: the layer
-  migrate @3;        # ints [layer, to]; reals [bandwidth, latency]
-  moved @4;          # ints [layer, from, to, bytes]: a migrated layer arrived (bytes -1, text: refused,
-                     # the target is out of memory)
-  drop @5;           # ints [layer]
-  speed @6;          # reals [speed]
-  probe @7;          # reply reals [seconds]
-  step @8;           # a stage's part of a step (docs/DISTRIBUTED.md); ints[0] is the attempt's tag, ints[7] the group's first micro-batch
-  activation @9;     # ints [step, micro]; tensors [activation]
-  gradient @10;      # ints [step, micro]; tensors [gradient]
-  stageReport @11;   # a stage finished or failed
-  gradients @12;     # ints [step tag, layers...]; reply: per layer, its partial sums of the exact sum's tree
-  apply @13;         # ints [layer]; reals [divisor]; tensors: summed gradients
-  hash @14;          # ints [layer]; reply ints [hash]
-  copy @15;          # ints [layer]; reply: the layer
-  perturb @16;       # ints [layer]
-  retire @17;        # the device leaves the run
-  fail @18;          # ints [after_us]: fault injection, the node process kills itself (SIGKILL) then
-  pause @19;         # ints [after_us, cut_off]; reals [seconds]: fault injection, the node goes
-                     # silent (hung: nothing handled; cut_off: its traffic dropped) for that long
-  memory @20;        # reals [bytes]: the device's emulated memory (0: none)
-  timing @21;        # reals [fwd_s, bwd_s, fixed_s, update_s] per layer: profile-timed emulation
-                     # (docs/RUNTIME.md); empty: CPU-timed
-  reduce @22;        # ints [step tag, layer, micro-batches, exact, holders...]: add the layer's
-                     # gradients among its holders (docs/RUNTIME.md); reply ints [step tag, layer,
-                     # bytes of the other holders' chunks received] once the sum is held
-  reducePart @23;    # between holders: ints [step tag, layer, gather, from rank, parts, then
-                     # (level, index) per part]; tensors: one per part
-  commit @24;        # ints [step tag, layer]; reals [divisor]: apply the held sum
+# What a stage does, in a step's program (runtime/schedule/schedule.hpp schedule::op).
+enum StageOp {
+  load @0;
+  forward @1;
+  backward @2;
+  sendAct @3;
+  recvAct @4;
+  sendGrad @5;
+  recvGrad @6;
+  reduceGrads @7;
+  optimizerStep @8;
+}
+
+struct Instruction {
+  kind @0 :StageOp;
+  micro @1 :Int32;            # -1 for reduceGrads and optimizerStep
+}
+
+# An emulated link (docs/RUNTIME.md).
+struct Link {
+  bandwidth @0 :Float64;      # bytes/s; 0 = unlimited
+  latency @1 :Float64;        # seconds per transfer
+}
+
+# A layer with its optimizer state; tensors: its parameters and states in `layout`'s order
+# (model::to_wire says which state each parameter has).
+struct LayerCopy {
+  layer @0 :UInt32;
+  from @1 :Int32;             # the device sending it; -1: placed by the controller
+  to @2 :Int32;
+  bytes @3 :UInt64;           # what the move costs on the emulated link
+  layout @4 :List(Int64);
+}
+
+struct Migrate {
+  layer @0 :UInt32;
+  to @1 :Int32;
+  link @2 :Link;
+}
+
+# A migrated layer arrived at `to`, or `to` refused it (out of memory: `refused` says so).
+struct Moved {
+  layer @0 :UInt32;
+  from @1 :Int32;
+  to @2 :Int32;
+  bytes @3 :UInt64;
+  refused @4 :Text;
+}
+
+# A stage's part of a step (docs/DISTRIBUTED.md); tensors: the inputs, then the targets.
+struct StageTask {
+  tag @0 :Int64;              # the attempt's tag: answers of an abandoned attempt are told apart
+  firstLayer @1 :UInt32;
+  endLayer @2 :UInt32;        # exclusive
+  prev @3 :Int32;             # the neighbouring stages' devices; -1 at the ends
+  next @4 :Int32;
+  inputs @5 :UInt32;
+  targets @6 :UInt32;
+  firstMicro @7 :UInt64;      # the step's index of the group's first micro-batch
+  accumulate @8 :Bool;        # exact: false
+  program @9 :List(Instruction);
+  toPrev @10 :Link;
+  toNext @11 :Link;
+}
+
+# A micro-batch's activation or gradient between stages; one tensor.
+struct MicroTensor {
+  step @0 :Int64;
+  micro @1 :UInt32;
+}
+
+struct LinkUse {
+  from @0 :Int32;
+  to @1 :Int32;
+  transfers @2 :UInt32;
+  bytes @3 :Float64;
+  busyS @4 :Float64;
+}
+
+# A stage finished (error empty) or failed.
+struct StageReport {
+  device @0 :Int32;
+  step @1 :Int64;
+  messages @2 :UInt32;        # activations and gradients sent
+  computeS @3 :Float64;
+  waitS @4 :Float64;
+  lossSum @5 :Float64;
+  links @6 :List(LinkUse);
+  error @7 :Text;
+}
+
+struct GradientsCall {
+  tag @0 :Int64;
+  layers @1 :List(UInt32);
+}
+
+# A partial sum's place in the exact sum's tree: micro-batches [index 2^level, (index+1) 2^level).
+struct TreePlace {
+  level @0 :UInt8;
+  index @1 :UInt64;
+}
+
+struct LayerParts {
+  layer @0 :UInt32;
+  tensorsPerPart @1 :UInt32;
+  parts @2 :List(TreePlace);
+}
+
+# The answer to `gradients`: per layer its partial sums; tensors in the same order.
+struct GradientSet {
+  device @0 :Int32;
+  tag @1 :Int64;
+  layers @2 :List(LayerParts);
+}
+
+# tensors: the layer's summed gradients.
+struct Apply {
+  layer @0 :UInt32;
+  divisor @1 :Float64;
+}
+
+struct Pause {
+  afterUs @0 :UInt64;
+  cutOff @1 :Bool;            # false: hung (nothing handled); true: its traffic dropped
+  seconds @2 :Float64;
+}
+
+struct LayerTiming {
+  forwardS @0 :Float64;
+  backwardS @1 :Float64;
+  fixedS @2 :Float64;
+  updateS @3 :Float64;
+}
+
+# Add a layer's gradients among its holders (docs/RUNTIME.md).
+struct Reduce {
+  tag @0 :Int64;
+  layer @1 :UInt32;
+  microBatches @2 :UInt64;
+  exact @3 :Bool;
+  holders @4 :List(Int32);    # a holder's rank is its place here
+}
+
+# A holder holds the sum, and received `bytesIn` of the other holders' chunks for it.
+struct SumHeld {
+  tag @0 :Int64;
+  layer @1 :UInt32;
+  bytesIn @2 :UInt64;
+}
+
+# Between holders: a chunk's partial sums (scatter) or the summed chunk (gather); a tensor
+# per part.
+struct ReducePart {
+  tag @0 :Int64;
+  layer @1 :UInt32;
+  gather @2 :Bool;
+  from @3 :UInt32;            # the sender's rank
+  parts @4 :List(TreePlace);
+}
+
+struct Commit {
+  tag @0 :Int64;
+  layer @1 :UInt32;
+  divisor @2 :Float64;
 }
 
 # A device operation between processes: the controller calls a device on a node, the node
-# answers, and devices send each other activations, gradients and layers.
+# answers (the answer takes the call's id), and devices send each other activations,
+# gradients, sum chunks and layers. Each operation is its own struct.
 struct DeviceCall {
-  op @0 :DeviceOp;
-  id @1 :UInt64;              # request id; 0: no answer wanted
-  device @2 :Int32;           # the device it is for (a reply: the one answering)
-  ints @3 :List(Int64);
-  reals @4 :List(Float64);
-  text @5 :Text;
-  tensors @6 :List(TensorMeta);
+  id @0 :UInt64;              # request id; 0: no answer wanted
+  device @1 :Int32;           # the device it is for (an answer: the one answering)
+  tensors @2 :List(TensorMeta);
+  op :union {
+    ack @3 :Void;             # answer: hold, migrate, apply or commit done
+    error @4 :Text;           # answer: the call failed, and why
+    hold @5 :LayerCopy;       # answer to copy, too
+    migrate @6 :Migrate;
+    moved @7 :Moved;
+    drop @8 :UInt32;          # a layer
+    speed @9 :Float64;        # emulated speed factor
+    probe @10 :Void;
+    probed @11 :Float64;      # answer: seconds
+    step @12 :StageTask;
+    activation @13 :MicroTensor;
+    gradient @14 :MicroTensor;
+    stageReport @15 :StageReport;
+    gradients @16 :GradientsCall;
+    gradientSet @17 :GradientSet;
+    apply @18 :Apply;
+    hash @19 :UInt32;         # a layer
+    hashed @20 :UInt64;       # answer
+    copy @21 :UInt32;         # a layer; answer: hold
+    perturb @22 :UInt32;      # a layer
+    retire @23 :Void;         # the device leaves the run
+    fail @24 :UInt64;         # fault injection: the node kills itself (SIGKILL) after these us
+    pause @25 :Pause;         # fault injection: the node goes silent
+    memory @26 :Float64;      # the device's emulated memory in bytes (0: none)
+    timing @27 :List(LayerTiming);  # profile-timed emulation; empty: CPU-timed
+    reduce @28 :Reduce;
+    sumHeld @29 :SumHeld;     # answer to reduce
+    reducePart @30 :ReducePart;
+    commit @31 :Commit;       # apply the held sum
+  }
 }

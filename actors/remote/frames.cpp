@@ -9,12 +9,10 @@
 namespace dynapar::actors::remote {
 namespace {
 
-error bad(const wire::device_call& c, const std::string& why) {
-  return make_error("bad_call", "device call (op " + std::to_string(static_cast<int>(c.op)) + ", device " +
-                                    std::to_string(c.device) + "): " + why);
-}
+static_assert(wire::ops::stage_op_count == static_cast<int>(schedule::op::optimizer_step) + 1,
+              "wire::ops::instruction numbers schedule::op");
 
-bool fits_int(std::int64_t v) { return v >= std::numeric_limits<int>::min() && v <= std::numeric_limits<int>::max(); }
+error bad(const std::string& what, const std::string& why) { return make_error("bad_call", what + ": " + why); }
 
 }  // namespace
 
@@ -53,233 +51,162 @@ result<unpacked> unpack(const comm::packet& p) {
   return out;
 }
 
-std::vector<double> link_reals(const comm::link_spec& a, const comm::link_spec& b) {
-  auto bw = [](double v) { return std::isfinite(v) ? v : 0.0; };
-  return {bw(a.bw), a.lat, bw(b.bw), b.lat};
-}
-
-comm::link_spec link_from(const std::vector<double>& reals, std::size_t at) {
-  comm::link_spec l;
-  if (at + 1 >= reals.size()) return l;
-  l.bw = reals[at] > 0 ? reals[at] : std::numeric_limits<double>::infinity();
-  l.lat = std::max(0.0, reals[at + 1]);
-  return l;
-}
-
-// ints: [step, lo, hi, prev_id, next_id, inputs, targets, then (op, micro) per instruction]
-wire::device_call step_call(const stage_task& t, std::vector<model::tensor>& tensors) {
+wire::device_call call_to(int device, wire::device_op op) {
   wire::device_call c;
-  c.op = wire::device_op::step;
-  c.ints = {t.step, t.lo, t.hi, t.prev_id, t.next_id, static_cast<std::int64_t>(t.inputs.size()),
-            static_cast<std::int64_t>(t.targets.size()), t.first_micro, t.accumulate ? 1 : 0};
-  for (const auto& in : t.program) {
-    c.ints.push_back(static_cast<std::int64_t>(in.kind));
-    c.ints.push_back(in.micro);
-  }
-  c.reals = link_reals(t.to_prev, t.to_next);
-  tensors = t.inputs;
-  tensors.insert(tensors.end(), t.targets.begin(), t.targets.end());
+  c.device = device;
+  c.op = std::move(op);
   return c;
 }
 
-result<stage_task> step_from(const wire::device_call& c, const std::vector<model::tensor>& tensors) {
-  if (c.ints.size() < 9 || (c.ints.size() - 9) % 2 != 0 || c.reals.size() != 4) return bad(c, "a step needs 9 + 2n integers and 4 reals");
-  for (std::size_t i = 1; i < c.ints.size(); ++i)
-    if (!fits_int(c.ints[i])) return bad(c, "an integer out of range");
+wire::ops::link link_of(const comm::link_spec& l) { return {std::isfinite(l.bw) ? l.bw : 0.0, l.lat}; }
+
+comm::link_spec link_from(const wire::ops::link& l) {
+  comm::link_spec out;
+  out.bw = l.bandwidth > 0 ? l.bandwidth : std::numeric_limits<double>::infinity();
+  out.lat = std::max(0.0, l.latency);
+  return out;
+}
+
+wire::ops::step step_of(const stage_task& t, std::vector<model::tensor>& tensors) {
+  wire::ops::step s;
+  s.tag = t.step;
+  s.lo = t.lo;
+  s.hi = t.hi;
+  s.prev = t.prev_id;
+  s.next = t.next_id;
+  s.inputs = static_cast<int>(t.inputs.size());
+  s.targets = static_cast<int>(t.targets.size());
+  s.first_micro = t.first_micro;
+  s.accumulate = t.accumulate;
+  for (const auto& in : t.program) s.program.push_back({static_cast<int>(in.kind), in.micro});
+  s.to_prev = link_of(t.to_prev);
+  s.to_next = link_of(t.to_next);
+  tensors = t.inputs;
+  tensors.insert(tensors.end(), t.targets.begin(), t.targets.end());
+  return s;
+}
+
+result<stage_task> task_from(const wire::ops::step& s, const std::vector<model::tensor>& tensors) {
+  if (s.inputs < 0 || s.targets < 0 || static_cast<std::size_t>(s.inputs + s.targets) != tensors.size())
+    return bad("a step", "input and target counts do not match the tensors");
   stage_task t;
-  t.step = c.ints[0];
-  t.lo = static_cast<int>(c.ints[1]);
-  t.hi = static_cast<int>(c.ints[2]);
-  t.prev_id = static_cast<int>(c.ints[3]);
-  t.next_id = static_cast<int>(c.ints[4]);
-  const auto n_in = c.ints[5], n_tg = c.ints[6];
-  if (n_in < 0 || n_tg < 0 || static_cast<std::size_t>(n_in + n_tg) != tensors.size())
-    return bad(c, "input and target counts do not match the tensors");
-  if (t.lo < 0 || t.hi <= t.lo) return bad(c, "bad layer range");
-  if (c.ints[7] < 0) return bad(c, "a negative first micro-batch");
-  t.first_micro = c.ints[7];
-  if (c.ints[8] != 0 && c.ints[8] != 1) return bad(c, "the accumulate flag is neither 0 nor 1");
-  t.accumulate = c.ints[8] == 1;
-  for (std::size_t i = 9; i < c.ints.size(); i += 2) {
-    const auto k = c.ints[i];
-    if (k < 0 || k > static_cast<std::int64_t>(schedule::op::optimizer_step)) return bad(c, "unknown instruction");
-    t.program.push_back({static_cast<schedule::op>(k), static_cast<int>(c.ints[i + 1])});
-  }
-  t.to_prev = link_from(c.reals, 0);
-  t.to_next = link_from(c.reals, 2);
-  t.inputs.assign(tensors.begin(), tensors.begin() + n_in);
-  t.targets.assign(tensors.begin() + n_in, tensors.end());
+  t.step = s.tag;
+  t.lo = s.lo;
+  t.hi = s.hi;
+  t.prev_id = s.prev;
+  t.next_id = s.next;
+  t.first_micro = s.first_micro;
+  t.accumulate = s.accumulate;
+  for (const auto& in : s.program) t.program.push_back({static_cast<schedule::op>(in.kind), in.micro});
+  t.to_prev = link_from(s.to_prev);
+  t.to_next = link_from(s.to_next);
+  t.inputs.assign(tensors.begin(), tensors.begin() + s.inputs);
+  t.targets.assign(tensors.begin() + s.inputs, tensors.end());
   return t;
 }
 
-// ints: [device, step, messages, then (from, to, transfers) per link]; reals: [compute, wait,
-// loss, then (bytes, busy) per link]; text: the error.
-wire::device_call report_call(const stage_report& r) {
-  wire::device_call c;
-  c.op = wire::device_op::stage_report;
-  c.device = r.device;
-  c.ints = {r.device, r.step, r.messages};
-  c.reals = {r.compute_s, r.wait_s, r.loss_sum};
-  for (const auto& l : r.links) {
-    c.ints.insert(c.ints.end(), {l.from, l.to, l.transfers});
-    c.reals.insert(c.reals.end(), {l.bytes, l.busy_s});
-  }
-  c.text = clip(r.error);
-  return c;
+wire::ops::stage_report report_of(const stage_report& r) {
+  wire::ops::stage_report w{r.device, r.step, r.messages, r.compute_s, r.wait_s, r.loss_sum, {}, clip(r.error)};
+  for (const auto& l : r.links) w.links.push_back({l.from, l.to, l.transfers, l.bytes, l.busy_s});
+  return w;
 }
 
-result<stage_report> report_from(const wire::device_call& c) {
-  if (c.ints.size() < 3 || (c.ints.size() - 3) % 3 != 0 || c.reals.size() != 3 + 2 * ((c.ints.size() - 3) / 3))
-    return bad(c, "a stage report needs 3 + 3n integers and 3 + 2n reals");
-  for (std::size_t i = 0; i < c.ints.size(); ++i)
-    if (i != 1 && !fits_int(c.ints[i])) return bad(c, "an integer out of range");
+stage_report report_from(const wire::ops::stage_report& w) {
   stage_report r;
-  r.device = static_cast<int>(c.ints[0]);
-  r.step = c.ints[1];
-  r.messages = static_cast<int>(c.ints[2]);
-  r.compute_s = c.reals[0];
-  r.wait_s = c.reals[1];
-  r.loss_sum = c.reals[2];
-  for (std::size_t k = 0; 3 + 3 * k < c.ints.size(); ++k)
-    r.links.push_back({static_cast<int>(c.ints[3 + 3 * k]), static_cast<int>(c.ints[4 + 3 * k]), c.reals[3 + 2 * k],
-                       c.reals[4 + 2 * k], static_cast<int>(c.ints[5 + 3 * k])});
-  r.error = c.text;
+  r.device = w.device;
+  r.step = w.step;
+  r.messages = w.messages;
+  r.compute_s = w.compute_s;
+  r.wait_s = w.wait_s;
+  r.loss_sum = w.loss_sum;
+  for (const auto& l : w.links) r.links.push_back({l.from, l.to, l.bytes, l.busy_s, l.transfers});
+  r.error = w.error;
   return r;
 }
 
-wire::device_call layer_call(int device, int layer, int from, int to, std::size_t bytes, const model::layer_copy& l,
-                             std::vector<model::tensor>& tensors) {
-  wire::device_call c;
-  c.op = wire::device_op::hold;
-  c.device = device;
+wire::ops::hold layer_of(int layer, int from, int to, std::size_t bytes, const model::layer_copy& l,
+                         std::vector<model::tensor>& tensors) {
   auto w = model::to_wire(l);
-  c.ints = {layer, from, to, static_cast<std::int64_t>(bytes)};
-  c.ints.insert(c.ints.end(), w.layout.begin(), w.layout.end());
   tensors = std::move(w.tensors);
-  return c;
+  return {layer, from, to, bytes, std::move(w.layout)};
 }
 
-result<layer_msg> layer_from(const model::model_chain& m, const wire::device_call& c, const std::vector<model::tensor>& tensors) {
-  if (c.ints.size() < 4) return bad(c, "a layer needs 4 integers and its layout");
-  for (int i = 0; i < 3; ++i)
-    if (!fits_int(c.ints[i])) return bad(c, "an integer out of range");
-  if (c.ints[3] < 0) return bad(c, "negative size");
-  layer_msg out{static_cast<int>(c.ints[0]), static_cast<int>(c.ints[1]), static_cast<int>(c.ints[2]),
-                static_cast<std::size_t>(c.ints[3]), nullptr};
-  model::layer_wire w{std::vector<std::int64_t>(c.ints.begin() + 4, c.ints.end()), tensors};
-  auto l = model::from_wire(m, out.layer, w);
+result<layer_msg> layer_from(const model::model_chain& m, const wire::ops::hold& h, const std::vector<model::tensor>& tensors) {
+  layer_msg out{h.layer, h.from, h.to, static_cast<std::size_t>(h.bytes), nullptr};
+  auto l = model::from_wire(m, h.layer, model::layer_wire{h.layout, tensors});
   if (!l) return l.err();
   out.replica = std::move(*l);
   return out;
 }
 
-wire::device_call gradients_reply(const device_gradients& g, std::vector<model::tensor>& tensors) {
-  wire::device_call c;
-  c.op = wire::device_op::reply;
-  c.device = g.device;
-  c.ints = {g.device, g.step, static_cast<std::int64_t>(g.layers.size())};
+wire::ops::gradient_set gradients_of(const device_gradients& g, std::vector<model::tensor>& tensors) {
+  wire::ops::gradient_set w{g.device, g.step, {}};
   for (const auto& [l, parts] : g.layers) {
-    c.ints.push_back(l);
-    c.ints.push_back(static_cast<std::int64_t>(parts.size()));
-    c.ints.push_back(parts.empty() ? 0 : static_cast<std::int64_t>(parts.front().grads.size()));
+    wire::ops::layer_parts lp{l, parts.empty() ? 0 : static_cast<int>(parts.front().grads.size()), {}};
     for (const auto& p : parts) {
-      c.ints.push_back(p.level);
-      c.ints.push_back(p.index);
+      lp.parts.push_back({p.level, p.index});
       tensors.insert(tensors.end(), p.grads.begin(), p.grads.end());
     }
+    w.layers.push_back(std::move(lp));
   }
-  return c;
+  return w;
 }
 
-result<device_gradients> gradients_from(const wire::device_call& c, const std::vector<model::tensor>& tensors) {
-  if (c.ints.size() < 3 || !fits_int(c.ints[0]) || c.ints[2] < 0 || c.ints[2] > 1 << 20) return bad(c, "gradients need 3 integers first");
-  device_gradients g{static_cast<int>(c.ints[0]), c.ints[1], {}};
-  std::size_t at = 3, next = 0;
-  for (std::int64_t k = 0; k < c.ints[2]; ++k) {
-    if (c.ints.size() < at + 3) return bad(c, "a layer's gradient counts are cut short");
-    const auto l = c.ints[at], n = c.ints[at + 1], per = c.ints[at + 2];
-    at += 3;
-    if (!fits_int(l) || n < 0 || per < 0 || n > 128 || per > (1 << 20) || c.ints.size() < at + 2 * static_cast<std::size_t>(n) ||
-        n * per > static_cast<std::int64_t>(tensors.size() - next))
-      return bad(c, "gradient counts do not match the tensors");
-    std::vector<model::grad_part> parts(static_cast<std::size_t>(n));
-    for (auto& p : parts) {
-      const auto level = c.ints[at], index = c.ints[at + 1];
-      at += 2;
-      if (level < 0 || level > 62 || index < 0 || index > (std::int64_t{1} << 40)) return bad(c, "a partial sum's place in the tree is out of range");
-      p.level = static_cast<int>(level);
-      p.index = index;
-      for (std::int64_t i = 0; i < per; ++i) p.grads.push_back(tensors[next++]);
+result<device_gradients> gradients_from(const wire::ops::gradient_set& w, const std::vector<model::tensor>& tensors) {
+  device_gradients g{w.device, w.tag, {}};
+  std::size_t next = 0;
+  for (const auto& lp : w.layers) {
+    std::vector<model::grad_part> parts;
+    for (const auto& place : lp.parts) {
+      if (lp.tensors_per_part < 0 || tensors.size() - next < static_cast<std::size_t>(lp.tensors_per_part))
+        return bad("gradients", "the counts do not match the tensors");
+      model::grad_part p{place.level, place.index, {}};
+      p.grads.assign(tensors.begin() + static_cast<std::ptrdiff_t>(next), tensors.begin() + static_cast<std::ptrdiff_t>(next + lp.tensors_per_part));
+      next += static_cast<std::size_t>(lp.tensors_per_part);
+      parts.push_back(std::move(p));
     }
-    g.layers.emplace_back(static_cast<int>(l), std::move(parts));
+    g.layers.emplace_back(lp.layer, std::move(parts));
   }
-  if (at != c.ints.size()) return bad(c, "more integers than the gradient counts say");
-  if (next != tensors.size()) return bad(c, "more tensors than the gradient counts say");
+  if (next != tensors.size()) return bad("gradients", "more tensors than the counts say");
   return g;
 }
 
-wire::device_call reduce_call(const reduce_task& t) {
-  wire::device_call c;
-  c.op = wire::device_op::reduce;
-  c.ints = {t.step, t.layer, t.micro_batches, t.exact ? 1 : 0};
-  c.ints.insert(c.ints.end(), t.holders.begin(), t.holders.end());
-  return c;
-}
+wire::ops::reduce reduce_of(const reduce_task& t) { return {t.step, t.layer, t.micro_batches, t.exact, t.holders}; }
 
-result<reduce_task> reduce_from(const wire::device_call& c) {
-  if (c.ints.size() < 5 || c.ints.size() > 4 + 4096) return bad(c, "a sum needs its step, layer, micro-batches, exact and 1-4096 holders");
+reduce_task reduce_from(const wire::ops::reduce& r) {
   reduce_task t;
-  t.step = c.ints[0];
-  if (!fits_int(c.ints[1]) || c.ints[1] < 0) return bad(c, "the layer is out of range");
-  t.layer = static_cast<int>(c.ints[1]);
-  if (c.ints[2] < 1 || c.ints[2] > (std::int64_t{1} << 40)) return bad(c, "the micro-batch count is out of range");
-  t.micro_batches = c.ints[2];
-  t.exact = c.ints[3] != 0;
-  for (std::size_t i = 4; i < c.ints.size(); ++i) {
-    if (!fits_int(c.ints[i]) || c.ints[i] < 0) return bad(c, "a holder id is out of range");
-    const int id = static_cast<int>(c.ints[i]);
-    if (std::find(t.holders.begin(), t.holders.end(), id) != t.holders.end()) return bad(c, "holder " + std::to_string(id) + " is named twice");
-    t.holders.push_back(id);
-  }
+  t.step = r.tag;
+  t.layer = r.layer;
+  t.micro_batches = r.micro_batches;
+  t.exact = r.exact;
+  t.holders = r.holders;
   return t;
 }
 
-wire::device_call part_call(int device, const reduce_part& p, std::vector<model::tensor>& tensors) {
-  wire::device_call c;
-  c.op = wire::device_op::reduce_part;
-  c.device = device;
-  c.ints = {p.step, p.layer, p.msg.gather ? 1 : 0, p.msg.from, static_cast<std::int64_t>(p.msg.parts.size())};
+wire::ops::reduce_part part_of(const reduce_part& p, std::vector<model::tensor>& tensors) {
+  wire::ops::reduce_part w{p.step, p.layer, p.msg.gather, p.msg.from, {}};
   for (const auto& part : p.msg.parts) {
-    c.ints.push_back(part.level);
-    c.ints.push_back(part.index);
+    w.parts.push_back({part.level, part.index});
     tensors.insert(tensors.end(), part.grads.begin(), part.grads.end());
   }
-  return c;
+  return w;
 }
 
-result<reduce_part> part_from(const wire::device_call& c, const std::vector<model::tensor>& tensors) {
-  if (c.ints.size() < 5) return bad(c, "a sum's chunk needs its step, layer, phase, sender and part count");
-  const auto n = c.ints[4];
-  if (n < 0 || n > 128 || c.ints.size() != 5 + 2 * static_cast<std::size_t>(n) || tensors.size() != static_cast<std::size_t>(n))
-    return bad(c, "a sum's chunk: the part count does not match its places and tensors");
-  if (!fits_int(c.ints[1]) || c.ints[1] < 0 || !fits_int(c.ints[3]) || c.ints[3] < 0) return bad(c, "a sum's chunk: layer or sender out of range");
+result<reduce_part> part_from(const wire::ops::reduce_part& w, const std::vector<model::tensor>& tensors) {
+  if (w.parts.size() != tensors.size()) return bad("a sum's chunk", "the part count does not match its tensors");
   reduce_part p;
-  p.step = c.ints[0];
-  p.layer = static_cast<int>(c.ints[1]);
-  p.msg.gather = c.ints[2] != 0;
-  p.msg.from = static_cast<int>(c.ints[3]);
-  for (std::int64_t i = 0; i < n; ++i) {
-    const auto level = c.ints[5 + 2 * i], index = c.ints[6 + 2 * i];
-    if (level < 0 || level > 62 || index < 0 || index > (std::int64_t{1} << 40)) return bad(c, "a partial sum's place in the tree is out of range");
-    p.msg.parts.push_back({static_cast<int>(level), index, {tensors[static_cast<std::size_t>(i)]}});
-  }
+  p.step = w.tag;
+  p.layer = w.layer;
+  p.msg.gather = w.gather;
+  p.msg.from = w.from;
+  for (std::size_t i = 0; i < w.parts.size(); ++i) p.msg.parts.push_back({w.parts[i].level, w.parts[i].index, {tensors[i]}});
   return p;
 }
 
 bool is_data(const wire::device_call& c) {
-  using op = wire::device_op;
-  return c.op == op::activation || c.op == op::gradient || c.op == op::reduce_part ||
-         (c.op == op::hold && c.ints.size() >= 2 && c.ints[1] >= 0);
+  if (const auto* h = std::get_if<wire::ops::hold>(&c.op)) return h->from >= 0;
+  return std::holds_alternative<wire::ops::activation>(c.op) || std::holds_alternative<wire::ops::gradient>(c.op) ||
+         std::holds_alternative<wire::ops::reduce_part>(c.op);
 }
 
 std::optional<std::string> refusal(std::optional<comm::key_role> role, const wire::body& b) {

@@ -25,39 +25,38 @@ struct unpacked {
 };
 result<unpacked> unpack(const comm::packet& p);
 
-// Emulated links: unlimited bandwidth travels as 0 (the wire takes finite numbers only).
-std::vector<double> link_reals(const comm::link_spec& a, const comm::link_spec& b);
-comm::link_spec link_from(const std::vector<double>& reals, std::size_t at);
+// Between actor messages and the wire's device operations (wire/device_call.hpp). A call
+// that came through unpack() has been checked by runtime/wire (counts, ranges, places in
+// the tree); these only guard the tensor counts they index by.
+wire::device_call call_to(int device, wire::device_op op);
+
+wire::ops::link link_of(const comm::link_spec& l);
+comm::link_spec link_from(const wire::ops::link& l);
 
 // A stage's part of a step. prev/next/report_to are resolved by the receiving node.
-wire::device_call step_call(const stage_task& t, std::vector<model::tensor>& tensors);
-result<stage_task> step_from(const wire::device_call& c, const std::vector<model::tensor>& tensors);
+wire::ops::step step_of(const stage_task& t, std::vector<model::tensor>& tensors);
+result<stage_task> task_from(const wire::ops::step& s, const std::vector<model::tensor>& tensors);
 
-wire::device_call report_call(const stage_report& r);
-result<stage_report> report_from(const wire::device_call& c);
+wire::ops::stage_report report_of(const stage_report& r);
+stage_report report_from(const wire::ops::stage_report& r);
 
-// A layer: ints [layer, from, to, bytes, layout...] (from -1: sent by the controller).
-wire::device_call layer_call(int device, int layer, int from, int to, std::size_t bytes, const model::layer_copy& l,
-                             std::vector<model::tensor>& tensors);
+// A layer with its optimizer state (from -1: sent by the controller).
+wire::ops::hold layer_of(int layer, int from, int to, std::size_t bytes, const model::layer_copy& l,
+                         std::vector<model::tensor>& tensors);
 struct layer_msg {
   int layer = 0, from = -1, to = 0;
   std::size_t bytes = 0;
   model::layer_copy replica;
 };
-result<layer_msg> layer_from(const model::model_chain& m, const wire::device_call& c, const std::vector<model::tensor>& tensors);
+result<layer_msg> layer_from(const model::model_chain& m, const wire::ops::hold& h, const std::vector<model::tensor>& tensors);
 
-// Gradients: ints [device, step tag, layers, then per layer: layer, partial sums, tensors each,
-// then (level, index) per partial sum].
-wire::device_call gradients_reply(const device_gradients& g, std::vector<model::tensor>& tensors);
-result<device_gradients> gradients_from(const wire::device_call& c, const std::vector<model::tensor>& tensors);
-
-// The decentralised sum: a holder's task (ints [step tag, layer, micro-batches, exact,
-// holders...]; the peers are resolved by the receiving node) and the chunks between holders
-// (ints [step tag, layer, gather, from rank, parts, (level, index) per part], a tensor each).
-wire::device_call reduce_call(const reduce_task& t);
-result<reduce_task> reduce_from(const wire::device_call& c);
-wire::device_call part_call(int device, const reduce_part& p, std::vector<model::tensor>& tensors);
-result<reduce_part> part_from(const wire::device_call& c, const std::vector<model::tensor>& tensors);
+// A device's gradients as the exact sum's partial sums, and the holders' sum.
+wire::ops::gradient_set gradients_of(const device_gradients& g, std::vector<model::tensor>& tensors);
+result<device_gradients> gradients_from(const wire::ops::gradient_set& g, const std::vector<model::tensor>& tensors);
+wire::ops::reduce reduce_of(const reduce_task& t);
+reduce_task reduce_from(const wire::ops::reduce& r);  // peers are resolved by the receiving node
+wire::ops::reduce_part part_of(const reduce_part& p, std::vector<model::tensor>& tensors);
+result<reduce_part> part_from(const wire::ops::reduce_part& p, const std::vector<model::tensor>& tensors);
 
 // Data between devices on different nodes (node to node, mesh.hpp): activations,
 // gradients, the holders' sums' chunks and migrating layers; never a control call.

@@ -140,7 +140,8 @@ void remote_devices::impl::handle(comm::packet p) {
     if (auto st = comm::send_packet(router, std::move(p), true); !st) log->warn("{}", st.err().message);
     return;
   }
-  const int to = c->op == wire::device_op::moved && c->ints.size() == 4 ? static_cast<int>(c->ints[1]) : c->device;
+  const auto* moved = std::get_if<wire::ops::moved>(&c->op);
+  const int to = moved ? moved->from : c->device;  // an arrival goes to the proxy that started the move
   auto it = devices.find(to);
   if (it == devices.end() || !it->second.proxy) return log->warn("dropped an answer for device {}, which no node hosts", to);
   for (const auto& t : u->tensors) gathered += model::bytes(t);

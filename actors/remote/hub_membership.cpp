@@ -21,10 +21,7 @@ void remote_devices::impl::retired(int id, std::uint64_t gen) {
   }
   membership_changed = true;
   if (route.empty()) return;
-  wire::device_call c;
-  c.op = wire::device_op::retire;
-  c.device = id;
-  post(route, c);
+  post(route, remote::call_to(id, wire::ops::retire{}));
 }
 
 void remote_devices::impl::broadcast_peers() {
@@ -145,10 +142,7 @@ void remote_devices::impl::check_nodes() {
     }
   }
   for (const auto& [why, proxy] : notify) {
-    wire::device_call c;
-    c.op = wire::device_op::error;
-    c.text = why;
-    caf::anon_send(proxy, remote_atom::value, std::move(c), std::vector<model::tensor>{});
+    caf::anon_send(proxy, remote_atom::value, remote::call_to(0, wire::ops::error{why}), std::vector<model::tensor>{});
   }
 }
 

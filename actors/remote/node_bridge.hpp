@@ -40,20 +40,14 @@ struct node_shared {
     if (auto st = out->post(std::move(p)); !st) warn(st.err().message);
   }
   static constexpr const char* data_route_prefix = "data:";
-  void answer(const wire::device_call& to, wire::device_call c, const std::vector<model::tensor>& ts = {}) {
-    c.op = wire::device_op::reply;
+  void answer(const wire::device_call& to, wire::device_op op, const std::vector<model::tensor>& ts = {}) {
+    wire::device_call c;
+    c.op = std::move(op);
     c.id = to.id;
     c.device = to.device;
     post(c, ts);
   }
-  void fail(const wire::device_call& to, const std::string& why) {
-    wire::device_call c;
-    c.op = wire::device_op::error;
-    c.id = to.id;
-    c.device = to.device;
-    c.text = remote::clip(why);
-    post(c);
-  }
+  void fail(const wire::device_call& to, const std::string& why) { answer(to, wire::ops::error{remote::clip(why)}); }
 
  private:
   static void warn(const std::string& what);

@@ -1,7 +1,7 @@
 #include "actors/remote/proxy.hpp"
 
+#include <algorithm>
 #include <functional>
-#include <limits>
 #include <map>
 #include <utility>
 
@@ -49,41 +49,51 @@ caf::result<T> ask(proxy* self, wire::device_call c, const std::vector<model::te
   return rp;
 }
 
-wire::device_call call(wire::device_op op, std::vector<std::int64_t> ints = {}, std::vector<double> reals = {}) {
-  wire::device_call c;
-  c.op = op;
-  c.ints = std::move(ints);
-  c.reals = std::move(reals);
-  return c;
+// The answer a call expects, or an error naming what came instead.
+template <class Answer>
+result<Answer> answer_of(const wire::device_call& r, const char* what) {
+  if (const auto* a = std::get_if<Answer>(&r.op)) return *a;
+  return make_error("bad_call", std::string("the answer to ") + what + " is of another kind");
 }
 
-result<bool> acknowledged(const wire::device_call&, std::vector<model::tensor>&) { return true; }
+result<bool> acknowledged(const wire::device_call& r, std::vector<model::tensor>&) {
+  auto a = answer_of<wire::ops::ack>(r, "a call");
+  if (!a) return a.err();
+  return true;
+}
 
 caf::behavior remote_device(proxy* self, int id, std::string route, std::uint64_t gen, std::shared_ptr<remote_devices::impl> hub) {
   self->state.id = id;
   self->state.route = std::move(route);
   self->state.hub = hub;
   self->attach_functor([hub, id, gen] { hub->retired(id, gen); });
-  using op = wire::device_op;
+  namespace ops = wire::ops;
+  auto call = [](wire::device_op op) { return remote::call_to(0, std::move(op)); };
   return {
       [=](hold_atom, int layer, const model::layer_copy& replica) -> caf::result<bool> {
         std::vector<model::tensor> ts;
-        auto c = remote::layer_call(id, layer, -1, id, 0, replica, ts);
-        return ask<bool>(self, std::move(c), ts, acknowledged);
+        auto op = remote::layer_of(layer, -1, id, 0, replica, ts);
+        return ask<bool>(self, call(std::move(op)), ts, acknowledged);
       },
       [=](migrate_atom, int layer, int to, const caf::actor&, const comm::link_spec& link,
           const caf::actor& report_to) -> caf::result<bool> {
         self->state.migration_sink = report_to;
-        return ask<bool>(self, call(op::migrate, {layer, to}, remote::link_reals(link, {})), {}, acknowledged);
+        return ask<bool>(self, call(ops::migrate{layer, to, remote::link_of(link)}), {}, acknowledged);
       },
-      [=](drop_atom, int layer) { tell(self, call(op::drop, {layer})); },
-      [=](speed_atom, double speed) { tell(self, call(op::speed, {}, {speed})); },
-      [=](memory_atom, double bytes) { tell(self, call(op::memory, {}, {bytes})); },
-      [=](timing_atom, const std::vector<double>& per_layer) { tell(self, call(op::timing, {}, per_layer)); },
+      [=](drop_atom, int layer) { tell(self, call(ops::drop{layer})); },
+      [=](speed_atom, double speed) { tell(self, call(ops::speed{speed})); },
+      [=](memory_atom, double bytes) { tell(self, call(ops::memory{bytes})); },
+      [=](timing_atom, const std::vector<double>& per_layer) {
+        ops::timing t;
+        for (std::size_t i = 0; i + 3 < per_layer.size(); i += 4)
+          t.layers.push_back({per_layer[i], per_layer[i + 1], per_layer[i + 2], per_layer[i + 3]});
+        tell(self, call(std::move(t)));
+      },
       [=](probe_atom) -> caf::result<double> {
-        return ask<double>(self, call(op::probe), {}, [](const wire::device_call& r, std::vector<model::tensor>&) -> result<double> {
-          if (r.reals.size() != 1) return make_error("bad_call", "a probe reply needs one real");
-          return r.reals[0];
+        return ask<double>(self, call(ops::probe{}), {}, [](const wire::device_call& r, std::vector<model::tensor>&) -> result<double> {
+          auto p = answer_of<ops::probed>(r, "a probe");
+          if (!p) return p.err();
+          return p->seconds;
         });
       },
       [=](step_atom, stage_task& task) {
@@ -98,103 +108,93 @@ caf::behavior remote_device(proxy* self, int id, std::string route, std::uint64_
           return;
         }
         std::vector<model::tensor> ts;
-        auto c = remote::step_call(task, ts);
-        tell(self, std::move(c), ts);
+        auto op = remote::step_of(task, ts);
+        tell(self, call(std::move(op)), ts);
       },
       [=](grads_atom, std::int64_t step, const std::vector<int>& layers) -> caf::result<device_gradients> {
-        std::vector<std::int64_t> ints{step};
-        ints.insert(ints.end(), layers.begin(), layers.end());
-        return ask<device_gradients>(self, call(op::gradients, std::move(ints)), {}, remote::gradients_from);
+        return ask<device_gradients>(self, call(ops::gradients{step, layers}), {},
+                                     [](const wire::device_call& r, std::vector<model::tensor>& ts) -> result<device_gradients> {
+                                       auto g = answer_of<ops::gradient_set>(r, "gradients");
+                                       if (!g) return g.err();
+                                       return remote::gradients_from(*g, ts);
+                                     });
       },
       [=](apply_atom, int layer, const std::vector<model::tensor>& summed, double divisor) -> caf::result<bool> {
-        return ask<bool>(self, call(op::apply, {layer}, {divisor}), summed, acknowledged);
+        return ask<bool>(self, call(ops::apply{layer, divisor}), summed, acknowledged);
       },
       // The holders add among themselves, node to node; the node answers once the sum is held.
       [=](reduce_atom, const reduce_task& t) -> caf::result<sum_held> {
-        return ask<sum_held>(self, remote::reduce_call(t), {}, [id](const wire::device_call& r, std::vector<model::tensor>&) -> result<sum_held> {
-          if (r.ints.size() != 3 || r.ints[1] < 0 || r.ints[1] > std::numeric_limits<int>::max() || r.ints[2] < 0)
-            return make_error("bad_call", "a sum's answer needs its step, layer and bytes received");
-          return sum_held{id, r.ints[0], static_cast<int>(r.ints[1]), r.ints[2]};
+        return ask<sum_held>(self, call(remote::reduce_of(t)), {}, [id](const wire::device_call& r, std::vector<model::tensor>&) -> result<sum_held> {
+          auto h = answer_of<ops::sum_held>(r, "a sum");
+          if (!h) return h.err();
+          return sum_held{id, h->tag, h->layer, h->bytes_in};
         });
       },
       [=](commit_atom, std::int64_t step, int layer, double divisor) -> caf::result<bool> {
-        return ask<bool>(self, call(op::commit, {step, layer}, {divisor}), {}, acknowledged);
+        return ask<bool>(self, call(ops::commit{step, layer, divisor}), {}, acknowledged);
       },
       [=](hash_atom, int layer) -> caf::result<std::uint64_t> {
-        return ask<std::uint64_t>(self, call(op::hash, {layer}), {},
+        return ask<std::uint64_t>(self, call(ops::hash{layer}), {},
                                   [](const wire::device_call& r, std::vector<model::tensor>&) -> result<std::uint64_t> {
-                                    if (r.ints.size() != 1) return make_error("bad_call", "a hash reply needs one integer");
-                                    return static_cast<std::uint64_t>(r.ints[0]);
+                                    auto h = answer_of<ops::hashed>(r, "a hash");
+                                    if (!h) return h.err();
+                                    return h->value;
                                   });
       },
       [=](copy_atom, int layer) -> caf::result<model::layer_copy> {
         auto m = self->state.hub->model;
-        return ask<model::layer_copy>(self, call(op::copy, {layer}), {},
+        return ask<model::layer_copy>(self, call(ops::copy{layer}), {},
                                       [m](const wire::device_call& r, std::vector<model::tensor>& ts) -> result<model::layer_copy> {
-                                        auto l = remote::layer_from(*m, r, ts);
+                                        auto h = answer_of<ops::hold>(r, "a copy");
+                                        if (!h) return h.err();
+                                        auto l = remote::layer_from(*m, *h, ts);
                                         if (!l) return l.err();
                                         return l->replica;
                                       });
       },
-      [=](perturb_atom, int layer) { tell(self, call(op::perturb, {layer})); },
+      [=](perturb_atom, int layer) { tell(self, call(ops::perturb{layer})); },
       // Fault injection on a node: the whole process dies, as a machine would.
-      [=](fail_atom, int after_us) { tell(self, call(op::fail, {after_us})); },
+      [=](fail_atom, int after_us) { tell(self, call(ops::fail{static_cast<std::uint64_t>(std::max(0, after_us))})); },
       // The node goes silent: hung, or cut off (its traffic dropped).
       [=](pause_atom, int after_us, double seconds, bool cut_off) {
-        tell(self, call(op::pause, {after_us, cut_off ? 1 : 0}, {seconds}));
+        tell(self, call(ops::pause{static_cast<std::uint64_t>(std::max(0, after_us)), cut_off, seconds}));
       },
       // From the node: answers, stage reports, arrivals of migrated layers.
       [=](remote_atom, const wire::device_call& c, std::vector<model::tensor>& ts) {
         auto& s = self->state;
-        switch (c.op) {
-          case op::error:
-            if (c.id == 0) {  // from the hub: the node is lost. Nothing waits in vain.
-              s.lost = "device " + std::to_string(id) + ": " + c.text;
-              auto pending = std::move(s.pending);
-              s.pending.clear();
-              std::vector<model::tensor> none;
-              for (auto& [k, done] : pending) done(nullptr, none, s.lost);
-              if (s.report_to) {
-                stage_report r;
-                r.device = id;
-                r.step = s.step;
-                r.error = s.lost;
-                self->send(s.report_to, std::move(r));
-              }
-              return;
-            }
-            [[fallthrough]];
-          case op::reply: {
-            auto it = s.pending.find(c.id);
-            if (it == s.pending.end()) return;  // the answer to a call nobody waits for any more
-            auto done = std::move(it->second);
-            s.pending.erase(it);
-            done(c.op == op::reply ? &c : nullptr, ts, "device " + std::to_string(id) + ": " + c.text);
-            return;
+        if (const auto* e = std::get_if<ops::error>(&c.op); e && c.id == 0) {
+          // From the hub: the node is lost. Nothing waits in vain.
+          s.lost = "device " + std::to_string(id) + ": " + e->why;
+          auto pending = std::move(s.pending);
+          s.pending.clear();
+          std::vector<model::tensor> none;
+          for (auto& [k, done] : pending) done(nullptr, none, s.lost);
+          if (s.report_to) {
+            stage_report r;
+            r.device = id;
+            r.step = s.step;
+            r.error = s.lost;
+            self->send(s.report_to, std::move(r));
           }
-          case op::stage_report: {
-            auto r = remote::report_from(c);
-            stage_report rep;
-            if (r) {
-              rep = std::move(*r);
-            } else {
-              rep.device = id;
-              rep.error = r.err().message;
-            }
-            if (s.report_to) self->send(s.report_to, std::move(rep));
-            return;
-          }
-          case op::moved:
-            if (c.ints.size() == 4 && s.migration_sink && !c.text.empty())
-              self->send(s.migration_sink, moved_atom::value, static_cast<int>(c.ints[0]), static_cast<int>(c.ints[1]),
-                         static_cast<int>(c.ints[2]), c.text);
-            else if (c.ints.size() == 4 && s.migration_sink)
-              self->send(s.migration_sink, moved_atom::value, static_cast<int>(c.ints[0]), static_cast<int>(c.ints[1]),
-                         static_cast<int>(c.ints[2]), static_cast<std::size_t>(c.ints[3]));
-            return;
-          default:
-            return;
+          return;
         }
+        if (const auto* r = std::get_if<ops::stage_report>(&c.op)) {
+          if (s.report_to) self->send(s.report_to, remote::report_from(*r));
+          return;
+        }
+        if (const auto* m = std::get_if<ops::moved>(&c.op)) {
+          if (!s.migration_sink) return;
+          if (!m->refused.empty()) self->send(s.migration_sink, moved_atom::value, m->layer, m->from, m->to, m->refused);
+          else self->send(s.migration_sink, moved_atom::value, m->layer, m->from, m->to, static_cast<std::size_t>(m->bytes));
+          return;
+        }
+        if (c.id == 0) return;  // nothing else comes unasked
+        auto it = s.pending.find(c.id);
+        if (it == s.pending.end()) return;  // the answer to a call nobody waits for any more
+        auto done = std::move(it->second);
+        s.pending.erase(it);
+        const auto* e = std::get_if<ops::error>(&c.op);
+        done(e ? nullptr : &c, ts, "device " + std::to_string(id) + ": " + (e ? e->why : std::string()));
       },
   };
 }

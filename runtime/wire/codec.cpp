@@ -7,20 +7,12 @@
 #include <climits>
 #include <cstring>
 
+#include "common/overloaded.hpp"
 #include "control.capnp.h"
+#include "wire/capnp_fields.hpp"
 
 namespace dynapar::wire {
 namespace {
-
-template <class... F>
-struct overloaded : F... { using F::operator()...; };
-template <class... F>
-overloaded(F...) -> overloaded<F...>;
-
-// Thrown only inside decode() and caught there: a field that cannot become a plain value.
-struct reject {
-  std::string code, message;
-};
 
 void set_spec(schema::DeviceSpec::Builder b, const planner::device_spec& d) {
   b.setId(d.id);
@@ -32,23 +24,6 @@ void set_spec(schema::DeviceSpec::Builder b, const planner::device_spec& d) {
   b.setNode(d.node);
   b.setRack(d.rack);
   b.setNicBw(d.nic_bw == planner::unlimited ? 0.0 : d.nic_bw);
-}
-
-template <class List>
-void check_list(const List& l, const decode_limits& lim, const std::string& field) {
-  if (l.size() > lim.max_list)
-    throw reject{"too_large", field + " has " + std::to_string(l.size()) + " entries, more than the limit " + std::to_string(lim.max_list)};
-}
-
-std::string text(capnp::Text::Reader t, const decode_limits& lim, const std::string& field) {
-  if (t.size() > lim.max_text)
-    throw reject{"too_large", field + " is " + std::to_string(t.size()) + " bytes, more than the limit " + std::to_string(lim.max_text)};
-  return std::string(t.cStr(), t.size());
-}
-
-int to_int(std::uint32_t v, const std::string& field) {
-  if (v > static_cast<std::uint32_t>(INT_MAX)) throw reject{"bad_field", field + " is out of range"};
-  return static_cast<int>(v);
 }
 
 plan_msg read_plan(schema::Plan::Reader r, const decode_limits& lim) {
@@ -188,33 +163,7 @@ body read_body(schema::Envelope::Reader env, const decode_limits& lim) {
       m.model_hash = text(r.getModelHash(), lim, "welcome.modelHash");
       return m;
     }
-    case schema::Envelope::Body::CALL: {
-      auto r = b.getCall();
-      device_call m;
-      const auto op = static_cast<std::uint16_t>(r.getOp());
-      if (op >= device_op_count) throw reject{"bad_field", "call.op has an unknown value"};
-      m.op = static_cast<device_op>(op);
-      m.id = r.getId();
-      m.device = r.getDevice();
-      auto ints = r.getInts();
-      check_list(ints, lim, "call.ints");
-      for (auto v : ints) m.ints.push_back(v);
-      auto reals = r.getReals();
-      check_list(reals, lim, "call.reals");
-      for (auto v : reals) m.reals.push_back(v);
-      m.text = text(r.getText(), lim, "call.text");
-      auto ts = r.getTensors();
-      check_list(ts, lim, "call.tensors");
-      for (auto t : ts) {
-        tensor_meta tm;
-        tm.dtype = t.getDtype();
-        auto shape = t.getShape();
-        check_list(shape, lim, "call.tensors.shape");
-        for (auto v : shape) tm.shape.push_back(v);
-        m.tensors.push_back(std::move(tm));
-      }
-      return m;
-    }
+    case schema::Envelope::Body::CALL: return read_call(b.getCall(), lim);
     case schema::Envelope::Body::METRICS: {
       auto r = b.getMetrics();
       return metrics_msg{r.getSlot(), r.getStep(), r.getBatchTimeS(), r.getLoss(), r.getCost(), r.getCostQueue(), r.getSamplesPerS()};
@@ -323,23 +272,7 @@ std::vector<std::uint8_t> encode(const envelope& e) {
                    w.setRejoin(m.rejoin);
                    w.setModelHash(m.model_hash);
                  },
-                 [&](const device_call& m) {
-                   auto c = b.initCall();
-                   c.setOp(static_cast<schema::DeviceOp>(static_cast<std::uint16_t>(m.op)));
-                   c.setId(m.id);
-                   c.setDevice(m.device);
-                   auto ints = c.initInts(static_cast<unsigned>(m.ints.size()));
-                   for (std::size_t i = 0; i < m.ints.size(); ++i) ints.set(i, m.ints[i]);
-                   auto reals = c.initReals(static_cast<unsigned>(m.reals.size()));
-                   for (std::size_t i = 0; i < m.reals.size(); ++i) reals.set(i, m.reals[i]);
-                   c.setText(m.text);
-                   auto ts = c.initTensors(static_cast<unsigned>(m.tensors.size()));
-                   for (std::size_t i = 0; i < m.tensors.size(); ++i) {
-                     ts[i].setDtype(m.tensors[i].dtype);
-                     auto shape = ts[i].initShape(static_cast<unsigned>(m.tensors[i].shape.size()));
-                     for (std::size_t k = 0; k < m.tensors[i].shape.size(); ++k) shape.set(k, m.tensors[i].shape[k]);
-                   }
-                 },
+                 [&](const device_call& m) { write_call(b.initCall(), m); },
                  [&](const metrics_msg& m) {
                    auto r = b.initMetrics();
                    r.setSlot(m.slot);

@@ -26,5 +26,7 @@ result<envelope> decode(const std::uint8_t* data, std::size_t size, const decode
 
 // Semantic checks on a decoded body (also usable on locally built messages).
 status validate_body(const body& b, const decode_limits& limits = {});
+// The device call's part of it (validate_call.cpp).
+status validate_call(const device_call& c);
 
 }  // namespace dynapar::wire

@@ -9,13 +9,15 @@
 
 #include "planner/cluster.hpp"
 #include "planner/plan.hpp"
+#include "wire/device_call.hpp"
 
 namespace dynapar::wire {
 
 // 2: welcome and device calls (processes, docs/DISTRIBUTED.md).
 // 7: nodes send data to each other directly (Join.dataEndpoint, Peers); holders add their
 // gradients among themselves (reduce, reducePart, commit).
-inline constexpr std::uint16_t protocol_version = 8;
+// 9: every device operation is a struct of its own (wire/device_call.hpp), checked on decode.
+inline constexpr std::uint16_t protocol_version = 9;
 
 // A plan with the model size and batch it was made for, so a receiver can check it alone.
 struct plan_msg {
@@ -101,29 +103,6 @@ struct welcome_msg {
   double lr = 0, momentum = 0, weight_decay = 0;
   bool rejoin = false;
   std::string model_hash;  // a TorchScript file's SHA-256 in hex; empty for built-in models
-};
-
-// Same numbering as schemas/control.capnp DeviceOp.
-enum class device_op {
-  reply, error, hold, migrate, moved, drop, speed, probe, step, activation, gradient, stage_report, gradients, apply,
-  hash, copy, perturb, retire, fail, pause, memory, timing, reduce, reduce_part, commit
-};
-inline constexpr int device_op_count = 25;
-
-struct tensor_meta {
-  std::uint8_t dtype = 0;
-  std::vector<std::int64_t> shape;
-};
-
-// Tensor data is not in here: it follows the envelope as frames (comm::packet).
-struct device_call {
-  device_op op = device_op::reply;
-  std::uint64_t id = 0;
-  int device = 0;
-  std::vector<std::int64_t> ints;
-  std::vector<double> reals;
-  std::string text;
-  std::vector<tensor_meta> tensors;
 };
 
 using body = std::variant<plan_msg, join_msg, leave_msg, heartbeat_msg, device_report, fault_command, metrics_msg,

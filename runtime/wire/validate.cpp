@@ -2,15 +2,11 @@
 #include <cmath>
 #include <unordered_set>
 
+#include "common/overloaded.hpp"
 #include "wire/codec.hpp"
 
 namespace dynapar::wire {
 namespace {
-
-template <class... F>
-struct overloaded : F... { using F::operator()...; };
-template <class... F>
-overloaded(F...) -> overloaded<F...>;
 
 bool finite_nonneg(double v) { return std::isfinite(v) && v >= 0; }
 
@@ -105,17 +101,7 @@ status validate_body(const body& b, const decode_limits& lim) {
               return bad("welcome.modelHash", "must be empty or 64 lower-case hex digits (SHA-256)");
             return ok_status();
           },
-          [&](const device_call& m) -> status {
-            for (std::size_t i = 0; i < m.tensors.size(); ++i) {
-              if (m.tensors[i].dtype > 4) return bad("call.tensors[" + std::to_string(i) + "].dtype", "has an unknown value");
-              if (m.tensors[i].shape.size() > 8) return bad("call.tensors[" + std::to_string(i) + "].shape", "has more than 8 dimensions");
-              for (auto d : m.tensors[i].shape)
-                if (d < 0) return bad("call.tensors[" + std::to_string(i) + "].shape", "has a negative size");
-            }
-            for (double v : m.reals)
-              if (!std::isfinite(v)) return bad("call.reals", "must be finite");
-            return ok_status();
-          },
+          [&](const device_call& m) { return validate_call(m); },
           [&](const metrics_msg& m) -> status {
             for (auto [name, v] : {std::pair{"metrics.batchTimeS", m.batch_time_s}, std::pair{"metrics.cost", m.cost},
                                    std::pair{"metrics.costQueue", m.cost_queue}, std::pair{"metrics.samplesPerS", m.samples_per_s}})

@@ -76,15 +76,16 @@ TEST_CASE("tensors in device calls cross a ZeroMQ socket bit for bit", "[remote]
   for (int i = 0; i < 16; ++i) samples[i] = i;
   const auto x = model::inputs(d, samples, 0, 16);   // float32 [16, 1, 28, 28]
   const auto y = model::targets(d, samples, 0, 16);  // int64 [16]
-  wire::device_call c;
-  c.op = wire::device_op::activation;
-  c.device = 3;
-  c.ints = {7, 2};
-  auto got = remote::unpack(through_zeromq(remote::pack(c, {x, y}, "test")));
+  wire::ops::step st;
+  st.tag = 7;
+  st.hi = 2;
+  st.inputs = 1;
+  st.targets = 1;
+  auto got = remote::unpack(through_zeromq(remote::pack(remote::call_to(3, st), {x, y}, "test")));
   REQUIRE(got);
   const auto& call = std::get<wire::device_call>(got->env.msg);
   CHECK(call.device == 3);
-  CHECK(call.ints == std::vector<std::int64_t>{7, 2});
+  CHECK(std::get<wire::ops::step>(call.op).tag == 7);
   REQUIRE(got->tensors.size() == 2);
   CHECK(bytes_of(got->tensors[0]) == bytes_of(x));
   CHECK(bytes_of(got->tensors[1]) == bytes_of(y));
@@ -105,10 +106,10 @@ TEST_CASE("a layer moves between processes with its Adam state and trains on bit
   train_step(*a, L, d, first);  // the Adam moments are now non-zero
   for (int l = 0; l < L; ++l) {
     std::vector<model::tensor> ts;
-    const auto c = remote::layer_call(1, l, 0, 1, 0, a->copy(l), ts);
+    const auto c = remote::call_to(1, remote::layer_of(l, 0, 1, 0, a->copy(l), ts));
     auto got = remote::unpack(through_zeromq(remote::pack(c, ts)));
     REQUIRE(got);
-    auto lm = remote::layer_from(**m, std::get<wire::device_call>(got->env.msg), got->tensors);
+    auto lm = remote::layer_from(**m, std::get<wire::ops::hold>(std::get<wire::device_call>(got->env.msg).op), got->tensors);
     REQUIRE(lm);
     CHECK(lm->layer == l);
     b->hold(l, lm->replica);
@@ -120,50 +121,38 @@ TEST_CASE("a layer moves between processes with its Adam state and trains on bit
   for (int l = 0; l < L; ++l) CHECK(b->hash(l) == a->hash(l));
 }
 
+// Each operation's own fields are checked on decode (tests/wire/device_call_test.cpp); here,
+// what only the receiving process can check: frames against the header, tensors against the
+// model, and what a device's tensors say against what the conversion indexes by.
 TEST_CASE("malformed device calls are errors naming what is wrong", "[remote]") {
   model::set_threads(1);
   const auto d = data::synthetic(16, 1);
   const std::vector<int> s = {0, 1, 2, 3};
   const auto x = model::inputs(d, s, 0, 4);
 
-  // A step announcing one input and one target but carrying one tensor.
-  wire::device_call step;
-  step.op = wire::device_op::step;
-  step.ints = {0, 0, 2, -1, -1, 1, 1, 0, 0};
-  step.reals = {0, 0, 0, 0};
-  auto t = remote::step_from(step, {x});
+  // A step announcing one input and one target but carrying one tensor, through the wire.
+  wire::ops::step step;
+  step.hi = 2;
+  step.inputs = 1;
+  step.targets = 1;
+  auto t = remote::unpack(remote::pack(remote::call_to(0, step), {x}));
   REQUIRE_FALSE(t);
   CHECK(t.err().message.find("counts") != std::string::npos);
-  step.ints.insert(step.ints.end(), {99, 0});  // an instruction that does not exist
-  REQUIRE_FALSE(remote::step_from(step, {x, x}));
+  // The same, built in-process, is refused by the conversion too.
+  REQUIRE_FALSE(remote::task_from(step, {x}));
+  REQUIRE(remote::task_from(step, {x, x}));
 
-  // A negative first micro-batch, an accumulate flag that is not 0 or 1.
-  step.ints = {0, 0, 2, -1, -1, 1, 1, -1, 0};
-  REQUIRE_FALSE(remote::step_from(step, {x, x}));
-  step.ints = {0, 0, 2, -1, -1, 1, 1, 0, 2};
-  REQUIRE_FALSE(remote::step_from(step, {x, x}));
-
-  // Gradients claiming more tensors than came.
-  wire::device_call g;
-  g.ints = {0, 7, 1, 0, 2, 3, 0, 0, 0, 1};
+  // Gradients claiming more tensors than came, and fewer.
+  const wire::ops::gradient_set g{0, 7, {{0, 2, {{0, 0}, {0, 1}}}}};
   REQUIRE_FALSE(remote::gradients_from(g, {x}));
-  // A partial sum's place outside the tree, the (level, index) pairs cut short, extra integers.
-  g.ints = {0, 7, 1, 0, 1, 1, 63, 0};
-  REQUIRE_FALSE(remote::gradients_from(g, {x}));
-  g.ints = {0, 7, 1, 0, 1, 1, 0};
-  REQUIRE_FALSE(remote::gradients_from(g, {x}));
-  g.ints = {0, 7, 1, 0, 1, 1, 0, 0, 5};
-  REQUIRE_FALSE(remote::gradients_from(g, {x}));
-  g.ints = {0, 7, 1, 0, 1, 1, 2, 3};
-  auto ok = remote::gradients_from(g, {x});
+  REQUIRE_FALSE(remote::gradients_from(g, {x, x, x, x, x}));
+  auto ok = remote::gradients_from(wire::ops::gradient_set{0, 7, {{0, 1, {{2, 3}}}}}, {x});
   REQUIRE(ok);
   CHECK(ok->layers.at(0).second.at(0).level == 2);
   CHECK(ok->layers.at(0).second.at(0).index == 3);
 
   // A packet whose header announces two tensors but which carries one frame.
-  wire::device_call c;
-  c.op = wire::device_op::activation;
-  auto p = remote::pack(c, {x, x});
+  auto p = remote::pack(remote::call_to(0, wire::ops::apply{0, 1}), {x, x});
   p.blobs.pop_back();
   auto u = remote::unpack(p);
   REQUIRE_FALSE(u);
@@ -179,8 +168,8 @@ TEST_CASE("malformed device calls are errors naming what is wrong", "[remote]") 
   auto m = model::make_model("cnn", 1);
   REQUIRE(m);
   std::vector<model::tensor> ts;
-  auto lc = remote::layer_call(0, 1, -1, 0, 0, model::copy_layer(**m, 1), ts);
-  lc.ints[0] = 0;
+  auto lc = remote::layer_of(1, -1, 0, 0, model::copy_layer(**m, 1), ts);
+  lc.layer = 0;
   REQUIRE_FALSE(remote::layer_from(**m, lc, ts));
 
   // Garbage where a header should be.

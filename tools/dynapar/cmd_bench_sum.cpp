@@ -58,9 +58,8 @@ result<std::vector<double>> zmq_rounds(const worker_options& o) {
   s.set(zmq::sockopt::linger, 0);
   s.connect(o.endpoint);
   const auto g = model::filled_tensor(static_cast<std::int64_t>(o.bytes / 4), static_cast<float>(o.rank + 1));
-  wire::device_call c;
-  c.op = wire::device_op::gradients;
-  c.device = o.rank;
+  // As a holder sends its chunk's owner a partial sum.
+  const auto c = actors::remote::call_to(o.rank, wire::ops::reduce_part{0, 0, false, o.rank, {{0, o.rank}}});
   std::vector<double> times;
   for (int i = 0; i < o.iters + 3; ++i) {
     const auto t0 = clock::now();
@@ -160,8 +159,7 @@ status central_sums(zmq::socket_t& router, int world, int rounds) {
     for (const auto& [route, t] : got) parts.push_back({0, static_cast<std::int64_t>(parts.size()), {t}});
     auto sum = model::tree_sum(std::move(parts), world);
     if (!sum) return sum.err();
-    wire::device_call c;
-    c.op = wire::device_op::reply;
+    const auto c = actors::remote::call_to(0, wire::ops::apply{0, 1.0});
     for (const auto& [route, t] : got) {
       auto p = actors::remote::pack(c, *sum);
       p.route = route;

@@ -1,0 +1,97 @@
+// Device operations between processes as plain structs, one per operation (schemas/control.capnp
+// DeviceCall). runtime/wire decodes and checks them; actors/remote turns them into actor
+// messages and back. Tensor data is not in here: it follows the envelope as frames.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace dynapar::wire {
+
+namespace ops {
+
+struct link {
+  double bandwidth = 0;  // bytes/s; 0 = unlimited (the wire takes finite numbers only)
+  double latency = 0;    // seconds per transfer
+};
+
+struct ack {};                                   // answer: done
+struct error { std::string why; };               // answer: failed
+struct hold {                                    // a layer placed (from -1) or migrating; answer to copy
+  int layer = 0, from = -1, to = 0;
+  std::uint64_t bytes = 0;
+  std::vector<std::int64_t> layout;              // model::to_wire; tensors: the layer's state
+};
+struct migrate { int layer = 0, to = 0; link path; };
+struct moved { int layer = 0, from = 0, to = 0; std::uint64_t bytes = 0; std::string refused; };
+struct drop { int layer = 0; };
+struct speed { double factor = 1; };
+struct probe {};
+struct probed { double seconds = 0; };           // answer to probe
+// Same numbering as schedule::op (actors/remote/frames.cpp checks it).
+inline constexpr int stage_op_count = 9;
+struct instruction { int kind = 0, micro = -1; };
+struct step {                                    // tensors: inputs, then targets
+  std::int64_t tag = 0;
+  int lo = 0, hi = 0, prev = -1, next = -1;
+  int inputs = 0, targets = 0;
+  std::int64_t first_micro = 0;
+  bool accumulate = false;
+  std::vector<instruction> program;
+  link to_prev, to_next;
+};
+struct activation { std::int64_t step = 0; int micro = 0; };  // one tensor
+struct gradient { std::int64_t step = 0; int micro = 0; };    // one tensor
+struct link_use { int from = 0, to = 0, transfers = 0; double bytes = 0, busy_s = 0; };
+struct stage_report {
+  int device = 0;
+  std::int64_t step = 0;
+  int messages = 0;
+  double compute_s = 0, wait_s = 0, loss_sum = 0;
+  std::vector<link_use> links;
+  std::string error;
+};
+struct gradients { std::int64_t tag = 0; std::vector<int> layers; };
+struct tree_place { int level = 0; std::int64_t index = 0; };
+struct layer_parts { int layer = 0, tensors_per_part = 0; std::vector<tree_place> parts; };
+struct gradient_set { int device = 0; std::int64_t tag = 0; std::vector<layer_parts> layers; };  // answer to gradients
+struct apply { int layer = 0; double divisor = 1; };            // tensors: the summed gradients
+struct hash { int layer = 0; };
+struct hashed { std::uint64_t value = 0; };                     // answer to hash
+struct copy { int layer = 0; };
+struct perturb { int layer = 0; };
+struct retire {};
+struct fail { std::uint64_t after_us = 0; };
+struct pause { std::uint64_t after_us = 0; bool cut_off = false; double seconds = 0; };
+struct memory { double bytes = 0; };
+struct layer_timing { double forward_s = 0, backward_s = 0, fixed_s = 0, update_s = 0; };
+struct timing { std::vector<layer_timing> layers; };
+struct reduce { std::int64_t tag = 0; int layer = 0; std::int64_t micro_batches = 0; bool exact = true; std::vector<int> holders; };
+struct sum_held { std::int64_t tag = 0; int layer = 0; std::int64_t bytes_in = 0; };  // answer to reduce
+struct reduce_part { std::int64_t tag = 0; int layer = 0; bool gather = false; int from = 0; std::vector<tree_place> parts; };
+struct commit { std::int64_t tag = 0; int layer = 0; double divisor = 1; };
+
+}  // namespace ops
+
+// In the schema's order (DeviceCall.op).
+using device_op = std::variant<ops::ack, ops::error, ops::hold, ops::migrate, ops::moved, ops::drop, ops::speed, ops::probe,
+                               ops::probed, ops::step, ops::activation, ops::gradient, ops::stage_report, ops::gradients,
+                               ops::gradient_set, ops::apply, ops::hash, ops::hashed, ops::copy, ops::perturb, ops::retire,
+                               ops::fail, ops::pause, ops::memory, ops::timing, ops::reduce, ops::sum_held, ops::reduce_part,
+                               ops::commit>;
+
+struct tensor_meta {
+  std::uint8_t dtype = 0;
+  std::vector<std::int64_t> shape;
+};
+
+struct device_call {
+  std::uint64_t id = 0;  // request id; 0: no answer wanted
+  int device = 0;        // the device it is for (an answer: the one answering)
+  device_op op;
+  std::vector<tensor_meta> tensors;
+};
+
+}  // namespace dynapar::wire

@@ -1,0 +1,147 @@
+// Semantic checks of a device call: what each operation's struct cannot express by its types
+// (counts that must match the tensor frames, places in the exact sum's tree, finite numbers).
+#include <cmath>
+#include <unordered_set>
+
+#include "common/overloaded.hpp"
+#include "wire/codec.hpp"
+
+namespace dynapar::wire {
+namespace {
+
+status bad(const std::string& field, const std::string& why) { return make_error("bad_field", field + " " + why); }
+bool finite_nonneg(double v) { return std::isfinite(v) && v >= 0; }
+
+constexpr std::int64_t max_tree_index = std::int64_t{1} << 40;
+constexpr std::size_t max_parts = 128;  // a holder's partial sums: about log2 of its micro-batches
+
+status check_link(const ops::link& l, const std::string& field) {
+  if (!finite_nonneg(l.bandwidth) || !finite_nonneg(l.latency)) return bad(field, "must have a finite bandwidth and latency >= 0");
+  return ok_status();
+}
+
+status check_places(const std::vector<ops::tree_place>& ps, const std::string& field) {
+  if (ps.size() > max_parts) return bad(field, "has more than " + std::to_string(max_parts) + " partial sums");
+  for (const auto& p : ps)
+    if (p.level > 62 || p.index > max_tree_index) return bad(field, "places a partial sum outside the tree");
+  return ok_status();
+}
+
+status check_tensors(const device_call& m) {
+  for (std::size_t i = 0; i < m.tensors.size(); ++i) {
+    const std::string where = "call.tensors[" + std::to_string(i) + "]";
+    if (m.tensors[i].dtype > 4) return bad(where + ".dtype", "has an unknown value");
+    if (m.tensors[i].shape.size() > 8) return bad(where + ".shape", "has more than 8 dimensions");
+    for (auto d : m.tensors[i].shape)
+      if (d < 0) return bad(where + ".shape", "has a negative size");
+  }
+  return ok_status();
+}
+
+status want_tensors(const device_call& m, std::size_t n, const std::string& op) {
+  if (m.tensors.size() == n) return ok_status();
+  return bad("call." + op, "needs " + std::to_string(n) + " tensors but the call announces " + std::to_string(m.tensors.size()));
+}
+
+status check_op(const device_call& m) {
+  return std::visit(
+      overloaded{
+          [&](const ops::hold& x) -> status {
+            if (x.from < -1 || x.to < -1) return bad("call.hold", "names a device below -1");
+            return ok_status();
+          },
+          [&](const ops::migrate& x) -> status {
+            if (x.to < 0) return bad("call.migrate.to", "must be a device id");
+            return check_link(x.path, "call.migrate.link");
+          },
+          [&](const ops::speed& x) -> status {
+            if (!(std::isfinite(x.factor) && x.factor > 0)) return bad("call.speed", "must be finite and > 0");
+            return ok_status();
+          },
+          [&](const ops::probed& x) -> status {
+            if (!finite_nonneg(x.seconds)) return bad("call.probed", "must be finite and >= 0");
+            return ok_status();
+          },
+          [&](const ops::step& x) -> status {
+            if (x.hi <= x.lo) return bad("call.step.endLayer", "must be greater than firstLayer");
+            if (x.prev < -1 || x.next < -1) return bad("call.step", "names a neighbour below -1");
+            if (static_cast<std::size_t>(x.inputs) + static_cast<std::size_t>(x.targets) != m.tensors.size())
+              return bad("call.step", "input and target counts (" + std::to_string(x.inputs) + " + " + std::to_string(x.targets) +
+                                          ") do not match the " + std::to_string(m.tensors.size()) + " tensors");
+            for (const auto& in : x.program) {
+              if (in.kind < 0 || in.kind >= ops::stage_op_count) return bad("call.step.program", "has an unknown instruction");
+              if (in.micro < -1) return bad("call.step.program", "has a micro-batch below -1");
+            }
+            if (auto s = check_link(x.to_prev, "call.step.toPrev"); !s) return s;
+            return check_link(x.to_next, "call.step.toNext");
+          },
+          [&](const ops::activation&) { return want_tensors(m, 1, "activation"); },
+          [&](const ops::gradient&) { return want_tensors(m, 1, "gradient"); },
+          [&](const ops::stage_report& x) -> status {
+            if (!finite_nonneg(x.compute_s) || !finite_nonneg(x.wait_s)) return bad("call.stageReport", "times must be finite and >= 0");
+            if (!std::isfinite(x.loss_sum)) return bad("call.stageReport.lossSum", "must be finite");
+            for (const auto& l : x.links)
+              if (!finite_nonneg(l.bytes) || !finite_nonneg(l.busy_s)) return bad("call.stageReport.links", "must be finite and >= 0");
+            return ok_status();
+          },
+          [&](const ops::gradient_set& x) -> status {
+            std::size_t tensors = 0;
+            for (const auto& l : x.layers) {
+              if (auto s = check_places(l.parts, "call.gradientSet.layers.parts"); !s) return s;
+              if (l.tensors_per_part > (1 << 20)) return bad("call.gradientSet.layers.tensorsPerPart", "is out of range");
+              tensors += l.parts.size() * static_cast<std::size_t>(l.tensors_per_part);
+            }
+            if (tensors != m.tensors.size())
+              return bad("call.gradientSet", "counts " + std::to_string(tensors) + " tensors but the call announces " +
+                                                 std::to_string(m.tensors.size()));
+            return ok_status();
+          },
+          [&](const ops::apply& x) -> status {
+            if (!(std::isfinite(x.divisor) && x.divisor > 0)) return bad("call.apply.divisor", "must be finite and > 0");
+            return ok_status();
+          },
+          [&](const ops::commit& x) -> status {
+            if (!(std::isfinite(x.divisor) && x.divisor > 0)) return bad("call.commit.divisor", "must be finite and > 0");
+            return ok_status();
+          },
+          [&](const ops::pause& x) -> status {
+            if (!(std::isfinite(x.seconds) && x.seconds > 0 && x.seconds <= 3600)) return bad("call.pause.seconds", "must be in (0, 3600]");
+            return ok_status();
+          },
+          [&](const ops::memory& x) -> status {
+            if (!finite_nonneg(x.bytes)) return bad("call.memory", "must be finite and >= 0");
+            return ok_status();
+          },
+          [&](const ops::timing& x) -> status {
+            for (const auto& l : x.layers)
+              for (double v : {l.forward_s, l.backward_s, l.fixed_s, l.update_s})
+                if (!finite_nonneg(v)) return bad("call.timing", "must be finite and >= 0");
+            return ok_status();
+          },
+          [&](const ops::reduce& x) -> status {
+            if (x.micro_batches < 1 || x.micro_batches > max_tree_index) return bad("call.reduce.microBatches", "is out of range");
+            if (x.holders.empty() || x.holders.size() > 4096) return bad("call.reduce.holders", "must name 1 to 4096 devices");
+            std::unordered_set<int> seen;
+            for (int h : x.holders) {
+              if (h < 0) return bad("call.reduce.holders", "has a negative device id");
+              if (!seen.insert(h).second) return bad("call.reduce.holders", "names device " + std::to_string(h) + " twice");
+            }
+            return ok_status();
+          },
+          [&](const ops::reduce_part& x) -> status {
+            if (auto s = check_places(x.parts, "call.reducePart.parts"); !s) return s;
+            return want_tensors(m, x.parts.size(), "reducePart");
+          },
+          [&](const auto&) { return ok_status(); },
+      },
+      m.op);
+}
+
+}  // namespace
+
+status validate_call(const device_call& m) {
+  if (auto s = check_tensors(m); !s) return s;
+  return check_op(m);
+}
+
+}  // namespace dynapar::wire

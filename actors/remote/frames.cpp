@@ -204,6 +204,7 @@ result<reduce_part> part_from(const wire::ops::reduce_part& w, const std::vector
 }
 
 bool is_data(const wire::device_call& c) {
+  if (c.id != 0) return false;  // an answer (a layer copy's answer is a layer too)
   if (const auto* h = std::get_if<wire::ops::hold>(&c.op)) return h->from >= 0;
   return std::holds_alternative<wire::ops::activation>(c.op) || std::holds_alternative<wire::ops::gradient>(c.op) ||
          std::holds_alternative<wire::ops::reduce_part>(c.op);

@@ -121,6 +121,21 @@ TEST_CASE("a layer moves between processes with its Adam state and trains on bit
   for (int l = 0; l < L; ++l) CHECK(b->hash(l) == a->hash(l));
 }
 
+// The controller relays data between devices but hands answers to the caller's proxy: a
+// layer copy's answer is a layer with its sender, as a migrating layer is.
+TEST_CASE("only unasked activations, gradients, sum chunks and migrating layers are data", "[remote]") {
+  auto migrating = remote::call_to(2, wire::ops::hold{0, 1, 2, 0, {}});
+  CHECK(remote::is_data(migrating));
+  auto copied = migrating;
+  copied.id = 9;
+  CHECK_FALSE(remote::is_data(copied));
+  CHECK_FALSE(remote::is_data(remote::call_to(2, wire::ops::hold{0, -1, 2, 0, {}})));  // placed by the controller
+  CHECK(remote::is_data(remote::call_to(2, wire::ops::activation{})));
+  CHECK(remote::is_data(remote::call_to(2, wire::ops::reduce_part{})));
+  CHECK_FALSE(remote::is_data(remote::call_to(2, wire::ops::reduce{})));
+  CHECK_FALSE(remote::is_data(remote::call_to(2, wire::ops::stage_report{})));
+}
+
 // Each operation's own fields are checked on decode (tests/wire/device_call_test.cpp); here,
 // what only the receiving process can check: frames against the header, tensors against the
 // model, and what a device's tensors say against what the conversion indexes by.

@@ -21,6 +21,7 @@
 
 #include "actors/remote/frames.hpp"
 #include "cli_util.hpp"
+#include "launch/processes.hpp"
 #include "commands.hpp"
 #include "comm/nccl_sum.hpp"
 #include "model/channel.hpp"
@@ -126,7 +127,7 @@ int worker_main(const worker_options& o) {
 }
 
 pid_t spawn_worker(const worker_options& o) {
-  return spawn_self({"dynapar", "bench", "sum-worker", "--backend", o.backend, "--rank", std::to_string(o.rank),
+  return launch::spawn_self({"dynapar", "bench", "sum-worker", "--backend", o.backend, "--rank", std::to_string(o.rank),
                                    "--world", std::to_string(o.world), "--bytes", std::to_string(o.bytes), "--iters",
                                    std::to_string(o.iters), "--store", o.store, "--endpoint", o.endpoint, "--out", o.out});
 }

@@ -18,6 +18,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "cli_util.hpp"
+#include "launch/processes.hpp"
 #include "commands.hpp"
 #include "config/job_file.hpp"
 #include "sim/chaos.hpp"
@@ -139,7 +140,7 @@ row run_one(const chaos_options& o, const config::job& j, std::int64_t steps, st
   stopwatch sw;
   auto first = args;
   first.insert(first.end(), {"--checkpoint-dir", (dir / "ck").string()});
-  const pid_t pid = spawn_self(first, log, true);
+  const pid_t pid = launch::spawn_self(first, log, true);
   std::function<bool()> stop;
   if (x.restart_after >= 0) stop = [&] { return latest_step(dir / "ck") >= x.restart_after; };
   r.exit_code = wait_run(pid, o.run_timeout_s, stop);
@@ -148,7 +149,7 @@ row run_one(const chaos_options& o, const config::job& j, std::int64_t steps, st
     r.restarted = true;
     auto again = args;
     again.insert(again.end(), {"--resume", (dir / "ck").string()});
-    r.exit_code = wait_run(spawn_self(again, log, true), o.run_timeout_s - sw.seconds(), nullptr);
+    r.exit_code = wait_run(launch::spawn_self(again, log, true), o.run_timeout_s - sw.seconds(), nullptr);
   }
   r.wall_s = sw.seconds();
   std::ifstream f(dir / "out" / "summary.json");

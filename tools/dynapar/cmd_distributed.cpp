@@ -3,7 +3,6 @@
 // holds the driver, the controller actor and a proxy per remote device; nodes host the
 // device actors. `launch --local N` is the controller plus N node processes on loopback.
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,6 +24,7 @@
 #include "comm/keys.hpp"
 #include "comm/packet.hpp"
 #include "commands.hpp"
+#include "launch/processes.hpp"
 #include "logging/logging.hpp"
 #include "sim/world.hpp"
 #include "train_job.hpp"
@@ -75,46 +75,6 @@ status load_keys(const std::string& dir, const std::string& key_name, std::vecto
   return ok_status();
 }
 
-// Node processes started by `launch`: stopped (SIGTERM, then SIGKILL) if still there at the end.
-struct children {
-  std::vector<pid_t> pids;
-  std::string failed;  // a node that exited with an error
-  void poll() {
-    for (auto& p : pids) {
-      int st = 0;
-      if (p > 0 && waitpid(p, &st, WNOHANG) == p) {
-        if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0) && failed.empty()) failed = "node process " + std::to_string(p) + " failed";
-        p = -1;
-      }
-    }
-  }
-  void finish(double grace_s) {
-    const auto until = clock::now() + std::chrono::duration<double>(grace_s);
-    while (clock::now() < until) {
-      poll();
-      bool any = false;
-      for (auto p : pids) any = any || p > 0;
-      if (!any) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    for (auto p : pids)
-      if (p > 0) {
-        kill(p, SIGKILL);
-        waitpid(p, nullptr, 0);
-      }
-  }
-};
-
-pid_t start_node(const std::string& endpoint, const std::string& name, const std::vector<int>& devices, const std::string& keys) {
-  std::vector<std::string> args = {"dynapar", "node", "--controller", endpoint, "--name", name};
-  if (!keys.empty()) args.insert(args.end(), {"--keys", keys});
-  for (int d : devices) {
-    args.push_back("--device");
-    args.push_back(std::to_string(d));
-  }
-  return spawn_self(std::move(args));
-}
-
 // Devices the emulated cluster has available at slot 0: the run starts when nodes host them.
 std::set<int> starting_devices(const training::prepared_job& p) {
   std::set<int> ids;
@@ -153,17 +113,15 @@ result<training::train_outcome> train_remote(training::prepared_job& p, const tr
   auto remote = actors::remote_devices::start(sys, p.model, rc);
   if (!remote) return remote.err();
   log->info("listening on {}", (*remote)->endpoint());
-  children kids;
-  std::vector<std::vector<int>> per;  // devices of each of kids.pids
-  if (o.local_nodes > 0) {
-    // The job's devices round-robin over the nodes.
-    per.resize(o.local_nodes);
-    int k = 0;
-    for (int id : rc.devices)
-      if (o.local_devices.empty() || std::count(o.local_devices.begin(), o.local_devices.end(), id)) per[k++ % o.local_nodes].push_back(id);
-    per.erase(std::remove_if(per.begin(), per.end(), [](const auto& v) { return v.empty(); }), per.end());
-    for (std::size_t n = 0; n < per.size(); ++n) kids.pids.push_back(start_node((*remote)->endpoint(), "node-" + std::to_string(n), per[n], o.keys));
-  }
+  launch::posix_nodes os((*remote)->endpoint(), o.keys);
+  launch::supervisor_config sc;
+  sc.nodes = o.local_nodes;
+  sc.only = o.local_devices;
+  sc.respawn_s = o.respawn_s;
+  launch::node_supervisor kids(os, sc, rc.devices);
+  kids.start();
+  const auto t0 = clock::now();
+  auto now_s = [&] { return std::chrono::duration<double>(clock::now() - t0).count(); };
   const auto need = starting_devices(p);
   const std::size_t enough = o.min_devices > 0 ? std::min<std::size_t>(o.min_devices, need.size()) : need.size();
   const auto until = clock::now() + std::chrono::duration<double>(o.wait_s);
@@ -174,13 +132,12 @@ result<training::train_outcome> train_remote(training::prepared_job& p, const tr
     for (int id : need)
       if (!have.count(id)) missing.insert(id);
     if (need.size() - missing.size() >= enough) break;
-    kids.poll();
-    if (!kids.failed.empty()) {
-      kids.finish(0);
-      return make_error("node_failed", kids.failed + " before training started");
+    if (auto crashed = kids.poll(now_s()); !crashed.empty()) {
+      kids.kill_rest();
+      return make_error("node_failed", crashed.front() + " before training started");
     }
     if (clock::now() > until) {
-      kids.finish(0);
+      kids.kill_rest();
       return make_error("no_nodes", "no node hosts device(s) " + list(missing) + " after " + std::to_string(o.wait_s) +
                                         " s (start them with: dynapar node --controller " + (*remote)->endpoint() + " --device ID)");
     }
@@ -192,32 +149,12 @@ result<training::train_outcome> train_remote(training::prepared_job& p, const tr
   // machine's replacement would be; its devices join at the next slot.
   std::atomic<bool> trained{false};
   std::thread keeper;
-  if (o.respawn_s >= 0 && !per.empty())
+  if (o.respawn_s >= 0)
     keeper = std::thread([&] {
-      std::map<std::size_t, clock::time_point> down;  // node index -> when it was found dead
-      int generation = 0;
       while (!trained) {
-        for (std::size_t n = 0; n < kids.pids.size(); ++n) {
-          int st = 0;
-          if (kids.pids[n] > 0 && waitpid(kids.pids[n], &st, WNOHANG) == kids.pids[n]) {
-            kids.pids[n] = -1;
-            if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0)) down[n] = clock::now();
-          }
-        }
-        for (auto it = down.begin(); it != down.end();) {
-          // Not before the controller has let go of its devices (it notices the crash only
-          // after node_timeout_s): until then it would refuse them.
-          bool held = false;
-          for (int id : per[it->first]) held = held || (*remote)->hosted(id);
-          if (held || clock::now() - it->second < std::chrono::duration<double>(o.respawn_s)) {
-            ++it;
-            continue;
-          }
-          const auto name = "node-" + std::to_string(it->first) + "-r" + std::to_string(++generation);
-          log->info("restarting crashed node {} as '{}'", it->first, name);
-          kids.pids[it->first] = start_node((*remote)->endpoint(), name, per[it->first], o.keys);
-          it = down.erase(it);
-        }
+        for (const auto& line : kids.poll(now_s())) log->info("{}", line);
+        for (const auto& name : kids.respawn(now_s(), [&](int id) { return (*remote)->hosted(id); }))
+          log->info("restarting crashed node as '{}'", name);
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
     });
@@ -231,8 +168,12 @@ result<training::train_outcome> train_remote(training::prepared_job& p, const tr
   // The driver stopped every proxy: their nodes are told to retire their devices.
   sys.await_all_actors_done();
   (*remote)->stop();
-  kids.finish(10);
-  if (out && !kids.failed.empty()) log->warn("{}", kids.failed);
+  // The nodes exit once their devices are retired: 10 s for that, then they are killed.
+  for (const auto until_end = clock::now() + std::chrono::seconds(10); !kids.all_ended() && clock::now() < until_end;) {
+    for (const auto& line : kids.poll(now_s())) log->warn("{}", line);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kids.kill_rest();
   return out;
 }
 

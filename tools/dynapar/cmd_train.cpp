@@ -15,10 +15,10 @@
 #include "commands.hpp"
 #include "training/checkpoint_files.hpp"
 #include "training/records_json.hpp"
+#include "training/verify.hpp"
 #include "train_job.hpp"
 #include "config/job_file.hpp"
 #include "config/profile_json.hpp"
-#include "data/sampler.hpp"
 #include "logging/logging.hpp"
 #include "model/api.hpp"
 #include "planner/policy.hpp"
@@ -200,32 +200,25 @@ int train_main(const train_options& o, const train_fn& how) {
     if (!side) return report(side.err());
     summary["compare"] = *side;
   }
-  double diff = 0;
+  training::reference_check check;
   if (o.verify) {
-    log->info("verify: the same {} steps on one plain device", steps);
-    log->info("verify: the plain device computes on {}", prep->reference_place);
-    model::reference ref(*prep->model, s.optimizer, prep->reference_place);
-    data::global_sampler sampler(prep->train_set.size(), batch, j->seed);
-    // Exact jobs accumulate over the same fixed micro-batches as every group does.
-    const int micro = j->exact ? j->cluster.planner.micro_batch : 0;
-    for (std::int64_t t = 0; t < steps; ++t) ref.step(prep->train_set, sampler.step_samples(t), micro);
-    diff = model::max_rel_diff(outcome->final_layers, ref.layers());
-    summary["reference_max_rel_diff"] = diff;
-    summary["reference_test_accuracy"] = model::accuracy(ref.layers(), test_set);
-    summary["verify_tolerance"] = j->verify_tolerance;
-    summary["verified"] = diff <= j->verify_tolerance;
+    log->info("verify: the same {} steps on one plain device, computing on {}", steps, prep->reference_place);
+    check = training::check_against_reference(*prep, steps, outcome->final_layers);
+    summary["reference_max_rel_diff"] = check.max_rel_diff;
+    summary["reference_test_accuracy"] = check.reference_accuracy;
+    summary["verify_tolerance"] = check.tolerance;
+    summary["verified"] = check.verified();
   }
   std::ofstream(fs::path(o.out) / "summary.json") << summary.dump(2) << "\n";
   if (board) board->finish(summary);
   std::cout << report::human_summary(summary, o.out);
   if (!o.verify) return exit_ok;
-  // NaN compares false both ways: a run that diverged to NaN fails too.
-  if (!(diff <= j->verify_tolerance)) {
-    std::cerr << "dynapar: verify FAILED: the run differs from one plain device by " << diff << " (max relative), over the job's tolerance "
-              << j->verify_tolerance << "\n";
+  if (!check.verified()) {
+    std::cerr << "dynapar: verify FAILED: the run differs from one plain device by " << check.max_rel_diff
+              << " (max relative), over the job's tolerance " << check.tolerance << "\n";
     return exit_mismatch;
   }
-  std::cerr << "dynapar: verify ok: max relative difference from one plain device " << diff << " <= " << j->verify_tolerance << "\n";
+  std::cerr << "dynapar: verify ok: max relative difference from one plain device " << check.max_rel_diff << " <= " << check.tolerance << "\n";
   return exit_ok;
 }
 

@@ -72,12 +72,12 @@ void finish_report(device_state& s) {
 }
 
 // The optimizer step of a layer with its summed gradients, at the device's emulated speed.
-caf::result<bool> apply_sum(device_state& s, int layer, const std::vector<model::tensor>& sum, double divisor) {
+caf::result<applied> apply_sum(device_state& s, std::int64_t step, int layer, const std::vector<model::tensor>& sum, double divisor) {
   const device_clock::work_start w;
   auto st = s.worker->apply(layer, sum, divisor);
   s.speed.finish(w, s.speed.update_s(layer));
   if (!st) return caf::make_error(caf::sec::runtime_error, st.err().message);
-  return true;
+  return applied{s.cfg.id, step, layer};
 }
 
 // The decentralised sum of a layer: sends what peer_sum says, and once it is complete holds
@@ -296,8 +296,8 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
         for (int l : layers) out.layers.emplace_back(l, self->state.worker->partial_gradients(l));
         return out;
       },
-      [=](apply_atom, int layer, const std::vector<model::tensor>& summed, double divisor) {
-        return apply_sum(self->state, layer, summed, divisor);
+      [=](apply_atom, std::int64_t step, int layer, const std::vector<model::tensor>& summed, double divisor) {
+        return apply_sum(self->state, step, layer, summed, divisor);
       },
       [=](reduce_atom, reduce_task& t) -> caf::result<sum_held> {
         auto& s = self->state;
@@ -338,7 +338,7 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
         if (it->second.task.step > p.step) return;  // an abandoned attempt's
         sum_take(self, p.layer, std::move(p.msg));
       },
-      [=](commit_atom, std::int64_t step, int layer, double divisor) -> caf::result<bool> {
+      [=](commit_atom, std::int64_t step, int layer, double divisor) -> caf::result<applied> {
         auto& s = self->state;
         auto it = s.summed.find(layer);
         if (it == s.summed.end() || it->second.first != step)
@@ -346,7 +346,7 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
                                                               std::to_string(layer) + " for this step");
         auto sum = std::move(it->second.second);
         s.summed.erase(it);
-        return apply_sum(s, layer, sum, divisor);
+        return apply_sum(s, step, layer, sum, divisor);
       },
       [=](hash_atom, int layer) { return static_cast<std::uint64_t>(self->state.worker->hash(layer)); },
       [=](copy_atom, int layer) { return self->state.worker->copy(layer); },

@@ -20,6 +20,7 @@
 #include "actors/reduction.hpp"
 #include "actors/session.hpp"
 #include "actors/trainer.hpp"
+#include "control/confirmations.hpp"
 #include "data/ledger.hpp"
 #include "data/sampler.hpp"
 #include "planner/cluster.hpp"
@@ -150,6 +151,7 @@ class driver {
   void note(const training::fault_record& r) {
     if (cb_.on_fault) cb_.on_fault(r);
   }
+  std::set<int> unconfirmed() const;
   // `committed`: the failed attempt at step t had reached its apply phase.
   status recover(std::int64_t& t, bool committed, const error& why, data::sample_ledger& ledger,
                  data::global_sampler& sampler);
@@ -196,6 +198,7 @@ class driver {
   // an abandoned attempt are never taken for the re-run's.
   std::int64_t tag_ = 0;
   bool committed_ = false;                        // the attempt in flight reached its apply phase
+  control::apply_confirmations confirmed_;        // this attempt's apply phase, as the holders confirmed it
   std::set<int> failing_;                         // injected: dying this slot, unannounced
   std::set<int> dead_;                            // device actors seen stopping
   bool force_replan_ = false;

@@ -28,11 +28,17 @@ std::set<int> driver::find_lost() {
   return lost;
 }
 
+// Holders under the plan in force, still in the run, that have not confirmed this attempt's
+// apply phase.
+std::set<int> driver::unconfirmed() const {
+  return confirmed_.missing(holders_, [&](int id) { return actors_.devices.count(id) && !wiped_.count(id); });
+}
+
 // Messages of abandoned attempts still on their way to the driver.
 void driver::drain_stale() {
   bool more = true;
   while (more)
-    self_->receive([](const group_report&) {}, [](const device_gradients&) {}, [](bool) {}, [](caf::error&) {},
+    self_->receive([](const group_report&) {}, [](const device_gradients&) {}, [](bool) {}, [](const applied&) {}, [](caf::error&) {},
                    [&](caf::down_msg& d) { note_down(d, false); },  // the next attempt finds out
                    caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
 }
@@ -45,7 +51,16 @@ void driver::drain_stale() {
 status driver::recover(std::int64_t& t, bool committed, const error& why, data::sample_ledger& ledger,
                        data::global_sampler& sampler) {
   const auto started = clock::now();
-  const auto lost = find_lost();
+  auto lost = find_lost();
+  if (committed) {
+    // The survivors' confirmations: each device answered its commit before the probe sent
+    // after it, so they are here by now. A survivor that did not confirm (its apply failed)
+    // may be a step behind: it counts as lost, and its layers come from replicas or the cut.
+    for (bool more = true; more;)
+      self_->receive([&](const applied& a) { confirmed_.confirm(a.device, a.step, a.layer); }, caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
+    for (int id : unconfirmed())
+      if (lost.insert(id).second) logging::get("train")->warn("step {}: device {} did not confirm applying the step", t, id);
+  }
   const auto known = clock::now();
   const double probe_s = std::chrono::duration<double>(known - started).count();
   control::recovery_facts f;

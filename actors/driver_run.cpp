@@ -119,11 +119,16 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
   // (recover() knows, from committed_).
   const auto update_started = clock::now();
   committed_ = true;
+  confirmed_.begin(tag_);
   const int acks = work->apply(static_cast<double>(s_.batch));
   for (int k = 0; k < acks && failure_.empty();)
-    self_->receive(on_down, [&](bool) { ++k; }, [&](caf::error& e) { failure_ = text(e); },
+    self_->receive(on_down, [&](const applied& a) { k += confirmed_.confirm(a.device, a.step, a.layer); }, [&](caf::error& e) { failure_ = text(e); },
                    caf::after(slice(deadline)) >> [&] { tick(started, deadline, "applying gradients"); });
   if (auto st = check("step " + std::to_string(t)); !st) return st;
+  // The ledger counts what the devices confirmed: every holder of every layer.
+  if (const auto missing = unconfirmed(); !missing.empty())
+    return make_error("unconfirmed", "step " + std::to_string(t) + ": device " + std::to_string(*missing.begin()) +
+                                         " did not confirm applying its layers");
   rec.update_s = since(update_started);
   rec.loss = loss_sum / s_.batch;
   return ok_status();

@@ -122,6 +122,15 @@ struct sum_held {
   std::int64_t bytes_in = 0;
 };
 
+// A holder's confirmation that it applied step `step`'s sum to `layer` (the answer to
+// apply_atom and commit_atom): the ledger counts a step only once every holder of every layer
+// confirmed it.
+struct applied {
+  int device = 0;
+  std::int64_t step = 0;  // the attempt's tag
+  int layer = 0;
+};
+
 struct reduce_part {
   std::int64_t step = 0;
   int layer = 0;
@@ -154,6 +163,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::device_gradients)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::reduce_task)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::reduce_part)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::sum_held)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::applied)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::comm::link_spec)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::control::decision)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::wire::device_call)

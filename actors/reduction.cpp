@@ -49,7 +49,7 @@ class central_work : public reduction_work {
     return ok_status();
   }
   int apply(double batch) override {
-    return each_holder(*s_.holders, [&](int id, int l) { self_->send(devices_.at(id), apply_atom::value, l, summed_[l], batch); });
+    return each_holder(*s_.holders, [&](int id, int l) { self_->send(devices_.at(id), apply_atom::value, s_.tag, l, summed_[l], batch); });
   }
 
  private:

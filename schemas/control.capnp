@@ -282,6 +282,7 @@ struct GradientSet {
 struct Apply {
   layer @0 :UInt32;
   divisor @1 :Float64;
+  tag @2 :Int64;
 }
 
 struct Pause {

@@ -106,6 +106,7 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
   const caf::actor dev = it->second;
   auto on_error = [sh, c](caf::error& e) { sh->fail(c, to_string(e)); };
   auto ack = [sh, c](bool) { sh->answer(c, wire::ops::ack{}); };
+  auto applied_ack = [sh, c](const applied&) { sh->answer(c, wire::ops::ack{}); };
   namespace ops = wire::ops;
   std::visit(
       overloaded{
@@ -162,7 +163,7 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
                     on_error);
           },
           [&](const ops::apply& a) {
-            self->request(dev, caf::infinite, apply_atom::value, a.layer, ts, a.divisor).then(ack, on_error);
+            self->request(dev, caf::infinite, apply_atom::value, a.tag, a.layer, ts, a.divisor).then(applied_ack, on_error);
           },
           [&](const ops::reduce& r) {
             auto t = remote::reduce_from(r);
@@ -176,7 +177,7 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
             self->send(dev, part_atom::value, std::move(*part));
           },
           [&](const ops::commit& m) {
-            self->request(dev, caf::infinite, commit_atom::value, m.tag, m.layer, m.divisor).then(ack, on_error);
+            self->request(dev, caf::infinite, commit_atom::value, m.tag, m.layer, m.divisor).then(applied_ack, on_error);
           },
           [&](const ops::hash& h) {
             self->request(dev, caf::infinite, hash_atom::value, h.layer)

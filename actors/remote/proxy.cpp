@@ -62,6 +62,15 @@ result<bool> acknowledged(const wire::device_call& r, std::vector<model::tensor>
   return true;
 }
 
+// The node's ack of an apply or a commit: the device applied that step's sum to the layer.
+auto confirmed(int device, std::int64_t step, int layer) {
+  return [=](const wire::device_call& r, std::vector<model::tensor>& ts) -> result<applied> {
+    auto a = acknowledged(r, ts);
+    if (!a) return a.err();
+    return applied{device, step, layer};
+  };
+}
+
 caf::behavior remote_device(proxy* self, int id, std::string route, std::uint64_t gen, std::shared_ptr<remote_devices::impl> hub) {
   self->state.id = id;
   self->state.route = std::move(route);
@@ -119,8 +128,8 @@ caf::behavior remote_device(proxy* self, int id, std::string route, std::uint64_
                                        return remote::gradients_from(*g, ts);
                                      });
       },
-      [=](apply_atom, int layer, const std::vector<model::tensor>& summed, double divisor) -> caf::result<bool> {
-        return ask<bool>(self, call(ops::apply{layer, divisor}), summed, acknowledged);
+      [=](apply_atom, std::int64_t step, int layer, const std::vector<model::tensor>& summed, double divisor) -> caf::result<applied> {
+        return ask<applied>(self, call(ops::apply{step, layer, divisor}), summed, confirmed(id, step, layer));
       },
       // The holders add among themselves, node to node; the node answers once the sum is held.
       [=](reduce_atom, const reduce_task& t) -> caf::result<sum_held> {
@@ -130,8 +139,8 @@ caf::behavior remote_device(proxy* self, int id, std::string route, std::uint64_
           return sum_held{id, h->tag, h->layer, h->bytes_in};
         });
       },
-      [=](commit_atom, std::int64_t step, int layer, double divisor) -> caf::result<bool> {
-        return ask<bool>(self, call(ops::commit{step, layer, divisor}), {}, acknowledged);
+      [=](commit_atom, std::int64_t step, int layer, double divisor) -> caf::result<applied> {
+        return ask<applied>(self, call(ops::commit{step, layer, divisor}), {}, confirmed(id, step, layer));
       },
       [=](hash_atom, int layer) -> caf::result<std::uint64_t> {
         return ask<std::uint64_t>(self, call(ops::hash{layer}), {},

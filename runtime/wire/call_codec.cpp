@@ -148,6 +148,7 @@ void write_call(schema::DeviceCall::Builder c, const device_call& m) {
                  },
                  [&](const ops::apply& x) {
                    auto b = o.initApply();
+                   b.setTag(x.tag);
                    b.setLayer(static_cast<U32>(x.layer));
                    b.setDivisor(x.divisor);
                  },
@@ -280,7 +281,7 @@ device_op read_op(Op::Reader o, const decode_limits& lim) {
                             read_places(l.getParts(), lim, "call.gradientSet.layers.parts")});
       return g;
     }
-    case Op::APPLY: return ops::apply{to_int(o.getApply().getLayer(), "call.apply.layer"), o.getApply().getDivisor()};
+    case Op::APPLY: return ops::apply{o.getApply().getTag(), to_int(o.getApply().getLayer(), "call.apply.layer"), o.getApply().getDivisor()};
     case Op::HASH: return ops::hash{to_int(o.getHash(), "call.hash")};
     case Op::HASHED: return ops::hashed{o.getHashed()};
     case Op::COPY: return ops::copy{to_int(o.getCopy(), "call.copy")};

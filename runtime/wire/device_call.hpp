@@ -57,7 +57,7 @@ struct gradients { std::int64_t tag = 0; std::vector<int> layers; };
 struct tree_place { int level = 0; std::int64_t index = 0; };
 struct layer_parts { int layer = 0, tensors_per_part = 0; std::vector<tree_place> parts; };
 struct gradient_set { int device = 0; std::int64_t tag = 0; std::vector<layer_parts> layers; };  // answer to gradients
-struct apply { int layer = 0; double divisor = 1; };            // tensors: the summed gradients
+struct apply { std::int64_t tag = 0; int layer = 0; double divisor = 1; };  // tensors: the summed gradients
 struct hash { int layer = 0; };
 struct hashed { std::uint64_t value = 0; };                     // answer to hash
 struct copy { int layer = 0; };

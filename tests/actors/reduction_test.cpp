@@ -47,10 +47,10 @@ caf::behavior fake_holder(caf::event_based_actor* self, int id, std::map<int, st
         self->send(caf::actor_cast<caf::actor>(self->current_sender()), std::move(stale));
         return g;
       },
-      [=](apply_atom, int layer, const std::vector<model::tensor>& sum, double batch) {
+      [=](apply_atom, std::int64_t tag, int layer, const std::vector<model::tensor>& sum, double batch) {
         std::lock_guard<std::mutex> lock(log->m);
         log->applied.emplace_back(id, layer, first_value(sum.at(0)), batch);
-        return true;
+        return applied{id, tag, layer};
       },
       [=](reduce_atom, const reduce_task& t) {
         std::lock_guard<std::mutex> lock(log->m);
@@ -61,7 +61,7 @@ caf::behavior fake_holder(caf::event_based_actor* self, int id, std::map<int, st
       [=](commit_atom, std::int64_t tag, int layer, double batch) {
         std::lock_guard<std::mutex> lock(log->m);
         log->commits.emplace_back(id, tag, layer, batch);
-        return true;
+        return applied{id, tag, layer};
       },
   };
 }
@@ -74,7 +74,8 @@ status run(gradient_reduction& r, caf::scoped_actor& self, const reduction_step&
                   caf::after(std::chrono::seconds(10)) >> [&] { FAIL("no reply"); });
   if (auto st = work->finish(); !st) return st;
   acks = work->apply(64);
-  for (int k = 0; k < acks; ++k) self->receive([](bool) {}, caf::after(std::chrono::seconds(10)) >> [&] { FAIL("no ack"); });
+  for (int k = 0; k < acks; ++k)
+    self->receive([&](const applied& a) { CHECK(a.step == s.tag); }, caf::after(std::chrono::seconds(10)) >> [&] { FAIL("no ack"); });
   return ok_status();
 }
 

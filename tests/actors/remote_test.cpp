@@ -167,7 +167,7 @@ TEST_CASE("malformed device calls are errors naming what is wrong", "[remote]") 
   CHECK(ok->layers.at(0).second.at(0).index == 3);
 
   // A packet whose header announces two tensors but which carries one frame.
-  auto p = remote::pack(remote::call_to(0, wire::ops::apply{0, 1}), {x, x});
+  auto p = remote::pack(remote::call_to(0, wire::ops::apply{0, 0, 1}), {x, x});
   p.blobs.pop_back();
   auto u = remote::unpack(p);
   REQUIRE_FALSE(u);

@@ -105,8 +105,8 @@ TEST_CASE("every device operation round-trips with its fields", "[unit][wire]") 
   CHECK((set.layers[0].layer == 0 && set.layers[0].tensors_per_part == 2 && set.layers[0].parts.size() == 2));
   CHECK((set.layers[0].parts[1].level == 0 && set.layers[0].parts[1].index == 12 && set.layers[1].parts[0].level == 3));
 
-  const auto ap = round_trip(ops::apply{2, 256}, 2);
-  CHECK((ap.layer == 2 && ap.divisor == 256));
+  const auto ap = round_trip(ops::apply{41, 2, 256}, 2);
+  CHECK((ap.tag == 41 && ap.layer == 2 && ap.divisor == 256));
   const auto pa = round_trip(ops::pause{1000, true, 2.5});
   CHECK((pa.after_us == 1000 && pa.cut_off && pa.seconds == 2.5));
   const auto ti = round_trip(ops::timing{{{1e-3, 2e-3, 3e-4, 4e-5}, {5e-3, 6e-3, 0, 0}}});
@@ -154,7 +154,7 @@ TEST_CASE("malformed device operations are refused, each naming what is wrong", 
   CHECK(refusal(ops::reduce{0, 0, 4, true, {1, 2, 1}}).find("names device 1 twice") != std::string::npos);
   CHECK(refusal(ops::reduce{0, 0, 4, true, {}}).find("call.reduce.holders") != std::string::npos);
   CHECK(refusal(ops::reduce{0, 0, 0, true, {1}}).find("call.reduce.microBatches") != std::string::npos);
-  CHECK(refusal(ops::apply{0, 0}).find("call.apply.divisor") != std::string::npos);
+  CHECK(refusal(ops::apply{0, 0, 0}).find("call.apply.divisor") != std::string::npos);
   CHECK(refusal(ops::commit{0, 0, std::nan("")}).find("call.commit.divisor") != std::string::npos);
   CHECK(refusal(ops::speed{0}).find("call.speed") != std::string::npos);
   CHECK(refusal(ops::pause{0, false, 1e9}).find("call.pause.seconds") != std::string::npos);

@@ -160,7 +160,7 @@ status central_sums(zmq::socket_t& router, int world, int rounds) {
     for (const auto& [route, t] : got) parts.push_back({0, static_cast<std::int64_t>(parts.size()), {t}});
     auto sum = model::tree_sum(std::move(parts), world);
     if (!sum) return sum.err();
-    const auto c = actors::remote::call_to(0, wire::ops::apply{0, 1.0});
+    const auto c = actors::remote::call_to(0, wire::ops::apply{0, 0, 1.0});
     for (const auto& [route, t] : got) {
       auto p = actors::remote::pack(c, *sum);
       p.route = route;

@@ -58,10 +58,10 @@ score_weights weights(const problem& p, const queue_state& q) {
   return w;
 }
 
-double score_weights::over_allowance(double cost, const std::vector<double>& energy_j) const {
+double score_weights::over_allowance(double spend, const std::vector<double>& energy_j) const {
   if (guard == 0) return 0;
   double over = 0;
-  if (cost_allowance > 0 && cost > cost_allowance) over += cost / cost_allowance - 1;
+  if (cost_allowance > 0 && spend > cost_allowance) over += spend / cost_allowance - 1;
   for (std::size_t i = 0; i < energy_allowance.size() && i < energy_j.size(); ++i)
     if (energy_allowance[i] > 0 && energy_j[i] > energy_allowance[i]) over += energy_j[i] / energy_allowance[i] - 1;
   return over > 0 ? guard * (1 + over) : 0;

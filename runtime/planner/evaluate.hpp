@@ -62,8 +62,8 @@ struct score_weights {
   double cost_allowance = 0;   // cost a step this slot may spend at most (0: no guard)
   std::vector<double> energy_allowance;  // per device index, joules a step (0: no guard)
   double guard = 0;
-  // The guard's term for a plan spending `cost` a step and `energy_j[d]` joules by device index.
-  double over_allowance(double cost, const std::vector<double>& energy_j) const;
+  // The guard's term for a plan spending `spend` a step and `energy_j[d]` joules by device index.
+  double over_allowance(double spend, const std::vector<double>& energy_j) const;
 };
 score_weights weights(const problem& p, const queue_state& q);
 

@@ -38,7 +38,8 @@ std::set<int> driver::unconfirmed() const {
 void driver::drain_stale() {
   bool more = true;
   while (more)
-    self_->receive([](const group_report&) {}, [](const device_gradients&) {}, [](bool) {}, [](const applied&) {}, [](caf::error&) {},
+    self_->receive([](const group_report&) {}, [](const device_gradients&) {}, [](bool) {}, [](const applied&) {},
+                   [](caf::error&) {},
                    [&](caf::down_msg& d) { note_down(d, false); },  // the next attempt finds out
                    caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
 }
@@ -57,7 +58,8 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
     // after it, so they are here by now. A survivor that did not confirm (its apply failed)
     // may be a step behind: it counts as lost, and its layers come from replicas or the cut.
     for (bool more = true; more;)
-      self_->receive([&](const applied& a) { confirmed_.confirm(a.device, a.step, a.layer); }, caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
+      self_->receive([&](const applied& a) { confirmed_.confirm(a.device, a.step, a.layer); },
+                     caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
     for (int id : unconfirmed())
       if (lost.insert(id).second) logging::get("train")->warn("step {}: device {} did not confirm applying the step", t, id);
   }

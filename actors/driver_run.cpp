@@ -122,8 +122,8 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
   confirmed_.begin(tag_);
   const int acks = work->apply(static_cast<double>(s_.batch));
   for (int k = 0; k < acks && failure_.empty();)
-    self_->receive(on_down, [&](const applied& a) { k += confirmed_.confirm(a.device, a.step, a.layer); }, [&](caf::error& e) { failure_ = text(e); },
-                   caf::after(slice(deadline)) >> [&] { tick(started, deadline, "applying gradients"); });
+    self_->receive(on_down, [&](const applied& a) { k += confirmed_.confirm(a.device, a.step, a.layer); },
+                   [&](caf::error& e) { failure_ = text(e); }, caf::after(slice(deadline)) >> [&] { tick(started, deadline, "applying gradients"); });
   if (auto st = check("step " + std::to_string(t)); !st) return st;
   // The ledger counts what the devices confirmed: every holder of every layer.
   if (const auto missing = unconfirmed(); !missing.empty())

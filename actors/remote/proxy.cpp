@@ -49,26 +49,22 @@ caf::result<T> ask(proxy* self, wire::device_call c, const std::vector<model::te
   return rp;
 }
 
-// The answer a call expects, or an error naming what came instead.
-template <class Answer>
-result<Answer> answer_of(const wire::device_call& r, const char* what) {
-  if (const auto* a = std::get_if<Answer>(&r.op)) return *a;
-  return make_error("bad_call", std::string("the answer to ") + what + " is of another kind");
+// Decodes the answer a call expects (of type Answer) with f(answer, tensors); an answer of
+// another type is an error naming `what`.
+template <class T, class Answer, class F>
+auto answer(const char* what, F f) {
+  return [=](const wire::device_call& r, std::vector<model::tensor>& ts) -> result<T> {
+    const auto* a = std::get_if<Answer>(&r.op);
+    if (!a) return make_error("bad_call", std::string("the answer to ") + what + " is of another kind");
+    return f(*a, ts);
+  };
 }
 
-result<bool> acknowledged(const wire::device_call& r, std::vector<model::tensor>&) {
-  auto a = answer_of<wire::ops::ack>(r, "a call");
-  if (!a) return a.err();
-  return true;
-}
+const auto acknowledged = answer<bool, wire::ops::ack>("a call", [](const auto&, auto&) { return true; });
 
 // The node's ack of an apply or a commit: the device applied that step's sum to the layer.
 auto confirmed(int device, std::int64_t step, int layer) {
-  return [=](const wire::device_call& r, std::vector<model::tensor>& ts) -> result<applied> {
-    auto a = acknowledged(r, ts);
-    if (!a) return a.err();
-    return applied{device, step, layer};
-  };
+  return answer<applied, wire::ops::ack>("an apply or a commit", [=](const auto&, auto&) { return applied{device, step, layer}; });
 }
 
 caf::behavior remote_device(proxy* self, int id, std::string route, std::uint64_t gen, std::shared_ptr<remote_devices::impl> hub) {
@@ -99,11 +95,8 @@ caf::behavior remote_device(proxy* self, int id, std::string route, std::uint64_
         tell(self, call(std::move(t)));
       },
       [=](probe_atom) -> caf::result<double> {
-        return ask<double>(self, call(ops::probe{}), {}, [](const wire::device_call& r, std::vector<model::tensor>&) -> result<double> {
-          auto p = answer_of<ops::probed>(r, "a probe");
-          if (!p) return p.err();
-          return p->seconds;
-        });
+        return ask<double>(self, call(ops::probe{}), {},
+                           answer<double, ops::probed>("a probe", [](const ops::probed& p, auto&) { return p.seconds; }));
       },
       [=](step_atom, stage_task& task) {
         self->state.report_to = task.report_to;
@@ -122,44 +115,32 @@ caf::behavior remote_device(proxy* self, int id, std::string route, std::uint64_
       },
       [=](grads_atom, std::int64_t step, const std::vector<int>& layers) -> caf::result<device_gradients> {
         return ask<device_gradients>(self, call(ops::gradients{step, layers}), {},
-                                     [](const wire::device_call& r, std::vector<model::tensor>& ts) -> result<device_gradients> {
-                                       auto g = answer_of<ops::gradient_set>(r, "gradients");
-                                       if (!g) return g.err();
-                                       return remote::gradients_from(*g, ts);
-                                     });
+                                     answer<device_gradients, ops::gradient_set>("gradients", remote::gradients_from));
       },
       [=](apply_atom, std::int64_t step, int layer, const std::vector<model::tensor>& summed, double divisor) -> caf::result<applied> {
         return ask<applied>(self, call(ops::apply{step, layer, divisor}), summed, confirmed(id, step, layer));
       },
       // The holders add among themselves, node to node; the node answers once the sum is held.
       [=](reduce_atom, const reduce_task& t) -> caf::result<sum_held> {
-        return ask<sum_held>(self, call(remote::reduce_of(t)), {}, [id](const wire::device_call& r, std::vector<model::tensor>&) -> result<sum_held> {
-          auto h = answer_of<ops::sum_held>(r, "a sum");
-          if (!h) return h.err();
-          return sum_held{id, h->tag, h->layer, h->bytes_in};
-        });
+        return ask<sum_held>(self, call(remote::reduce_of(t)), {}, answer<sum_held, ops::sum_held>("a sum", [id](const ops::sum_held& h, auto&) {
+                               return sum_held{id, h.tag, h.layer, h.bytes_in};
+                             }));
       },
       [=](commit_atom, std::int64_t step, int layer, double divisor) -> caf::result<applied> {
         return ask<applied>(self, call(ops::commit{step, layer, divisor}), {}, confirmed(id, step, layer));
       },
       [=](hash_atom, int layer) -> caf::result<std::uint64_t> {
         return ask<std::uint64_t>(self, call(ops::hash{layer}), {},
-                                  [](const wire::device_call& r, std::vector<model::tensor>&) -> result<std::uint64_t> {
-                                    auto h = answer_of<ops::hashed>(r, "a hash");
-                                    if (!h) return h.err();
-                                    return h->value;
-                                  });
+                                  answer<std::uint64_t, ops::hashed>("a hash", [](const ops::hashed& h, auto&) { return h.value; }));
       },
       [=](copy_atom, int layer) -> caf::result<model::layer_copy> {
         auto m = self->state.hub->model;
         return ask<model::layer_copy>(self, call(ops::copy{layer}), {},
-                                      [m](const wire::device_call& r, std::vector<model::tensor>& ts) -> result<model::layer_copy> {
-                                        auto h = answer_of<ops::hold>(r, "a copy");
-                                        if (!h) return h.err();
-                                        auto l = remote::layer_from(*m, *h, ts);
+                                      answer<model::layer_copy, ops::hold>("a copy", [m](const ops::hold& h, auto& ts) -> result<model::layer_copy> {
+                                        auto l = remote::layer_from(*m, h, ts);
                                         if (!l) return l.err();
                                         return l->replica;
-                                      });
+                                      }));
       },
       [=](perturb_atom, int layer) { tell(self, call(ops::perturb{layer})); },
       // Fault injection on a node: the whole process dies, as a machine would.

@@ -14,6 +14,7 @@
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "training/checkpoint_files.hpp"
+#include "training/compare.hpp"
 #include "training/records_json.hpp"
 #include "training/verify.hpp"
 #include "train_job.hpp"
@@ -41,42 +42,12 @@ status check_compare(const training::prepared_job& prep, const train_options& o)
   return ok_status();
 }
 
-// The job's first compare_steps steps again under each policy of o.compare, on the same
-// emulated devices and dynamics (a fresh controller each); step times against this run's.
-// Step 0 (start-up: spawning, probes, the first deployment) is left out of every mean: the
-// first run in a process also pays the process's own warm-up (on a GPU, CUDA's and cuDNN's
-// initialisation, 0.1-0.3 s), which the runs after it do not.
-result<json> compare_policies(const training::prepared_job& prep, const train_options& o, const std::map<std::int64_t, double>& ours) {
-  const auto& s = prep.settings;
-  const auto n = std::min(o.compare_steps, s.steps);
-  const std::int64_t first = n > 1 ? 1 : 0;
-  const double counted = static_cast<double>(n - first);
-  double mine = 0;
-  for (const auto& [step, time] : ours)
-    if (step >= first && step < n) mine += time / counted;
+// --compare's runs as summary.json's "compare" list (docs/FORMATS.md).
+json compare_json(const std::vector<training::policy_run>& runs) {
   json out = json::array();
-  for (const auto& name : o.compare) {
-    auto other = s;
-    other.steps = n;
-    other.controller->policy = name;
-    other.controller->budget.horizon_slots = static_cast<int>((n + s.slot_steps - 1) / s.slot_steps);
-    other.resume.reset();
-    other.controller->restore.reset();
-    logging::get("train")->info("side by side: {} trains steps 0-{} on the same emulated devices", name, n - 1);
-    training::train_callbacks cb;
-    std::map<std::int64_t, std::pair<double, double>> times;  // step -> time, cost
-    cb.on_step = [&](const training::step_record& r) { times[r.step] = {r.time_s, r.cost}; };
-    auto run = actors::train(*prep.model, prep.train_set, other, cb);
-    if (!run) return make_error(run.err().code, "--compare " + name + ": " + run.err().message);
-    double total = 0, cost = 0;
-    for (const auto& [step, tc] : times) {
-      if (step < first) continue;
-      total += tc.first / counted;
-      cost += tc.second / counted;
-    }
-    out.push_back({{"policy", name}, {"steps", n}, {"mean_step_time_s", total}, {"this_run_mean_step_time_s", mine},
-                   {"speedup", mine > 0 ? total / mine : 0.0}, {"avg_cost", cost}});
-  }
+  for (const auto& r : runs)
+    out.push_back({{"policy", r.policy}, {"steps", r.steps}, {"mean_step_time_s", r.mean_step_time_s},
+                   {"this_run_mean_step_time_s", r.this_run_mean_step_time_s}, {"speedup", r.speedup}, {"avg_cost", r.avg_cost}});
   return out;
 }
 
@@ -196,9 +167,12 @@ int train_main(const train_options& o, const train_fn& how) {
   const double acc = model::accuracy(outcome->final_layers, test_set);
   json summary = training::summary_json(*j, batch, *outcome, {first_plan, acc, scale, sw.seconds()});
   if (!o.compare.empty()) {
-    auto side = compare_policies(*prep, o, step_times);
+    const training::train_fn run = [&](const training::train_settings& other, const training::train_callbacks& c) {
+      return actors::train(*prep->model, prep->train_set, other, c);
+    };
+    auto side = training::compare_policies(prep->settings, o.compare, o.compare_steps, step_times, run);
     if (!side) return report(side.err());
-    summary["compare"] = *side;
+    summary["compare"] = compare_json(*side);
   }
   training::reference_check check;
   if (o.verify) {

@@ -146,6 +146,8 @@ class driver {
       }
   }
   std::set<int> find_lost();
+  // Probes the devices all at once: the seconds of each that answered within `timeout`.
+  std::map<int, double> probe_all(const std::vector<int>& ids, std::chrono::milliseconds timeout);
   // The faults due at step t (the job's plan, `dynapar inject`), and slow-downs that end.
   void fire_faults(std::int64_t t);
   void note(const training::fault_record& r) {

@@ -15,17 +15,23 @@ constexpr int max_late_retries = 4;  // deadlines of 2x, 4x, 8x, 16x before the 
 // probe within 2 s; a hung one is stopped here).
 std::set<int> driver::find_lost() {
   std::set<int> lost = dead_;
-  // All probes go out at once, so that several hung devices cost 2 s, not 2 s each.
-  using handle = decltype(self_->request(caf::actor{}, std::chrono::seconds(2), probe_atom::value));
-  std::vector<std::pair<int, handle>> probes;
+  std::vector<int> ids;
   for (const auto& [id, a] : actors_.devices)
-    if (!lost.count(id)) probes.emplace_back(id, self_->request(a, std::chrono::seconds(2), probe_atom::value));
-  for (auto& [id, h] : probes) {
-    bool alive = false;
-    h.receive([&](double) { alive = true; }, [&](caf::error&) {});
-    if (!alive) lost.insert(id);
-  }
+    if (!lost.count(id)) ids.push_back(id);
+  const auto alive = probe_all(ids, std::chrono::seconds(2));
+  for (int id : ids)
+    if (!alive.count(id)) lost.insert(id);
   return lost;
+}
+
+// All probes go out at once, so that several hung devices cost one timeout, not one each.
+std::map<int, double> driver::probe_all(const std::vector<int>& ids, std::chrono::milliseconds timeout) {
+  using handle = decltype(self_->request(caf::actor{}, timeout, probe_atom::value));
+  std::vector<std::pair<int, handle>> probes;
+  for (int id : ids) probes.emplace_back(id, self_->request(actors_.devices.at(id), timeout, probe_atom::value));
+  std::map<int, double> out;
+  for (auto& [id, h] : probes) h.receive([&, id = id](double s) { out[id] = s; }, [](caf::error&) {});
+  return out;
 }
 
 // Holders under the plan in force, still in the run, that have not confirmed this attempt's

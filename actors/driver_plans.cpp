@@ -45,16 +45,12 @@ void driver::reprobe_idle() {
   if (!actors_.controller || !current_) return;
   std::set<int> busy;
   for (const auto& g : current_->groups) busy.insert(g.devices.begin(), g.devices.end());
-  // All probes go out at once; one that fails or is late is skipped (the fault path, not
-  // this, finds devices that are gone).
-  using handle = decltype(self_->request(caf::actor{}, timeout_, probe_atom::value));
-  std::vector<std::pair<int, handle>> probes;
+  std::vector<int> idle;
   for (int id : joined_)
-    if (!busy.count(id) && !failing_.count(id) && actors_.devices.count(id))
-      probes.emplace_back(id, self_->request(actors_.devices.at(id), timeout_, probe_atom::value));
-  for (auto& [id, h] : probes)
-    h.receive([&, id = id](double probe_s) { self_->send(actors_.controller, join_atom::value, id, announced_speed(id, probe_s)); },
-              [](caf::error&) {});
+    if (!busy.count(id) && !failing_.count(id) && actors_.devices.count(id)) idle.push_back(id);
+  // One that fails or is late is skipped: the fault path, not this, finds devices that are gone.
+  for (const auto& [id, probe_s] : probe_all(idle, timeout_))
+    self_->send(actors_.controller, join_atom::value, id, announced_speed(id, probe_s));
 }
 
 status driver::update_membership(std::int64_t slot, bool& changed) {

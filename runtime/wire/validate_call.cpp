@@ -14,6 +14,7 @@ bool finite_nonneg(double v) { return std::isfinite(v) && v >= 0; }
 
 constexpr std::int64_t max_tree_index = std::int64_t{1} << 40;
 constexpr std::size_t max_parts = 128;  // a holder's partial sums: about log2 of its micro-batches
+constexpr std::uint64_t max_delay_us = 3'600'000'000ull;  // a fault lands within the hour
 
 status check_link(const ops::link& l, const std::string& field) {
   if (!finite_nonneg(l.bandwidth) || !finite_nonneg(l.latency)) return bad(field, "must have a finite bandwidth and latency >= 0");
@@ -106,6 +107,11 @@ status check_op(const device_call& m) {
           },
           [&](const ops::pause& x) -> status {
             if (!(std::isfinite(x.seconds) && x.seconds > 0 && x.seconds <= 3600)) return bad("call.pause.seconds", "must be in (0, 3600]");
+            if (x.after_us > max_delay_us) return bad("call.pause.afterUs", "must be at most an hour");
+            return ok_status();
+          },
+          [&](const ops::fail& x) -> status {
+            if (x.after_us > max_delay_us) return bad("call.fail", "must be at most an hour");
             return ok_status();
           },
           [&](const ops::memory& x) -> status {

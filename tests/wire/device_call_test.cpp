@@ -158,6 +158,8 @@ TEST_CASE("malformed device operations are refused, each naming what is wrong", 
   CHECK(refusal(ops::commit{0, 0, std::nan("")}).find("call.commit.divisor") != std::string::npos);
   CHECK(refusal(ops::speed{0}).find("call.speed") != std::string::npos);
   CHECK(refusal(ops::pause{0, false, 1e9}).find("call.pause.seconds") != std::string::npos);
+  CHECK(refusal(ops::pause{4'000'000'000ull, false, 1}).find("call.pause.afterUs") != std::string::npos);
+  CHECK(refusal(ops::fail{4'000'000'000ull}).find("call.fail") != std::string::npos);
   CHECK(refusal(ops::timing{{{-1, 0, 0, 0}}}).find("call.timing") != std::string::npos);
   CHECK(refusal(ops::hold{-5, -1, 0, 0, {}}).find("call.hold.layer") != std::string::npos);  // travels unsigned
   CHECK(refusal(ops::migrate{0, 1, {-1, 0}}).find("call.migrate.link") != std::string::npos);

@@ -4,7 +4,6 @@
 #include <capnp/serialize.h>
 #include <kj/exception.h>
 
-#include <climits>
 #include <cstring>
 
 #include "common/overloaded.hpp"

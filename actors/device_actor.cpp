@@ -44,14 +44,17 @@ struct device_state {
 };
 
 namespace {
+// Its own messages besides: the delayed halves of a fault (self-sent).
+using device_impl = device_handle::extend<caf::reacts_to<fail_atom>, caf::reacts_to<pause_atom, double>>;
+using device_self = device_impl::stateful_pointer<device_state>;
 using clock = std::chrono::steady_clock;
 double since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
 double now_s() { return std::chrono::duration<double>(clock::now().time_since_epoch()).count(); }
 
 // Sends over an emulated link: delivered when the shaper says the bytes have arrived.
-template <class... Ts>
-void send_shaped(caf::stateful_actor<device_state>* self, comm::link_shaper& link, const comm::link_spec& spec,
-                 const caf::actor& to, double bytes, Ts&&... xs) {
+template <class Handle, class... Ts>
+void send_shaped(device_self self, comm::link_shaper& link, const comm::link_spec& spec,
+                 const Handle& to, double bytes, Ts&&... xs) {
   const double now = now_s();
   const double delay = link.offer(spec, now, bytes) - now;
   if (delay <= 0) {
@@ -82,7 +85,7 @@ caf::result<applied> apply_sum(device_state& s, std::int64_t step, int layer, co
 
 // The decentralised sum of a layer: sends what peer_sum says, and once it is complete holds
 // the sum for the commit and answers the driver; an error answers at once.
-void sum_progress(caf::stateful_actor<device_state>* self, int layer, result<std::vector<model::chunk_send>> out) {
+void sum_progress(device_self self, int layer, result<std::vector<model::chunk_send>> out) {
   auto& s = self->state;
   auto it = s.sums.find(layer);
   if (it == s.sums.end()) return;
@@ -102,14 +105,14 @@ void sum_progress(caf::stateful_actor<device_state>* self, int layer, result<std
 }
 
 // Another holder's chunk message for the sum in progress of `layer`.
-void sum_take(caf::stateful_actor<device_state>* self, int layer, model::chunk_msg m) {
+void sum_take(device_self self, int layer, model::chunk_msg m) {
   auto& e = self->state.sums.at(layer);
   for (const auto& p : m.parts) e.bytes_in += static_cast<std::int64_t>(model::bytes(p.grads));
   sum_progress(self, layer, e.sum->take(std::move(m)));
 }
 
 // Runs instructions until the program waits or ends; reports the stage when it ends.
-void advance(caf::stateful_actor<device_state>* self) {
+void advance(device_self self) {
   auto& s = self->state;
   if (!s.active) return;
   s.report.wait_s += since(s.wait_since);
@@ -200,7 +203,7 @@ std::string hold(device_state& s, int layer, const model::layer_copy& replica) {
   return {};
 }
 
-caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_config cfg) {
+device_impl::behavior_type device_actor(device_self self, device_config cfg) {
   self->state.cfg = std::move(cfg);
   self->state.speed.set_speed(self->state.cfg.speed);
   self->state.worker = model::make_worker(self->state.cfg.optimizer, self->state.cfg.place);
@@ -210,8 +213,8 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
         return true;
       },
       // A plan moved `layer` from here to `to`: send a copy over the emulated link.
-      [=](migrate_atom, int layer, int to, const caf::actor& target, const comm::link_spec& link,
-          const caf::actor& report_to) -> caf::result<bool> {
+      [=](migrate_atom, int layer, int to, const device_peer& target, const comm::link_spec& link,
+          const migration_sink& report_to) -> caf::result<bool> {
         auto& s = self->state;
         if (!s.worker->holds(layer))
           return caf::make_error(caf::sec::runtime_error,
@@ -355,7 +358,7 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_confi
 }
 }  // namespace
 
-caf::actor spawn_device(caf::actor_system& sys, const device_config& cfg) {
+device_handle spawn_device(caf::actor_system& sys, const device_config& cfg) {
   return sys.spawn<caf::detached>(device_actor, cfg);
 }
 

@@ -7,6 +7,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/messages.hpp"
 #include "model/api.hpp"
 
 namespace dynapar::actors {
@@ -25,6 +26,23 @@ struct device_config {
   std::string place = "cpu";
 };
 
-caf::actor spawn_device(caf::actor_system& sys, const device_config& cfg);
+// Everything a device takes, checked at compile time; the remote proxy (actors/remote/proxy.hpp)
+// takes the same, so the driver and the groups cannot tell a device on a node from one here.
+// A device's peers see only the device_peer part (actors/messages.hpp).
+using device_handle = device_peer::extend<
+    caf::replies_to<hold_atom, int, model::layer_copy>::with<bool>,  // place a layer (at start, or restored)
+    caf::replies_to<migrate_atom, int, int, device_peer, comm::link_spec, migration_sink>::with<bool>,
+    caf::reacts_to<drop_atom, int>, caf::reacts_to<memory_atom, double>, caf::reacts_to<speed_atom, double>,
+    caf::reacts_to<timing_atom, std::vector<double>>, caf::replies_to<probe_atom>::with<double>,
+    caf::reacts_to<step_atom, stage_task>,
+    caf::replies_to<grads_atom, std::int64_t, std::vector<int>>::with<device_gradients>,
+    caf::replies_to<apply_atom, std::int64_t, int, std::vector<model::tensor>, double>::with<applied>,
+    caf::replies_to<reduce_atom, reduce_task>::with<sum_held>,
+    caf::replies_to<commit_atom, std::int64_t, int, double>::with<applied>,
+    caf::replies_to<hash_atom, int>::with<std::uint64_t>, caf::replies_to<copy_atom, int>::with<model::layer_copy>,
+    // Fault injection: dies (after us), goes silent (after us, for s, cut off or hung), a layer perturbed.
+    caf::reacts_to<fail_atom, int>, caf::reacts_to<pause_atom, int, double, bool>, caf::reacts_to<perturb_atom, int>>;
+
+device_handle spawn_device(caf::actor_system& sys, const device_config& cfg);
 
 }  // namespace dynapar::actors

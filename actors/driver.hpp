@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/group_supervisor.hpp"
 #include "actors/messages.hpp"
 #include "actors/reduction.hpp"
 #include "actors/session.hpp"
@@ -183,7 +184,7 @@ class driver {
   double bench_ref_s_ = 0;                        // this machine's time for the benchmark
   std::optional<planner::plan> current_;
   double predicted_s_ = 0, queue_ = 0;            // of the controller's latest decision
-  std::vector<caf::actor> groups_;
+  std::vector<group_handle> groups_;
   std::map<int, std::vector<int>> holders_;       // layer -> device ids, plan order
   // Devices lost since the plan in force was applied: holders_ and current_ still name them,
   // but they hold nothing (a device back under the same id is a fresh one).

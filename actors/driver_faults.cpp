@@ -26,7 +26,7 @@ std::set<int> driver::find_lost() {
 
 // All probes go out at once, so that several hung devices cost one timeout, not one each.
 std::map<int, double> driver::probe_all(const std::vector<int>& ids, std::chrono::milliseconds timeout) {
-  using handle = decltype(self_->request(caf::actor{}, timeout, probe_atom::value));
+  using handle = decltype(self_->request(device_handle{}, timeout, probe_atom::value));
   std::vector<std::pair<int, handle>> probes;
   for (int id : ids) probes.emplace_back(id, self_->request(actors_.devices.at(id), timeout, probe_atom::value));
   std::map<int, double> out;
@@ -87,7 +87,7 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
   if (d.what == action::give_up) return d.code.empty() ? why : make_error(d.code, d.why + " (" + why.message + ")");
   for (int id : lost) {
     if (auto it = actors_.devices.find(id); it != actors_.devices.end()) {
-      self_->demonitor(it->second);
+      self_->demonitor(it->second.address());
       self_->send_exit(it->second, caf::exit_reason::kill);
       actors_.devices.erase(it);
     }

@@ -160,7 +160,7 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
   const auto diff = planner::diff(
       current_ ? &*current_ : nullptr, next, [&](int from, int to) { return comm::transfer_s(link(from, to), 1e6); },
       wiped_);
-  const auto me = caf::actor_cast<caf::actor>(self_);
+  const auto me = caf::actor_cast<migration_sink>(self_);  // the driver receives moved_atom
   int pending = 0;
   for (const auto& mv : diff.moves) {
     if (mv.from >= 0 ? !actors_.devices.count(mv.from) : current_.has_value())  // recover() rolls back first
@@ -173,7 +173,7 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
           .receive([](bool) {}, [&](caf::error& e) { failure_ = text(e); });
       continue;
     }
-    self_->request(actors_.devices.at(mv.from), timeout_, migrate_atom::value, mv.layer, mv.to, target, link(mv.from, mv.to), me)
+    self_->request(actors_.devices.at(mv.from), timeout_, migrate_atom::value, mv.layer, mv.to, device_peer{target}, link(mv.from, mv.to), me)
         .receive([&](bool) { ++pending; }, [&](caf::error& e) { failure_ = text(e); });
   }
   double bytes = 0;

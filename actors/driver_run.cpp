@@ -57,7 +57,7 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
     task.step = tag_;
     task.first_micro = micro_batches;
     task.accumulate = !s_.exact;
-    task.report_to = caf::actor_cast<caf::actor>(self_);
+    task.report_to = caf::actor_cast<group_sink>(self_);  // the driver receives group_report
     for (std::size_t j = 0; j + 1 < gp.devices.size(); ++j) task.links.push_back(link(gp.devices[j], gp.devices[j + 1]));
     for (int lo = slices[g].first; lo < slices[g].second; lo += gp.micro_batch) {
       const int hi = std::min(slices[g].second, lo + gp.micro_batch);

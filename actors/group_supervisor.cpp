@@ -11,13 +11,13 @@ using clock = std::chrono::steady_clock;
 struct supervisor_state {
   group_config cfg;
   group_report report;
-  caf::actor report_to;
+  group_sink report_to;
   int pending = 0;
   clock::time_point started;
   static inline const char* name = "group_supervisor";
 };
 
-caf::behavior group_supervisor(caf::stateful_actor<supervisor_state>* self, group_config cfg) {
+group_handle::behavior_type group_supervisor(group_handle::stateful_pointer<supervisor_state> self, group_config cfg) {
   auto& s = self->state;
   s.cfg = std::move(cfg);
   for (const auto& d : s.cfg.actors) self->monitor(d);
@@ -61,7 +61,7 @@ caf::behavior group_supervisor(caf::stateful_actor<supervisor_state>* self, grou
             t.next_id = st.cfg.devices[j + 1];
             if (j < static_cast<int>(task.links.size())) t.to_next = task.links[j];
           }
-          t.report_to = caf::actor_cast<caf::actor>(self);
+          t.report_to = caf::actor_cast<group_handle>(self);
           self->send(st.cfg.actors[j], step_atom::value, std::move(t));
         }
       },
@@ -80,6 +80,6 @@ caf::behavior group_supervisor(caf::stateful_actor<supervisor_state>* self, grou
 }
 }  // namespace
 
-caf::actor spawn_group(caf::actor_system& sys, const group_config& cfg) { return sys.spawn(group_supervisor, cfg); }
+group_handle spawn_group(caf::actor_system& sys, const group_config& cfg) { return sys.spawn(group_supervisor, cfg); }
 
 }  // namespace dynapar::actors

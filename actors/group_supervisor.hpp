@@ -9,6 +9,7 @@
 
 #include <vector>
 
+#include "actors/device_actor.hpp"
 #include "planner/plan.hpp"
 
 namespace dynapar::actors {
@@ -16,11 +17,14 @@ namespace dynapar::actors {
 struct group_config {
   int group = 0;
   std::vector<int> devices;          // ids, pipeline order
-  std::vector<caf::actor> actors;    // the device actors, same order
+  std::vector<device_handle> actors;  // the device actors, same order
   std::vector<int> splits;           // n + 1 cut points
   planner::schedule_kind schedule = planner::schedule_kind::one_f_one_b;
 };
 
-caf::actor spawn_group(caf::actor_system& sys, const group_config& cfg);
+// A group takes a step's task (from the driver) and its stages' reports (from its devices).
+using group_handle = caf::typed_actor<caf::reacts_to<step_atom, group_task>, caf::reacts_to<stage_report>>;
+
+group_handle spawn_group(caf::actor_system& sys, const group_config& cfg);
 
 }  // namespace dynapar::actors

@@ -17,6 +17,41 @@
 #include "wire/messages.hpp"
 
 namespace dynapar::actors {
+struct stage_task;
+struct stage_report;
+struct group_task;
+struct group_report;
+struct layer_transfer;
+struct device_gradients;
+struct reduce_task;
+struct reduce_part;
+struct sum_held;
+struct applied;
+}  // namespace dynapar::actors
+
+// Declared before the handles below name them (a specialisation must precede any use).
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::model::tensor)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::model::layer_copy)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<dynapar::model::tensor>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<std::vector<dynapar::model::tensor>>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::stage_task)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::stage_report)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::group_task)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::group_report)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::control::measurement)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::planner::plan)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::layer_transfer)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::device_gradients)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::reduce_task)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::reduce_part)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::sum_held)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::applied)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::comm::link_spec)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::control::decision)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::wire::device_call)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::control::controller_snapshot)
+
+namespace dynapar::actors {
 
 using hold_atom = caf::atom_constant<caf::atom("hold")>;
 using step_atom = caf::atom_constant<caf::atom("step")>;
@@ -46,21 +81,38 @@ using reduce_atom = caf::atom_constant<caf::atom("reduce")>;  // the decentralis
 using part_atom = caf::atom_constant<caf::atom("rpart")>;     // between holders (reduce_part)
 using commit_atom = caf::atom_constant<caf::atom("commit")>;  // apply the reduced sum of a step
 
-// One stage's part of a step.
-struct stage_task {
-  std::int64_t step = 0;
-  schedule::program program;
-  int lo = 0, hi = 0;                    // layers [lo, hi)
-  std::int64_t first_micro = 0;          // the step's index of this group's first micro-batch
-  bool accumulate = false;               // exact: false (model::device_worker::begin_step)
-  std::vector<model::tensor> inputs;     // first stage: one per micro-batch
-  std::vector<model::tensor> targets;    // last stage: one per micro-batch
-  caf::actor prev, next;                 // neighbouring stages (null at the ends)
-  int prev_id = -1, next_id = -1;
-  comm::link_spec to_prev, to_next;      // emulated links (docs/RUNTIME.md)
-  caf::actor report_to;
+// The narrow handles the messages below carry (typed, CAF 0.17): each names what its holder
+// may send, so sending anything else is a compile error rather than a message dropped at run
+// time. The device's and the group's full interfaces are in their own headers.
+
+// Where a migrating layer's arrival (its bytes) or refusal (why) is reported.
+using migration_sink = caf::typed_actor<caf::reacts_to<moved_atom, int, int, int, std::size_t>,
+                                        caf::reacts_to<moved_atom, int, int, int, std::string>>;
+
+// A layer moving between devices: the source sends it (parameters and optimizer state)
+// straight to the target over their emulated link; the target reports to `report_to`.
+struct layer_transfer {
+  int layer = 0;
+  int from = 0, to = 0;
+  model::layer_copy replica;
+  std::size_t bytes = 0;
+  migration_sink report_to;
 };
 
+// A chunk of a sum in progress, from one holder of `layer` to another.
+struct reduce_part {
+  std::int64_t step = 0;
+  int layer = 0;
+  model::chunk_msg msg;
+};
+
+// What a device sends another device: activations forward, gradients back, a sum's chunks,
+// a migrating layer. A device on another node is a stub that sends these on.
+using device_peer = caf::typed_actor<caf::reacts_to<act_atom, std::int64_t, int, model::tensor>,
+                                     caf::reacts_to<grad_atom, std::int64_t, int, model::tensor>,
+                                     caf::reacts_to<part_atom, reduce_part>, caf::reacts_to<hold_atom, layer_transfer>>;
+
+// What a stage did in a step, to its group (or the error that stopped it).
 struct stage_report {
   int device = 0;
   std::int64_t step = 0;
@@ -72,6 +124,35 @@ struct stage_report {
   std::string error;                     // empty when the stage succeeded
 };
 
+using stage_sink = caf::typed_actor<caf::reacts_to<stage_report>>;
+
+// One stage's part of a step.
+struct stage_task {
+  std::int64_t step = 0;
+  schedule::program program;
+  int lo = 0, hi = 0;                    // layers [lo, hi)
+  std::int64_t first_micro = 0;          // the step's index of this group's first micro-batch
+  bool accumulate = false;               // exact: false (model::device_worker::begin_step)
+  std::vector<model::tensor> inputs;     // first stage: one per micro-batch
+  std::vector<model::tensor> targets;    // last stage: one per micro-batch
+  device_peer prev, next;                // neighbouring stages (null at the ends)
+  int prev_id = -1, next_id = -1;
+  comm::link_spec to_prev, to_next;      // emulated links (docs/RUNTIME.md)
+  stage_sink report_to;
+};
+
+// A group's step: its stages' reports, to the driver.
+struct group_report {
+  int group = 0;
+  std::int64_t step = 0;
+  double loss_sum = 0;
+  double time_s = 0;                     // from the supervisor's send to its last stage report
+  std::vector<stage_report> stages;
+  std::string error;
+};
+
+using group_sink = caf::typed_actor<caf::reacts_to<group_report>>;
+
 // A group's part of a step: the micro-batches of its share.
 struct group_task {
   std::int64_t step = 0;
@@ -79,17 +160,7 @@ struct group_task {
   bool accumulate = false;               // exact: false
   std::vector<model::tensor> inputs, targets;
   std::vector<comm::link_spec> links;    // between consecutive stages
-  caf::actor report_to;
-};
-
-// A layer moving between devices: the source sends it (parameters and optimizer state)
-// straight to the target over their emulated link; the target reports to `report_to`.
-struct layer_transfer {
-  int layer = 0;
-  int from = 0, to = 0;
-  model::layer_copy replica;
-  std::size_t bytes = 0;
-  caf::actor report_to;
+  group_sink report_to;
 };
 
 // A device's gradients of every layer it holds after a step, as the exact sum's partial sums.
@@ -109,7 +180,7 @@ struct reduce_task {
   std::int64_t micro_batches = 0;        // the exact sum's leaves
   bool exact = true;                     // false: the holders' sums in rank order
   std::vector<int> holders;              // device ids; a holder's rank is its position
-  std::vector<caf::actor> peers;         // the same devices, resolved where the task arrives
+  std::vector<device_peer> peers;        // the same devices, resolved where the task arrives
 };
 
 // A holder's answer to a reduce_task: it holds the sum of `layer` for the attempt `step`
@@ -131,40 +202,4 @@ struct applied {
   int layer = 0;
 };
 
-struct reduce_part {
-  std::int64_t step = 0;
-  int layer = 0;
-  model::chunk_msg msg;
-};
-
-struct group_report {
-  int group = 0;
-  std::int64_t step = 0;
-  double loss_sum = 0;
-  double time_s = 0;                     // from the supervisor's send to its last stage report
-  std::vector<stage_report> stages;
-  std::string error;
-};
-
 }  // namespace dynapar::actors
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::model::tensor)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::model::layer_copy)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<dynapar::model::tensor>)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<std::vector<dynapar::model::tensor>>)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::stage_task)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::stage_report)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::group_task)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::group_report)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::control::measurement)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::planner::plan)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::layer_transfer)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::device_gradients)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::reduce_task)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::reduce_part)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::sum_held)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::actors::applied)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::comm::link_spec)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::control::decision)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::wire::device_call)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::control::controller_snapshot)

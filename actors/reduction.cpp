@@ -22,7 +22,7 @@ int each_holder(const std::map<int, std::vector<int>>& holders, Send send) {
 // the sums go back to every holder.
 class central_work : public reduction_work {
  public:
-  central_work(caf::scoped_actor& self, const std::map<int, caf::actor>& devices, bool exact, const reduction_step& s)
+  central_work(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, const reduction_step& s)
       : self_(self), devices_(devices), exact_(exact), s_(s) {
     std::map<int, std::vector<int>> held;  // device -> layers
     for (const auto& [l, ids] : *s.holders)
@@ -54,7 +54,7 @@ class central_work : public reduction_work {
 
  private:
   caf::scoped_actor& self_;
-  const std::map<int, caf::actor>& devices_;
+  const std::map<int, device_handle>& devices_;
   const bool exact_;
   const reduction_step s_;
   std::size_t waiting_ = 0;
@@ -66,7 +66,7 @@ class central_work : public reduction_work {
 // holds the sum; the commit has each apply it.
 class peer_work : public reduction_work {
  public:
-  peer_work(caf::scoped_actor& self, const std::map<int, caf::actor>& devices, bool exact, const reduction_step& s)
+  peer_work(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, const reduction_step& s)
       : self_(self), devices_(devices), s_(s) {
     std::map<int, reduce_task> tasks;  // by layer
     for (const auto& [l, ids] : *s.holders) {
@@ -87,7 +87,7 @@ class peer_work : public reduction_work {
 
  private:
   caf::scoped_actor& self_;
-  const std::map<int, caf::actor>& devices_;
+  const std::map<int, device_handle>& devices_;
   const reduction_step s_;
   int waiting_ = 0;
 };
@@ -95,7 +95,7 @@ class peer_work : public reduction_work {
 template <class Work>
 class reduction_of : public gradient_reduction {
  public:
-  reduction_of(caf::scoped_actor& self, const std::map<int, caf::actor>& devices, bool exact)
+  reduction_of(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact)
       : self_(self), devices_(devices), exact_(exact) {}
   std::unique_ptr<reduction_work> start(const reduction_step& s) override {
     return std::make_unique<Work>(self_, devices_, exact_, s);
@@ -103,17 +103,17 @@ class reduction_of : public gradient_reduction {
 
  private:
   caf::scoped_actor& self_;
-  const std::map<int, caf::actor>& devices_;
+  const std::map<int, device_handle>& devices_;
   const bool exact_;
 };
 
 }  // namespace
 
-std::unique_ptr<gradient_reduction> central_reduction(caf::scoped_actor& self, const std::map<int, caf::actor>& devices, bool exact) {
+std::unique_ptr<gradient_reduction> central_reduction(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact) {
   return std::make_unique<reduction_of<central_work>>(self, devices, exact);
 }
 
-std::unique_ptr<gradient_reduction> peer_reduction(caf::scoped_actor& self, const std::map<int, caf::actor>& devices, bool exact) {
+std::unique_ptr<gradient_reduction> peer_reduction(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact) {
   return std::make_unique<reduction_of<peer_work>>(self, devices, exact);
 }
 

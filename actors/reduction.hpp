@@ -17,7 +17,7 @@
 #include <memory>
 #include <vector>
 
-#include "actors/messages.hpp"
+#include "actors/device_actor.hpp"
 #include "common/result.hpp"
 
 namespace dynapar::actors {
@@ -50,7 +50,7 @@ class gradient_reduction {
 };
 
 // `self` sends the requests and receives the replies; `devices` resolves device ids.
-std::unique_ptr<gradient_reduction> central_reduction(caf::scoped_actor& self, const std::map<int, caf::actor>& devices, bool exact);
-std::unique_ptr<gradient_reduction> peer_reduction(caf::scoped_actor& self, const std::map<int, caf::actor>& devices, bool exact);
+std::unique_ptr<gradient_reduction> central_reduction(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact);
+std::unique_ptr<gradient_reduction> peer_reduction(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact);
 
 }  // namespace dynapar::actors

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "actors/controller_actor.hpp"
+#include "actors/device_actor.hpp"
 #include "actors/trainer.hpp"
 
 namespace dynapar::actors {
@@ -20,14 +21,14 @@ class device_directory {
  public:
   virtual ~device_directory() = default;
   virtual bool present(int id) const = 0;  // hosted, and its node has not asked to leave
-  virtual caf::actor proxy(int id) = 0;     // null when not hosted
+  virtual device_handle proxy(int id) = 0;  // null when not hosted
   virtual bool lost(int id) const = 0;      // its node went silent (a crash, not a leave)
   // Faults `dynapar inject` asked for since the last call (their step is ignored: now).
   virtual std::vector<sim::fault> injected() = 0;
 };
 
 struct cluster_actors {
-  std::map<int, caf::actor> devices;  // by device id (actors/device_actor.hpp)
+  std::map<int, device_handle> devices;  // by device id
   controller_actor controller;        // optional (actors/controller_actor.hpp); re-plans every
                                       // settings.slot_steps steps unless settings.controller says
   // Without one, devices are spawned in this process; with one, only the devices it has

@@ -268,7 +268,7 @@ bool remote_devices::lost(int id) const {
   return it != impl_->devices.end() && it->second.lost;
 }
 
-caf::actor remote_devices::proxy(int id) {
+device_handle remote_devices::proxy(int id) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   auto it = impl_->devices.find(id);
   if (it == impl_->devices.end()) return {};

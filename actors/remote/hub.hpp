@@ -50,7 +50,7 @@ class remote_devices : public device_directory {
                                                        remote_config cfg);
   ~remote_devices() override;
   bool present(int id) const override;
-  caf::actor proxy(int id) override;
+  device_handle proxy(int id) override;
   bool lost(int id) const override;
   std::vector<sim::fault> injected() override;
   bool hosted(int id) const;  // registered: present, leaving, or lost and not yet let go

@@ -73,7 +73,7 @@ void remote_devices::impl::on_join(const std::string& route, const std::string& 
     data_sockets[route] = data_socket{m.data_endpoint, key};
     // A lost node's device may join again (a replacement, or the node itself once fenced):
     // it is a new hosting; the old proxy stays lost until the driver stops it.
-    for (int id : ids) devices[id] = entry{route, caf::actor{}, false, false, next_gen++};
+    for (int id : ids) devices[id] = entry{route, remote_device_handle{}, false, false, next_gen++};
   }
   w.accepted = true;
   w.devices = ids;
@@ -120,7 +120,7 @@ void remote_devices::impl::on_leave(const std::string& route, const wire::leave_
 // step fails at once with an error naming the node).
 void remote_devices::impl::check_nodes() {
   const auto now = clock::now();
-  std::vector<std::pair<std::string, caf::actor>> notify;
+  std::vector<std::pair<std::string, remote_device_handle>> notify;
   {
     std::lock_guard<std::mutex> lock(mu);
     for (auto it = nodes.begin(); it != nodes.end();) {

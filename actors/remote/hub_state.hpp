@@ -11,6 +11,7 @@
 
 #include "actors/remote/hub.hpp"
 #include "actors/remote/frames.hpp"
+#include "actors/remote/proxy.hpp"
 #include "comm/curve.hpp"
 #include "logging/logging.hpp"
 
@@ -31,7 +32,7 @@ struct remote_devices::impl {
   std::string model_hash;  // a TorchScript model's SHA-256: nodes check their file against it
   struct entry {
     std::string route;  // the node's identity on the ROUTER
-    caf::actor proxy;
+    remote_device_handle proxy;
     bool leaving = false;
     bool lost = false;  // its node went silent
     std::uint64_t gen = 0;  // which hosting of the device (a lost one may join again)

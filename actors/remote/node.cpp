@@ -107,7 +107,7 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
   cc.set("scheduler.max-threads", static_cast<std::size_t>(std::max(1, cfg.scheduler_threads)));
   cc.set("scheduler.policy", caf::atom("sharing"));
   caf::actor_system sys{cc};
-  std::map<int, caf::actor> devices;
+  std::map<int, device_handle> devices;
   for (int id : w->devices) devices[id] = spawn_device(sys, {id, opt, 1.0, 0, cfg.place});
   sh->live = static_cast<int>(devices.size());
   auto b = spawn_node_bridge(sys, sh, devices);

@@ -20,7 +20,7 @@ namespace {
 using clock = std::chrono::steady_clock;
 
 // Stands for a device on another node: what a device sends it goes out as a call.
-caf::behavior peer_stub(caf::event_based_actor*, int target, std::shared_ptr<node_shared> sh) {
+device_peer::behavior_type peer_stub(device_peer::pointer, int target, std::shared_ptr<node_shared> sh) {
   auto data = [=](wire::device_op op, const std::vector<model::tensor>& ts) { sh->post_data(remote::call_to(target, std::move(op)), ts); };
   return {
       [=](act_atom, std::int64_t step, int micro, const model::tensor& t) { data(wire::ops::activation{step, micro}, {t}); },
@@ -39,7 +39,9 @@ caf::behavior peer_stub(caf::event_based_actor*, int target, std::shared_ptr<nod
 }
 
 // Stands for the controller process: stage reports and arrivals go back to it.
-caf::behavior upstream_stub(caf::event_based_actor*, std::shared_ptr<node_shared> sh) {
+using upstream_handle = stage_sink::extend_with<migration_sink>;
+
+upstream_handle::behavior_type upstream_stub(upstream_handle::pointer, std::shared_ptr<node_shared> sh) {
   return {
       [=](const stage_report& r) { sh->post(remote::call_to(r.device, remote::report_of(r))); },
       [=](moved_atom, int layer, int from, int to, std::size_t bytes) {
@@ -53,13 +55,14 @@ caf::behavior upstream_stub(caf::event_based_actor*, std::shared_ptr<node_shared
 
 struct bridge_state {
   std::shared_ptr<node_shared> sh;
-  std::map<int, caf::actor> devices, peers;
-  caf::actor upstream;
+  std::map<int, device_handle> devices;
+  std::map<int, device_peer> peers;
+  upstream_handle upstream;
   static inline const char* name = "node_bridge";
 };
-using bridge = caf::stateful_actor<bridge_state>;
+using bridge = node_bridge_handle::stateful_base<bridge_state>;
 
-caf::actor resolve(bridge* self, int id) {
+device_peer resolve(bridge* self, int id) {
   auto& s = self->state;
   if (auto it = s.devices.find(id); it != s.devices.end()) return it->second;  // same node: in-process hand-off
   auto& p = s.peers[id];
@@ -103,7 +106,7 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
     else logging::get("node")->warn("dropped data for device {}, which is not on node {}", c.device, sh->name);
     return;
   }
-  const caf::actor dev = it->second;
+  const device_handle dev = it->second;
   auto on_error = [sh, c](caf::error& e) { sh->fail(c, to_string(e)); };
   auto ack = [sh, c](bool) { sh->answer(c, wire::ops::ack{}); };
   auto applied_ack = [sh, c](const applied&) { sh->answer(c, wire::ops::ack{}); };
@@ -121,7 +124,7 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
           },
           [&](const ops::migrate& m) {
             self->request(dev, caf::infinite, migrate_atom::value, m.layer, m.to, resolve(self, m.to), remote::link_from(m.path),
-                          s.upstream)
+                          migration_sink{s.upstream})
                 .then(ack, on_error);
           },
           [&](const ops::drop& d) { self->send(dev, drop_atom::value, d.layer); },
@@ -207,7 +210,7 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
       c.op);
 }
 
-caf::behavior node_bridge(bridge* self, std::shared_ptr<node_shared> sh, std::map<int, caf::actor> devices) {
+node_bridge_handle::behavior_type node_bridge(bridge* self, std::shared_ptr<node_shared> sh, std::map<int, device_handle> devices) {
   self->state.sh = sh;
   self->state.devices = std::move(devices);
   self->state.upstream = self->spawn(upstream_stub, sh);
@@ -218,7 +221,7 @@ caf::behavior node_bridge(bridge* self, std::shared_ptr<node_shared> sh, std::ma
 
 }  // namespace
 
-caf::actor spawn_node_bridge(caf::actor_system& sys, std::shared_ptr<node_shared> sh, std::map<int, caf::actor> devices) {
+node_bridge_handle spawn_node_bridge(caf::actor_system& sys, std::shared_ptr<node_shared> sh, std::map<int, device_handle> devices) {
   return sys.spawn(node_bridge, std::move(sh), std::move(devices));
 }
 

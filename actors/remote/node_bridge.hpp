@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/device_actor.hpp"
 #include "actors/remote/frames.hpp"
 #include "comm/packet.hpp"
 
@@ -53,7 +54,10 @@ struct node_shared {
   static void warn(const std::string& what);
 };
 
-// The bridge over this node's device actors (id -> actor).
-caf::actor spawn_node_bridge(caf::actor_system& sys, std::shared_ptr<node_shared> sh, std::map<int, caf::actor> devices);
+// The bridge over this node's device actors (id -> actor): it takes the calls and data the
+// network thread received.
+using node_bridge_handle = caf::typed_actor<caf::reacts_to<remote_atom, wire::device_call, std::vector<model::tensor>>>;
+
+node_bridge_handle spawn_node_bridge(caf::actor_system& sys, std::shared_ptr<node_shared> sh, std::map<int, device_handle> devices);
 
 }  // namespace dynapar::actors

@@ -18,12 +18,13 @@ struct proxy_state {
   std::shared_ptr<remote_devices::impl> hub;
   std::uint64_t next_id = 1;
   std::map<std::uint64_t, std::function<void(const wire::device_call*, std::vector<model::tensor>&, const std::string&)>> pending;
-  caf::actor report_to, migration_sink;
+  stage_sink report_to;
+  migration_sink moves_to;  // who started the last move (its arrival goes there)
   std::int64_t step = 0;  // the tag of the last step task: a loss report must carry it
   std::string lost;  // why the device is gone (its node went silent); empty while it is there
   static inline const char* name = "remote_device";
 };
-using proxy = caf::stateful_actor<proxy_state>;
+using proxy = remote_device_handle::stateful_base<proxy_state>;
 
 void tell(proxy* self, wire::device_call c, const std::vector<model::tensor>& ts = {}) {
   if (!self->state.lost.empty()) return;
@@ -33,19 +34,24 @@ void tell(proxy* self, wire::device_call c, const std::vector<model::tensor>& ts
 
 // A call with an answer: the promise is kept until the node replies (or the proxy stops,
 // which breaks it: the requester's timeout or error handler sees that).
+template <class Done>
+void expect(proxy* self, wire::device_call c, const std::vector<model::tensor>& ts, Done done) {
+  auto& s = self->state;
+  c.id = s.next_id++;
+  s.pending[c.id] = std::move(done);
+  tell(self, std::move(c), ts);
+}
+
 template <class T, class Decode>
 caf::result<T> ask(proxy* self, wire::device_call c, const std::vector<model::tensor>& ts, Decode decode) {
-  auto& s = self->state;
-  if (!s.lost.empty()) return caf::make_error(caf::sec::runtime_error, s.lost);
+  if (!self->state.lost.empty()) return caf::make_error(caf::sec::runtime_error, self->state.lost);
   auto rp = self->make_response_promise<T>();
-  c.id = s.next_id++;
-  s.pending[c.id] = [rp, decode](const wire::device_call* r, std::vector<model::tensor>& got, const std::string& error) mutable {
+  expect(self, std::move(c), ts, [rp, decode](const wire::device_call* r, std::vector<model::tensor>& got, const std::string& error) mutable {
     if (!r) return rp.deliver(caf::make_error(caf::sec::runtime_error, error)), void();
     result<T> v = decode(*r, got);
     if (!v) return rp.deliver(caf::make_error(caf::sec::runtime_error, v.err().message)), void();
     rp.deliver(std::move(*v));
-  };
-  tell(self, std::move(c), ts);
+  });
   return rp;
 }
 
@@ -67,7 +73,7 @@ auto confirmed(int device, std::int64_t step, int layer) {
   return answer<applied, wire::ops::ack>("an apply or a commit", [=](const auto&, auto&) { return applied{device, step, layer}; });
 }
 
-caf::behavior remote_device(proxy* self, int id, std::string route, std::uint64_t gen, std::shared_ptr<remote_devices::impl> hub) {
+remote_device_handle::behavior_type remote_device(proxy* self, int id, std::string route, std::uint64_t gen, std::shared_ptr<remote_devices::impl> hub) {
   self->state.id = id;
   self->state.route = std::move(route);
   self->state.hub = hub;
@@ -80,9 +86,9 @@ caf::behavior remote_device(proxy* self, int id, std::string route, std::uint64_
         auto op = remote::layer_of(layer, -1, id, 0, replica, ts);
         return ask<bool>(self, call(std::move(op)), ts, acknowledged);
       },
-      [=](migrate_atom, int layer, int to, const caf::actor&, const comm::link_spec& link,
-          const caf::actor& report_to) -> caf::result<bool> {
-        self->state.migration_sink = report_to;
+      [=](migrate_atom, int layer, int to, const device_peer&, const comm::link_spec& link,
+          const migration_sink& report_to) -> caf::result<bool> {
+        self->state.moves_to = report_to;
         return ask<bool>(self, call(ops::migrate{layer, to, remote::link_of(link)}), {}, acknowledged);
       },
       [=](drop_atom, int layer) { tell(self, call(ops::drop{layer})); },
@@ -143,6 +149,25 @@ caf::behavior remote_device(proxy* self, int id, std::string route, std::uint64_
                                       }));
       },
       [=](perturb_atom, int layer) { tell(self, call(ops::perturb{layer})); },
+      // What a device of this process would send its neighbour on a node: sent on as data.
+      [=](act_atom, std::int64_t step, int micro, const model::tensor& t) { tell(self, call(ops::activation{step, micro}), {t}); },
+      [=](grad_atom, std::int64_t step, int micro, const model::tensor& t) { tell(self, call(ops::gradient{step, micro}), {t}); },
+      [=](part_atom, const reduce_part& p) {
+        std::vector<model::tensor> ts;
+        auto op = remote::part_of(p, ts);
+        tell(self, call(std::move(op)), ts);
+      },
+      // A layer migrating here from a device of this process: placed by a call, whose answer
+      // (or the node's loss) is the arrival or the refusal the mover waits for.
+      [=](hold_atom, const layer_transfer& x) {
+        if (!self->state.lost.empty()) return self->send(x.report_to, moved_atom::value, x.layer, x.from, x.to, self->state.lost);
+        std::vector<model::tensor> ts;
+        auto op = remote::layer_of(x.layer, -1, id, 0, x.replica, ts);
+        expect(self, call(std::move(op)), ts, [self, x](const wire::device_call* r, auto&, const std::string& error) {
+          if (r) self->send(x.report_to, moved_atom::value, x.layer, x.from, x.to, x.bytes);
+          else self->send(x.report_to, moved_atom::value, x.layer, x.from, x.to, error);
+        });
+      },
       // Fault injection on a node: the whole process dies, as a machine would.
       [=](fail_atom, int after_us) { tell(self, call(ops::fail{static_cast<std::uint64_t>(std::max(0, after_us))})); },
       // The node goes silent: hung, or cut off (its traffic dropped).
@@ -173,9 +198,9 @@ caf::behavior remote_device(proxy* self, int id, std::string route, std::uint64_
           return;
         }
         if (const auto* m = std::get_if<ops::moved>(&c.op)) {
-          if (!s.migration_sink) return;
-          if (!m->refused.empty()) self->send(s.migration_sink, moved_atom::value, m->layer, m->from, m->to, m->refused);
-          else self->send(s.migration_sink, moved_atom::value, m->layer, m->from, m->to, static_cast<std::size_t>(m->bytes));
+          if (!s.moves_to) return;
+          if (!m->refused.empty()) self->send(s.moves_to, moved_atom::value, m->layer, m->from, m->to, m->refused);
+          else self->send(s.moves_to, moved_atom::value, m->layer, m->from, m->to, static_cast<std::size_t>(m->bytes));
           return;
         }
         if (c.id == 0) return;  // nothing else comes unasked
@@ -191,7 +216,7 @@ caf::behavior remote_device(proxy* self, int id, std::string route, std::uint64_
 
 }  // namespace
 
-caf::actor spawn_remote_device(caf::actor_system& sys, int id, const std::string& route, std::uint64_t gen,
+remote_device_handle spawn_remote_device(caf::actor_system& sys, int id, const std::string& route, std::uint64_t gen,
                                std::shared_ptr<remote_devices::impl> hub) {
   return sys.spawn(remote_device, id, route, gen, std::move(hub));
 }

@@ -10,12 +10,17 @@
 #include <memory>
 #include <string>
 
+#include "actors/device_actor.hpp"
 #include "actors/remote/hub.hpp"
 
 namespace dynapar::actors {
 
+// A device's interface, and what the hub hands it: the node's answers, reports and arrivals
+// (or, with id 0 and an error, that the node is lost).
+using remote_device_handle = device_handle::extend<caf::reacts_to<remote_atom, wire::device_call, std::vector<model::tensor>>>;
+
 // `gen`: which hosting of the device (a lost one may join again from elsewhere).
-caf::actor spawn_remote_device(caf::actor_system& sys, int id, const std::string& route, std::uint64_t gen,
+remote_device_handle spawn_remote_device(caf::actor_system& sys, int id, const std::string& route, std::uint64_t gen,
                                std::shared_ptr<remote_devices::impl> hub);
 
 }  // namespace dynapar::actors

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <thread>
 
+#include "actors/device_actor.hpp"
 #include "actors/remote/node.hpp"
 #include "actors/remote/hub.hpp"
 #include "actors/remote/frames.hpp"
@@ -365,6 +366,60 @@ TEST_CASE("a node loads a TorchScript model only if its bytes hash to the contro
   node.join();
   CHECK(r);
   fs::remove_all(dir);
+}
+
+// The proxy speaks the device actor's whole interface (actors/device_actor.hpp): a device of
+// this process can migrate a layer to a device on a node through it, and the mover hears the
+// arrival as it would from a device here.
+TEST_CASE("a layer migrates from a device here to a device on a node through its proxy, bit for bit", "[remote]") {
+  model::set_threads(1);
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto m = model::make_model("mlp", 1);
+  REQUIRE(m);
+  actors::remote_config rc;
+  rc.model = "mlp";
+  rc.devices = {0, 1};
+  auto hub = actors::remote_devices::start(sys, *m, rc);
+  REQUIRE(hub);
+  auto n = node_of((*hub)->endpoint(), 1, 10);
+  std::atomic<bool> leave{false};
+  bool served = false;
+  std::thread node([&] { served = static_cast<bool>(actors::run_node(n, leave)); });
+  for (int i = 0; i < 500 && !(*hub)->hosted(1); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  REQUIRE((*hub)->hosted(1));
+
+  const auto there = (*hub)->proxy(1);
+  actors::device_config dc;
+  dc.id = 0;
+  const auto here = actors::spawn_device(sys, dc);
+  caf::scoped_actor self{sys};
+  const auto wait = std::chrono::seconds(10);
+  auto fail = [](caf::error& e) { FAIL(to_string(e)); };
+  const int layer = 1;
+  self->request(here, wait, actors::hold_atom::value, layer, model::copy_layer(**m, layer)).receive([](bool) {}, fail);
+  self->request(here, wait, actors::migrate_atom::value, layer, 1, actors::device_peer{there}, comm::link_spec{},
+                caf::actor_cast<actors::migration_sink>(self))
+      .receive([](bool) {}, fail);
+  std::size_t arrived = 0;
+  self->receive(
+      [&](actors::moved_atom, int l, int from, int to, std::size_t bytes) {
+        CHECK(l == layer);
+        CHECK(from == 0);
+        CHECK(to == 1);
+        arrived = bytes;
+      },
+      [&](actors::moved_atom, int, int, int, const std::string& why) { FAIL(why); },
+      caf::after(wait) >> [] { FAIL("no arrival"); });
+  CHECK(arrived > 0);
+  std::uint64_t h_here = 0, h_there = 1;
+  self->request(here, wait, actors::hash_atom::value, layer).receive([&](std::uint64_t v) { h_here = v; }, fail);
+  self->request(there, wait, actors::hash_atom::value, layer).receive([&](std::uint64_t v) { h_there = v; }, fail);
+  CHECK(h_here == h_there);
+  self->send_exit(here, caf::exit_reason::user_shutdown);
+  (*hub)->stop();
+  node.join();
+  CHECK(served);
 }
 
 TEST_CASE("a slow, flooding or oversized peer does not stall the controller", "[remote]") {

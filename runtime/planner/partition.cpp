@@ -49,14 +49,21 @@ std::optional<std::vector<int>> partition_layers(const problem& p, const std::ve
     if (j >= 1)
       for (int k = 0; k <= L; ++k) link_in[j * W + k] = 2.0 * u * sums.boundary_bytes(k) * inv_bw[j] + lat2[j];
   }
-  // Pass 1: best[j][i] = least bottleneck with stages 0..j-1 covering layers [0, i).
+  // Pass 1: best[j][i] = least bottleneck with stages 0..j-1 covering layers [0, i). The
+  // first stage can only start at layer 0 and the last only end at L: those two rows need
+  // no scan (a scan would skip every other start, or fill cells nobody reads).
   std::vector<double> best((n + 1) * W, inf);
   std::vector<int> from((n + 1) * W, -1);
   best[0] = 0;
-  for (int j = 1; j <= n; ++j) {
+  for (int i = 1; i <= L - (n - 1); ++i) {
+    if (lowest[i] != 0) continue;  // layers [0, i) do not fit the first device
+    const double st = stage(0, 0, i);
+    if (st < inf) { best[W + i] = st; from[W + i] = 0; }
+  }
+  for (int j = 2; j <= n; ++j) {
     const double* prev_row = &best[(j - 1) * W];
     const double* link = &link_in[(j - 1) * W];
-    for (int i = j; i <= L - (n - j); ++i) {
+    for (int i = j == n ? L : j; i <= L - (n - j); ++i) {
       double b = inf;
       // Widening the stage (k going down) only adds time and memory: stop once either is lost.
       const int k_end = std::max(j - 1, lowest[(j - 1) * W + i]);
@@ -65,8 +72,7 @@ std::optional<std::vector<int>> partition_layers(const problem& p, const std::ve
         if (st >= b) break;
         const double prev = prev_row[k];
         if (prev >= b) continue;
-        double v = std::max(prev, st);
-        if (j >= 2) v = std::max(v, link[k]);
+        const double v = std::max(std::max(prev, st), link[k]);
         if (v < b) { b = v; from[j * W + i] = k; }
       }
       best[j * W + i] = b;
@@ -91,9 +97,14 @@ std::optional<std::vector<int>> partition_layers(const problem& p, const std::ve
   std::vector<double> sum((n + 1) * W, inf);
   std::fill(from.begin(), from.end(), -1);
   sum[0] = 0;
-  for (int j = 1; j <= n; ++j) {
+  for (int i = 1; i <= L - (n - 1); ++i) {
+    if (lowest[i] != 0) continue;
+    const double st = stage(0, 0, i);
+    if (st <= limit) { sum[W + i] = st; from[W + i] = 0; }
+  }
+  for (int j = 2; j <= n; ++j) {
     const double* link = &link_in[(j - 1) * W];
-    for (int i = j; i <= L - (n - j); ++i) {
+    for (int i = j == n ? L : j; i <= L - (n - j); ++i) {
       double& cell = sum[j * W + i];
       const int k_end = std::max(j - 1, lowest[(j - 1) * W + i]);
       for (int k = i - 1; k >= k_end; --k) {
@@ -101,12 +112,9 @@ std::optional<std::vector<int>> partition_layers(const problem& p, const std::ve
         if (st > limit) break;
         const double prev = sum[(j - 1) * W + k];
         if (prev == inf) continue;
-        double v = prev + st;
-        if (j >= 2) {
-          const double lt = link[k];
-          if (lt > limit) continue;
-          v += lt;
-        }
+        const double lt = link[k];
+        if (lt > limit) continue;
+        const double v = prev + st + lt;
         if (v < cell) { cell = v; from[j * W + i] = k; }
       }
     }

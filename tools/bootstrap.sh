@@ -19,6 +19,7 @@ packages=(
   libtorch-dev libopenblas0-pthread
   libspdlog-dev catch2 libyaml-cpp-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
   dataset-fashion-mnist gnuplot-nox
+  fortunes                                    # the text corpus (data: fortunes)
   libcpp-httplib-dev                          # the live dashboard
   chromium chromium-driver python3-selenium   # its test in a real headless browser
 )

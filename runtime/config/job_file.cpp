@@ -86,7 +86,8 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
     j.model = j.cluster.model.empty() ? j.model : j.cluster.model;
     j.seed = j.cluster.planner.seed;
     j.data = top.text("data", j.data);
-    if (j.data != "fashion_mnist" && j.data != "synthetic") throw field_error{"field 'data' must be fashion_mnist or synthetic"};
+    if (j.data != "fashion_mnist" && j.data != "synthetic" && j.data != "fortunes")
+      throw field_error{"field 'data' must be fashion_mnist, synthetic or fortunes"};
     j.synthetic_samples = top.integer("synthetic_samples", j.synthetic_samples);
     if (j.synthetic_samples < 1) throw field_error{"field 'synthetic_samples' must be >= 1"};
     j.steps = top.integer("steps", 0);

@@ -15,7 +15,7 @@ namespace dynapar::config {
 struct job {
   std::string name;
   std::string model = "cnn";           // built-in model (model/api.hpp)
-  std::string data = "fashion_mnist";  // or "synthetic"
+  std::string data = "fashion_mnist";  // or "synthetic", or "fortunes" (text: data/text.hpp)
   int synthetic_samples = 6000;
   std::int64_t steps = 0;              // 0: from epochs
   double epochs = 1;

@@ -1,5 +1,5 @@
-// An in-memory image classification set: Fashion-MNIST from its Debian package, or seeded
-// synthetic data of the same shape for benchmarks.
+// An in-memory classification set: Fashion-MNIST from its Debian package, seeded synthetic
+// data of the same shape for benchmarks, or text windows (data/text.hpp).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,7 @@ struct dataset {
   int rows = 28, cols = 28, classes = 10;
   std::vector<std::uint8_t> images;  // n * rows * cols
   std::vector<std::uint8_t> labels;  // n
+  bool tokens = false;  // images are token ids, not pixels: a model takes them as they are
   int size() const { return static_cast<int>(labels.size()); }
 };
 

@@ -36,7 +36,19 @@ struct optimizer_config {
   double weight_decay = 0;
 };
 
-const std::vector<std::string>& builtin_model_names();   // mlp, cnn, resnet, transformer, vgg, resnet18, gpt
+// What a model takes and gives (a TorchScript file: images of 28x28 assumed, classes not
+// checked): checked against the data before a run, and what profiles feed it.
+struct model_io {
+  int rows = 28, cols = 28;  // one sample: [1, rows, cols]
+  int vocab = 0;             // > 0: the sample is token ids below it (text), not pixels
+  int classes = 10;          // 0: unknown
+};
+const model_io& io_of(const model_chain& m);
+// Whether `m` can train on `d`: its sample shape, pixels or tokens, and classes; the error
+// names both.
+status check_data(const model_chain& m, const data::dataset& d);
+
+const std::vector<std::string>& builtin_model_names();   // mlp, cnn, resnet, transformer, vgg, resnet18, gpt, gpt_text
 // A built-in name or a TorchScript file (each top-level child one layer). Parameters drawn
 // from `seed`, so every replica and the reference start from the same bits.
 result<std::shared_ptr<const model_chain>> make_model(const std::string& name_or_path, std::uint64_t seed);

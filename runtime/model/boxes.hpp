@@ -32,6 +32,7 @@ class model_chain {
   std::string name;
   std::vector<std::string> names;
   std::vector<torch::nn::Sequential> layers;
+  model_io io;
 };
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tensor> params, const optimizer_config& opt);

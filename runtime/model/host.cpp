@@ -16,6 +16,7 @@ tensor inputs(const data::dataset& d, const std::vector<int>& samples, int lo, i
   auto* out = t.data_ptr<std::uint8_t>();
   for (int i = 0; i < n; ++i)
     std::memcpy(out + static_cast<std::size_t>(i) * px, d.images.data() + static_cast<std::size_t>(samples[lo + i]) * px, px);
+  if (d.tokens) return box(t.to(torch::kFloat32));  // token ids, as they are
   // Fashion-MNIST's pixel mean and standard deviation.
   return box((t.to(torch::kFloat32) / 255.0 - 0.2860) / 0.3530);
 }

@@ -43,6 +43,27 @@ struct TokensImpl : nn::Cloneable<TokensImpl> {
 };
 TORCH_MODULE(Tokens);
 
+// Characters as tokens: ids (carried as floats, [n, 1, 1, t]) -> [t, n, d], a learned
+// embedding plus a learned position. Ids need no gradient, so nothing flows back from here.
+struct CharTokensImpl : nn::Cloneable<CharTokensImpl> {
+  CharTokensImpl(int64_t vocab, int64_t len, int64_t d) : vocab_(vocab), len_(len), d_(d) { reset(); }
+  void reset() override {
+    embed_ = register_module("embed", nn::Embedding(vocab_, d_));
+    pos_ = register_parameter("pos", torch::randn({len_, 1, d_}) * 0.02);
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    // Looked up in [t, n] order, so the activations are contiguous: a transposed view would
+    // reach the next stage as it is but come back as a contiguous gradient, and the blocks'
+    // backward would then round differently in a pipeline than on one device.
+    const auto ids = x.detach().reshape({x.size(0), len_}).to(torch::kLong).clamp(0, vocab_ - 1).t().contiguous();
+    return embed_(ids) + pos_;
+  }
+  int64_t vocab_, len_, d_;
+  nn::Embedding embed_{nullptr};
+  torch::Tensor pos_;
+};
+TORCH_MODULE(CharTokens);
+
 // ResNet's basic block without batch statistics (as Residual): two 3x3 convolutions, a 1x1
 // projection on the shortcut where the stride or the width changes.
 struct BasicBlockImpl : nn::Cloneable<BasicBlockImpl> {
@@ -138,6 +159,7 @@ TORCH_MODULE(Scripted);
 
 result<std::shared_ptr<const model_chain>> load_torchscript(const std::string& path) {
   auto m = std::make_shared<model_chain>();
+  m->io.classes = 0;  // images of 28x28 assumed; its classes are its own
   m->name = std::filesystem::path(path).stem().string();
   try {
     torch::jit::Module top = torch::jit::load(path);
@@ -199,6 +221,11 @@ void build(model_chain& m) {
     add(m, "tokens", nn::Sequential(Tokens(28, 28, 384, 2)));
     for (int i = 0; i < 6; ++i) add(m, "block" + std::to_string(i), nn::Sequential(DecoderBlock(384, 6)));
     add(m, "norm+head", nn::Sequential(LastTokenHead(384, 10)));
+  } else if (m.name == "gpt_text") {  // the same decoder on text: 32 characters in, the next out
+    m.io = {1, 32, 128, 128};
+    add(m, "tokens", nn::Sequential(CharTokens(128, 32, 384)));
+    for (int i = 0; i < 6; ++i) add(m, "block" + std::to_string(i), nn::Sequential(DecoderBlock(384, 6)));
+    add(m, "norm+head", nn::Sequential(LastTokenHead(384, 128)));
   } else if (m.name == "transformer") {  // rows as 28 tokens, 2 encoder layers of width 64
     add(m, "tokens", nn::Sequential(Tokens(28, 28, 64)));
     for (int i = 0; i < 2; ++i)
@@ -211,7 +238,7 @@ void build(model_chain& m) {
 }  // namespace
 
 const std::vector<std::string>& builtin_model_names() {
-  static const std::vector<std::string> names = {"mlp", "cnn", "resnet", "transformer", "vgg", "resnet18", "gpt"};
+  static const std::vector<std::string> names = {"mlp", "cnn", "resnet", "transformer", "vgg", "resnet18", "gpt", "gpt_text"};
   return names;
 }
 
@@ -230,6 +257,20 @@ result<std::shared_ptr<const model_chain>> make_model(const std::string& name, s
 }
 
 int num_layers(const model_chain& m) { return static_cast<int>(m.layers.size()); }
+const model_io& io_of(const model_chain& m) { return m.io; }
+
+status check_data(const model_chain& m, const data::dataset& d) {
+  const auto& io = m.io;
+  const bool tokens = io.vocab > 0;
+  auto what = [](bool t, int rows, int cols) {
+    return std::string(t ? "text windows of " : "images of ") + (t ? std::to_string(cols) + " tokens" : std::to_string(rows) + "x" + std::to_string(cols));
+  };
+  if (tokens != d.tokens || io.rows != d.rows || io.cols != d.cols || (io.classes > 0 && io.classes != d.classes))
+    return make_error("bad_job", "model '" + m.name + "' takes " + what(tokens, io.rows, io.cols) + " in " + std::to_string(io.classes) +
+                                     " classes; the data are " + what(d.tokens, d.rows, d.cols) + " in " + std::to_string(d.classes) +
+                                     " classes");
+  return ok_status();
+}
 std::string layer_name(const model_chain& m, int layer) { return m.names.at(layer); }
 layer_copy copy_layer(const model_chain& m, int layer) {
   return std::make_shared<layer_box>(layer_box{deep_copy(m.layers.at(layer)), {}});

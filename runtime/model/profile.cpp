@@ -78,7 +78,14 @@ result<planner::model_profile> measure_profile(const model_chain& m, int batch, 
   // Timed at `batch` and twice that: time(b) = b * per-sample + fixed, fitted through both
   // points. Small batches pay a per-call cost (kernel set-up, allocation) that a per-sample
   // time taken at one batch would spread wrongly over other sizes.
-  torch::Tensor x1 = torch::randn({batch, 1, 28, 28}).to(device), x2 = torch::randn({2 * batch, 1, 28, 28}).to(device);
+  // Samples of the model's own kind: pixels, or token ids (a text model's first layer looks
+  // its ids up, so random ones cost what real ones do).
+  auto samples = [&](std::int64_t n) {
+    const auto& io = m.io;
+    return (io.vocab > 0 ? torch::randint(0, io.vocab, {n, 1, io.rows, io.cols}).to(torch::kFloat32) : torch::randn({n, 1, io.rows, io.cols}))
+        .to(device);
+  };
+  torch::Tensor x1 = samples(batch), x2 = samples(2 * batch);
   for (std::size_t l = 0; l < m.layers.size(); ++l) {
     torch::Tensor y1, y2;
     const auto [f1, b1] = time_layer(m.layers[l], x1, l > 0, repeat, &y1);

@@ -6,6 +6,7 @@
 
 #include "config/profile_json.hpp"
 #include "data/sampler.hpp"
+#include "data/text.hpp"
 #include "logging/logging.hpp"
 #include "planner/evaluate.hpp"
 
@@ -108,6 +109,13 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, co
   if (job.data == "synthetic") {
     p.train_set = data::synthetic(job.synthetic_samples, job.seed);
     p.test_set = data::synthetic(std::max(1000, job.synthetic_samples / 6), job.seed + 1);
+  } else if (job.data == "fortunes") {
+    auto tr = data::load_text(data::fortunes_dir, "train");
+    if (!tr) return tr.err();
+    auto te = data::load_text(data::fortunes_dir, "test");
+    if (!te) return te.err();
+    p.train_set = std::move(*tr);
+    p.test_set = std::move(*te);
   } else {
     auto tr = data::load_fashion_mnist(data::fashion_mnist_dir, "train");
     if (!tr) return tr.err();
@@ -118,6 +126,7 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, co
   }
   auto m = model::make_model(job.model, job.seed);
   if (!m) return m.err();
+  if (auto st = model::check_data(**m, p.train_set); !st) return st.err();
   p.model = *m;
   const double cores = job.emulate_cores > 0 ? job.emulate_cores : std::max(1u, std::thread::hardware_concurrency());
   p.cluster = job.emulate ? emulated_speeds(job.cluster.cluster, cores, p.scale) : job.cluster.cluster;

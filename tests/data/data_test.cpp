@@ -7,7 +7,13 @@
 #include <cstdio>
 #include <set>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include "data/dataset.hpp"
+#include "data/text.hpp"
 #include "data/idx.hpp"
 #include "data/ledger.hpp"
 #include "data/sampler.hpp"
@@ -48,6 +54,59 @@ TEST_CASE("Fashion-MNIST loads from the Debian package", "[unit][data]") {
   for (auto l : test->labels) ++count[l];
   CHECK(std::all_of(count.begin(), count.end(), [](int c) { return c == 1000; }));
   CHECK_FALSE(load_fashion_mnist(fashion_mnist_dir, "validation"));
+}
+
+TEST_CASE("text windows: the next character is the label, the splits are disjoint, indexes are skipped", "[unit][data]") {
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / ("dynapar_text_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) { std::ofstream(dir / name, std::ios::binary) << text; };
+  write("b", "KLMNOPQRST");
+  write("a", std::string("abcdefghi") + "\xc3");  // read first (name order); a byte beyond ASCII is 127
+  write("a.dat", "an index, not text");
+  fs::create_symlink(dir / "a", dir / "a.u8");
+  const std::string corpus = std::string("abcdefghi") + char(127) + "KLMNOPQRST";  // 20 characters
+  text_options o;
+  o.window = 4;
+  o.stride = 3;
+  o.test_share = 0.25;  // the last 5 characters
+  auto train = load_text(dir.string(), "train", o);
+  REQUIRE(train);
+  CHECK(train->tokens);
+  CHECK(train->rows == 1);
+  CHECK(train->cols == 4);
+  CHECK(train->classes == 128);
+  // Starts 0, 3, 6, 9: each window and its label inside the first 15 characters.
+  REQUIRE(train->size() == 4);
+  for (int i = 0; i < 4; ++i) {
+    const int s = 3 * i;
+    CHECK(std::string(train->images.begin() + 4 * i, train->images.begin() + 4 * i + 4) == corpus.substr(s, 4));
+    CHECK(train->labels[i] == static_cast<std::uint8_t>(corpus[s + 4]));
+  }
+  auto test = load_text(dir.string(), "test", o);
+  REQUIRE(test);
+  REQUIRE(test->size() == 1);  // "PQRS" -> 'T': no overlap with training text
+  CHECK(std::string(test->images.begin(), test->images.end()) == "PQRS");
+  CHECK(test->labels[0] == 'T');
+  CHECK(load_text((dir / "none").string(), "train").err().code == "io");
+  CHECK(load_text(dir.string(), "validation").err().code == "bad_data");
+  o.window = 30;
+  CHECK_THAT(load_text(dir.string(), "train", o).err().message, Catch::Contains("too little text"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("Debian's fortunes corpus loads as text windows", "[unit][data]") {
+  auto train = load_text(fortunes_dir, "train"), test = load_text(fortunes_dir, "test");
+  REQUIRE(train);
+  REQUIRE(test);
+  CHECK(train->size() > 100000);  // about 2.7 MB of text, a window every 8 characters
+  CHECK(test->size() > 5000);
+  CHECK(std::all_of(train->labels.begin(), train->labels.end(), [](std::uint8_t l) { return l < 128; }));
+  // Text, not noise: spaces are the commonest label.
+  std::vector<int> count(128, 0);
+  for (auto l : train->labels) ++count[l];
+  CHECK(std::max_element(count.begin(), count.end()) - count.begin() == ' ');
 }
 
 TEST_CASE("the global sampler uses every sample once per epoch, by seed", "[unit][data]") {

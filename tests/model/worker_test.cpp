@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "data/sampler.hpp"
+#include "data/text.hpp"
 #include <cmath>
 
 #include "model/api.hpp"
@@ -91,6 +92,40 @@ TEST_CASE("groups adding partial sums in the tree train the reference's bits, ho
     for (int t = 0; t < steps; ++t) ref.step(d, sampler.step_samples(t), micro);
     CHECK(max_rel_diff(train(**m, d, micro, cuts, steps), ref.layers()) == 0.0);
   }
+}
+
+// Text (docs/FORMATS.md, data: fortunes): the decoder looks token ids up, so its first stage
+// takes no input gradient; split over a pipeline and two groups it still trains one device's bits.
+TEST_CASE("the GPT on text windows, pipelined over two groups, trains the reference's bits", "[model]") {
+  const auto d = data::load_text(data::fortunes_dir, "test");
+  REQUIRE(d);
+  auto m = make_model("gpt_text", 5);
+  REQUIRE(m);
+  REQUIRE(check_data(**m, *d));
+  const int micro = 2, steps = 2;
+  const std::vector<int> cuts = {0, 2, 3};
+  reference ref(**m, adam);
+  data::global_sampler sampler(d->size(), cuts.back() * micro, 7);
+  for (int t = 0; t < steps; ++t) ref.step(*d, sampler.step_samples(t), micro);
+  CHECK(max_rel_diff(train(**m, *d, micro, cuts, steps), ref.layers()) == 0.0);
+}
+
+TEST_CASE("a model and data of another kind are refused, naming both", "[model]") {
+  const auto images = data::synthetic(16, 1);
+  auto text_model = make_model("gpt_text", 1), image_model = make_model("cnn", 1);
+  REQUIRE(text_model);
+  REQUIRE(image_model);
+  CHECK(check_data(**image_model, images));
+  const auto st = check_data(**text_model, images);
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.err().message, Catch::Contains("takes text windows of 32 tokens in 128 classes") && Catch::Contains("images of 28x28"));
+  data::dataset text = images;
+  text.rows = 1;
+  text.cols = 32;
+  text.classes = 128;
+  text.tokens = true;
+  CHECK(check_data(**text_model, text));
+  CHECK_FALSE(check_data(**image_model, text));
 }
 
 TEST_CASE("exact: false's in-place accumulation sums the same gradients up to rounding", "[model]") {

@@ -4,12 +4,21 @@
 #  - dynapar over 3 processes against PyTorch DDP (Gloo, 3 processes, tools/bench/ddp_peer.py)
 #    on the same CNN, batch and optimizer: homogeneous, and with one process at 1/4 speed.
 # Step times are means over steps 10.. of each run (the first steps warm up).
-# Usage: tools/bench/ddp_compare.sh [ROUNDS] [OUT]   (from the repository root, after a build)
+# Usage: tools/bench/ddp_compare.sh [ROUNDS] [OUT] [MODEL] [STEPS]   (from the repository root,
+# after a build). MODEL: cnn (default) or resnet18 (45 MB of parameters; fewer STEPS suit it).
 set -euo pipefail
 rounds=${1:-3}
 out=${2:-out/bench_ddp}
+model=${3:-cnn}
+steps=${4:-200}
 bin=build/bin/dynapar
 mkdir -p "$out"
+layers=$([[ $model == resnet18 ]] && echo 10 || echo 4)
+# The two jobs for this model and length (the files are the CNN's).
+for j in ddp3 ddp3_slow; do
+  sed -e "s/^model: cnn/model: $model/" -e "s/^steps: 200/steps: $steps/" -e "s/splits: \[0, 4\]/splits: [0, $layers]/" \
+    "examples/jobs/bench/$j.yaml" > "$out/$j.yaml"
+done
 export OPENBLAS_NUM_THREADS=1
 steady() {  # mean time_s of metrics.jsonl from step 10
   /usr/bin/python3 -c '
@@ -17,13 +26,13 @@ import json, sys
 t = [json.loads(l)["time_s"] for l in open(sys.argv[1])][10:]
 print(sum(t) / len(t))' "$1/metrics.jsonl"
 }
-ddp() { /usr/bin/python3 tools/bench/ddp_peer.py --procs 3 --batch 96 --steps 200 "$@" 2>/dev/null |
+ddp() { /usr/bin/python3 tools/bench/ddp_peer.py --procs 3 --batch 96 --model "$model" --steps "$steps" "$@" 2>/dev/null |
         /usr/bin/python3 -c 'import json, sys; print(json.loads(sys.stdin.readlines()[-1])["mean_step_s"])'; }
 : > "$out/rows.txt"
 for r in $(seq "$rounds"); do
-  "$bin" train examples/jobs/bench/ddp3.yaml --out "$out/one" > /dev/null 2>&1
-  "$bin" launch --local 3 --no-keys examples/jobs/bench/ddp3.yaml --out "$out/three" > /dev/null 2>&1
-  "$bin" launch --local 3 --no-keys examples/jobs/bench/ddp3_slow.yaml --out "$out/slow" > /dev/null 2>&1
+  "$bin" train "$out/ddp3.yaml" --out "$out/one" > /dev/null 2>&1
+  "$bin" launch --local 3 --no-keys "$out/ddp3.yaml" --out "$out/three" > /dev/null 2>&1
+  "$bin" launch --local 3 --no-keys "$out/ddp3_slow.yaml" --out "$out/slow" > /dev/null 2>&1
   echo "$r one_process $(steady "$out/one")" >> "$out/rows.txt"
   echo "$r three_processes $(steady "$out/three")" >> "$out/rows.txt"
   echo "$r ddp $(ddp)" >> "$out/rows.txt"

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""The PyTorch DDP peer of `dynapar launch` (docs/BENCHMARKS.md): the same CNN, batch, optimizer
+"""The PyTorch DDP peer of `dynapar launch` (docs/BENCHMARKS.md): the same model (the CNN, or
+ResNet-18 with --model resnet18), batch, optimizer
 and number of processes, Gloo on loopback, one intra-op thread per process. Each rank takes
 batch / world samples a step. --slow RANK:SPEED dilates that rank's compute as dynapar's
 emulation does: each forward and backward lasts its thread CPU time / SPEED (it sleeps the
@@ -35,6 +36,29 @@ def cnn():  # runtime/model/models.cpp "cnn"
         nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(), nn.Linear(128, 10))
 
 
+class BasicBlock(nn.Module):  # runtime/model/models.cpp BasicBlock: no batch statistics
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.c1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1)
+        self.c2 = nn.Conv2d(cout, cout, 3, padding=1)
+        self.proj = nn.Conv2d(cin, cout, 1, stride=stride) if stride != 1 or cin != cout else None
+
+    def forward(self, x):
+        shortcut = self.proj(x) if self.proj is not None else x
+        return torch.relu(shortcut + self.c2(torch.relu(self.c1(x))))
+
+
+def resnet18():  # runtime/model/models.cpp "resnet18": 11.2 M parameters
+    layers = [nn.Conv2d(1, 64, 3, stride=2, padding=1), nn.ReLU()]
+    cin = 64
+    for s, w in enumerate([64, 128, 256, 512]):
+        for b in range(2):
+            layers.append(BasicBlock(cin, w, 2 if s > 0 and b == 0 else 1))
+            cin = w
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 10)]
+    return nn.Sequential(*layers)
+
+
 def dilate(t0, cpu0, speed):
     if speed >= 1:
         return
@@ -48,7 +72,7 @@ def worker(rank, a, port):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=a.procs)
     torch.manual_seed(a.seed)
-    model = nn.parallel.DistributedDataParallel(cnn())
+    model = nn.parallel.DistributedDataParallel(resnet18() if a.model == "resnet18" else cnn())
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     per = a.batch // a.procs
     x, y = load_images(a.batch * 64)
@@ -77,7 +101,7 @@ def worker(rank, a, port):
     if rank == 0:
         steady = times[a.warmup:]
         mean = sum(steady) / len(steady)
-        print(json.dumps({"peer": "pytorch_ddp_gloo", "procs": a.procs, "batch": a.batch, "steps": a.steps,
+        print(json.dumps({"peer": "pytorch_ddp_gloo", "model": a.model, "procs": a.procs, "batch": a.batch, "steps": a.steps,
                           "slow": a.slow, "mean_step_s": mean, "samples_per_s": a.batch / mean}))
     dist.destroy_process_group()
 
@@ -85,6 +109,7 @@ def worker(rank, a, port):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--procs", type=int, default=3)
+    p.add_argument("--model", choices=["cnn", "resnet18"], default="cnn")
     p.add_argument("--batch", type=int, default=96)
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--warmup", type=int, default=10)

@@ -32,8 +32,7 @@ void tell(proxy* self, wire::device_call c, const std::vector<model::tensor>& ts
   self->state.hub->post(self->state.route, c, ts);
 }
 
-// A call with an answer: the promise is kept until the node replies (or the proxy stops,
-// which breaks it: the requester's timeout or error handler sees that).
+// Sends a call and keeps `done` for its answer (or for the node's loss: a null answer).
 template <class Done>
 void expect(proxy* self, wire::device_call c, const std::vector<model::tensor>& ts, Done done) {
   auto& s = self->state;
@@ -42,6 +41,8 @@ void expect(proxy* self, wire::device_call c, const std::vector<model::tensor>& 
   tell(self, std::move(c), ts);
 }
 
+// A call with an answer: the promise is kept until the node replies (or the proxy stops,
+// which breaks it: the requester's timeout or error handler sees that).
 template <class T, class Decode>
 caf::result<T> ask(proxy* self, wire::device_call c, const std::vector<model::tensor>& ts, Decode decode) {
   if (!self->state.lost.empty()) return caf::make_error(caf::sec::runtime_error, self->state.lost);

@@ -43,7 +43,6 @@ struct model_io {
   int vocab = 0;             // > 0: the sample is token ids below it (text), not pixels
   int classes = 10;          // 0: unknown
 };
-const model_io& io_of(const model_chain& m);
 // Whether `m` can train on `d`: its sample shape, pixels or tokens, and classes; the error
 // names both.
 status check_data(const model_chain& m, const data::dataset& d);

@@ -257,7 +257,6 @@ result<std::shared_ptr<const model_chain>> make_model(const std::string& name, s
 }
 
 int num_layers(const model_chain& m) { return static_cast<int>(m.layers.size()); }
-const model_io& io_of(const model_chain& m) { return m.io; }
 
 status check_data(const model_chain& m, const data::dataset& d) {
   const auto& io = m.io;

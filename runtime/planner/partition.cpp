@@ -97,11 +97,8 @@ std::optional<std::vector<int>> partition_layers(const problem& p, const std::ve
   std::vector<double> sum((n + 1) * W, inf);
   std::fill(from.begin(), from.end(), -1);
   sum[0] = 0;
-  for (int i = 1; i <= L - (n - 1); ++i) {
-    if (lowest[i] != 0) continue;
-    const double st = stage(0, 0, i);
-    if (st <= limit) { sum[W + i] = st; from[W + i] = 0; }
-  }
+  for (int i = 1; i <= L - (n - 1); ++i)  // the first stage alone: its time from pass 1, if within R*
+    if (best[W + i] <= limit) { sum[W + i] = best[W + i]; from[W + i] = 0; }
   for (int j = 2; j <= n; ++j) {
     const double* link = &link_in[(j - 1) * W];
     for (int i = j == n ? L : j; i <= L - (n - j); ++i) {

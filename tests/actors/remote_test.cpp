@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "actors/device_actor.hpp"
@@ -66,6 +67,14 @@ actors::node_config node_of(const std::string& ep, int id, double timeout_s) {
   dev.id = id;
   n.devices = {dev};
   return n;
+}
+
+// A controller's settings for the built-in mlp over these devices.
+actors::remote_config mlp_job(std::set<int> devices) {
+  actors::remote_config rc;
+  rc.model = "mlp";
+  rc.devices = std::move(devices);
+  return rc;
 }
 
 }  // namespace
@@ -200,9 +209,7 @@ TEST_CASE("the controller refuses unknown devices, another protocol version and 
   caf::actor_system sys{cfg};
   auto m = model::make_model("mlp", 1);
   REQUIRE(m);
-  actors::remote_config rc;
-  rc.model = "mlp";
-  rc.devices = {0, 1};
+  auto rc = mlp_job({0, 1});
 
   rc.bind = "tcp://0.0.0.0:0";
   auto open = actors::remote_devices::start(sys, *m, rc);
@@ -272,9 +279,7 @@ TEST_CASE("a controller serving CURVE admits listed keys only, and only operator
   const auto ctl = make("controller", comm::key_role::controller);
   const auto node = make("node-a", comm::key_role::node), stranger = make("node-b", comm::key_role::node);
   const auto op = make("alice", comm::key_role::operator_);
-  actors::remote_config rc;
-  rc.model = "mlp";
-  rc.devices = {0, 1};
+  auto rc = mlp_job({0, 1});
 
   rc.bind = "tcp://0.0.0.0:0";
   rc.allow_remote = true;
@@ -377,9 +382,7 @@ TEST_CASE("a layer migrates from a device here to a device on a node through its
   caf::actor_system sys{cfg};
   auto m = model::make_model("mlp", 1);
   REQUIRE(m);
-  actors::remote_config rc;
-  rc.model = "mlp";
-  rc.devices = {0, 1};
+  auto rc = mlp_job({0, 1});
   auto hub = actors::remote_devices::start(sys, *m, rc);
   REQUIRE(hub);
   auto n = node_of((*hub)->endpoint(), 1, 10);
@@ -428,9 +431,7 @@ TEST_CASE("a slow, flooding or oversized peer does not stall the controller", "[
   caf::actor_system sys{cfg};
   auto m = model::make_model("mlp", 1);
   REQUIRE(m);
-  actors::remote_config rc;
-  rc.model = "mlp";
-  rc.devices = {0};
+  auto rc = mlp_job({0});
   rc.max_frame_bytes = 1 << 20;
   auto hub = actors::remote_devices::start(sys, *m, rc);
   REQUIRE(hub);

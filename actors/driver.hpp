@@ -192,9 +192,9 @@ class driver {
   std::string failure_;
   training::train_outcome out_;
   int replan_every_ = 0;
-  // The emulated sums' time depends on the plan and the slot's links only: computed once per
-  // change, not every step.
-  double sync_s_ = 0;
+  // The emulated sums depend on the plan and the slot's links only: computed once per change,
+  // not every step.
+  std::vector<planner::sum_segment> sums_;
   bool sync_stale_ = true;
   std::int64_t first_slot_ = 0;                   // of this run (a resumed run starts late)
   // Faults (docs/RELIABILITY.md). Each attempt at a step has its own tag, so that messages of

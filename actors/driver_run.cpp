@@ -67,16 +67,27 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
     }
     self_->send(groups_[g], step_atom::value, std::move(task));
   }
-  double loss_sum = 0;
+  // Each layer: every holder's partial sums, added in the exact sum's fixed tree over the
+  // step's micro-batches (groups in plan order, micro-batches in order: the order of the
+  // step's samples), by the holders themselves or here (actors/reduction.hpp), divided by B
+  // and applied on every holder. A device's sums start when its stage reports (overlapped
+  // with the other stages' backward), or when every group has (overlap_sums off).
+  auto work = reduction_->start({tag_, micro_batches, &holders_});
+  double loss_sum = 0, pipelines_s = 0;
   std::vector<std::pair<int, double>> compute_s;  // by device
+  std::map<int, double> ready_s;                  // by device: its stage's report, from the start
   auto on_down = [&](caf::down_msg& d) { note_down(d); };
   const auto started = clock::now(), deadline = started + step_deadline();
-  for (std::size_t k = 0; k < groups_.size() && failure_.empty();)
+  for (std::size_t k = 0; (k < groups_.size() || !work->done()) && failure_.empty();)
     self_->receive(
         on_down,
+        [&](const stage_report& r) {
+          if (r.step != tag_ || !r.error.empty()) return;  // an abandoned attempt's; an error comes with its group's
+          ready_s[r.device] = since(started);
+          if (s_.overlap_sums) work->ready(r.device);
+        },
         [&](const group_report& r) {
           if (r.step != tag_) return;  // an abandoned attempt's
-          ++k;
           if (!r.error.empty()) failure_ = r.error;
           loss_sum += r.loss_sum;
           rec.pipeline_s = std::max(rec.pipeline_s, r.time_s);
@@ -85,34 +96,36 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
             compute_s.emplace_back(st.device, st.compute_s);
             measure.links.insert(measure.links.end(), st.links.begin(), st.links.end());
           }
+          if (++k < groups_.size()) return;
+          pipelines_s = since(started);
+          if (!s_.overlap_sums)
+            for (const auto& [id, at] : ready_s) work->ready(id);
         },
-        caf::after(slice(deadline)) >> [&] { tick(started, deadline, "the pipelines"); });
-  if (auto st = check("step " + std::to_string(t)); !st) return st;
-  measure.stages = control::stages_of(*current_, compute_s);
-  // Each layer: every holder's partial sums, added in the exact sum's fixed tree over the
-  // step's micro-batches (groups in plan order, micro-batches in order: the order of the
-  // step's samples), by the holders themselves or here (actors/reduction.hpp), divided by B
-  // and applied on every holder.
-  const auto sync_started = clock::now();
-  auto work = reduction_->start({tag_, micro_batches, &holders_});
-  while (!work->done() && failure_.empty())
-    self_->receive(
-        on_down, [&](device_gradients& g) { work->on(g); },
+        [&](device_gradients& g) { work->on(g); },
         [&](const sum_held& h) {
           if (h.step == tag_) out_.sum_received_bytes[h.device] += static_cast<double>(h.bytes_in);
           work->on(h);
         },
-        [&](caf::error& e) { failure_ = text(e); }, caf::after(slice(deadline)) >> [&] { tick(started, deadline, "adding gradients"); });
-  if (auto st = check("adding gradients of step " + std::to_string(t)); !st) return st;
+        [&](caf::error& e) { failure_ = text(e); },
+        caf::after(slice(deadline)) >> [&] { tick(started, deadline, k < groups_.size() ? "the pipelines" : "adding gradients"); });
+  if (auto st = check("step " + std::to_string(t)); !st) return st;
+  measure.stages = control::stages_of(*current_, compute_s);
   if (auto st = work->finish(); !st) return make_error(st.err().code, "step " + std::to_string(t) + ", " + st.err().message);
   if (sync_stale_) {
     // The sums run in this process or among the holders' nodes; on the emulated cluster they
-    // would be segment rings over its links: that time is slept.
-    sync_s_ = s_.profile ? cluster_.sync_s(*s_.profile, s_.batch, *current_) : 0.0;
+    // would be segment rings over its links, each starting when its holders are ready: the
+    // time they would take beyond what ran here is slept.
+    sums_ = s_.profile ? cluster_.sums(*s_.profile, s_.batch, *current_) : std::vector<planner::sum_segment>{};
     sync_stale_ = false;
   }
-  rec.sync_s = sync_s_;
-  const double sleep_s = rec.sync_s - since(sync_started);
+  std::vector<std::vector<double>> ready;  // by group and stage
+  for (const auto& gp : current_->groups) {
+    ready.emplace_back();
+    for (int id : gp.devices) ready.back().push_back(s_.overlap_sums ? ready_s[id] : pipelines_s);
+  }
+  const double sums_end_s = planner::sums_end(sums_, ready);
+  rec.sync_s = std::max(0.0, sums_end_s - pipelines_s);  // what the pipelines did not hide
+  const double sleep_s = sums_end_s - since(started);
   if (sleep_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s));
   // After the sums, every holder's optimizer step (at its emulated speed). From here every
   // live holder applies this step: a failure now leaves the survivors one step further

@@ -68,6 +68,7 @@ group_handle::behavior_type group_supervisor(group_handle::stateful_pointer<supe
       [=](const stage_report& r) {
         auto& st = self->state;
         if (st.pending == 0 || r.step != st.report.step) return;  // a late report of an abandoned step
+        self->send(st.report_to, r);
         st.report.stages.push_back(r);
         st.report.loss_sum += r.loss_sum;
         if (!r.error.empty() && st.report.error.empty()) st.report.error = r.error;

@@ -151,7 +151,9 @@ struct group_report {
   std::string error;
 };
 
-using group_sink = caf::typed_actor<caf::reacts_to<group_report>>;
+// The driver: each stage's report as it arrives (its device's gradients of the step are then
+// final, so its sums may start), and the group's once every stage is in.
+using group_sink = caf::typed_actor<caf::reacts_to<stage_report>, caf::reacts_to<group_report>>;
 
 // A group's part of a step: the micro-batches of its share.
 struct group_task {

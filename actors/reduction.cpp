@@ -18,17 +18,21 @@ int each_holder(const std::map<int, std::vector<int>>& holders, Send send) {
   return n;
 }
 
-// The driver adds: one request per device for all the layers it holds, all in flight at once;
-// the sums go back to every holder.
+// The driver adds: one request per device for all the layers it holds, sent when the device is
+// ready; the sums go back to every holder.
 class central_work : public reduction_work {
  public:
   central_work(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, const reduction_step& s)
       : self_(self), devices_(devices), exact_(exact), s_(s) {
-    std::map<int, std::vector<int>> held;  // device -> layers
     for (const auto& [l, ids] : *s.holders)
-      for (int id : ids) held[id].push_back(l);
-    for (const auto& [id, layers] : held) self_->send(devices_.at(id), grads_atom::value, s.tag, layers);
-    waiting_ = held.size();
+      for (int id : ids) held_[id].push_back(l);
+    waiting_ = held_.size();
+  }
+  void ready(int device) override {
+    const auto it = held_.find(device);
+    if (it == held_.end()) return;
+    self_->send(devices_.at(device), grads_atom::value, s_.tag, it->second);
+    held_.erase(it);  // asked once
   }
   void on(device_gradients& g) override {
     if (g.step != s_.tag) return;
@@ -57,23 +61,35 @@ class central_work : public reduction_work {
   const std::map<int, device_handle>& devices_;
   const bool exact_;
   const reduction_step s_;
+  std::map<int, std::vector<int>> held_;  // device -> layers, until it is asked
   std::size_t waiting_ = 0;
   std::map<std::pair<int, int>, std::vector<model::grad_part>> got_;  // (device, layer) -> partial sums
   std::map<int, std::vector<model::tensor>> summed_;                  // layer -> its sum
 };
 
-// The holders add: every holder of a layer gets the layer's task at once and answers when it
-// holds the sum; the commit has each apply it.
+// The holders add: once every holder of a layer is ready, each gets the layer's task and
+// answers when it holds the sum; the commit has each apply it.
 class peer_work : public reduction_work {
  public:
   peer_work(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, const reduction_step& s)
-      : self_(self), devices_(devices), s_(s) {
-    std::map<int, reduce_task> tasks;  // by layer
+      : self_(self), devices_(devices), exact_(exact), s_(s) {
     for (const auto& [l, ids] : *s.holders) {
-      auto& task = tasks[l] = {s.tag, l, s.micro_batches, exact, {ids.begin(), ids.end()}, {}};
-      for (int id : ids) task.peers.push_back(devices_.at(id));
+      unready_[l] = static_cast<int>(ids.size());
+      waiting_ += unready_[l];
+      for (int id : ids) layers_of_[id].push_back(l);
     }
-    waiting_ = each_holder(*s.holders, [&](int id, int l) { self_->send(devices_.at(id), reduce_atom::value, tasks[l]); });
+  }
+  void ready(int device) override {
+    const auto it = layers_of_.find(device);
+    if (it == layers_of_.end()) return;
+    for (int l : it->second)
+      if (--unready_[l] == 0) {
+        const auto& ids = s_.holders->at(l);
+        reduce_task task{s_.tag, l, s_.micro_batches, exact_, {ids.begin(), ids.end()}, {}};
+        for (int id : ids) task.peers.push_back(devices_.at(id));
+        for (int id : ids) self_->send(devices_.at(id), reduce_atom::value, task);
+      }
+    layers_of_.erase(it);  // ready once
   }
   void on(device_gradients&) override {}
   void on(const sum_held& h) override {
@@ -88,7 +104,10 @@ class peer_work : public reduction_work {
  private:
   caf::scoped_actor& self_;
   const std::map<int, device_handle>& devices_;
+  const bool exact_;
   const reduction_step s_;
+  std::map<int, std::vector<int>> layers_of_;  // device -> layers it holds, until it is ready
+  std::map<int, int> unready_;                  // layer -> holders not yet ready
   int waiting_ = 0;
 };
 

@@ -1,7 +1,9 @@
 // A step's gradient sum, seen from the driver (c10d's ProcessGroup and Work, narrowed to what
-// the driver does): start() puts the sums of every layer in flight among its holders; the
-// driver hands the work every reply it receives until done(); then apply() has every holder
-// take its layer's sum / batch and says how many acks to wait for. Two implementations give
+// the driver does): start() begins a step's sums; the driver tells the work each device whose
+// stage has finished the step's backward (ready()), and the sums a device takes part in are
+// put in flight as soon as it can (overlapped with the other stages' backward); the driver
+// hands the work every reply it receives until done(); then apply() has every holder take its
+// layer's sum / batch and says how many acks to wait for. Two implementations give
 // the same bits (docs/RUNTIME.md, "Where a step's gradients are added"):
 // - central: every holder's partial sums travel to the driver, which adds them in the exact
 //   sum's tree (model::tree_sum; exact: false, model::holders_sum) and sends the sums back;
@@ -31,11 +33,14 @@ struct reduction_step {
 class reduction_work {
  public:
   virtual ~reduction_work() = default;
+  // `device` finished its stage of the step: its partial sums are final. Once for each
+  // holder; a device that holds nothing is ignored.
+  virtual void ready(int device) = 0;
   // Replies from the holders; a reply the implementation does not use, or of another
   // attempt, is ignored.
   virtual void on(device_gradients& g) = 0;
   virtual void on(const sum_held& h) = 0;
-  // Every reply is in; an error when the replies cannot be added (named by layer).
+  // Every holder was ready and every reply is in; an error when the replies cannot be added (named by layer).
   virtual bool done() const = 0;
   virtual status finish() = 0;
   // After finish(): every holder applies its layer's sum divided by `batch`. Returns the

@@ -67,7 +67,7 @@ result<cluster_file> parse_cluster(const YAML::Node& doc, std::initializer_list<
   try {
     fields top(doc, "");
     std::vector<const char*> allowed = {"batch", "schedule", "micro_batch", "v", "eval_budget", "warm_eval_budget", "max_stages",
-                                        "budget", "links", "devices", "checkpoint_gbps", "model", "seed"};
+                                        "budget", "links", "devices", "checkpoint_gbps", "model", "seed", "overlap_sums"};
     allowed.insert(allowed.end(), allowed_extra.begin(), allowed_extra.end());
     top.only(allowed);
     cluster_file out;
@@ -91,6 +91,7 @@ result<cluster_file> parse_cluster(const YAML::Node& doc, std::initializer_list<
     cfg.max_stages = top.integer("max_stages", cfg.max_stages);
     if (cfg.max_stages < 1) throw field_error{"field 'max_stages' must be >= 1"};
     cfg.seed = static_cast<std::uint64_t>(top.integer("seed", 1));
+    cfg.overlap_sums = top.boolean("overlap_sums", cfg.overlap_sums);
     out.model = top.text("model", "");
     if (top.has("budget")) {
       fields b(top.child("budget"), "budget");

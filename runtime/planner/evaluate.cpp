@@ -89,6 +89,7 @@ result<plan_report> evaluate(const problem& p, const plan& pl, const plan* previ
   }
   const holdings held(p, previous);
   std::vector<const group_shape*> active;
+  std::vector<double> shares, times;
   for (std::size_t g = 0; g < shapes.size(); ++g) {
     const auto& s = shapes[g];
     const auto& gp = pl.groups[g];
@@ -126,9 +127,11 @@ result<plan_report> evaluate(const problem& p, const plan& pl, const plan* previ
       r.price_per_s += dev.price_per_s;
     }
     active.push_back(&s);
+    shares.push_back(gp.share);
+    times.push_back(gr.time_s);
     r.groups.push_back(std::move(gr));
   }
-  r.sync_s = sync_time(p, active);
+  r.sync_s = exposed_sync(p, active, shares, times);
   r.update_s = update_time(p, active);
   r.batch_time_s = r.compute_s + r.sync_s + r.update_s + r.migration_s;
   r.cost = r.price_per_s * r.batch_time_s;

@@ -26,7 +26,7 @@ struct group_report {
 struct plan_report {
   double batch_time_s = 0;        // T = max_g T_g + T_sync + T_upd + T_mig
   double compute_s = 0;           // max_g T_g
-  double sync_s = 0;
+  double sync_s = 0;              // the sums' part the pipelines do not hide (time_model.hpp exposed_sync)
   double update_s = 0;            // the slowest holder's optimizer steps
   double migration_s = 0;
   double bytes_migrated = 0;

@@ -25,6 +25,9 @@ struct planner_config {
   double replan_margin = 0.02;                      // a new structure must score this much better
   int share_quantum = 1;                            // shares are multiples of this (exact training)
   std::uint64_t seed = 1;                           // for sampled neighbourhoods on large clusters
+  // A holder starts its cross-group sums when its stage finishes the step's backward, not
+  // when the slowest group does (docs/MODEL.md, "Sums overlapped with backward").
+  bool overlap_sums = true;
 };
 
 struct budgets {

@@ -112,6 +112,7 @@ structure_score structure_evaluator::score(const structure& s) {
   double finish = 0;
   if (s.empty() || !solve(s, ch, finish)) return r;
   std::vector<const group_shape*> active;
+  std::vector<double> shares, times;
   double mig = 0, price = 0, energy_term = 0, compute = 0;
   const bool guarded = w_.guard > 0, guard_energy = guarded && !w_.energy_allowance.empty();
   if (guard_energy) energy_j_.assign(p_.cluster.devices.size(), 0.0);
@@ -119,8 +120,10 @@ structure_score structure_evaluator::score(const structure& s) {
     if (ch[g].share < 0.5) continue;  // rounds to nothing: the group is dropped
     const auto* sh = ch[g].shape;
     active.push_back(sh);
+    shares.push_back(ch[g].share);
+    times.push_back(sh->alpha() * ch[g].share + sh->beta());
     mig = std::max(mig, ch[g].mig_s);
-    compute = std::max(compute, sh->alpha() * ch[g].share + sh->beta());
+    compute = std::max(compute, times.back());
     price += lookup(s[g]).price;
     if (!queues_.energy.empty())
       for (int j = 0; j < sh->stages(); ++j) {
@@ -130,7 +133,7 @@ structure_score structure_evaluator::score(const structure& s) {
         if (guard_energy) energy_j_[d] += e;
       }
   }
-  r.batch_time_s = compute + sync_time(p_, active) + update_time(p_, active) + mig;
+  r.batch_time_s = compute + exposed_sync(p_, active, shares, times) + update_time(p_, active) + mig;
   r.cost = price * r.batch_time_s;
   r.score = w_.time * r.batch_time_s + w_.cost * r.cost + energy_term;
   if (guarded) r.score += w_.over_allowance(r.cost, energy_j_);

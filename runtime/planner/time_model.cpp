@@ -91,26 +91,28 @@ double stage_busy(const problem& p, const group_shape& g, int j, double share) {
   return (share * p.sums.work(lo, hi) + m * p.sums.fixed(lo, hi)) / p.speed(g.devices[j]);
 }
 
-double sync_time(const problem& p, const std::vector<const group_shape*>& active) {
+std::vector<sum_segment> sum_segments(const problem& p, const std::vector<const group_shape*>& active) {
+  std::vector<sum_segment> out;
   const std::size_t ng = active.size();
-  if (ng < 2) return 0;
+  if (ng < 2) return out;
   std::vector<int> cuts;
   for (const auto* g : active) cuts.insert(cuts.end(), g->splits.begin(), g->splits.end());
   std::sort(cuts.begin(), cuts.end());
   cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-  std::vector<std::size_t> stage(ng, 0);
-  std::vector<std::pair<int, double>> per_device;  // (device index, seconds), small
-  std::vector<int> holders(ng);
+  std::vector<int> stage(ng, 0);
   const double factor = 2.0 * static_cast<double>(ng - 1) / static_cast<double>(ng);
   for (std::size_t s = 0; s + 1 < cuts.size(); ++s) {
-    const int lo = cuts[s], hi = cuts[s + 1];
-    const double bytes = p.sums.params(lo, hi);
+    sum_segment seg;
+    seg.lo = cuts[s];
+    seg.hi = cuts[s + 1];
     for (std::size_t g = 0; g < ng; ++g) {
-      while (active[g]->splits[stage[g] + 1] <= lo) ++stage[g];
-      holders[g] = active[g]->devices[stage[g]];
+      while (active[g]->splits[stage[g] + 1] <= seg.lo) ++stage[g];
+      seg.holders.emplace_back(static_cast<int>(g), stage[g]);
+      seg.devices.push_back(active[g]->devices[stage[g]]);
     }
+    const double bytes = p.sums.params(seg.lo, seg.hi);
     if (bytes <= 0) continue;
-    std::vector<int> ring = holders;
+    std::vector<int> ring = seg.devices;
     std::sort(ring.begin(), ring.end());
     double min_bw = unlimited, max_lat = 0;
     for (std::size_t i = 0; i < ng; ++i) {
@@ -118,19 +120,70 @@ double sync_time(const problem& p, const std::vector<const group_shape*>& active
       min_bw = std::min(min_bw, p.links.bw(a, b));
       max_lat = std::max(max_lat, p.links.lat(a, b));
     }
-    const double t = factor * bytes / min_bw + 2.0 * static_cast<double>(ng - 1) * max_lat;
-    for (int d : holders) per_device.emplace_back(d, t);
+    seg.seconds = factor * bytes / min_bw + 2.0 * static_cast<double>(ng - 1) * max_lat;
+    out.push_back(std::move(seg));
   }
-  std::sort(per_device.begin(), per_device.end());
-  double worst = 0;
-  for (std::size_t i = 0; i < per_device.size();) {
-    double sum = 0;
-    std::size_t k = i;
-    for (; k < per_device.size() && per_device[k].first == per_device[i].first; ++k) sum += per_device[k].second;
-    worst = std::max(worst, sum);
-    i = k;
+  return out;
+}
+
+double sums_end(const std::vector<sum_segment>& segs, const std::vector<std::vector<double>>& ready) {
+  struct work {
+    int device;
+    double ready;
+    int lo;
+    double seconds;
+  };
+  std::vector<work> all;  // small: segments x groups
+  for (const auto& s : segs) {
+    double r = 0;
+    for (const auto& [g, j] : s.holders) r = std::max(r, ready.empty() ? 0.0 : ready[g][j]);
+    for (int d : s.devices) all.push_back({d, r, s.lo, s.seconds});
   }
-  return worst;
+  std::sort(all.begin(), all.end(), [](const work& a, const work& b) {
+    if (a.device != b.device) return a.device < b.device;
+    if (a.ready != b.ready) return a.ready < b.ready;
+    return a.lo > b.lo;
+  });
+  double end = 0, t = 0;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (i == 0 || all[i].device != all[i - 1].device) t = 0;
+    t = std::max(t, all[i].ready) + all[i].seconds;
+    end = std::max(end, t);
+  }
+  return end;
+}
+
+double sync_time(const problem& p, const std::vector<const group_shape*>& active) {
+  return sums_end(sum_segments(p, active), {});
+}
+
+std::vector<double> stage_ready(const problem& p, const group_shape& g, double share, double time_s) {
+  const int n = g.stages();
+  std::vector<double> out(n, time_s);
+  const double x = std::min(share, static_cast<double>(g.micro_batch));  // the last micro-batch, about
+  double drain = 0;
+  for (int j = 1; j < n; ++j) {
+    const int lo = g.splits[j - 1], hi = g.splits[j];
+    drain += (x * (p.sums.work(lo, hi) - p.sums.fwd(lo, hi)) + 0.5 * p.sums.fixed(lo, hi)) / p.speed(g.devices[j - 1]);
+    drain += 0.5 * link_time(p, g.devices[j - 1], g.devices[j], hi, x);
+    out[j] = std::max(0.0, time_s - drain);
+  }
+  return out;
+}
+
+double exposed_sync(const problem& p, const std::vector<sum_segment>& segs, const std::vector<std::vector<double>>& ready,
+                    double compute) {
+  if (!p.cfg.overlap_sums) return sums_end(segs, {});
+  return std::max(0.0, sums_end(segs, ready) - compute);
+}
+
+double exposed_sync(const problem& p, const std::vector<const group_shape*>& active, const std::vector<double>& shares,
+                    const std::vector<double>& time_s) {
+  const auto segs = sum_segments(p, active);
+  if (segs.empty()) return 0;
+  std::vector<std::vector<double>> ready;
+  for (std::size_t g = 0; g < active.size(); ++g) ready.push_back(stage_ready(p, *active[g], shares[g], time_s[g]));
+  return exposed_sync(p, segs, ready, *std::max_element(time_s.begin(), time_s.end()));
 }
 
 double update_time(const problem& p, const std::vector<const group_shape*>& active) {

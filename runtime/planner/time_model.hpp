@@ -46,9 +46,42 @@ double group_time(const problem& p, const group_shape& g, double share);
 double stage_busy(const problem& p, const group_shape& g, int j, double share);
 
 // Cross-group gradient sums: split points of all groups cut the chain into segments; each
-// segment is ring-all-reduced over its holders (ordered by device index). Returns the
-// slowest device's total. Groups with zero share take no part.
+// segment is ring-all-reduced over its holders (ordered by device index).
+struct sum_segment {
+  int lo = 0, hi = 0;                         // layers
+  std::vector<std::pair<int, int>> holders;   // (group, stage), one per active group
+  std::vector<int> devices;                   // the holders' device indices
+  double seconds = 0;                         // the ring over them
+};
+std::vector<sum_segment> sum_segments(const problem& p, const std::vector<const group_shape*>& active);
+
+// When the last sum ends, in seconds from the step's start. A segment's sum starts once each
+// of its holders has finished the step's backward (`ready[group][stage]`, from the step's
+// start) and its earlier segments; each device sums its segments one at a time, in the order
+// they become ready (the last layers first on ties, as backward frees them). With every
+// ready time 0 this is the sums back to back: the slowest device's total. A device's
+// partners may still be busy with other segments; that coupling is not modelled.
+double sums_end(const std::vector<sum_segment>& segs, const std::vector<std::vector<double>>& ready);
+
+// The sums back to back after the pipelines: the slowest device's total (sums_end with
+// every ready time 0). Groups with zero share take no part.
 double sync_time(const problem& p, const std::vector<const group_shape*>& active);
+
+// When each stage of a group finishes the step's backward, from the step's start, given the
+// group's flush time `time_s` for `share` samples: stage 0 finishes last, at time_s; stage j
+// earlier by the last micro-batch's backward through stages 0..j-1 and the gradient's way
+// over their links.
+std::vector<double> stage_ready(const problem& p, const group_shape& g, double share, double time_s);
+
+// The part of the sums that the pipelines (ending at `compute`) do not hide: overlapped with
+// backward (planner_config::overlap_sums), each starts as its holders' stages are `ready`;
+// otherwise they all wait for the slowest group.
+double exposed_sync(const problem& p, const std::vector<sum_segment>& segs, const std::vector<std::vector<double>>& ready,
+                    double compute);
+// The same with the ready times stage_ready predicts; `time_s[g]` is active group g's flush
+// time for `shares[g]` samples.
+double exposed_sync(const problem& p, const std::vector<const group_shape*>& active, const std::vector<double>& shares,
+                    const std::vector<double>& time_s);
 
 // Every holder's optimizer step after the sums: the slowest device's update of the layers it
 // holds (all groups', each device in one group).

@@ -38,11 +38,15 @@ struct ev {
 }  // namespace
 
 double simulate_pipeline(const planner::problem& truth, planner::schedule_kind kind, const planner::group_plan& g,
-                         std::vector<control::stage_measure>* stages, std::vector<control::link_measure>* links) {
+                         std::vector<control::stage_measure>* stages, std::vector<control::link_measure>* links,
+                         std::vector<double>* finish) {
   const int n = static_cast<int>(g.devices.size());
   const int u = std::max(1, g.micro_batch);
   const int m = (g.share + u - 1) / u;
-  if (m == 0) return 0;
+  if (m == 0) {
+    if (finish) finish->assign(n, 0.0);
+    return 0;
+  }
   std::vector<int> dev(n);
   for (int j = 0; j < n; ++j) dev[j] = truth.links.index_of(g.devices[j]);
   auto size_of = [&](int k) { return k + 1 < m ? u : g.share - (m - 1) * u; };
@@ -63,7 +67,7 @@ double simulate_pipeline(const planner::problem& truth, planner::schedule_kind k
   std::vector<std::deque<transfer>> queue(std::max(0, n - 1));
   std::vector<char> link_busy(std::max(0, n - 1), 0);
   std::vector<double> link_busy_s(std::max(0, n - 1), 0), link_bytes(std::max(0, n - 1), 0);
-  std::vector<double> compute(n, 0);
+  std::vector<double> compute(n, 0), last(n, 0);
   std::priority_queue<ev, std::vector<ev>, std::greater<ev>> events;
   long seq = 0;
   double now = 0, end = 0;
@@ -104,6 +108,7 @@ double simulate_pipeline(const planner::problem& truth, planner::schedule_kind k
       const op o = order[j][e.b];
       busy[j] = 0;
       ++next[j];
+      last[j] = now;
       if (o.forward) {
         fwd_done[j][o.micro] = 1;
         if (j + 1 < n) { queue[j].push_back({true, o.micro}); try_link(j); }
@@ -121,6 +126,7 @@ double simulate_pipeline(const planner::problem& truth, planner::schedule_kind k
       try_link(l);
     }
   }
+  if (finish) *finish = last;
   if (stages)
     for (int j = 0; j < n; ++j)
       stages->push_back({g.devices[j], g.splits[j], g.splits[j + 1], compute[j], static_cast<double>(g.share), m});
@@ -132,8 +138,10 @@ double simulate_pipeline(const planner::problem& truth, planner::schedule_kind k
 step_outcome simulate_step(const planner::problem& truth, const planner::plan& p, const planner::plan* previous) {
   step_outcome out;
   std::vector<planner::group_shape> shapes;
+  std::vector<std::vector<double>> ready;  // per group and stage: its backward done
   for (const auto& g : p.groups) {
-    const double t = simulate_pipeline(truth, p.schedule, g, &out.stages, &out.links);
+    ready.emplace_back();
+    const double t = simulate_pipeline(truth, p.schedule, g, &out.stages, &out.links, &ready.back());
     out.group_s.push_back(t);
     out.compute_s = std::max(out.compute_s, t);
     std::vector<int> idx;
@@ -142,7 +150,7 @@ step_outcome simulate_step(const planner::problem& truth, const planner::plan& p
   }
   std::vector<const planner::group_shape*> active;
   for (const auto& s : shapes) active.push_back(&s);
-  out.sync_s = planner::sync_time(truth, active);
+  out.sync_s = planner::exposed_sync(truth, planner::sum_segments(truth, active), ready, out.compute_s);
   out.update_s = planner::update_time(truth, active);
   const planner::holdings held(truth, previous);
   for (const auto& s : shapes)

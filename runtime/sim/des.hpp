@@ -1,6 +1,7 @@
 // Discrete-event simulation of one training step under the true cluster: micro-batches
 // through each group's stages in schedule order (GPipe or 1F1B), each link a FIFO resource
-// shared by activations and gradients, then the segment-wise gradient sums, then migration.
+// shared by activations and gradients, the segment-wise gradient sums (overlapped with the
+// pipelines' backward where the planner config says so), then migration.
 // This, not the planner's closed form, is what a step "really" takes in the simulator. Pure.
 #pragma once
 
@@ -24,9 +25,11 @@ struct step_outcome {
 };
 
 // One group's pipeline, simulated event by event: per-stage instruction order from the
-// schedule, dependencies through links. Returns the flush time.
+// schedule, dependencies through links. Returns the flush time; `finish` (if given) gets when
+// each stage ended its last instruction.
 double simulate_pipeline(const planner::problem& truth, planner::schedule_kind kind, const planner::group_plan& g,
-                         std::vector<control::stage_measure>* stages, std::vector<control::link_measure>* links);
+                         std::vector<control::stage_measure>* stages, std::vector<control::link_measure>* links,
+                         std::vector<double>* finish = nullptr);
 
 // The whole step; `previous` drives migration. The plan must use only devices of `truth`.
 step_outcome simulate_step(const planner::problem& truth, const planner::plan& p, const planner::plan* previous);

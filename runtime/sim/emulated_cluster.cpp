@@ -55,22 +55,21 @@ double emulated_cluster::power_w(int id) const {
   return i < 0 ? 0.0 : truth_.devices[i].power_w;
 }
 
-double emulated_cluster::sync_s(const planner::model_profile& m, int batch, const planner::plan& plan) const {
-  if (plan.groups.size() < 2) return 0;
+std::vector<planner::sum_segment> emulated_cluster::sums(const planner::model_profile& m, int batch, const planner::plan& plan) const {
+  if (plan.groups.size() < 2) return {};
   planner::planner_config cfg;
   cfg.batch = batch;
   const planner::problem p(m, truth_, cfg);
   std::vector<planner::group_shape> shapes;
   for (const auto& g : plan.groups) {
-    if (g.share <= 0) continue;
     std::vector<int> idx;
     for (int id : g.devices) idx.push_back(p.links.index_of(id));
-    if (std::count(idx.begin(), idx.end(), -1)) return 0;
+    if (std::count(idx.begin(), idx.end(), -1)) return {};
     shapes.push_back(planner::make_shape(p, idx, g.splits, g.micro_batch));
   }
   std::vector<const planner::group_shape*> active;
   for (const auto& sh : shapes) active.push_back(&sh);
-  return planner::sync_time(p, active);
+  return planner::sum_segments(p, active);
 }
 
 }  // namespace dynapar::sim

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "planner/plan.hpp"
+#include "planner/time_model.hpp"
 #include "sim/world.hpp"
 
 namespace dynapar::sim {
@@ -43,10 +44,10 @@ class emulated_cluster {
   // What plan `p` costs a second: the price of every device it uses.
   double price_per_s(const planner::plan& p) const;
   double power_w(int id) const;  // 0 for an unknown device
-  // The cross-group sums of plan `p` on this slot's true links (the planner's segment-ring
-  // time, planner::sync_time): what they would take on the emulated cluster. 0 with one
-  // group, or when the plan names a device the scenario does not know.
-  double sync_s(const planner::model_profile& m, int batch, const planner::plan& p) const;
+  // The cross-group sums of plan `p` on this slot's true links (planner::sum_segments, the
+  // holders as (group, stage) of the plan): what each would take on the emulated cluster.
+  // None with one group, or when the plan names a device the scenario does not know.
+  std::vector<planner::sum_segment> sums(const planner::model_profile& m, int batch, const planner::plan& p) const;
 
  private:
   struct slowdown {

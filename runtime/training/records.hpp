@@ -26,7 +26,7 @@ struct step_record {
   double loss = 0;                   // mean over the batch
   double time_s = 0;                 // driver wall clock: migration, pipelines, sums, apply
   double pipeline_s = 0;             // slowest group's pipeline
-  double sync_s = 0;                 // emulated network time of the cross-group sums
+  double sync_s = 0;                 // emulated network time of the cross-group sums the pipelines did not hide
   double update_s = 0;               // the holders' optimizer steps, until the last is done
   double migration_s = 0;            // moving layers before this step
   double bytes_migrated = 0;

@@ -109,6 +109,9 @@ struct train_settings {
   // driver; false: the driver gathers every holder's partial sums and sends the sums back.
   // The same bits either way.
   bool peer_sum = false;
+  // A holder's sums start when its stage finishes the step's backward, not when every group
+  // has (the job's planner `overlap_sums`; docs/RUNTIME.md).
+  bool overlap_sums = true;
 };
 
 }  // namespace dynapar::training

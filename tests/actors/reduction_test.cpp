@@ -1,11 +1,13 @@
 // The driver's two gradient reductions (actors/reduction.hpp) against holders faked by hand:
 // the central one adds the holders' parts into the sums worked out below and sends each
 // holder its layer's; the peer one hands every holder its layer's task and commits. Stale
-// replies are ignored; a missing micro-batch is an error naming the layer.
+// replies are ignored; a missing micro-batch is an error naming the layer. Neither asks a
+// holder anything before it is ready.
 #include <catch2/catch.hpp>
 
 #include <cstring>
 #include <mutex>
+#include <set>
 
 #include "actors/reduction.hpp"
 #include "model/api.hpp"
@@ -73,9 +75,12 @@ device_handle holder(caf::actor_system& sys, Ts&&... xs) {
   return caf::actor_cast<device_handle>(sys.spawn(fake_holder, std::forward<Ts>(xs)...));
 }
 
-// Runs one reduction to its end as the driver does; returns finish()'s status.
+// Runs one reduction to its end as the driver does, every holder ready at once; returns
+// finish()'s status.
 status run(gradient_reduction& r, caf::scoped_actor& self, const reduction_step& s, int& acks) {
   auto work = r.start(s);
+  for (const auto& [l, ids] : *s.holders)
+    for (int id : ids) work->ready(id);  // a second time is ignored
   while (!work->done())
     self->receive([&](device_gradients& g) { work->on(g); }, [&](const sum_held& h) { work->on(h); },
                   caf::after(std::chrono::seconds(10)) >> [&] { FAIL("no reply"); });
@@ -155,5 +160,65 @@ TEST_CASE("the peer reduction gives every holder its layer's task, waits for eac
   std::sort(log->commits.begin(), log->commits.end());
   const std::vector<std::tuple<int, std::int64_t, int, double>> want = {{4, 11, 0, 64.0}, {5, 11, 0, 64.0}, {6, 11, 1, 64.0}};
   CHECK(log->commits == want);
+  for (auto& [id, a] : devices) self->send_exit(a, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("a reduction asks a holder only once it is ready, and a layer's sum waits for all its holders", "[actor][reduction]") {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto log = std::make_shared<told>();
+  std::map<int, device_handle> devices;
+  devices[4] = holder(sys, 4, std::map<int, std::vector<std::pair<int, float>>>{{0, {{0, 1.f}}}}, log);
+  devices[5] = holder(sys, 5, std::map<int, std::vector<std::pair<int, float>>>{{0, {{1, 2.f}}}}, log);
+  devices[6] = holder(sys, 6, std::map<int, std::vector<std::pair<int, float>>>{{1, {{0, 4.f}, {1, 8.f}}}}, log);
+  const std::map<int, std::vector<int>> holders = {{0, {4, 5}}, {1, {6}}};
+  std::set<int> asked;  // central: the devices that sent their parts
+  auto drain = [&](reduction_work& w) {  // every reply that comes within 200 ms
+    for (bool more = true; more;)
+      self->receive(
+          [&](device_gradients& g) {
+            asked.insert(g.device);
+            w.on(g);
+          },
+          [&](const sum_held& h) { w.on(h); }, caf::after(std::chrono::milliseconds(200)) >> [&] { more = false; });
+  };
+  auto tasks = [&] {
+    std::lock_guard<std::mutex> lock(log->m);
+    std::vector<int> layers;
+    for (const auto& t : log->tasks) layers.push_back(t.layer);
+    std::sort(layers.begin(), layers.end());
+    return layers;
+  };
+  SECTION("peer") {
+    auto work = peer_reduction(self, devices, true)->start({9, 2, &holders});
+    drain(*work);
+    CHECK(tasks().empty());
+    work->ready(6);  // layer 1's only holder: its task goes out
+    drain(*work);
+    CHECK(tasks() == std::vector<int>{1});
+    work->ready(5);  // layer 0 still waits for device 4
+    drain(*work);
+    CHECK(tasks() == std::vector<int>{1});
+    CHECK_FALSE(work->done());
+    work->ready(4);
+    drain(*work);
+    CHECK(tasks() == std::vector<int>{0, 0, 1});
+    CHECK(work->done());
+  }
+  SECTION("central") {
+    auto work = central_reduction(self, devices, true)->start({9, 2, &holders});
+    drain(*work);
+    CHECK(asked.empty());
+    work->ready(5);
+    work->ready(6);
+    drain(*work);
+    CHECK(asked == std::set<int>{5, 6});
+    CHECK_FALSE(work->done());
+    work->ready(4);
+    drain(*work);
+    CHECK(work->done());
+    REQUIRE(work->finish());
+  }
   for (auto& [id, a] : devices) self->send_exit(a, caf::exit_reason::user_shutdown);
 }

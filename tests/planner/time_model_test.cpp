@@ -84,6 +84,49 @@ TEST_CASE("segment-wise sums: a device pays only for the segments it holds", "[u
   CHECK(sync_time(p, {&a, &b}) == Approx(30e6 / 1e9));
 }
 
+TEST_CASE("sums overlapped with backward start as each holder's stage finishes", "[unit][planner]") {
+  const auto m = uniform_model(4, 1e-3, 10e6);
+  auto c = same_node_devices(4);
+  c.tiers.same_node = {1e9, 0};
+  planner_config cfg;
+  problem p(m, c, cfg);
+  // The segments of the test above: [0,1) on {0, 2} 10 ms, [1,3) on {1, 2} 20 ms, [3,4) on
+  // {1, 3} 10 ms.
+  auto a = make_shape(p, {0, 1}, {0, 1, 4}, 1), b = make_shape(p, {2, 3}, {0, 3, 4}, 1);
+  const auto segs = sum_segments(p, {&a, &b});
+  REQUIRE(segs.size() == 3);
+  CHECK(sums_end(segs, {}) == Approx(30e-3));  // back to back: sync_time
+  // Stage 0 of both groups ready at 100 ms, stage 1 of A at 50 ms, of B at 60 ms. Device 1:
+  // [3,4) at 60 ms to 70, [1,3) (waits for device 2's stage) 100 to 120. Device 2: [1,3) and
+  // [0,1) both ready at 100 ms, the later layers first: 100 to 120, 120 to 130.
+  const std::vector<std::vector<double>> ready = {{0.1, 0.05}, {0.1, 0.06}};
+  CHECK(sums_end(segs, ready) == Approx(0.13));
+  // What the step pays beyond its pipelines: 30 ms after the slowest at 100 ms (device 2's
+  // segments both wait for its stage 0), 5 ms after one at 125 ms.
+  CHECK(exposed_sync(p, segs, ready, 0.1) == Approx(0.03));
+  CHECK(exposed_sync(p, segs, ready, 0.125) == Approx(0.005));
+  p.cfg.overlap_sums = false;
+  CHECK(exposed_sync(p, segs, ready, 0.1) == Approx(30e-3));
+}
+
+TEST_CASE("a stage finishes the step's backward before the stages in front of it", "[unit][planner]") {
+  const auto m = uniform_model(4, 1e-3, 1e6, 1e3);  // backward 2 ms a sample a layer
+  auto c = same_node_devices(3);
+  c.tiers.same_node = {1e9, 0};
+  c.devices[1].speed = 0.5;
+  problem p(m, c, {});
+  auto g = make_shape(p, {0, 1, 2}, {0, 2, 3, 4}, 2);
+  // Stage 1 finishes when the last micro-batch (2 samples) still has stage 0's backward ahead
+  // (2 x 2 layers x 2 ms) and the gradient's way back (2 samples x 1 KB / 1 GB/s); stage 2
+  // also stage 1's backward at half speed (2 x 1 x 2 ms / 0.5) and its link.
+  const auto r = stage_ready(p, g, 16, 1.0);
+  REQUIRE(r.size() == 3);
+  CHECK(r[0] == Approx(1.0));
+  CHECK(r[1] == Approx(1.0 - 8e-3 - 2e-6));
+  CHECK(r[2] == Approx(1.0 - 8e-3 - 2e-6 - 8e-3 - 2e-6));
+  CHECK(stage_ready(p, g, 1, 1.0)[1] == Approx(1.0 - 4e-3 - 1e-6));  // a single smaller micro-batch
+}
+
 TEST_CASE("every holder's optimizer step: the slowest device's updates add to the step", "[unit][planner]") {
   auto m = uniform_model(4, 1e-3, 1e3);
   for (int l = 0; l < 4; ++l) m.layers[l].update_s = 1e-3 * (l + 1);  // 1, 2, 3, 4 ms

@@ -79,12 +79,13 @@ TEST_CASE("the emulated sums take the ring time of the true links", "[unit][sim]
   emulated_cluster c(three_devices());
   c.enter_slot(0);
   const auto m = three_devices().model;
+  auto sync_s = [&](const planner::plan& p) { return planner::sums_end(c.sums(m, 64, p), {}); };
   planner::plan one;
   one.groups.push_back({{0}, {0, 1}, 64, 64});
-  CHECK(c.sync_s(m, 64, one) == 0);
+  CHECK(sync_s(one) == 0);
   // Two holders of 10 MB: a ring of two moves 2 (2 - 1) / 2 = 1 layer each way and pays
   // 2 (2 - 1) latencies, on the slowest link of the ring.
-  CHECK(c.sync_s(m, 64, two_groups(0, 1)) == Approx(10e6 / 1e9 + 2 * 1e-5));
-  CHECK(c.sync_s(m, 64, two_groups(0, 2)) == Approx(10e6 / 1e8 + 2 * 1e-4));
-  CHECK(c.sync_s(m, 64, two_groups(0, 9)) == 0);  // a device it does not know
+  CHECK(sync_s(two_groups(0, 1)) == Approx(10e6 / 1e9 + 2 * 1e-5));
+  CHECK(sync_s(two_groups(0, 2)) == Approx(10e6 / 1e8 + 2 * 1e-4));
+  CHECK(sync_s(two_groups(0, 9)) == 0);  // a device it does not know
 }

@@ -111,7 +111,7 @@ struct train_settings {
   bool peer_sum = false;
   // A holder's sums start when its stage finishes the step's backward, not when every group
   // has (the job's planner `overlap_sums`; docs/RUNTIME.md).
-  bool overlap_sums = true;
+  bool overlap_sums = false;
 };
 
 }  // namespace dynapar::training

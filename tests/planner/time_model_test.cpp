@@ -89,6 +89,7 @@ TEST_CASE("sums overlapped with backward start as each holder's stage finishes",
   auto c = same_node_devices(4);
   c.tiers.same_node = {1e9, 0};
   planner_config cfg;
+  cfg.overlap_sums = true;
   problem p(m, c, cfg);
   // The segments of the test above: [0,1) on {0, 2} 10 ms, [1,3) on {1, 2} 20 ms, [3,4) on
   // {1, 3} 10 ms.

@@ -119,6 +119,7 @@ TEST_CASE("DES: the last stages' sums hide under the first stages' backward", "[
   const auto c = devices(4, 1e9, 0);
   planner_config cfg;
   cfg.batch = 8;
+  cfg.overlap_sums = true;
   problem on(model, c, cfg);
   cfg.overlap_sums = false;
   problem off(model, c, cfg);

@@ -29,6 +29,7 @@ struct Envelope {
 enum Schedule {
   gpipe @0;
   oneFOneB @1;
+  deepOneFOneB @2;  # 1F1B with twice the warm-up (planner::schedule_kind::deep_1f1b)
 }
 
 # One slot's plan: groups of devices in pipeline order, their layer splits and batch shares.

@@ -8,7 +8,7 @@ namespace {
 constexpr double inf = unlimited;
 
 int inflight(const problem& p, int n, int j) {
-  return (p.cfg.schedule == schedule_kind::gpipe || n == 1) ? 1 : n - j;
+  return (p.cfg.schedule == schedule_kind::gpipe || n == 1) ? 1 : warm_up(p.cfg.schedule, n, j) + 1;
 }
 }  // namespace
 

@@ -9,12 +9,23 @@
 
 namespace dynapar::planner {
 
-const char* to_string(schedule_kind s) { return s == schedule_kind::gpipe ? "gpipe" : "1f1b"; }
+const char* to_string(schedule_kind s) {
+  switch (s) {
+    case schedule_kind::gpipe: return "gpipe";
+    case schedule_kind::deep_1f1b: return "1f1b-deep";
+    default: return "1f1b";
+  }
+}
 
 result<schedule_kind> parse_schedule(const std::string& s) {
   if (s == "gpipe") return schedule_kind::gpipe;
   if (s == "1f1b") return schedule_kind::one_f_one_b;
-  return make_error("bad_schedule", "schedule must be 'gpipe' or '1f1b', got '" + s + "'");
+  if (s == "1f1b-deep") return schedule_kind::deep_1f1b;
+  return make_error("bad_schedule", "schedule must be 'gpipe', '1f1b' or '1f1b-deep', got '" + s + "'");
+}
+
+int warm_up(schedule_kind s, int stages, int stage) {
+  return (s == schedule_kind::deep_1f1b ? 2 : 1) * (stages - stage - 1);
 }
 
 bool operator==(const group_plan& a, const group_plan& b) {

@@ -11,9 +11,14 @@
 
 namespace dynapar::planner {
 
-enum class schedule_kind { gpipe, one_f_one_b };
+// deep_1f1b ("1f1b-deep"): 1F1B with twice the warm-up, so that a round trip through slow
+// links has more micro-batches in flight to hide it (docs/MODEL.md), at the price of memory.
+enum class schedule_kind { gpipe, one_f_one_b, deep_1f1b };
 const char* to_string(schedule_kind s);
 result<schedule_kind> parse_schedule(const std::string& s);
+// Forwards stage j of n runs before its first backward under a 1F1B kind: n - j - 1, twice
+// that for deep_1f1b (it then holds one more micro-batch's activations than this).
+int warm_up(schedule_kind s, int stages, int stage);
 
 struct group_plan {
   std::vector<int> devices;  // pipeline order, device ids

@@ -33,7 +33,7 @@ group_shape make_shape(const problem& p, std::vector<int> devices, std::vector<i
     g.stage_s[j] = stage_time(p, d, lo, hi, u);
     g.fill_s += g.stage_s[j];
     if (g.stage_s[j] > g.bottleneck_s || j == 0) { g.bottleneck_s = g.stage_s[j]; g.bottleneck = j; }
-    if (!stage_fits(p, d, lo, hi, u, gpipe ? 1 : n - j)) g.feasible = false;
+    if (!stage_fits(p, d, lo, hi, u, gpipe ? 1 : warm_up(p.cfg.schedule, n, j) + 1)) g.feasible = false;
     if (gpipe) {
       const double stat = (1.0 + p.model.optimizer_state_factor) * p.sums.params(lo, hi);
       const double per_mb = u * p.sums.act_mem(lo, hi);
@@ -46,15 +46,16 @@ group_shape make_shape(const problem& p, std::vector<int> devices, std::vector<i
     if (g.link_s[j] > g.bottleneck_s) { g.bottleneck_s = g.link_s[j]; g.bottleneck = n + j; }
   }
   if (!gpipe && n > 1) {
-    // 1F1B keeps n - j micro-batches in flight at stage j. Following one micro-batch from
-    // stage i down to stage k and back closes a dependency loop that holds only k - i + 1 of
-    // them, so the cycle is at least (stages i..k + links between) / (k - i + 1); with slow
-    // links this exceeds every single stage (the DES shows it, tests/sim/des_test.cpp).
+    // 1F1B keeps w_j + 1 micro-batches in flight at stage j (w_j its warm-up forwards: n - j
+    // - 1, or twice that for 1F1B-deep). Following one micro-batch from stage i down to stage
+    // k and back closes a dependency loop that holds only w_i - w_k + 1 of them, so the cycle
+    // is at least (stages i..k + links between) / (w_i - w_k + 1); with slow links this
+    // exceeds every single stage (the DES shows it, tests/sim/des_test.cpp).
     for (int i = 0; i < n; ++i) {
       double window = 0;
       for (int k = i; k < n; ++k) {
         window += g.stage_s[k] + (k > i ? g.link_s[k - 1] : 0.0);
-        const double cycle = window / (k - i + 1);
+        const double cycle = window / (warm_up(p.cfg.schedule, n, i) - warm_up(p.cfg.schedule, n, k) + 1);
         if (k > i && cycle > g.bottleneck_s * (1 + 1e-12)) { g.bottleneck_s = cycle; g.bottleneck = 2 * n + i; }
       }
     }

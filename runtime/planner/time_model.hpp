@@ -15,7 +15,8 @@ double stage_time(const problem& p, int dev, int lo, int hi, double x);
 double link_time(const problem& p, int a, int b, int cut, double x);
 
 // Activation copies a stage keeps for backward: GPipe keeps all micro-batches (so memory
-// caps the share), 1F1B keeps n - j (so memory caps the micro-batch), one stage keeps one.
+// caps the share), 1F1B keeps n - j (1F1B-deep 2 (n - j - 1) + 1; so memory caps the
+// micro-batch), one stage keeps one.
 bool stage_fits(const problem& p, int dev, int lo, int hi, int u, int inflight);
 
 struct group_shape {

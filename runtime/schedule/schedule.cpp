@@ -33,7 +33,7 @@ pipeline generate(planner::schedule_kind kind, int n, int m) {
       for (int k = 0; k < m; ++k) add_forward(out, j, n, k);
       for (int k = m - 1; k >= 0; --k) add_backward(out, j, n, k);
     } else {
-      const int warm = std::min(n - j - 1, m);
+      const int warm = std::min(planner::warm_up(kind, n, j), m);
       int f = 0, b = 0;
       for (; f < warm; ++f) add_forward(out, j, n, f);
       while (f < m) {

@@ -37,8 +37,9 @@ struct pipeline {
   std::vector<program> programs;  // one per stage
 };
 
-// GPipe: all forwards, then all backwards in reverse. 1F1B: n - j - 1 warm-up forwards, then
-// one forward one backward, then the remaining backwards. One stage: F, B per micro-batch.
+// GPipe: all forwards, then all backwards in reverse. 1F1B: n - j - 1 warm-up forwards
+// (1F1B-deep: twice as many), then one forward one backward, then the remaining backwards.
+// One stage: F, B per micro-batch.
 pipeline generate(planner::schedule_kind kind, int stages, int micro_batches);
 
 // Text form, one token per instruction: L3 F3 SA3 RA3 SG3 RG3 B3 REDUCE STEP.

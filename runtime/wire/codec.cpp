@@ -31,6 +31,7 @@ plan_msg read_plan(schema::Plan::Reader r, const decode_limits& lim) {
   switch (r.getSchedule()) {
     case schema::Schedule::GPIPE: m.plan.schedule = planner::schedule_kind::gpipe; break;
     case schema::Schedule::ONE_F_ONE_B: m.plan.schedule = planner::schedule_kind::one_f_one_b; break;
+    case schema::Schedule::DEEP_ONE_F_ONE_B: m.plan.schedule = planner::schedule_kind::deep_1f1b; break;
     default: throw reject{"bad_field", "plan.schedule has an unknown value"};
   }
   m.num_layers = to_int(r.getNumLayers(), "plan.numLayers");
@@ -184,8 +185,9 @@ std::vector<std::uint8_t> encode(const envelope& e) {
                  [&](const plan_msg& m) {
                    auto p = b.initPlan();
                    p.setSlot(m.plan.slot);
-                   p.setSchedule(m.plan.schedule == planner::schedule_kind::gpipe ? schema::Schedule::GPIPE
-                                                                                  : schema::Schedule::ONE_F_ONE_B);
+                   p.setSchedule(m.plan.schedule == planner::schedule_kind::gpipe       ? schema::Schedule::GPIPE
+                                 : m.plan.schedule == planner::schedule_kind::deep_1f1b ? schema::Schedule::DEEP_ONE_F_ONE_B
+                                                                                        : schema::Schedule::ONE_F_ONE_B);
                    p.setNumLayers(static_cast<std::uint32_t>(m.num_layers));
                    p.setBatch(static_cast<std::uint32_t>(m.batch));
                    auto groups = p.initGroups(static_cast<unsigned>(m.plan.groups.size()));

@@ -17,7 +17,8 @@ namespace dynapar::wire {
 // 7: nodes send data to each other directly (Join.dataEndpoint, Peers); holders add their
 // gradients among themselves (reduce, reducePart, commit).
 // 9: every device operation is a struct of its own (wire/device_call.hpp), checked on decode.
-inline constexpr std::uint16_t protocol_version = 9;
+// 10: a plan's schedule may be deepOneFOneB.
+inline constexpr std::uint16_t protocol_version = 10;
 
 // A plan with the model size and batch it was made for, so a receiver can check it alone.
 struct plan_msg {

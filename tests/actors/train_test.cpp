@@ -46,13 +46,13 @@ double diff_from_one_device(const model::model_chain& m, const data::dataset& d,
 }
 }  // namespace
 
-TEST_CASE("actors train MLP and CNN exactly as one device, GPipe and 1F1B", "[actor][train]") {
+TEST_CASE("actors train MLP and CNN exactly as one device under GPipe and plain and deep 1F1B", "[actor][train]") {
   // Two groups of 2 and 3 stages, shares 40 and 24, micro-batches of 8; SGD with momentum
   // under GPipe, Adam under 1F1B.
   model::set_threads(1);
   const auto d = data::synthetic(640, 3);
   for (const std::string name : {"mlp", "cnn"}) {
-    for (auto kind : {planner::schedule_kind::gpipe, planner::schedule_kind::one_f_one_b}) {
+    for (auto kind : {planner::schedule_kind::gpipe, planner::schedule_kind::one_f_one_b, planner::schedule_kind::deep_1f1b}) {
       const std::string kind_of_optimizer = kind == planner::schedule_kind::gpipe ? "sgd" : "adam";
       INFO(name << " " << planner::to_string(kind) << " " << kind_of_optimizer);
       auto m = model::make_model(name, 42);
@@ -288,8 +288,11 @@ TEST_CASE("profile-timed devices take the profile's time / speed for their work 
     CHECK(compute[dev] <= want[dev] * 1.3);
   }
   // The slowest update: device 0 holds every layer at 0.5, 80 ms; device 1 one layer at 0.25.
+  // A device takes what its earlier sleeps overslept off its next ones (actors/device_clock),
+  // so on a loaded machine the update may end a few milliseconds early (78.2 ms seen in CI);
+  // without emulation it would take about 1 ms.
   const double slowest_update = std::max(40e-3 / 0.5, 40e-3 / L / 0.25);
-  CHECK(update >= 0.98 * slowest_update);
+  CHECK(update >= 0.9 * slowest_update);
   CHECK(update <= 1.3 * slowest_update);
   CHECK(diff_from_one_device(**m, d, s, out->final_layers) == 0);
 }

@@ -51,6 +51,11 @@ devices:
   planner::link_table links(r->cluster);
   CHECK(links.bw(0, 2) == Approx(1e9));
   CHECK(links.lat(0, 2) == Approx(1e-4));
+  CHECK_FALSE(r->planner.overlap_sums);  // the default
+  auto deep = config::parse_cluster(YAML::Load("schedule: 1f1b-deep\noverlap_sums: true\ndevices: [{}]"));
+  REQUIRE(deep);
+  CHECK(deep->planner.schedule == planner::schedule_kind::deep_1f1b);
+  CHECK(deep->planner.overlap_sums);
 }
 
 TEST_CASE("mistakes in a cluster file name the field", "[unit][config]") {
@@ -60,7 +65,8 @@ TEST_CASE("mistakes in a cluster file name the field", "[unit][config]") {
   CHECK(parse_error("batch: 0\ndevices: [{}]").find("batch") != std::string::npos);
   CHECK(parse_error("devices: []").find("devices") != std::string::npos);
   CHECK(parse_error("devices: [{id: 1}, {id: 1}]").find("repeated") != std::string::npos);
-  CHECK(parse_error("schedule: pipedream\ndevices: [{}]").find("gpipe") != std::string::npos);
+  CHECK(parse_error("schedule: pipedream\ndevices: [{}]").find("'gpipe', '1f1b' or '1f1b-deep'") != std::string::npos);
+  CHECK(parse_error("overlap_sums: sometimes\ndevices: [{}]").find("overlap_sums") != std::string::npos);
   CHECK(parse_error("colour: red\ndevices: [{}]").find("unknown field 'colour'") != std::string::npos);
   // A key given twice: the parser would keep one value silently.
   CHECK(parse_error("batch: 64\nbatch: 128\ndevices: [{}]").find("field 'batch' is given twice") != std::string::npos);

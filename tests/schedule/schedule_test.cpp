@@ -27,9 +27,13 @@ TEST_CASE("dry runs match the bubble formula and the activation memory each sche
       auto o = validate(generate(schedule_kind::one_f_one_b, n, m));
       REQUIRE(o);
       CHECK(o->makespan == Approx((m + n - 1) * 3.0));
+      auto d = validate(generate(schedule_kind::deep_1f1b, n, m));
+      REQUIRE(d);  // no deadlock, every micro-batch forwarded and backwarded once
+      CHECK(d->makespan == Approx((m + n - 1) * 3.0));  // balanced stages, free links: no gain, no loss
       for (int j = 0; j < n; ++j) {
         CHECK(g->peak_activations[j] == (n == 1 ? 1 : m));  // GPipe keeps every micro-batch
         CHECK(o->peak_activations[j] == std::min(m, n - j)); // 1F1B keeps n - j
+        CHECK(d->peak_activations[j] == std::min(m, 2 * (n - j - 1) + 1));  // 1F1B-deep twice the warm-up
       }
     }
   }

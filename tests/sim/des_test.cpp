@@ -138,3 +138,24 @@ TEST_CASE("DES: the last stages' sums hide under the first stages' backward", "[
   CHECK(ra->sync_s == Approx(36e-3));
   CHECK(rb->sync_s == Approx(40e-3));
 }
+
+TEST_CASE("DES: a 1F1B round trip over a slow link sets the pace, and 1F1B-deep hides it", "[unit][sim]") {
+  // Two stages of 3 ms a micro-batch, 1 ms each way between them: one micro-batch's loop
+  // (stage, link, stage, link back) is 8 ms. 1F1B has 2 micro-batches in that loop: 4 ms
+  // each, above either stage. 1F1B-deep has 3 (8 / 3 < 3 ms): the stages set the pace.
+  const auto model = uniform(2, 1e-3, 2e-3);
+  const auto c = devices(2, 1e18, 1e-3);
+  for (auto kind : {schedule_kind::one_f_one_b, schedule_kind::deep_1f1b}) {
+    INFO(to_string(kind));
+    planner_config cfg;
+    cfg.schedule = kind;
+    problem p(model, c, cfg);
+    auto flush = [&](int m) {
+      group_plan g{{0, 1}, {0, 1, 2}, m, 1};
+      return sim::simulate_pipeline(p, kind, g, nullptr, nullptr);
+    };
+    const double cycle = (flush(40) - flush(20)) / 20;
+    CHECK(cycle == Approx(kind == schedule_kind::one_f_one_b ? 4e-3 : 3e-3));
+    CHECK(make_shape(p, {0, 1}, {0, 1, 2}, 1).bottleneck_s == Approx(cycle));
+  }
+}

@@ -33,9 +33,11 @@ plan_msg sample_plan() {
 }  // namespace
 
 TEST_CASE("a plan round-trips", "[unit][wire]") {
-  const auto m = sample_plan();
+  auto m = sample_plan();
   auto back = std::get<plan_msg>(round_trip(wrap(m)).msg);
   CHECK(back.plan == m.plan);
+  m.plan.schedule = planner::schedule_kind::deep_1f1b;
+  CHECK(std::get<plan_msg>(round_trip(wrap(m)).msg).plan.schedule == planner::schedule_kind::deep_1f1b);
   CHECK(back.num_layers == 12);
   CHECK(back.batch == 256);
 }

@@ -40,7 +40,8 @@ class reduction_work {
   // attempt, is ignored.
   virtual void on(device_gradients& g) = 0;
   virtual void on(const sum_held& h) = 0;
-  // Every holder was ready and every reply is in; an error when the replies cannot be added (named by layer).
+  // Every holder was ready and every reply is in; an error when the replies cannot be added
+  // (named by layer).
   virtual bool done() const = 0;
   virtual status finish() = 0;
   // After finish(): every holder applies its layer's sum divided by `batch`. Returns the

@@ -51,11 +51,13 @@ group_shape make_shape(const problem& p, std::vector<int> devices, std::vector<i
     // k and back closes a dependency loop that holds only w_i - w_k + 1 of them, so the cycle
     // is at least (stages i..k + links between) / (w_i - w_k + 1); with slow links this
     // exceeds every single stage (the DES shows it, tests/sim/des_test.cpp).
+    std::vector<int> w(n);
+    for (int j = 0; j < n; ++j) w[j] = warm_up(p.cfg.schedule, n, j);
     for (int i = 0; i < n; ++i) {
       double window = 0;
       for (int k = i; k < n; ++k) {
         window += g.stage_s[k] + (k > i ? g.link_s[k - 1] : 0.0);
-        const double cycle = window / (warm_up(p.cfg.schedule, n, i) - warm_up(p.cfg.schedule, n, k) + 1);
+        const double cycle = window / (w[i] - w[k] + 1);
         if (k > i && cycle > g.bottleneck_s * (1 + 1e-12)) { g.bottleneck_s = cycle; g.bottleneck = 2 * n + i; }
       }
     }

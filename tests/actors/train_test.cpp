@@ -35,6 +35,24 @@ sim::scenario emulate(const std::vector<double>& speeds) {
   return e;
 }
 
+// A made-up profile of an L-layer model, far slower than the MLP's real work (a few
+// milliseconds a micro-batch), so that the times it gives are what profile-timed devices must
+// take: 4 ms forward and 8 ms backward per sample in all, 8 ms fixed per micro-batch, and
+// `update_s` to update.
+planner::model_profile slow_profile(int L, double update_s) {
+  planner::model_profile prof;
+  prof.name = "mlp";
+  for (int l = 0; l < L; ++l) {
+    planner::layer_profile lp;
+    lp.fwd_s = 4e-3 / L;
+    lp.bwd_s = 8e-3 / L;
+    lp.fixed_s = 8e-3 / L;
+    lp.update_s = update_s / L;
+    prof.layers.push_back(lp);
+  }
+  return prof;
+}
+
 // The independent reference: the same steps on one plain device, accumulating micro-batches
 // of `micro` samples.
 double diff_from_one_device(const model::model_chain& m, const data::dataset& d, const training::train_settings& s,
@@ -245,19 +263,7 @@ TEST_CASE("profile-timed devices take the profile's time / speed for their work 
   auto m = model::make_model("mlp", 1);
   REQUIRE(m);
   const int L = model::num_layers(**m);
-  // A made-up profile far slower than the MLP's real work (a few milliseconds a micro-batch),
-  // so the times it gives are what the devices must take: 4 ms forward and 8 ms backward per
-  // sample in all, 8 ms fixed per micro-batch, 40 ms to update.
-  planner::model_profile prof;
-  prof.name = "mlp";
-  for (int l = 0; l < L; ++l) {
-    planner::layer_profile lp;
-    lp.fwd_s = 4e-3 / L;
-    lp.bwd_s = 8e-3 / L;
-    lp.fixed_s = 8e-3 / L;
-    lp.update_s = 40e-3 / L;
-    prof.layers.push_back(lp);
-  }
+  const auto prof = slow_profile(L, 40e-3);  // 40 ms to update
   training::train_settings s;
   // Device 0 alone; devices 1 and 2 as a two-stage pipeline at the cut after layer 1.
   s.plan.groups = {{{0}, {0, L}, 16, 8}, {{1, 2}, {0, 1, L}, 32, 8}};
@@ -303,18 +309,10 @@ TEST_CASE("sums start as each holder's stage finishes, hidden under a slower sta
   auto m = model::make_model("mlp", 1);
   REQUIRE(m);
   const int L = model::num_layers(**m);
-  // Profile-timed: 12 ms forward and backward a sample over the model, 8 ms a micro-batch.
-  // Layers 1.. hold 10 MB of parameters (10 ms over the emulated 1 GB/s), layer 0 1 KB.
-  planner::model_profile prof;
-  prof.name = "mlp";
-  for (int l = 0; l < L; ++l) {
-    planner::layer_profile lp;
-    lp.fwd_s = 4e-3 / L;
-    lp.bwd_s = 8e-3 / L;
-    lp.fixed_s = 8e-3 / L;
-    lp.param_bytes = l == 0 ? 1e3 : 10e6 / (L - 1);
-    prof.layers.push_back(lp);
-  }
+  // Profile-timed, no update time. Layers 1.. hold 10 MB of parameters (10 ms over the
+  // emulated 1 GB/s), layer 0 1 KB.
+  auto prof = slow_profile(L, 0);
+  for (int l = 0; l < L; ++l) prof.layers[l].param_bytes = l == 0 ? 1e3 : 10e6 / (L - 1);
   training::train_settings s;
   // Device 0 alone, 1 micro-batch; devices 1 (a quarter) and 2 pipelined at the cut after
   // layer 0. The sum of layers 1.. (devices 0 and 2) can start once device 2 is done, while

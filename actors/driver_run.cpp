@@ -63,6 +63,7 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
       const int hi = std::min(slices[g].second, lo + gp.micro_batch);
       task.inputs.push_back(model::inputs(d_, samples, lo, hi));
       task.targets.push_back(model::targets(d_, samples, lo, hi));
+      task.samples.emplace_back(samples.begin() + lo, samples.begin() + hi);
       ++micro_batches;
     }
     self_->send(groups_[g], step_atom::value, std::move(task));

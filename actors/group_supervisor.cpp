@@ -51,6 +51,7 @@ group_handle::behavior_type group_supervisor(group_handle::stateful_pointer<supe
           t.hi = st.cfg.splits[j + 1];
           if (j == 0) t.inputs = task.inputs;
           if (j == n - 1) t.targets = task.targets;
+          if (j == 0 || j == n - 1) t.samples = task.samples;
           if (j > 0) {
             t.prev = st.cfg.actors[j - 1];
             t.prev_id = st.cfg.devices[j - 1];

@@ -135,6 +135,9 @@ struct stage_task {
   bool accumulate = false;               // exact: false (model::device_worker::begin_step)
   std::vector<model::tensor> inputs;     // first stage: one per micro-batch
   std::vector<model::tensor> targets;    // last stage: one per micro-batch
+  // First or last stage: each micro-batch's sample ids, from which a node holding the job's
+  // data set builds the inputs and targets itself (only ids then cross the wire).
+  std::vector<std::vector<int>> samples;
   device_peer prev, next;                // neighbouring stages (null at the ends)
   int prev_id = -1, next_id = -1;
   comm::link_spec to_prev, to_next;      // emulated links (docs/RUNTIME.md)
@@ -161,6 +164,7 @@ struct group_task {
   std::int64_t first_micro = 0;          // the step's index of inputs[0] (the exact sum's tree)
   bool accumulate = false;               // exact: false
   std::vector<model::tensor> inputs, targets;
+  std::vector<std::vector<int>> samples; // each micro-batch's sample ids (stage_task::samples)
   std::vector<comm::link_spec> links;    // between consecutive stages
   group_sink report_to;
 };

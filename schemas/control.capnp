@@ -92,6 +92,8 @@ struct Leave {
 struct Heartbeat {
   node @0 :Text;
   timeNs @1 :Int64;
+  dataHash @2 :UInt64;        # a node's: the fingerprint of the data set it loaded for the job
+                              # (runtime/data/source.hpp), 0 for none
 }
 
 # What a device measured in one step: per stage it holds, compute and transfer times.
@@ -156,6 +158,9 @@ struct Welcome {
                               # declared the node lost): join again, with fresh devices
   modelHash @10 :Text;        # a TorchScript model's SHA-256 (hex): the node loads the file only
                               # if its bytes hash to this; empty for a built-in model
+  data @11 :Text;             # the job's data set (fashion_mnist, synthetic, fortunes); empty: none
+  dataSamples @12 :UInt32;    # synthetic: the training set's size (seed: the job's)
+  dataHash @13 :UInt64;       # the controller's fingerprint of the training set
 }
 
 # Tensor data travels after the envelope, one ZeroMQ frame per tensor, in this list's order.
@@ -227,6 +232,12 @@ struct StageTask {
   program @9 :List(Instruction);
   toPrev @10 :Link;
   toNext @11 :Link;
+  # Each micro-batch's sample ids in the job's training set. With inputsFromSamples (first
+  # stage) or targetsFromSamples (last stage) the node builds those from its own copy of the
+  # data set (it proved the copy by its heartbeat's dataHash), and no tensor carries them.
+  samples @12 :List(List(Int32));
+  inputsFromSamples @13 :Bool;
+  targetsFromSamples @14 :Bool;
 }
 
 # A micro-batch's activation or gradient between stages; one tensor.

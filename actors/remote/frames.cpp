@@ -67,7 +67,7 @@ comm::link_spec link_from(const wire::ops::link& l) {
   return out;
 }
 
-wire::ops::step step_of(const stage_task& t, std::vector<model::tensor>& tensors) {
+wire::ops::step step_of(const stage_task& t, std::vector<model::tensor>& tensors, bool node_has_data) {
   wire::ops::step s;
   s.tag = t.step;
   s.lo = t.lo;
@@ -81,12 +81,19 @@ wire::ops::step step_of(const stage_task& t, std::vector<model::tensor>& tensors
   for (const auto& in : t.program) s.program.push_back({static_cast<int>(in.kind), in.micro});
   s.to_prev = link_of(t.to_prev);
   s.to_next = link_of(t.to_next);
-  tensors = t.inputs;
-  tensors.insert(tensors.end(), t.targets.begin(), t.targets.end());
+  const bool by_ids = node_has_data && !t.samples.empty();
+  s.inputs_from_samples = by_ids && !t.inputs.empty();
+  s.targets_from_samples = by_ids && !t.targets.empty();
+  if (by_ids) s.samples = t.samples;
+  tensors.clear();
+  if (!s.inputs_from_samples) tensors = t.inputs;
+  if (!s.targets_from_samples) tensors.insert(tensors.end(), t.targets.begin(), t.targets.end());
+  if (s.inputs_from_samples) s.inputs = 0;
+  if (s.targets_from_samples) s.targets = 0;
   return s;
 }
 
-result<stage_task> task_from(const wire::ops::step& s, const std::vector<model::tensor>& tensors) {
+result<stage_task> task_from(const wire::ops::step& s, const std::vector<model::tensor>& tensors, const data::dataset* d) {
   if (s.inputs < 0 || s.targets < 0 || static_cast<std::size_t>(s.inputs + s.targets) != tensors.size())
     return bad("a step", "input and target counts do not match the tensors");
   stage_task t;
@@ -102,6 +109,21 @@ result<stage_task> task_from(const wire::ops::step& s, const std::vector<model::
   t.to_next = link_from(s.to_next);
   t.inputs.assign(tensors.begin(), tensors.begin() + s.inputs);
   t.targets.assign(tensors.begin() + s.inputs, tensors.end());
+  if (!s.inputs_from_samples && !s.targets_from_samples) return t;
+  if (!d) return bad("a step", "names its samples, but this node holds no copy of the job's data set");
+  for (const auto& ids : s.samples)
+    for (int id : ids)
+      if (id < 0 || id >= d->size())
+        return bad("a step", "names sample " + std::to_string(id) + ", beyond this node's data set of " + std::to_string(d->size()));
+  const std::size_t m = s.samples.size();
+  if ((s.inputs_from_samples && !t.inputs.empty()) || (s.targets_from_samples && !t.targets.empty()))
+    return bad("a step", "carries tensors for what it says comes from samples");
+  for (std::size_t k = 0; k < m; ++k) {
+    const int n = static_cast<int>(s.samples[k].size());
+    if (s.inputs_from_samples) t.inputs.push_back(model::inputs(*d, s.samples[k], 0, n));
+    if (s.targets_from_samples) t.targets.push_back(model::targets(*d, s.samples[k], 0, n));
+  }
+  t.samples = s.samples;
   return t;
 }
 

@@ -12,6 +12,7 @@
 #include "actors/messages.hpp"
 #include "comm/keys.hpp"
 #include "comm/packet.hpp"
+#include "data/dataset.hpp"
 #include "wire/messages.hpp"
 
 namespace dynapar::actors::remote {
@@ -33,9 +34,13 @@ wire::device_call call_to(int device, wire::device_op op);
 wire::ops::link link_of(const comm::link_spec& l);
 comm::link_spec link_from(const wire::ops::link& l);
 
-// A stage's part of a step. prev/next/report_to are resolved by the receiving node.
-wire::ops::step step_of(const stage_task& t, std::vector<model::tensor>& tensors);
-result<stage_task> task_from(const wire::ops::step& s, const std::vector<model::tensor>& tensors);
+// A stage's part of a step. prev/next/report_to are resolved by the receiving node. With
+// `node_has_data` (the node proved it holds the job's data set) and the task's sample ids,
+// the inputs and targets travel as those ids; task_from builds them from `data` (null: the
+// node holds none, and such a step is an error naming why), bit for bit what model::inputs
+// and model::targets give the sender.
+wire::ops::step step_of(const stage_task& t, std::vector<model::tensor>& tensors, bool node_has_data = false);
+result<stage_task> task_from(const wire::ops::step& s, const std::vector<model::tensor>& tensors, const data::dataset* data = nullptr);
 
 wire::ops::stage_report report_of(const stage_report& r);
 stage_report report_from(const wire::ops::stage_report& r);

@@ -11,10 +11,11 @@ namespace dynapar::actors {
 
 using clock = std::chrono::steady_clock;
 
-void remote_devices::impl::post(const std::string& route, const wire::device_call& c, const std::vector<model::tensor>& ts) {
+void remote_devices::impl::post(const std::string& route, const wire::device_call& c, const std::vector<model::tensor>& ts,
+                                std::atomic<std::uint64_t>* counted) {
   auto p = remote::pack(c, ts, "controller");
   p.route = route;
-  for (const auto& t : ts) sent += model::bytes(t);
+  for (const auto& t : ts) *(counted ? counted : &sent) += model::bytes(t);
   if (auto st = out->post(std::move(p)); !st) log->warn("device {}: {}", c.device, st.err().message);
 }
 
@@ -125,7 +126,11 @@ void remote_devices::impl::handle(comm::packet p) {
     }
     return;
   }
-  if (std::holds_alternative<wire::heartbeat_msg>(u->env.msg)) return;  // seen above
+  if (const auto* h = std::get_if<wire::heartbeat_msg>(&u->env.msg)) {  // seen above; it may prove the data set
+    std::lock_guard<std::mutex> lock(mu);
+    node_data[p.route] = h->data_hash;
+    return;
+  }
   auto* c = std::get_if<wire::device_call>(&u->env.msg);
   if (!c) return log->warn("dropped an unexpected message from a node");
   const bool relay = remote::is_data(*c);
@@ -144,7 +149,8 @@ void remote_devices::impl::handle(comm::packet p) {
   const int to = moved ? moved->from : c->device;  // an arrival goes to the proxy that started the move
   auto it = devices.find(to);
   if (it == devices.end() || !it->second.proxy) return log->warn("dropped an answer for device {}, which no node hosts", to);
-  for (const auto& t : u->tensors) gathered += model::bytes(t);
+  auto& counted = std::holds_alternative<wire::ops::gradient_set>(c->op) ? gradients : gathered;
+  for (const auto& t : u->tensors) counted += model::bytes(t);
   caf::anon_send(it->second.proxy, remote_atom::value, std::move(*c), std::move(u->tensors));
 }
 
@@ -281,7 +287,9 @@ std::string remote_devices::endpoint() const { return impl_->endpoint; }
 std::map<std::string, double> remote_devices::tensor_bytes() const {
   return {{"relayed", static_cast<double>(impl_->relayed.load())},
           {"gathered", static_cast<double>(impl_->gathered.load())},
-          {"sent", static_cast<double>(impl_->sent.load())}};
+          {"sent", static_cast<double>(impl_->sent.load())},
+          {"inputs", static_cast<double>(impl_->inputs.load())},
+          {"gradients", static_cast<double>(impl_->gradients.load())}};
 }
 
 std::set<int> remote_devices::present_ids() const {

@@ -16,6 +16,7 @@
 
 #include "actors/session.hpp"
 #include "comm/keys.hpp"
+#include "data/source.hpp"
 #include "model/api.hpp"
 
 namespace dynapar::actors {
@@ -42,6 +43,11 @@ struct remote_config {
   std::uint64_t seed = 1;
   model::optimizer_config optimizer;
   std::set<int> devices;                    // ids a node may bring (the job's cluster)
+  // The job's training set, which a node loads itself, and its fingerprint here: a node
+  // whose heartbeat proves the same fingerprint gets a step's sample ids, not its input and
+  // target tensors. 0: every node gets the tensors.
+  data::source data;
+  std::uint64_t data_hash = 0;
 };
 
 class remote_devices : public device_directory {
@@ -57,8 +63,10 @@ class remote_devices : public device_directory {
   std::string endpoint() const;
   std::set<int> present_ids() const;
   // Tensor bytes that passed through this (the controller's) process so far, by kind:
-  // "relayed" between devices on nodes, "gathered" from nodes (gradients, layer copies),
-  // "sent" to nodes (step inputs and targets, gradient sums, layers placed from here).
+  // "relayed" between devices on nodes, "gathered" from nodes (layer copies: checkpoints, the
+  // end), "gradients" gathered for the central sum (--central-sum),
+  // "inputs" sent to nodes (a step's inputs and targets, to a node without the data set),
+  // "sent" to nodes (gradient sums, layers placed from here).
   std::map<std::string, double> tensor_bytes() const;
   // Stops the network thread after sending what is queued (device retirements included).
   void stop();

@@ -71,6 +71,7 @@ void remote_devices::impl::on_join(const std::string& route, const std::string& 
       for (const auto& k : cfg.keys->authorized)
         if (peer == comm::to_string(k.role) + ":" + k.name) key = k.key;
     data_sockets[route] = data_socket{m.data_endpoint, key};
+    node_data.erase(route);  // until its heartbeat proves the data set it loaded for this hosting
     // A lost node's device may join again (a replacement, or the node itself once fenced):
     // it is a new hosting; the old proxy stays lost until the driver stops it.
     for (int id : ids) devices[id] = entry{route, remote_device_handle{}, false, false, next_gen++};
@@ -84,6 +85,11 @@ void remote_devices::impl::on_join(const std::string& route, const std::string& 
   w.lr = cfg.optimizer.lr;
   w.momentum = cfg.optimizer.momentum;
   w.weight_decay = cfg.optimizer.weight_decay;
+  if (cfg.data_hash != 0) {
+    w.data = cfg.data.kind;
+    w.data_samples = cfg.data.synthetic_samples;
+    w.data_hash = cfg.data_hash;
+  }
   log->info("node '{}' joined with {} device(s)", m.node, ids.size());
   reply(route, w);
   broadcast_peers();
@@ -137,6 +143,7 @@ void remote_devices::impl::check_nodes() {
           if (e.proxy) notify.emplace_back(why, e.proxy);
         }
       data_sockets.erase(it->first);
+      node_data.erase(it->first);
       it = nodes.erase(it);
       membership_changed = true;
     }

@@ -54,13 +54,22 @@ struct remote_devices::impl {
   std::thread net;
   std::atomic<bool> stopping{false};
   // Tensor bytes through this process (remote_devices::tensor_bytes): relayed between nodes
-  // (only while a node does not know its peer yet), gathered from nodes (replies), sent to
-  // nodes (inputs, sums, layers).
-  std::atomic<std::uint64_t> relayed{0}, gathered{0}, sent{0};
+  // (only while a node does not know its peer yet), gathered from nodes (layer copies),
+  // gradients (partial sums for the central sum), sent to nodes (sums, layers), inputs.
+  std::atomic<std::uint64_t> relayed{0}, gathered{0}, sent{0}, inputs{0}, gradients{0};
+  // By route: the data set fingerprint the node's heartbeat proved (0: none yet).
+  std::map<std::string, std::uint64_t> node_data;
+  bool holds_data(const std::string& route) const {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = node_data.find(route);
+    return cfg.data_hash != 0 && it != node_data.end() && it->second == cfg.data_hash;
+  }
   std::shared_ptr<spdlog::logger> log = logging::get("remote");
 
   // A device call to the device's node, through the network thread.
-  void post(const std::string& route, const wire::device_call& c, const std::vector<model::tensor>& ts = {});
+  // Its tensors' bytes count as `counted` (sent by default).
+  void post(const std::string& route, const wire::device_call& c, const std::vector<model::tensor>& ts = {},
+            std::atomic<std::uint64_t>* counted = nullptr);
   void reply(const std::string& route, wire::body b);  // from the network thread only
   // A proxy stopped. Its node (if the device is still its node's: a lost node's devices may
   // have joined again from elsewhere) retires the device.

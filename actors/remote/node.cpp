@@ -16,6 +16,7 @@
 #include "actors/remote/mesh.hpp"
 #include "actors/remote/frames.hpp"
 #include "comm/curve.hpp"
+#include "data/source.hpp"
 #include "logging/logging.hpp"
 #include "wire/codec.hpp"
 
@@ -73,6 +74,28 @@ result<std::string> model_source(const node_config& cfg, const wire::welcome_msg
   return file;
 }
 
+// The job's training set, loaded here so that a step's inputs need only sample ids on the
+// wire. Returns the fingerprint to prove in heartbeats: the controller's when this node's
+// copy has the same bytes, else 0 (and the controller keeps sending tensors).
+std::uint64_t load_data(const wire::welcome_msg& w, node_shared& sh) {
+  if (w.data_hash == 0 || w.data.empty()) return 0;
+  auto log = logging::get("node");
+  auto d = data::load(data::source{w.data, w.data_samples, w.seed}, true);
+  if (!d) {
+    log->warn("the job's data set '{}': {}; the controller sends each step's inputs instead", w.data, d.err().message);
+    return 0;
+  }
+  const auto h = data::fingerprint(*d);
+  if (h != w.data_hash) {
+    log->warn("this node's copy of '{}' differs from the controller's (fingerprint {:x}, not {:x}); the controller sends each "
+              "step's inputs instead",
+              w.data, h, w.data_hash);
+    return 0;
+  }
+  sh.data = std::make_shared<const data::dataset>(std::move(*d));
+  return h;
+}
+
 }  // namespace
 
 namespace {
@@ -102,6 +125,9 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
   sh->out = std::make_unique<comm::outbox>(ctx, outbox_address);
   sh->model = *m;
   sh->name = name;
+  const std::uint64_t data_hash = load_data(*w, *sh);
+  // At once, so that the controller knows before the first step whether to send sample ids.
+  if (auto st = send_body(dealer, name, wire::heartbeat_msg{name, 0, data_hash}); !st) return st.err();
   out.devices = static_cast<int>(w->devices.size());
   caf::actor_system_config cc;
   cc.set("scheduler.max-threads", static_cast<std::size_t>(std::max(1, cfg.scheduler_threads)));
@@ -198,7 +224,7 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
     }
     if (clock::now() - last_beat > std::chrono::duration<double>(cfg.heartbeat_s)) {
       last_beat = clock::now();
-      (void)send_body(dealer, name, wire::heartbeat_msg{name, 0});
+      (void)send_body(dealer, name, wire::heartbeat_msg{name, 0, data_hash});
     }
     if (clock::now() - last_heard > std::chrono::duration<double>(cfg.controller_timeout_s)) {
       failure = make_error("controller_lost", "no word from the controller at " + cfg.controller + " for " +

@@ -28,6 +28,7 @@ struct node_shared {
   std::atomic<std::int64_t> silent_until_us{0};
   std::atomic<bool> cut_off{false};
   std::shared_ptr<const model::model_chain> model;
+  std::shared_ptr<const data::dataset> data;  // the job's training set, when this node holds the controller's
   std::atomic<int> live{0};
   std::string name;
   void post(const wire::device_call& c, const std::vector<model::tensor>& ts = {}) {

@@ -26,10 +26,10 @@ struct proxy_state {
 };
 using proxy = remote_device_handle::stateful_base<proxy_state>;
 
-void tell(proxy* self, wire::device_call c, const std::vector<model::tensor>& ts = {}) {
+void tell(proxy* self, wire::device_call c, const std::vector<model::tensor>& ts = {}, std::atomic<std::uint64_t>* counted = nullptr) {
   if (!self->state.lost.empty()) return;
   c.device = self->state.id;
-  self->state.hub->post(self->state.route, c, ts);
+  self->state.hub->post(self->state.route, c, ts, counted);
 }
 
 // Sends a call and keeps `done` for its answer (or for the node's loss: a null answer).
@@ -117,8 +117,9 @@ remote_device_handle::behavior_type remote_device(proxy* self, int id, std::stri
           return;
         }
         std::vector<model::tensor> ts;
-        auto op = remote::step_of(task, ts);
-        tell(self, call(std::move(op)), ts);
+        auto& h = *self->state.hub;
+        auto op = remote::step_of(task, ts, h.holds_data(self->state.route));
+        tell(self, call(std::move(op)), ts, &h.inputs);
       },
       [=](grads_atom, std::int64_t step, const std::vector<int>& layers) -> caf::result<device_gradients> {
         return ask<device_gradients>(self, call(ops::gradients{step, layers}), {},

@@ -6,7 +6,7 @@
 
 #include "config/profile_json.hpp"
 #include "data/sampler.hpp"
-#include "data/text.hpp"
+#include "data/source.hpp"
 #include "logging/logging.hpp"
 #include "planner/evaluate.hpp"
 
@@ -106,21 +106,13 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, co
   const auto& job = p.job;
   model::set_threads(job.threads);
   const model::optimizer_config opt{job.optimizer, job.lr, job.momentum, job.weight_decay};
-  auto take = [&](result<data::dataset> train, result<data::dataset> test) -> status {
-    if (!train) return train.err();
-    if (!test) return test.err();
-    p.train_set = std::move(*train);
-    p.test_set = std::move(*test);
-    return ok_status();
-  };
-  status loaded = ok_status();
-  if (job.data == "synthetic")
-    loaded = take(data::synthetic(job.synthetic_samples, job.seed), data::synthetic(std::max(1000, job.synthetic_samples / 6), job.seed + 1));
-  else if (job.data == "fortunes")
-    loaded = take(data::load_text(data::fortunes_dir, "train"), data::load_text(data::fortunes_dir, "test"));
-  else
-    loaded = take(data::load_fashion_mnist(data::fashion_mnist_dir, "train"), data::load_fashion_mnist(data::fashion_mnist_dir, "t10k"));
-  if (!loaded) return loaded.err();
+  const data::source src{job.data, job.synthetic_samples, job.seed};
+  auto train = data::load(src, true);
+  if (!train) return train.err();
+  auto test = data::load(src, false);
+  if (!test) return test.err();
+  p.train_set = std::move(*train);
+  p.test_set = std::move(*test);
   auto m = model::make_model(job.model, job.seed);
   if (!m) return m.err();
   if (auto st = model::check_data(**m, p.train_set); !st) return st.err();

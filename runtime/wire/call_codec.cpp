@@ -98,6 +98,13 @@ void write_call(schema::DeviceCall::Builder c, const device_call& m) {
                    }
                    set_link(b.initToPrev(), x.to_prev);
                    set_link(b.initToNext(), x.to_next);
+                   auto smp = b.initSamples(n(x.samples));
+                   for (std::size_t i = 0; i < x.samples.size(); ++i) {
+                     auto ids = smp.init(static_cast<unsigned>(i), n(x.samples[i]));
+                     for (std::size_t k = 0; k < x.samples[i].size(); ++k) ids.set(static_cast<unsigned>(k), x.samples[i][k]);
+                   }
+                   b.setInputsFromSamples(x.inputs_from_samples);
+                   b.setTargetsFromSamples(x.targets_from_samples);
                  },
                  [&](const ops::activation& x) {
                    auto b = o.initActivation();
@@ -251,6 +258,14 @@ device_op read_op(Op::Reader o, const decode_limits& lim) {
       for (auto in : r.getProgram()) s.program.push_back({static_cast<int>(in.getKind()), in.getMicro()});
       s.to_prev = read_link(r.getToPrev());
       s.to_next = read_link(r.getToNext());
+      check_list(r.getSamples(), lim, "call.step.samples");
+      for (auto ids : r.getSamples()) {
+        check_list(ids, lim, "call.step.samples");
+        auto& out = s.samples.emplace_back();
+        for (auto id : ids) out.push_back(id);
+      }
+      s.inputs_from_samples = r.getInputsFromSamples();
+      s.targets_from_samples = r.getTargetsFromSamples();
       return s;
     }
     case Op::ACTIVATION: return ops::activation{o.getActivation().getStep(), to_int(o.getActivation().getMicro(), "call.activation.micro")};

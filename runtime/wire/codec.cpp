@@ -114,7 +114,7 @@ body read_body(schema::Envelope::Reader env, const decode_limits& lim) {
     }
     case schema::Envelope::Body::HEARTBEAT: {
       auto r = b.getHeartbeat();
-      return heartbeat_msg{text(r.getNode(), lim, "heartbeat.node"), r.getTimeNs()};
+      return heartbeat_msg{text(r.getNode(), lim, "heartbeat.node"), r.getTimeNs(), r.getDataHash()};
     }
     case schema::Envelope::Body::REPORT: {
       auto r = b.getReport();
@@ -161,6 +161,9 @@ body read_body(schema::Envelope::Reader env, const decode_limits& lim) {
       m.weight_decay = r.getWeightDecay();
       m.rejoin = r.getRejoin();
       m.model_hash = text(r.getModelHash(), lim, "welcome.modelHash");
+      m.data = text(r.getData(), lim, "welcome.data");
+      m.data_samples = to_int(r.getDataSamples(), "welcome.dataSamples");
+      m.data_hash = r.getDataHash();
       return m;
     }
     case schema::Envelope::Body::CALL: return read_call(b.getCall(), lim);
@@ -232,6 +235,7 @@ std::vector<std::uint8_t> encode(const envelope& e) {
                    auto h = b.initHeartbeat();
                    h.setNode(m.node);
                    h.setTimeNs(m.time_ns);
+                   h.setDataHash(m.data_hash);
                  },
                  [&](const device_report& m) {
                    auto r = b.initReport();
@@ -272,6 +276,9 @@ std::vector<std::uint8_t> encode(const envelope& e) {
                    w.setWeightDecay(m.weight_decay);
                    w.setRejoin(m.rejoin);
                    w.setModelHash(m.model_hash);
+                   w.setData(m.data);
+                   w.setDataSamples(static_cast<std::uint32_t>(m.data_samples));
+                   w.setDataHash(m.data_hash);
                  },
                  [&](const device_call& m) { write_call(b.initCall(), m); },
                  [&](const metrics_msg& m) {

@@ -41,6 +41,10 @@ struct step {                                    // tensors: inputs, then target
   bool accumulate = false;
   std::vector<instruction> program;
   link to_prev, to_next;
+  // Each micro-batch's sample ids; with a flag set, the node builds those tensors from its
+  // own copy of the data set (they are then not among the call's tensors).
+  std::vector<std::vector<int>> samples;
+  bool inputs_from_samples = false, targets_from_samples = false;
 };
 struct activation { std::int64_t step = 0; int micro = 0; };  // one tensor
 struct gradient { std::int64_t step = 0; int micro = 0; };    // one tensor

@@ -18,7 +18,9 @@ namespace dynapar::wire {
 // gradients among themselves (reduce, reducePart, commit).
 // 9: every device operation is a struct of its own (wire/device_call.hpp), checked on decode.
 // 10: a plan's schedule may be deepOneFOneB.
-inline constexpr std::uint16_t protocol_version = 10;
+// 11: nodes load the job's data set (Welcome.data, Heartbeat.dataHash); a step names its
+// samples (StageTask.samples) instead of carrying inputs and targets.
+inline constexpr std::uint16_t protocol_version = 11;
 
 // A plan with the model size and batch it was made for, so a receiver can check it alone.
 struct plan_msg {
@@ -55,6 +57,7 @@ struct leave_msg {
 struct heartbeat_msg {
   std::string node;
   std::int64_t time_ns = 0;
+  std::uint64_t data_hash = 0;  // a node's: the data set it loaded (data::fingerprint), 0 for none
 };
 
 struct stage_timing {
@@ -104,6 +107,11 @@ struct welcome_msg {
   double lr = 0, momentum = 0, weight_decay = 0;
   bool rejoin = false;
   std::string model_hash;  // a TorchScript file's SHA-256 in hex; empty for built-in models
+  // The job's training set, for the node to load itself (data::source; seed: `seed`), and the
+  // controller's fingerprint of it. Empty / 0: the node loads none.
+  std::string data;
+  int data_samples = 0;
+  std::uint64_t data_hash = 0;
 };
 
 using body = std::variant<plan_msg, join_msg, leave_msg, heartbeat_msg, device_report, fault_command, metrics_msg,

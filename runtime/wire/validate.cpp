@@ -99,6 +99,7 @@ status validate_body(const body& b, const decode_limits& lim) {
             if (!m.model_hash.empty() &&
                 (m.model_hash.size() != 64 || m.model_hash.find_first_not_of("0123456789abcdef") != std::string::npos))
               return bad("welcome.modelHash", "must be empty or 64 lower-case hex digits (SHA-256)");
+            if (m.data_samples < 0) return bad("welcome.dataSamples", "must be >= 0");
             return ok_status();
           },
           [&](const device_call& m) { return validate_call(m); },

@@ -73,6 +73,13 @@ status check_op(const device_call& m) {
               if (in.kind < 0 || in.kind >= ops::stage_op_count) return bad("call.step.program", "has an unknown instruction");
               if (in.micro < -1) return bad("call.step.program", "has a micro-batch below -1");
             }
+            if ((x.inputs_from_samples || x.targets_from_samples) && x.samples.empty())
+              return bad("call.step.samples", "must list each micro-batch's samples when inputs or targets come from them");
+            for (const auto& ids : x.samples) {
+              if (ids.empty()) return bad("call.step.samples", "has a micro-batch without samples");
+              for (int id : ids)
+                if (id < 0) return bad("call.step.samples", "has a sample id below 0 (" + std::to_string(id) + ")");
+            }
             if (auto s = check_link(x.to_prev, "call.step.toPrev"); !s) return s;
             return check_link(x.to_next, "call.step.toNext");
           },

@@ -102,6 +102,45 @@ TEST_CASE("tensors in device calls cross a ZeroMQ socket bit for bit", "[remote]
   CHECK(call.tensors[0].shape == std::vector<std::int64_t>{16, 1, 28, 28});
 }
 
+TEST_CASE("a step's inputs travel as sample ids to a node holding the data set, and are built bit for bit", "[remote]") {
+  model::set_threads(1);
+  const auto d = data::synthetic(64, 5);
+  const std::vector<int> order = {63, 2, 17, 40, 5, 9, 31};  // a step's samples, as the sampler shuffles them
+  actors::stage_task t;  // a one-stage group: inputs and targets; micro-batches of 4 and 3
+  t.step = 3;
+  t.lo = 0;
+  t.hi = 2;
+  for (auto [lo, hi] : {std::pair{0, 4}, std::pair{4, 7}}) {
+    t.inputs.push_back(model::inputs(d, order, lo, hi));
+    t.targets.push_back(model::targets(d, order, lo, hi));
+    t.samples.emplace_back(order.begin() + lo, order.begin() + hi);
+  }
+  // To a node that has not proved the data set: the tensors, as before.
+  std::vector<model::tensor> ts;
+  auto plain = remote::step_of(t, ts);
+  CHECK((ts.size() == 4 && plain.inputs == 2 && plain.targets == 2 && plain.samples.empty()));
+  // To one that has: ids only, through ZeroMQ, and the node's copy gives the same bits.
+  auto op = remote::step_of(t, ts, true);
+  CHECK((ts.empty() && op.inputs_from_samples && op.targets_from_samples));
+  auto got = remote::unpack(through_zeromq(remote::pack(remote::call_to(1, op), ts, "test")));
+  REQUIRE(got);
+  const auto node_copy = data::synthetic(64, 5);
+  auto task = remote::task_from(std::get<wire::ops::step>(std::get<wire::device_call>(got->env.msg).op), got->tensors, &node_copy);
+  REQUIRE(task);
+  REQUIRE((task->inputs.size() == 2 && task->targets.size() == 2));
+  for (int k = 0; k < 2; ++k) {
+    CHECK(bytes_of(task->inputs[k]) == bytes_of(t.inputs[k]));
+    CHECK(bytes_of(task->targets[k]) == bytes_of(t.targets[k]));
+  }
+  // A middle stage gets neither, whatever the node holds.
+  actors::stage_task mid = t;
+  mid.inputs.clear();
+  mid.targets.clear();
+  mid.samples.clear();
+  auto m = remote::step_of(mid, ts, true);
+  CHECK((ts.empty() && !m.inputs_from_samples && !m.targets_from_samples && m.inputs == 0));
+}
+
 TEST_CASE("a layer moves between processes with its Adam state and trains on bit for bit", "[remote]") {
   model::set_threads(1);
   auto m = model::make_model("cnn", 9);
@@ -166,6 +205,16 @@ TEST_CASE("malformed device calls are errors naming what is wrong", "[remote]") 
   // The same, built in-process, is refused by the conversion too.
   REQUIRE_FALSE(remote::task_from(step, {x}));
   REQUIRE(remote::task_from(step, {x, x}));
+
+  // A step naming its samples: refused by a node without the data set, or for a sample
+  // beyond its copy.
+  wire::ops::step by_ids = step;
+  by_ids.inputs = 0;
+  by_ids.inputs_from_samples = true;
+  by_ids.samples = {{0, 1}, {2, 3}};
+  CHECK(remote::task_from(by_ids, {x}).err().message.find("holds no copy of the job's data set") != std::string::npos);
+  by_ids.samples = {{0, 16}};
+  CHECK(remote::task_from(by_ids, {x}, &d).err().message.find("names sample 16, beyond this node's data set of 16") != std::string::npos);
 
   // Gradients claiming more tensors than came, and fewer.
   const wire::ops::gradient_set g{0, 7, {{0, 2, {{0, 0}, {0, 1}}}}};

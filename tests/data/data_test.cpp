@@ -17,6 +17,7 @@
 #include "data/idx.hpp"
 #include "data/ledger.hpp"
 #include "data/sampler.hpp"
+#include "data/source.hpp"
 
 using namespace dynapar;
 using namespace dynapar::data;
@@ -54,6 +55,34 @@ TEST_CASE("Fashion-MNIST loads from the Debian package", "[unit][data]") {
   for (auto l : test->labels) ++count[l];
   CHECK(std::all_of(count.begin(), count.end(), [](int c) { return c == 1000; }));
   CHECK_FALSE(load_fashion_mnist(fashion_mnist_dir, "validation"));
+}
+
+TEST_CASE("a data source loads what the job names; the fingerprint tells copies apart", "[unit][data]") {
+  // Synthetic: the same set as data::synthetic with the job's size and seed, the test split
+  // a sixth of it (at least 1000) from the next seed.
+  auto train = load(source{"synthetic", 1200, 7}, true);
+  auto test = load(source{"synthetic", 1200, 7}, false);
+  REQUIRE(train);
+  REQUIRE(test);
+  const auto ref = synthetic(1200, 7);
+  CHECK((train->images == ref.images && train->labels == ref.labels));
+  CHECK((test->size() == 1000 && test->images == synthetic(1000, 8).images));
+  CHECK(fingerprint(*train) == fingerprint(ref));
+  // One pixel, one label, another shape or another seed: another fingerprint.
+  auto pixel = ref;
+  pixel.images[777] ^= 1;
+  auto label = ref;
+  label.labels[5] = static_cast<std::uint8_t>((label.labels[5] + 1) % 10);
+  auto shape = ref;
+  shape.rows = 49, shape.cols = 16;  // the same bytes, read as another shape
+  for (const auto& other : {pixel, label, shape, synthetic(1200, 8)}) CHECK(fingerprint(other) != fingerprint(ref));
+  CHECK(fingerprint(dataset{}) != 0);  // 0 means "no data" on the wire
+  // Fashion-MNIST: the Debian package's training set.
+  auto fm = load(source{}, true);
+  REQUIRE(fm);
+  CHECK(fm->size() == 60000);
+  CHECK(load(source{"imagenet", 0, 1}, true).err().message.find("unknown data set 'imagenet'") != std::string::npos);
+  CHECK(load(source{"synthetic", 0, 1}, true).err().message.find("synthetic_samples") != std::string::npos);
 }
 
 TEST_CASE("text windows: the next character is the label, the splits are disjoint, indexes are skipped", "[unit][data]") {

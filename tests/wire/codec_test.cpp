@@ -70,8 +70,8 @@ TEST_CASE("join, leave, heartbeat, report, fault and metrics round-trip", "[unit
   CHECK(l.devices == std::vector<int>{5, 6});
   CHECK(l.reason == "SIGTERM");
 
-  auto h = std::get<heartbeat_msg>(round_trip(wrap(heartbeat_msg{"node-3", 123456789})).msg);
-  CHECK(h.time_ns == 123456789);
+  auto h = std::get<heartbeat_msg>(round_trip(wrap(heartbeat_msg{"node-3", 123456789, 0xfedcba9876543210ull})).msg);
+  CHECK((h.time_ns == 123456789 && h.data_hash == 0xfedcba9876543210ull));
 
   device_report r{5, 7, 70, {{0, 4, 32, 0.25, 0.01, 1e6}, {4, 6, 32, 0.5, 0, 0}}};
   auto rb = std::get<device_report>(round_trip(wrap(r)).msg);
@@ -99,6 +99,12 @@ TEST_CASE("join, leave, heartbeat, report, fault and metrics round-trip", "[unit
   pinned.model = "models/tiny_cnn.pt";
   pinned.model_hash = std::string(64, 'a');
   CHECK(std::get<welcome_msg>(round_trip(wrap(pinned)).msg).model_hash == pinned.model_hash);
+  welcome_msg with_data = pinned;
+  with_data.data = "synthetic";
+  with_data.data_samples = 6000;
+  with_data.data_hash = 0x8000000000000001ull;
+  const auto wd = std::get<welcome_msg>(round_trip(wrap(with_data)).msg);
+  CHECK((wd.data == "synthetic" && wd.data_samples == 6000 && wd.data_hash == 0x8000000000000001ull));
   pinned.model_hash = "not-a-sha256";
   const auto bad_bytes = encode(wrap(pinned));
   auto bad_hash = decode(bad_bytes.data(), bad_bytes.size());

@@ -84,6 +84,12 @@ TEST_CASE("every device operation round-trips with its fields", "[unit][wire]") 
   REQUIRE(sb.program.size() == 4);
   CHECK((sb.program[0].kind == 4 && sb.program[2].kind == 7 && sb.program[2].micro == -1));
   CHECK((sb.to_prev.bandwidth == 1e8 && sb.to_prev.latency == 1e-3 && sb.to_next.bandwidth == 0));
+  CHECK((sb.samples.empty() && !sb.inputs_from_samples && !sb.targets_from_samples));
+  st.targets = 0;  // the node builds them from these ids
+  st.samples = {{5, 9, 0}, {59999}};
+  st.targets_from_samples = true;
+  const auto ss = round_trip(st, 0);
+  CHECK((ss.samples == std::vector<std::vector<int>>{{5, 9, 0}, {59999}} && ss.targets_from_samples && !ss.inputs_from_samples));
 
   const auto ab = round_trip(ops::activation{41, 3}, 1);
   CHECK((ab.step == 41 && ab.micro == 3));
@@ -143,6 +149,16 @@ TEST_CASE("malformed device operations are refused, each naming what is wrong", 
   auto endless = st;
   endless.to_next.latency = std::nan("");
   CHECK(refusal(endless, 2).find("call.step.toNext") != std::string::npos);
+  auto by_ids = st;
+  by_ids.inputs = 0;
+  by_ids.inputs_from_samples = true;
+  CHECK(refusal(by_ids, 1).find("must list each micro-batch's samples") != std::string::npos);
+  by_ids.samples = {{3, -2}};
+  CHECK(refusal(by_ids, 1).find("sample id below 0 (-2)") != std::string::npos);
+  by_ids.samples = {{3}, {}};
+  CHECK(refusal(by_ids, 1).find("a micro-batch without samples") != std::string::npos);
+  by_ids.samples = {{3}, {4}};
+  CHECK(refusal(by_ids, 1).empty());
 
   // Gradients claiming more tensors than came; a partial sum's place outside the tree.
   CHECK(refusal(ops::gradient_set{0, 7, {{0, 3, {{0, 0}, {0, 1}}}}}, 1).find("counts 6 tensors") != std::string::npos);

@@ -47,6 +47,7 @@ struct controller_options {
   std::string keys;           // --keys DIR: serve CURVE (docs/SECURITY.md); launch: also the nodes' keys
   bool no_keys = false;       // launch: plain TCP on loopback instead of throwaway keys
   bool central_sum = false;   // the driver gathers and adds the gradients (not the holders)
+  bool send_inputs = false;   // inputs and targets travel as tensors (not as sample ids)
   std::optional<comm::server_keys> server;  // loaded from `keys`
 };
 
@@ -104,6 +105,8 @@ result<training::train_outcome> train_remote(training::prepared_job& p, const tr
   rc.model = p.job.model;
   rc.seed = p.job.seed;
   rc.optimizer = p.settings.optimizer;
+  rc.data = {p.job.data, p.job.synthetic_samples, p.job.seed};
+  if (!o.send_inputs) rc.data_hash = data::fingerprint(p.train_set);
   for (const auto& d : p.cluster.devices) rc.devices.insert(d.id);
   // Local nodes host their devices on the CPU; a GPU device needs a node on its machine
   // started with --place (docs/GPU.md).
@@ -261,6 +264,9 @@ void add_controller_flags(CLI::App* sub, controller_options& o) {
   sub->add_flag("--central-sum", o.central_sum,
                 "Gather every holder's gradients here and send the sums back, instead of the holders adding among themselves "
                 "(the same bits; for comparison)");
+  sub->add_flag("--send-inputs", o.send_inputs,
+                "Send each step's inputs and targets to the nodes as tensors, instead of sample ids the nodes look up in "
+                "their own copy of the data set (for comparison)");
 }
 
 struct inject_options {

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "actors/device_clock.hpp"
+#include "actors/gloo_lanes.hpp"
 #include "actors/messages.hpp"
 #include "schedule/runner.hpp"
 
@@ -40,12 +41,21 @@ struct device_state {
   std::map<int, layer_sum> sums;
   std::map<std::pair<std::int64_t, int>, std::vector<model::chunk_msg>> early;
   std::map<int, std::pair<std::int64_t, std::vector<model::tensor>>> summed;
+  // exact: false through Gloo: the communicators, and the sums in flight by layer.
+  std::unique_ptr<gloo_lanes> gloo;
+  struct gloo_wait {
+    std::int64_t step = 0;
+    caf::response_promise done;
+    std::int64_t bytes_in = 0;  // what the ring brings this rank: 2 (P - 1) / P of the layer
+  };
+  std::map<int, gloo_wait> gloo_waiting;
   static inline const char* name = "device";
 };
 
 namespace {
 // Its own messages besides: the delayed halves of a fault (self-sent).
-using device_impl = device_handle::extend<caf::reacts_to<fail_atom>, caf::reacts_to<pause_atom, double>>;
+using device_impl = device_handle::extend<caf::reacts_to<fail_atom>, caf::reacts_to<pause_atom, double>,
+                                          caf::reacts_to<gloo_atom, std::int64_t, int, std::vector<model::tensor>, std::string>>;
 using device_self = device_impl::stateful_pointer<device_state>;
 using clock = std::chrono::steady_clock;
 double since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
@@ -102,6 +112,28 @@ void sum_progress(device_self self, int layer, result<std::vector<model::chunk_s
   s.summed[layer] = {e.task.step, std::move(*total)};
   e.done.deliver(sum_held{s.cfg.id, e.task.step, layer, e.bytes_in});
   s.sums.erase(it);
+}
+
+// exact: false through Gloo: the holder's gradients of the layer, flattened (a copy), all-reduced
+// on the communicator's lane; the answer comes back as a gloo_atom message.
+caf::result<sum_held> gloo_reduce(device_self self, const reduce_task& t, int rank) {
+  auto& s = self->state;
+  auto fail = [&](const std::string& why) {
+    return caf::make_error(caf::sec::runtime_error, "device " + std::to_string(s.cfg.id) + ", layer " + std::to_string(t.layer) + ": " + why);
+  };
+  auto flat = model::flatten(s.worker->partial_gradients(t.layer));
+  if (!flat) return fail(flat.err().message);
+  if (!s.gloo) s.gloo = std::make_unique<gloo_lanes>(s.cfg.gloo_host, s.cfg.gloo_timeout_s);
+  const auto p = static_cast<double>(t.holders.size());
+  auto& w = s.gloo_waiting[t.layer];
+  w = {t.step, self->make_response_promise<sum_held>(), static_cast<std::int64_t>(2 * (p - 1) / p * static_cast<double>(model::bytes(flat->flat)))};
+  auto done = w.done;
+  auto me = caf::actor_cast<device_impl>(self);
+  s.gloo->start(t.store, t.generation, t.holders, rank, std::move(*flat), [me, step = t.step, layer = t.layer](result<std::vector<model::tensor>> r) {
+    if (r) caf::anon_send(me, gloo_atom::value, step, layer, std::move(*r), std::string{});
+    else caf::anon_send(me, gloo_atom::value, step, layer, std::vector<model::tensor>{}, r.err().message);
+  });
+  return done;
 }
 
 // Another holder's chunk message for the sum in progress of `layer`.
@@ -309,9 +341,11 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
         s.sums.erase(t.layer);
         for (auto it = s.early.begin(); it != s.early.end();) it = it->first.first < t.step ? s.early.erase(it) : std::next(it);
         s.summed.erase(t.layer);
+        s.gloo_waiting.erase(t.layer);
         const auto me = std::find(t.holders.begin(), t.holders.end(), s.cfg.id);
         if (me == t.holders.end() || t.peers.size() != t.holders.size())
           return caf::make_error(caf::sec::runtime_error, "device " + std::to_string(s.cfg.id) + " is not among the holders it was given");
+        if (!t.store.empty()) return gloo_reduce(self, t, static_cast<int>(me - t.holders.begin()));
         const int layer = t.layer;
         auto& e = s.sums[layer];
         e.sum = std::make_unique<model::peer_sum>(static_cast<int>(me - t.holders.begin()), static_cast<int>(t.holders.size()),
@@ -340,6 +374,19 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
         }
         if (it->second.task.step > p.step) return;  // an abandoned attempt's
         sum_take(self, p.layer, std::move(p.msg));
+      },
+      [=](gloo_atom, std::int64_t step, int layer, std::vector<model::tensor>& sum, const std::string& error) {
+        auto& s = self->state;
+        auto it = s.gloo_waiting.find(layer);
+        if (it == s.gloo_waiting.end() || it->second.step != step) return;  // an abandoned attempt's
+        auto w = std::move(it->second);
+        s.gloo_waiting.erase(it);
+        if (!error.empty())
+          return w.done.deliver(caf::make_error(caf::sec::runtime_error,
+                                                "device " + std::to_string(s.cfg.id) + ", layer " + std::to_string(layer) + ": " + error)),
+                 void();
+        s.summed[layer] = {step, std::move(sum)};
+        w.done.deliver(sum_held{s.cfg.id, step, layer, w.bytes_in});
       },
       [=](commit_atom, std::int64_t step, int layer, double divisor) -> caf::result<applied> {
         auto& s = self->state;

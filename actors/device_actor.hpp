@@ -24,6 +24,10 @@ struct device_config {
   double memory_bytes = 0;
   // Where it computes: "cpu" or "cuda:N", already checked (model::check_place).
   std::string place = "cpu";
+  // exact: false through Gloo (reduce_task::store): the address its ring connections use,
+  // and how long joining or one all-reduce may wait for a peer.
+  std::string gloo_host = "127.0.0.1";
+  double gloo_timeout_s = 30;
 };
 
 // Everything a device takes, checked at compile time; the remote proxy (actors/remote/proxy.hpp)

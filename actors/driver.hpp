@@ -45,7 +45,7 @@ class driver {
       : sys_(sys), self_(sys), actors_(actors), m_(m), d_(d), s_(s), cb_(cb), L_(model::num_layers(m)),
         timeout_(std::chrono::milliseconds(static_cast<long>(s.step_timeout_s * 1000))),
         cluster_(s.emulated.cluster.devices.empty() ? default_emulation(s, actors) : s.emulated),
-        reduction_(s.peer_sum ? peer_reduction(self_, actors.devices, s.exact) : central_reduction(self_, actors.devices, s.exact)) {}
+        reduction_(s.peer_sum ? peer_reduction(self_, actors.devices, s.exact, s.gloo_store) : central_reduction(self_, actors.devices, s.exact)) {}
 
   ~driver() { shutdown(); }
 
@@ -201,6 +201,7 @@ class driver {
   // an abandoned attempt are never taken for the re-run's.
   std::int64_t tag_ = 0;
   bool committed_ = false;                        // the attempt in flight reached its apply phase
+  std::int64_t comm_generation_ = 0;              // reduce_task::generation: moves on with plans and failures
   control::apply_confirmations confirmed_;        // this attempt's apply phase, as the holders confirmed it
   std::set<int> failing_;                         // injected: dying this slot, unannounced
   std::set<int> dead_;                            // device actors seen stopping

@@ -58,6 +58,7 @@ void driver::drain_stale() {
 status driver::recover(std::int64_t& t, bool committed, const error& why, data::sample_ledger& ledger,
                        data::global_sampler& sampler) {
   const auto started = clock::now();
+  ++comm_generation_;  // a holder's Gloo communicator may be broken now
   auto lost = find_lost();
   if (committed) {
     // The survivors' confirmations: each device answered its commit before the probe sent

@@ -196,6 +196,7 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
   for (auto& g : groups_) self_->send_exit(g, caf::exit_reason::user_shutdown);
   groups_.clear();
   holders_.clear();
+  ++comm_generation_;
   for (std::size_t g = 0; g < next.groups.size(); ++g) {
     const auto& gp = next.groups[g];
     group_config gc{static_cast<int>(g), gp.devices, {}, gp.splits, next.schedule};

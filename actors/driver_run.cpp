@@ -73,7 +73,7 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
   // step's samples), by the holders themselves or here (actors/reduction.hpp), divided by B
   // and applied on every holder. A device's sums start when its stage reports (overlapped
   // with the other stages' backward), or when every group has (overlap_sums off).
-  auto work = reduction_->start({tag_, micro_batches, &holders_});
+  auto work = reduction_->start({tag_, micro_batches, &holders_, comm_generation_});
   double loss_sum = 0, pipelines_s = 0;
   std::vector<std::pair<int, double>> compute_s;  // by device
   std::map<int, double> ready_s;                  // by device: its stage's report, from the start

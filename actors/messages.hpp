@@ -79,7 +79,8 @@ using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 using remote_atom = caf::atom_constant<caf::atom("remote")>;  // a device call from another process
 using reduce_atom = caf::atom_constant<caf::atom("reduce")>;  // the decentralised sum (reduce_task)
 using part_atom = caf::atom_constant<caf::atom("rpart")>;     // between holders (reduce_part)
-using commit_atom = caf::atom_constant<caf::atom("commit")>;  // apply the reduced sum of a step
+using commit_atom = caf::atom_constant<caf::atom("commit")>;
+using gloo_atom = caf::atom_constant<caf::atom("gloo")>;      // a device's Gloo all-reduce finished (self-sent)  // apply the reduced sum of a step
 
 // The narrow handles the messages below carry (typed, CAF 0.17): each names what its holder
 // may send, so sending anything else is a compile error rather than a message dropped at run
@@ -187,6 +188,11 @@ struct reduce_task {
   bool exact = true;                     // false: the holders' sums in rank order
   std::vector<int> holders;              // device ids; a holder's rank is its position
   std::vector<device_peer> peers;        // the same devices, resolved where the task arrives
+  // exact: false through Gloo (model::gloo_group): the rendezvous (HOST:PORT; empty: the
+  // holders' own sum), and the communicators' generation, which the driver moves on after
+  // every plan change and failed attempt, so that no holder reuses a broken one.
+  std::string store;
+  std::int64_t generation = 0;
 };
 
 // A holder's answer to a reduce_task: it holds the sum of `layer` for the attempt `step`

@@ -22,7 +22,8 @@ int each_holder(const std::map<int, std::vector<int>>& holders, Send send) {
 // ready; the sums go back to every holder.
 class central_work : public reduction_work {
  public:
-  central_work(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, const reduction_step& s)
+  central_work(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, const std::string&,
+               const reduction_step& s)
       : self_(self), devices_(devices), exact_(exact), s_(s) {
     for (const auto& [l, ids] : *s.holders)
       for (int id : ids) held_[id].push_back(l);
@@ -71,8 +72,9 @@ class central_work : public reduction_work {
 // answers when it holds the sum; the commit has each apply it.
 class peer_work : public reduction_work {
  public:
-  peer_work(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, const reduction_step& s)
-      : self_(self), devices_(devices), exact_(exact), s_(s) {
+  peer_work(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, const std::string& store,
+            const reduction_step& s)
+      : self_(self), devices_(devices), exact_(exact), store_(store), s_(s) {
     for (const auto& [l, ids] : *s.holders) {
       unready_[l] = static_cast<int>(ids.size());
       waiting_ += unready_[l];
@@ -85,7 +87,7 @@ class peer_work : public reduction_work {
     for (int l : it->second)
       if (--unready_[l] == 0) {
         const auto& ids = s_.holders->at(l);
-        reduce_task task{s_.tag, l, s_.micro_batches, exact_, {ids.begin(), ids.end()}, {}};
+        reduce_task task{s_.tag, l, s_.micro_batches, exact_, {ids.begin(), ids.end()}, {}, store_, s_.generation};
         for (int id : ids) task.peers.push_back(devices_.at(id));
         for (int id : ids) self_->send(devices_.at(id), reduce_atom::value, task);
       }
@@ -105,6 +107,7 @@ class peer_work : public reduction_work {
   caf::scoped_actor& self_;
   const std::map<int, device_handle>& devices_;
   const bool exact_;
+  const std::string store_;
   const reduction_step s_;
   std::map<int, std::vector<int>> layers_of_;  // device -> layers it holds, until it is ready
   std::map<int, int> unready_;                  // layer -> holders not yet ready
@@ -114,26 +117,28 @@ class peer_work : public reduction_work {
 template <class Work>
 class reduction_of : public gradient_reduction {
  public:
-  reduction_of(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact)
-      : self_(self), devices_(devices), exact_(exact) {}
+  reduction_of(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, std::string store)
+      : self_(self), devices_(devices), exact_(exact), store_(std::move(store)) {}
   std::unique_ptr<reduction_work> start(const reduction_step& s) override {
-    return std::make_unique<Work>(self_, devices_, exact_, s);
+    return std::make_unique<Work>(self_, devices_, exact_, store_, s);
   }
 
  private:
   caf::scoped_actor& self_;
   const std::map<int, device_handle>& devices_;
   const bool exact_;
+  const std::string store_;
 };
 
 }  // namespace
 
 std::unique_ptr<gradient_reduction> central_reduction(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact) {
-  return std::make_unique<reduction_of<central_work>>(self, devices, exact);
+  return std::make_unique<reduction_of<central_work>>(self, devices, exact, "");
 }
 
-std::unique_ptr<gradient_reduction> peer_reduction(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact) {
-  return std::make_unique<reduction_of<peer_work>>(self, devices, exact);
+std::unique_ptr<gradient_reduction> peer_reduction(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact,
+                                                   const std::string& gloo_store) {
+  return std::make_unique<reduction_of<peer_work>>(self, devices, exact, exact ? "" : gloo_store);
 }
 
 }  // namespace dynapar::actors

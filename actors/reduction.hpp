@@ -8,7 +8,8 @@
 // - central: every holder's partial sums travel to the driver, which adds them in the exact
 //   sum's tree (model::tree_sum; exact: false, model::holders_sum) and sends the sums back;
 // - peer: the holders add among themselves (model::peer_sum, node to node between
-//   processes), answer once they hold the sum, and apply it when the driver commits.
+//   processes; exact: false with a Gloo rendezvous, c10d's ring all-reduce), answer once they
+//   hold the sum, and apply it when the driver commits.
 // Nothing is applied before apply(): a failure before it leaves no holder ahead.
 #pragma once
 
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "actors/device_actor.hpp"
@@ -28,6 +30,7 @@ struct reduction_step {
   std::int64_t tag = 0;                      // the attempt's (stale replies are told apart)
   std::int64_t micro_batches = 0;            // the exact sum's leaves: every group's, in order
   const std::map<int, std::vector<int>>* holders = nullptr;  // layer -> device ids, plan order
+  std::int64_t generation = 0;               // reduce_task::generation
 };
 
 class reduction_work {
@@ -57,6 +60,8 @@ class gradient_reduction {
 
 // `self` sends the requests and receives the replies; `devices` resolves device ids.
 std::unique_ptr<gradient_reduction> central_reduction(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact);
-std::unique_ptr<gradient_reduction> peer_reduction(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact);
+// `gloo_store` (HOST:PORT, exact: false only): the holders add through Gloo, meeting there.
+std::unique_ptr<gradient_reduction> peer_reduction(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact,
+                                                   const std::string& gloo_store = "");
 
 }  // namespace dynapar::actors

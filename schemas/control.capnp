@@ -317,6 +317,10 @@ struct Reduce {
   microBatches @2 :UInt64;
   exact @3 :Bool;
   holders @4 :List(Int32);    # a holder's rank is its place here
+  store @5 :Text;             # exact: false through Gloo: the c10d TCPStore HOST:PORT the
+                              # holders meet at; empty: the holders' own sum
+  generation @6 :UInt64;      # the communicators' generation (a new one after every plan
+                              # change and failed attempt)
 }
 
 # A holder holds the sum, and received `bytesIn` of the other holders' chunks for it.

@@ -193,7 +193,7 @@ result<device_gradients> gradients_from(const wire::ops::gradient_set& w, const 
   return g;
 }
 
-wire::ops::reduce reduce_of(const reduce_task& t) { return {t.step, t.layer, t.micro_batches, t.exact, t.holders}; }
+wire::ops::reduce reduce_of(const reduce_task& t) { return {t.step, t.layer, t.micro_batches, t.exact, t.holders, t.store, t.generation}; }
 
 reduce_task reduce_from(const wire::ops::reduce& r) {
   reduce_task t;
@@ -202,6 +202,8 @@ reduce_task reduce_from(const wire::ops::reduce& r) {
   t.micro_batches = r.micro_batches;
   t.exact = r.exact;
   t.holders = r.holders;
+  t.store = r.store;
+  t.generation = r.generation;
   return t;
 }
 

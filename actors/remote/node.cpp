@@ -134,7 +134,11 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
   cc.set("scheduler.policy", caf::atom("sharing"));
   caf::actor_system sys{cc};
   std::map<int, device_handle> devices;
-  for (int id : w->devices) devices[id] = spawn_device(sys, {id, opt, 1.0, 0, cfg.place});
+  // Gloo's ring connections (exact: false) use the address the data socket is bound to.
+  const auto& data = mesh.endpoint();  // tcp://HOST:PORT
+  const auto colon = data.rfind(':');
+  const std::string host = data.rfind("tcp://", 0) == 0 && colon > 6 ? data.substr(6, colon - 6) : "127.0.0.1";
+  for (int id : w->devices) devices[id] = spawn_device(sys, {id, opt, 1.0, 0, cfg.place, host});
   sh->live = static_cast<int>(devices.size());
   auto b = spawn_node_bridge(sys, sh, devices);
   auto last_heard = clock::now(), last_beat = clock::now();

@@ -109,6 +109,10 @@ struct train_settings {
   // driver; false: the driver gathers every holder's partial sums and sends the sums back.
   // The same bits either way.
   bool peer_sum = false;
+  // With peer_sum and exact: false: the holders add through Gloo (c10d's ring all-reduce),
+  // meeting at this c10d TCPStore (HOST:PORT, model::start_gloo_store); empty: the holders'
+  // own sum in holder order.
+  std::string gloo_store;
   // A holder's sums start when its stage finishes the step's backward, not when every group
   // has (the job's planner `overlap_sums`; docs/RUNTIME.md).
   bool overlap_sums = false;

@@ -189,6 +189,8 @@ void write_call(schema::DeviceCall::Builder c, const device_call& m) {
                    b.setMicroBatches(static_cast<U64>(x.micro_batches));
                    b.setExact(x.exact);
                    set_ints(b.initHolders(n(x.holders)), x.holders);
+                   b.setStore(x.store);
+                   b.setGeneration(static_cast<U64>(x.generation));
                  },
                  [&](const ops::sum_held& x) {
                    auto b = o.initSumHeld();
@@ -317,6 +319,8 @@ device_op read_op(Op::Reader o, const decode_limits& lim) {
                     r.getExact(), {}};
       check_list(r.getHolders(), lim, "call.reduce.holders");
       for (auto h : r.getHolders()) x.holders.push_back(h);
+      x.store = text(r.getStore(), lim, "call.reduce.store");
+      x.generation = to_int64(r.getGeneration(), "call.reduce.generation");
       return x;
     }
     case Op::SUM_HELD: {

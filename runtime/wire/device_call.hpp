@@ -72,7 +72,15 @@ struct pause { std::uint64_t after_us = 0; bool cut_off = false; double seconds 
 struct memory { double bytes = 0; };
 struct layer_timing { double forward_s = 0, backward_s = 0, fixed_s = 0, update_s = 0; };
 struct timing { std::vector<layer_timing> layers; };
-struct reduce { std::int64_t tag = 0; int layer = 0; std::int64_t micro_batches = 0; bool exact = true; std::vector<int> holders; };
+struct reduce {
+  std::int64_t tag = 0;
+  int layer = 0;
+  std::int64_t micro_batches = 0;
+  bool exact = true;
+  std::vector<int> holders;
+  std::string store;  // exact: false through Gloo: the rendezvous HOST:PORT (empty: the holders' own sum)
+  std::int64_t generation = 0;
+};
 struct sum_held { std::int64_t tag = 0; int layer = 0; std::int64_t bytes_in = 0; };  // answer to reduce
 struct reduce_part { std::int64_t tag = 0; int layer = 0; bool gather = false; int from = 0; std::vector<tree_place> parts; };
 struct commit { std::int64_t tag = 0; int layer = 0; double divisor = 1; };

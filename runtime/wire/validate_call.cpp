@@ -139,6 +139,8 @@ status check_op(const device_call& m) {
               if (h < 0) return bad("call.reduce.holders", "has a negative device id");
               if (!seen.insert(h).second) return bad("call.reduce.holders", "names device " + std::to_string(h) + " twice");
             }
+            if (!x.store.empty() && x.exact) return bad("call.reduce.store", "Gloo adds in its own order: only for exact: false");
+            if (!x.store.empty() && x.store.find(':') == std::string::npos) return bad("call.reduce.store", "must be HOST:PORT");
             return ok_status();
           },
           [&](const ops::reduce_part& x) -> status {

@@ -26,6 +26,7 @@
 #include "commands.hpp"
 #include "launch/processes.hpp"
 #include "logging/logging.hpp"
+#include "model/collective.hpp"
 #include "sim/world.hpp"
 #include "train_job.hpp"
 
@@ -48,6 +49,7 @@ struct controller_options {
   bool no_keys = false;       // launch: plain TCP on loopback instead of throwaway keys
   bool central_sum = false;   // the driver gathers and adds the gradients (not the holders)
   bool send_inputs = false;   // inputs and targets travel as tensors (not as sample ids)
+  std::string inexact_sum = "auto";  // exact: false: "gloo", "holders", or auto (Gloo where it may run)
   std::optional<comm::server_keys> server;  // loaded from `keys`
 };
 
@@ -89,6 +91,29 @@ std::string list(const std::set<int>& ids) {
   std::ostringstream o;
   for (int id : ids) o << (o.tellp() > 0 ? ", " : "") << id;
   return o.str();
+}
+
+// exact: false jobs add among the holders through Gloo (c10d's ring all-reduce) where it may
+// run: built with Gloo, and not --keys beyond loopback (Gloo's connections are not encrypted;
+// the holders' own sum then travels over CURVE). The rendezvous is hosted here, on the host of
+// the controller's endpoint.
+result<std::unique_ptr<model::gloo_store>> gloo_rendezvous(const training::prepared_job& p, const controller_options& o,
+                                                           const std::string& endpoint) {
+  if (p.settings.exact || !p.settings.peer_sum || o.inexact_sum == "holders") return std::unique_ptr<model::gloo_store>{};
+  const bool may = model::have_gloo() && !(o.server && o.allow_remote);
+  if (!may) {
+    if (o.inexact_sum == "gloo")
+      return make_error("bad_flag", model::have_gloo() ? "--inexact-sum gloo: Gloo's connections are not encrypted, and this run "
+                                                         "serves CURVE beyond loopback (use --inexact-sum holders)"
+                                                       : "--inexact-sum gloo: this dynapar was built without Gloo (libgloo-dev)");
+    logging::get("controller")->info("exact: false: the holders add in holder order (Gloo {})",
+                                     model::have_gloo() ? "is not used with keys beyond loopback" : "is not built in");
+    return std::unique_ptr<model::gloo_store>{};
+  }
+  const auto colon = endpoint.rfind(':');
+  auto s = model::start_gloo_store(endpoint.substr(6, colon - 6));  // tcp://HOST:PORT
+  if (s) logging::get("controller")->info("exact: false: the holders add through Gloo, meeting at {}", (*s)->endpoint());
+  return s;
 }
 
 result<training::train_outcome> train_remote(training::prepared_job& p, const training::train_callbacks& cb, const controller_options& o) {
@@ -164,6 +189,9 @@ result<training::train_outcome> train_remote(training::prepared_job& p, const tr
   // Between processes the holders add their gradients among themselves, node to node, unless
   // asked to gather them here (--central-sum, for comparison).
   p.settings.peer_sum = !o.central_sum;
+  auto store = gloo_rendezvous(p, o, (*remote)->endpoint());
+  if (!store) return store.err();
+  if (*store) p.settings.gloo_store = (*store)->endpoint();
   auto out = actors::train(sys, a, *p.model, p.train_set, p.settings, cb);
   if (out) out->controller_tensor_bytes = (*remote)->tensor_bytes();
   trained = true;
@@ -264,6 +292,10 @@ void add_controller_flags(CLI::App* sub, controller_options& o) {
   sub->add_flag("--central-sum", o.central_sum,
                 "Gather every holder's gradients here and send the sums back, instead of the holders adding among themselves "
                 "(the same bits; for comparison)");
+  sub->add_option("--inexact-sum", o.inexact_sum,
+                  "exact: false jobs: how the holders add, gloo (c10d's ring all-reduce) or holders (in holder order over "
+                  "dynapar's sockets); default auto: Gloo unless built without it or serving CURVE beyond loopback")
+      ->check(CLI::IsMember({"auto", "gloo", "holders"}));
   sub->add_flag("--send-inputs", o.send_inputs,
                 "Send each step's inputs and targets to the nodes as tensors, instead of sample ids the nodes look up in "
                 "their own copy of the data set (for comparison)");

@@ -36,7 +36,7 @@ class gloo_lanes {
   double timeout_s_;
   std::int64_t generation_ = -1;
   std::map<std::string, lane> lanes_;                  // by communicator name
-  std::vector<std::unique_ptr<serial_lane>> retired_;  // finish (or time out) before the device goes
+  std::vector<std::unique_ptr<serial_lane>> retired_;  // closed, still running what they were given
 };
 
 }  // namespace dynapar::actors

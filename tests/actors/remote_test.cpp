@@ -16,6 +16,7 @@
 #include "actors/remote/hub.hpp"
 #include "actors/remote/frames.hpp"
 #include "data/dataset.hpp"
+#include "data/source.hpp"
 #include "support/loopback.hpp"
 #include "wire/codec.hpp"
 
@@ -302,6 +303,88 @@ TEST_CASE("the controller refuses unknown devices, another protocol version and 
   const auto& w = std::get<wire::welcome_msg>(env->msg);
   CHECK_FALSE(w.accepted);
   CHECK(w.reason.find("protocol version 1") != std::string::npos);
+  (*hub)->stop();
+}
+
+// The controller's side of inputs as sample ids: the Welcome names the data set and its
+// fingerprint, and a node gets a step's sample ids only once its heartbeat proves that
+// fingerprint; before, or with another, it gets the tensors (counted as inputs).
+TEST_CASE("a node gets sample ids only once its heartbeat proves the controller's data set", "[remote]") {
+  model::set_threads(1);
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto m = model::make_model("mlp", 1);
+  REQUIRE(m);
+  const auto d = data::synthetic(64, 4);
+  auto rc = mlp_job({0});
+  rc.data = {"synthetic", 64, 4};
+  rc.data_hash = data::fingerprint(d);
+  auto hub = actors::remote_devices::start(sys, *m, rc);
+  REQUIRE(hub);
+
+  zmq::context_t ctx{1};
+  zmq::socket_t s(ctx, zmq::socket_type::dealer);
+  s.set(zmq::sockopt::linger, 0);
+  s.set(zmq::sockopt::routing_id, std::string("raw-node"));
+  s.connect((*hub)->endpoint());
+  auto send = [&](wire::body b) {
+    wire::envelope e;
+    e.sender = "raw-node";
+    e.msg = std::move(b);
+    comm::packet p;
+    p.header = wire::encode(e);
+    REQUIRE(comm::send_packet(s, std::move(p), false));
+  };
+  // The next message of type T from the controller, skipping heartbeats and peer lists.
+  auto next = [&](auto want) {
+    using T = decltype(want);
+    for (int i = 0; i < 50; ++i) {
+      auto got = comm::recv_packet(s, false, std::chrono::milliseconds(5000));
+      REQUIRE(got);
+      REQUIRE(*got);
+      auto u = remote::unpack(**got);
+      REQUIRE(u);
+      if (auto* x = std::get_if<T>(&u->env.msg)) return std::make_pair(*x, u->tensors);
+    }
+    FAIL("no such message");
+    return std::make_pair(T{}, std::vector<model::tensor>{});
+  };
+  planner::device_spec dev;
+  dev.id = 0;
+  send(wire::join_msg{"raw-node", {dev}, ""});
+  const auto w = next(wire::welcome_msg{}).first;
+  REQUIRE(w.accepted);
+  CHECK((w.data == "synthetic" && w.data_samples == 64 && w.data_hash == rc.data_hash));
+
+  const std::vector<int> order = {5, 9, 2};
+  actors::stage_task t;
+  t.hi = 1;
+  t.inputs = {model::inputs(d, order, 0, 3)};
+  t.targets = {model::targets(d, order, 0, 3)};
+  t.samples = {order};
+  caf::scoped_actor self{sys};
+  t.report_to = caf::actor_cast<actors::stage_sink>(self);
+  // A heartbeat, then a request answered on the same connection: once the answer is here,
+  // the controller has seen the heartbeat.
+  auto beat = [&](std::uint64_t hash) {
+    send(wire::heartbeat_msg{"raw-node", 0, hash});
+    send(wire::leave_msg{"raw-node", {99}, "sync"});
+    CHECK(next(wire::welcome_msg{}).first.reason.find("device 99 is not in the run") != std::string::npos);
+  };
+  const auto proxy = (*hub)->proxy(0);
+  for (const std::uint64_t hash : {rc.data_hash + 1, rc.data_hash}) {
+    beat(hash);
+    caf::anon_send(proxy, actors::step_atom::value, t);
+    auto [call, tensors] = next(wire::device_call{});
+    const auto& st = std::get<wire::ops::step>(call.op);
+    const bool proved = hash == rc.data_hash;
+    CHECK(st.inputs_from_samples == proved);
+    CHECK(st.targets_from_samples == proved);
+    CHECK(tensors.size() == (proved ? 0u : 2u));
+    CHECK(st.samples == (proved ? std::vector<std::vector<int>>{order} : std::vector<std::vector<int>>{}));
+  }
+  // Only the first step's tensors passed through the controller.
+  CHECK((*hub)->tensor_bytes().at("inputs") == static_cast<double>(model::bytes(t.inputs[0]) + model::bytes(t.targets[0])));
   (*hub)->stop();
 }
 

@@ -63,8 +63,8 @@ class remote_devices : public device_directory {
   std::string endpoint() const;
   std::set<int> present_ids() const;
   // Tensor bytes that passed through this (the controller's) process so far, by kind:
-  // "relayed" between devices on nodes, "gathered" from nodes (layer copies: checkpoints, the
-  // end), "gradients" gathered for the central sum (--central-sum),
+  // "relayed" between devices on nodes, "gathered" from nodes (layer copies: checkpoints,
+  // epochs' evaluations, the end), "gradients" gathered for the central sum (--central-sum),
   // "inputs" sent to nodes (a step's inputs and targets, to a node without the data set),
   // "sent" to nodes (gradient sums, layers placed from here).
   std::map<std::string, double> tensor_bytes() const;

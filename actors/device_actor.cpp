@@ -30,23 +30,35 @@ struct device_state {
   comm::link_shaper to_next, to_prev;          // this device's side of its pipeline links
   std::map<int, comm::link_shaper> migration;  // by target device
   std::map<int, std::size_t> held_bytes;       // layer -> its bytes with optimizer state
-  // The decentralised sum (reduce_task): in progress by layer, chunks that came before their
-  // task (by step tag and layer), and sums held until the driver commits the step.
+  // The decentralised sum (reduce_task): in progress by bucket (named by its first layer),
+  // chunks that came before their task (by step tag and bucket), and sums held until the
+  // driver commits the step.
+  struct bucket {
+    std::vector<int> layers;
+    std::vector<std::size_t> counts;  // each layer's parameters, to cut the sum back
+  };
   struct layer_sum {
     reduce_task task;
+    bucket b;
     std::unique_ptr<model::peer_sum> sum;
     caf::response_promise done;
     std::int64_t bytes_in = 0;  // of the other holders' chunks
   };
   std::map<int, layer_sum> sums;
   std::map<std::pair<std::int64_t, int>, std::vector<model::chunk_msg>> early;
-  std::map<int, std::pair<std::int64_t, std::vector<model::tensor>>> summed;
-  // exact: false through Gloo: the communicators, and the sums in flight by layer.
+  struct held_sum {
+    std::int64_t step = 0;
+    bucket b;
+    std::vector<model::tensor> sum;
+  };
+  std::map<int, held_sum> summed;
+  // exact: false through Gloo: the communicators, and the sums in flight by bucket.
   std::unique_ptr<gloo_lanes> gloo;
   struct gloo_wait {
     std::int64_t step = 0;
+    bucket b;
     caf::response_promise done;
-    std::int64_t bytes_in = 0;  // what the ring brings this rank: 2 (P - 1) / P of the layer
+    std::int64_t bytes_in = 0;  // what the ring brings this rank: 2 (P - 1) / P of the bucket
   };
   std::map<int, gloo_wait> gloo_waiting;
   static inline const char* name = "device";
@@ -93,6 +105,17 @@ caf::result<applied> apply_sum(device_state& s, std::int64_t step, int layer, co
   return applied{s.cfg.id, step, layer};
 }
 
+// A reduce_task's bucket: its layers' partial sums joined into one list.
+result<std::vector<model::grad_part>> bucket_parts(device_state& s, const reduce_task& t, device_state::bucket& b) {
+  b.layers = t.layers.empty() ? std::vector<int>{t.layer} : t.layers;
+  std::vector<std::vector<model::grad_part>> per_layer;
+  for (int l : b.layers) {
+    per_layer.push_back(s.worker->partial_gradients(l));
+    b.counts.push_back(per_layer.back().empty() ? 0 : per_layer.back().front().grads.size());
+  }
+  return model::join_layers(std::move(per_layer));
+}
+
 // The decentralised sum of a layer: sends what peer_sum says, and once it is complete holds
 // the sum for the commit and answers the driver; an error answers at once.
 void sum_progress(device_self self, int layer, result<std::vector<model::chunk_send>> out) {
@@ -109,7 +132,7 @@ void sum_progress(device_self self, int layer, result<std::vector<model::chunk_s
   if (!e.sum->done()) return;
   auto total = e.sum->sum();
   if (!total) return fail(total.err().message);
-  s.summed[layer] = {e.task.step, std::move(*total)};
+  s.summed[layer] = {e.task.step, std::move(e.b), std::move(*total)};
   e.done.deliver(sum_held{s.cfg.id, e.task.step, layer, e.bytes_in});
   s.sums.erase(it);
 }
@@ -121,12 +144,16 @@ caf::result<sum_held> gloo_reduce(device_self self, const reduce_task& t, int ra
   auto fail = [&](const std::string& why) {
     return caf::make_error(caf::sec::runtime_error, "device " + std::to_string(s.cfg.id) + ", layer " + std::to_string(t.layer) + ": " + why);
   };
-  auto flat = model::flatten(s.worker->partial_gradients(t.layer));
+  device_state::bucket b;
+  auto parts = bucket_parts(s, t, b);
+  if (!parts) return fail(parts.err().message);
+  auto flat = model::flatten(*parts);
   if (!flat) return fail(flat.err().message);
   if (!s.gloo) s.gloo = std::make_unique<gloo_lanes>(s.cfg.gloo_host, s.cfg.gloo_timeout_s);
   const auto p = static_cast<double>(t.holders.size());
   auto& w = s.gloo_waiting[t.layer];
-  w = {t.step, self->make_response_promise<sum_held>(), static_cast<std::int64_t>(2 * (p - 1) / p * static_cast<double>(model::bytes(flat->flat)))};
+  w = {t.step, std::move(b), self->make_response_promise<sum_held>(),
+       static_cast<std::int64_t>(2 * (p - 1) / p * static_cast<double>(model::bytes(flat->flat)))};
   auto done = w.done;
   auto me = caf::actor_cast<device_impl>(self);
   s.gloo->start(t.store, t.generation, t.holders, rank, std::move(*flat), [me, step = t.step, layer = t.layer](result<std::vector<model::tensor>> r) {
@@ -351,10 +378,11 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
         e.sum = std::make_unique<model::peer_sum>(static_cast<int>(me - t.holders.begin()), static_cast<int>(t.holders.size()),
                                                   t.micro_batches, t.exact);
         e.done = self->make_response_promise<sum_held>();
+        auto parts = bucket_parts(s, t, e.b);
         e.task = std::move(t);
         auto done = e.done;
         const auto key = std::make_pair(e.task.step, layer);
-        sum_progress(self, layer, e.sum->start(s.worker->partial_gradients(layer)));
+        sum_progress(self, layer, parts ? e.sum->start(*parts) : result<std::vector<model::chunk_send>>(parts.err()));
         if (auto it = s.early.find(key); it != s.early.end()) {
           auto msgs = std::move(it->second);
           s.early.erase(it);
@@ -385,18 +413,24 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
           return w.done.deliver(caf::make_error(caf::sec::runtime_error,
                                                 "device " + std::to_string(s.cfg.id) + ", layer " + std::to_string(layer) + ": " + error)),
                  void();
-        s.summed[layer] = {step, std::move(sum)};
+        s.summed[layer] = {step, std::move(w.b), std::move(sum)};
         w.done.deliver(sum_held{s.cfg.id, step, layer, w.bytes_in});
       },
       [=](commit_atom, std::int64_t step, int layer, double divisor) -> caf::result<applied> {
         auto& s = self->state;
         auto it = s.summed.find(layer);
-        if (it == s.summed.end() || it->second.first != step)
+        if (it == s.summed.end() || it->second.step != step)
           return caf::make_error(caf::sec::runtime_error, "device " + std::to_string(s.cfg.id) + " holds no sum of layer " +
                                                               std::to_string(layer) + " for this step");
-        auto sum = std::move(it->second.second);
+        auto h = std::move(it->second);
         s.summed.erase(it);
-        return apply_sum(s, step, layer, sum, divisor);
+        auto per_layer = model::split_layers(std::move(h.sum), h.b.counts);
+        if (!per_layer) return caf::make_error(caf::sec::runtime_error, "device " + std::to_string(s.cfg.id) + ": " + per_layer.err().message);
+        for (std::size_t i = 0; i < h.b.layers.size(); ++i) {
+          auto r = apply_sum(s, step, h.b.layers[i], (*per_layer)[i], divisor);
+          if (r.flag == caf::rt_error) return r;
+        }
+        return applied{s.cfg.id, step, layer};
       },
       [=](hash_atom, int layer) { return static_cast<std::uint64_t>(self->state.worker->hash(layer)); },
       [=](copy_atom, int layer) { return self->state.worker->copy(layer); },

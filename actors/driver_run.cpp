@@ -133,7 +133,7 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
   // (recover() knows, from committed_).
   const auto update_started = clock::now();
   committed_ = true;
-  confirmed_.begin(tag_);
+  confirmed_.begin(tag_, work->buckets());
   const int acks = work->apply(static_cast<double>(s_.batch));
   for (int k = 0; k < acks && failure_.empty();)
     self_->receive(on_down, [&](const applied& a) { k += confirmed_.confirm(a.device, a.step, a.layer); },

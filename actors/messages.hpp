@@ -193,6 +193,9 @@ struct reduce_task {
   // every plan change and failed attempt, so that no holder reuses a broken one.
   std::string store;
   std::int64_t generation = 0;
+  // A bucket: every layer these holders add together in one exchange, ascending, `layer`
+  // first; empty: `layer` alone. The answers and the commit name the bucket by `layer`.
+  std::vector<int> layers;
 };
 
 // A holder's answer to a reduce_task: it holds the sum of `layer` for the attempt `step`

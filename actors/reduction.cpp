@@ -68,30 +68,36 @@ class central_work : public reduction_work {
   std::map<int, std::vector<model::tensor>> summed_;                  // layer -> its sum
 };
 
-// The holders add: once every holder of a layer is ready, each gets the layer's task and
-// answers when it holds the sum; the commit has each apply it.
+// The holders add: once every holder of a bucket is ready, each gets the bucket's task and
+// answers when it holds the sum; the commit has each apply it. A bucket is every layer with
+// the same holders (in the same order): one exchange and one commit for all of them, where
+// one per layer cost a round of messages each (docs/RUNTIME.md).
 class peer_work : public reduction_work {
  public:
   peer_work(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, const std::string& store,
             const reduction_step& s)
       : self_(self), devices_(devices), exact_(exact), store_(store), s_(s) {
+    std::map<std::vector<int>, int> first;  // holders -> the bucket's first layer
     for (const auto& [l, ids] : *s.holders) {
+      const auto [it, fresh] = first.emplace(ids, l);
+      buckets_[it->second].push_back(l);
+      if (!fresh) continue;
       unready_[l] = static_cast<int>(ids.size());
       waiting_ += unready_[l];
-      for (int id : ids) layers_of_[id].push_back(l);
+      for (int id : ids) buckets_of_[id].push_back(l);
     }
   }
   void ready(int device) override {
-    const auto it = layers_of_.find(device);
-    if (it == layers_of_.end()) return;
+    const auto it = buckets_of_.find(device);
+    if (it == buckets_of_.end()) return;
     for (int l : it->second)
       if (--unready_[l] == 0) {
         const auto& ids = s_.holders->at(l);
-        reduce_task task{s_.tag, l, s_.micro_batches, exact_, {ids.begin(), ids.end()}, {}, store_, s_.generation};
+        reduce_task task{s_.tag, l, s_.micro_batches, exact_, {ids.begin(), ids.end()}, {}, store_, s_.generation, buckets_.at(l)};
         for (int id : ids) task.peers.push_back(devices_.at(id));
         for (int id : ids) self_->send(devices_.at(id), reduce_atom::value, task);
       }
-    layers_of_.erase(it);  // ready once
+    buckets_of_.erase(it);  // ready once
   }
   void on(device_gradients&) override {}
   void on(const sum_held& h) override {
@@ -100,8 +106,15 @@ class peer_work : public reduction_work {
   bool done() const override { return waiting_ == 0; }
   status finish() override { return ok_status(); }
   int apply(double batch) override {
-    return each_holder(*s_.holders, [&](int id, int l) { self_->send(devices_.at(id), commit_atom::value, s_.tag, l, batch); });
+    int n = 0;
+    for (const auto& [l, layers] : buckets_)
+      for (int id : s_.holders->at(l)) {
+        self_->send(devices_.at(id), commit_atom::value, s_.tag, l, batch);
+        ++n;
+      }
+    return n;
   }
+  std::map<int, std::vector<int>> buckets() const override { return buckets_; }
 
  private:
   caf::scoped_actor& self_;
@@ -109,8 +122,9 @@ class peer_work : public reduction_work {
   const bool exact_;
   const std::string store_;
   const reduction_step s_;
-  std::map<int, std::vector<int>> layers_of_;  // device -> layers it holds, until it is ready
-  std::map<int, int> unready_;                  // layer -> holders not yet ready
+  std::map<int, std::vector<int>> buckets_;     // first layer -> the bucket's layers, ascending
+  std::map<int, std::vector<int>> buckets_of_;  // device -> buckets it holds, until it is ready
+  std::map<int, int> unready_;                  // bucket -> holders not yet ready
   int waiting_ = 0;
 };
 

@@ -48,8 +48,10 @@ class reduction_work {
   virtual bool done() const = 0;
   virtual status finish() = 0;
   // After finish(): every holder applies its layer's sum divided by `batch`. Returns the
-  // acks (one `bool` per holder and layer) to wait for.
+  // acks (one `applied` per holder and bucket) to wait for.
   virtual int apply(double batch) = 0;
+  // The layers one `applied` confirms, by the layer it names (none listed: that layer alone).
+  virtual std::map<int, std::vector<int>> buckets() const { return {}; }
 };
 
 class gradient_reduction {

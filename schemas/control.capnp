@@ -321,6 +321,8 @@ struct Reduce {
                               # holders meet at; empty: the holders' own sum
   generation @6 :UInt64;      # the communicators' generation (a new one after every plan
                               # change and failed attempt)
+  layers @7 :List(Int32);     # (12) the bucket: every layer added in this one exchange,
+                              # ascending, `layer` first; empty: `layer` alone
 }
 
 # A holder holds the sum, and received `bytesIn` of the other holders' chunks for it.

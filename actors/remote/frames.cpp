@@ -193,7 +193,9 @@ result<device_gradients> gradients_from(const wire::ops::gradient_set& w, const 
   return g;
 }
 
-wire::ops::reduce reduce_of(const reduce_task& t) { return {t.step, t.layer, t.micro_batches, t.exact, t.holders, t.store, t.generation}; }
+wire::ops::reduce reduce_of(const reduce_task& t) {
+  return {t.step, t.layer, t.micro_batches, t.exact, t.holders, t.store, t.generation, t.layers};
+}
 
 reduce_task reduce_from(const wire::ops::reduce& r) {
   reduce_task t;
@@ -204,6 +206,7 @@ reduce_task reduce_from(const wire::ops::reduce& r) {
   t.holders = r.holders;
   t.store = r.store;
   t.generation = r.generation;
+  t.layers = r.layers;
   return t;
 }
 

@@ -1,14 +1,22 @@
 #include "control/confirmations.hpp"
 
+#include <utility>
+
 namespace dynapar::control {
 
-void apply_confirmations::begin(std::int64_t tag) {
+void apply_confirmations::begin(std::int64_t tag, std::map<int, std::vector<int>> buckets) {
   tag_ = tag;
+  buckets_ = std::move(buckets);
   got_.clear();
 }
 
 bool apply_confirmations::confirm(int device, std::int64_t tag, int layer) {
-  return tag == tag_ && got_[layer].insert(device).second;
+  if (tag != tag_) return false;
+  const auto it = buckets_.find(layer);
+  if (it == buckets_.end()) return got_[layer].insert(device).second;
+  bool fresh = false;
+  for (int l : it->second) fresh = got_[l].insert(device).second || fresh;
+  return fresh;
 }
 
 std::set<int> apply_confirmations::missing(const std::map<int, std::vector<int>>& holders, const std::function<bool(int)>& in_run) const {

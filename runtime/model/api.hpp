@@ -109,6 +109,13 @@ result<std::vector<tensor>> tree_sum(std::vector<grad_part> parts, std::int64_t 
 // exact: false: each part one holder's whole sum (autograd's accumulation), in group order;
 // added as the leaves of the same tree (their places in it are ignored).
 result<std::vector<tensor>> holders_sum(std::vector<grad_part> parts);
+// A bucket: several layers with the same holders summed as one, so that they cost one
+// exchange instead of one each. Part by part (every layer a device holds has the same tree
+// nodes; an error says which does not), each layer's parameters one after another. Addition
+// is element-wise, so the bucket's sum has every layer's bits.
+result<std::vector<grad_part>> join_layers(std::vector<std::vector<grad_part>> per_layer);
+// The bucket's sum cut back into its layers' gradients, `counts[i]` parameters for the i-th.
+result<std::vector<std::vector<tensor>>> split_layers(std::vector<tensor> sum, const std::vector<std::size_t>& counts);
 // Bytes on the wire: a tensor's data; a layer's parameters plus its optimizer state (what a
 // migration moves); a gradient list.
 std::size_t bytes(const tensor& t);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <limits>
 
 #include "model/boxes.hpp"
@@ -61,6 +62,35 @@ result<std::vector<tensor>> holders_sum(std::vector<grad_part> parts) {
   for (std::size_t k = 0; k < parts.size(); ++k) parts[k].level = 0, parts[k].index = static_cast<std::int64_t>(k);
   const auto n = static_cast<std::int64_t>(parts.size());
   return tree_sum(std::move(parts), n);
+}
+
+result<std::vector<grad_part>> join_layers(std::vector<std::vector<grad_part>> per_layer) {
+  if (per_layer.empty()) return make_error("bad_sum", "a bucket without layers");
+  auto out = std::move(per_layer.front());
+  for (std::size_t l = 1; l < per_layer.size(); ++l) {
+    auto& parts = per_layer[l];
+    if (parts.size() != out.size()) return make_error("bad_sum", "the bucket's layer " + std::to_string(l) + " has other partial sums than its first");
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      if (parts[i].level != out[i].level || parts[i].index != out[i].index)
+        return make_error("bad_sum", "the bucket's layer " + std::to_string(l) + " has other partial sums than its first");
+      for (auto& g : parts[i].grads) out[i].grads.push_back(std::move(g));
+    }
+  }
+  return out;
+}
+
+result<std::vector<std::vector<tensor>>> split_layers(std::vector<tensor> sum, const std::vector<std::size_t>& counts) {
+  std::size_t total = 0;
+  for (auto c : counts) total += c;
+  if (total != sum.size())
+    return make_error("bad_sum", "a bucket's sum of " + std::to_string(sum.size()) + " tensors for layers of " + std::to_string(total));
+  std::vector<std::vector<tensor>> out;
+  auto it = sum.begin();
+  for (auto c : counts) {
+    out.emplace_back(std::make_move_iterator(it), std::make_move_iterator(it + static_cast<std::ptrdiff_t>(c)));
+    it += static_cast<std::ptrdiff_t>(c);
+  }
+  return out;
 }
 
 std::size_t bytes(const tensor& t) { return t ? static_cast<std::size_t>(t->t.nbytes()) : 0; }

@@ -191,6 +191,7 @@ void write_call(schema::DeviceCall::Builder c, const device_call& m) {
                    set_ints(b.initHolders(n(x.holders)), x.holders);
                    b.setStore(x.store);
                    b.setGeneration(static_cast<U64>(x.generation));
+                   set_ints(b.initLayers(n(x.layers)), x.layers);
                  },
                  [&](const ops::sum_held& x) {
                    auto b = o.initSumHeld();
@@ -316,11 +317,13 @@ device_op read_op(Op::Reader o, const decode_limits& lim) {
     case Op::REDUCE: {
       auto r = o.getReduce();
       ops::reduce x{r.getTag(), to_int(r.getLayer(), "call.reduce.layer"), to_int64(r.getMicroBatches(), "call.reduce.microBatches"),
-                    r.getExact(), {}};
+                    r.getExact(), {}, {}, 0, {}};
       check_list(r.getHolders(), lim, "call.reduce.holders");
       for (auto h : r.getHolders()) x.holders.push_back(h);
       x.store = text(r.getStore(), lim, "call.reduce.store");
       x.generation = to_int64(r.getGeneration(), "call.reduce.generation");
+      check_list(r.getLayers(), lim, "call.reduce.layers");
+      for (auto l : r.getLayers()) x.layers.push_back(l);
       return x;
     }
     case Op::SUM_HELD: {

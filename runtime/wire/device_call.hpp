@@ -80,6 +80,7 @@ struct reduce {
   std::vector<int> holders;
   std::string store;  // exact: false through Gloo: the rendezvous HOST:PORT (empty: the holders' own sum)
   std::int64_t generation = 0;
+  std::vector<int> layers;  // the bucket: ascending, `layer` first (empty: `layer` alone)
 };
 struct sum_held { std::int64_t tag = 0; int layer = 0; std::int64_t bytes_in = 0; };  // answer to reduce
 struct reduce_part { std::int64_t tag = 0; int layer = 0; bool gather = false; int from = 0; std::vector<tree_place> parts; };

@@ -141,6 +141,9 @@ status check_op(const device_call& m) {
             }
             if (!x.store.empty() && x.exact) return bad("call.reduce.store", "Gloo adds in its own order: only for exact: false");
             if (!x.store.empty() && x.store.find(':') == std::string::npos) return bad("call.reduce.store", "must be HOST:PORT");
+            if (!x.layers.empty() && x.layers.front() != x.layer) return bad("call.reduce.layers", "must begin with call.reduce.layer");
+            for (std::size_t i = 1; i < x.layers.size(); ++i)
+              if (x.layers[i] <= x.layers[i - 1]) return bad("call.reduce.layers", "must be ascending, each layer once");
             return ok_status();
           },
           [&](const ops::reduce_part& x) -> status {

@@ -163,6 +163,36 @@ TEST_CASE("the peer reduction gives every holder its layer's task, waits for eac
   for (auto& [id, a] : devices) self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 
+TEST_CASE("the peer reduction adds the layers of the same holders in one bucket: one task and one commit each", "[actor][reduction]") {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto log = std::make_shared<told>();
+  std::map<int, device_handle> devices;
+  for (int id : {4, 5, 6}) devices[id] = holder(sys, id, std::map<int, std::vector<std::pair<int, float>>>{}, log);
+  // Layers 0 and 2 on devices 4 then 5; layer 3 on the same devices in the other order
+  // (other ranks: a bucket of its own); layer 1 on device 6.
+  const std::map<int, std::vector<int>> holders = {{0, {4, 5}}, {1, {6}}, {2, {4, 5}}, {3, {5, 4}}};
+  auto r = peer_reduction(self, devices, true);
+  auto work = r->start({5, 8, &holders});
+  const std::map<int, std::vector<int>> buckets = {{0, {0, 2}}, {1, {1}}, {3, {3}}};
+  CHECK(work->buckets() == buckets);
+  int acks = 0;
+  REQUIRE(run(*r, self, {5, 8, &holders}, acks));
+  CHECK(acks == 5);  // devices 4 and 5 twice (buckets 0 and 3), device 6 once
+  std::lock_guard<std::mutex> lock(log->m);
+  REQUIRE(log->tasks.size() == 5);
+  for (const auto& t : log->tasks) {
+    CHECK(t.layers == buckets.at(t.layer));
+    CHECK(t.holders == holders.at(t.layer));
+  }
+  std::sort(log->commits.begin(), log->commits.end());
+  const std::vector<std::tuple<int, std::int64_t, int, double>> want = {
+      {4, 5, 0, 64.0}, {4, 5, 3, 64.0}, {5, 5, 0, 64.0}, {5, 5, 3, 64.0}, {6, 5, 1, 64.0}};
+  CHECK(log->commits == want);
+  for (auto& [id, a] : devices) self->send_exit(a, caf::exit_reason::user_shutdown);
+}
+
 TEST_CASE("a reduction asks a holder only once it is ready, and a layer's sum waits for all its holders", "[actor][reduction]") {
   caf::actor_system_config cfg;
   caf::actor_system sys{cfg};

@@ -30,3 +30,24 @@ TEST_CASE("a step counts as applied only by the confirmations of its own attempt
   CHECK(c.missing(holders, everyone) == std::set<int>{1, 2, 3, 4});
   CHECK_FALSE(c.confirm(2, 7, 1));
 }
+
+TEST_CASE("a confirmation of a bucket covers each of its layers, and only those", "[unit][control]") {
+  // Layers 0, 1 and 3 on devices 1 and 2 were summed as one bucket (named by layer 0);
+  // layer 2 on device 2 alone.
+  const std::map<int, std::vector<int>> holders = {{0, {1, 2}}, {1, {1, 2}}, {2, {2}}, {3, {1, 2}}};
+  const auto everyone = [](int) { return true; };
+  apply_confirmations c;
+  c.begin(3, {{0, {0, 1, 3}}});
+  CHECK(c.confirm(1, 3, 0));
+  CHECK_FALSE(c.confirm(1, 3, 0));  // once
+  CHECK(c.missing(holders, everyone) == std::set<int>{2});
+  CHECK(c.confirm(2, 3, 0));
+  CHECK(c.missing(holders, everyone) == std::set<int>{2});  // layer 2 is not in the bucket
+  CHECK(c.confirm(2, 3, 2));
+  CHECK(c.missing(holders, everyone).empty());
+  // The next attempt, without buckets: layer 0's confirmation is layer 0's alone.
+  c.begin(4);
+  CHECK(c.confirm(1, 4, 0));
+  CHECK(c.confirm(2, 4, 0));
+  CHECK(c.missing(holders, everyone) == std::set<int>{1, 2});
+}

@@ -132,3 +132,56 @@ TEST_CASE("peer_sum refuses messages out of turn, twice, or from no holder", "[m
   REQUIRE_FALSE(none);
   CHECK(none.err().message.find("no partial sums") != std::string::npos);
 }
+
+TEST_CASE("a bucket of layers summed as one gives each layer its own tree_sum's bits", "[model][peer_sum]") {
+  std::mt19937 rng(19);
+  const std::int64_t n = 6;
+  const int layers = 3, P = 3;
+  // leaves[l][i]: layer l's gradients of micro-batch i (layer 1 has a single parameter).
+  std::vector<std::vector<std::vector<tensor>>> leaves(layers);
+  for (int l = 0; l < layers; ++l)
+    for (int i = 0; i < n; ++i) {
+      auto g = grads_of(rng);
+      if (l == 1) g.resize(1);
+      leaves[l].push_back(g);
+    }
+  // Holder r has micro-batches [2r, 2r + 2) of every layer: one aligned node each.
+  std::vector<std::vector<grad_part>> mine(P);
+  for (int r = 0; r < P; ++r) {
+    std::vector<std::vector<grad_part>> per_layer(layers);
+    for (int l = 0; l < layers; ++l) {
+      auto node = tree_sum({{0, 0, leaves[l][2 * r]}, {0, 1, leaves[l][2 * r + 1]}}, 2);
+      REQUIRE(node);
+      per_layer[l].push_back({1, r, *node});
+    }
+    auto joined = join_layers(std::move(per_layer));
+    REQUIRE(joined);
+    mine[r] = std::move(*joined);
+  }
+  for (const auto& s : run(mine, n, true, rng)) {
+    std::vector<tensor> flat_sum;
+    for (const auto& v : s) flat_sum.push_back(tensor_of(v, "cpu"));
+    auto per_layer = split_layers(flat_sum, {2, 1, 2});
+    REQUIRE(per_layer);
+    for (int l = 0; l < layers; ++l) {
+      std::vector<grad_part> all;
+      for (int i = 0; i < n; ++i) all.push_back({0, i, leaves[l][i]});
+      auto want = tree_sum(all, n);
+      REQUIRE(want);
+      INFO("layer " << l);
+      CHECK(values((*per_layer)[l]) == values(*want));
+    }
+  }
+}
+
+TEST_CASE("a bucket refuses layers with other partial sums, and a sum of the wrong size", "[model][peer_sum]") {
+  std::mt19937 rng(23);
+  auto other = join_layers({{{0, 0, grads_of(rng)}}, {{0, 1, grads_of(rng)}}});
+  REQUIRE_FALSE(other);
+  CHECK(other.err().message.find("layer 1") != std::string::npos);
+  CHECK_FALSE(join_layers({{{0, 0, grads_of(rng)}}, {}}));
+  CHECK_FALSE(join_layers({}));
+  auto wrong = split_layers(grads_of(rng), {1, 2});
+  REQUIRE_FALSE(wrong);
+  CHECK(wrong.err().message.find("layers of 3") != std::string::npos);
+}

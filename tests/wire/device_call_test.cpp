@@ -119,10 +119,12 @@ TEST_CASE("every device operation round-trips with its fields", "[unit][wire]") 
   REQUIRE(ti.layers.size() == 2);
   CHECK((ti.layers[0].forward_s == 1e-3 && ti.layers[0].backward_s == 2e-3 && ti.layers[0].fixed_s == 3e-4 &&
          ti.layers[0].update_s == 4e-5 && ti.layers[1].forward_s == 5e-3));
-  const auto re = round_trip(ops::reduce{41, 2, 32, false, {5, 0, 3}, "", 0});
+  const auto re = round_trip(ops::reduce{41, 2, 32, false, {5, 0, 3}, "", 0, {}});
   CHECK((re.tag == 41 && re.layer == 2 && re.micro_batches == 32 && !re.exact && re.holders == std::vector<int>{5, 0, 3}));
-  CHECK((re.store.empty() && re.generation == 0));
-  const auto rg = round_trip(ops::reduce{41, 2, 32, false, {5, 0}, "10.0.0.7:29500", 9});
+  CHECK((re.store.empty() && re.generation == 0 && re.layers.empty()));
+  const auto rk = round_trip(ops::reduce{41, 2, 32, true, {5, 0}, "", 0, {2, 3, 7}});
+  CHECK(rk.layers == std::vector<int>{2, 3, 7});
+  const auto rg = round_trip(ops::reduce{41, 2, 32, false, {5, 0}, "10.0.0.7:29500", 9, {}});
   CHECK((rg.store == "10.0.0.7:29500" && rg.generation == 9));
   const auto sh = round_trip(ops::sum_held{41, 2, 65536});
   CHECK((sh.tag == 41 && sh.layer == 2 && sh.bytes_in == 65536));
@@ -170,11 +172,13 @@ TEST_CASE("malformed device operations are refused, each naming what is wrong", 
   CHECK(refusal(ops::reduce_part{0, 0, false, 0, {{0, 0}, {0, 1}}}, 1).find("call.reducePart") != std::string::npos);
 
   CHECK(refusal(ops::activation{0, 0}, 2).find("call.activation") != std::string::npos);
-  CHECK(refusal(ops::reduce{0, 0, 4, true, {1, 2, 1}, "", 0}).find("names device 1 twice") != std::string::npos);
-  CHECK(refusal(ops::reduce{0, 0, 4, true, {}, "", 0}).find("call.reduce.holders") != std::string::npos);
-  CHECK(refusal(ops::reduce{0, 0, 0, true, {1}, "", 0}).find("call.reduce.microBatches") != std::string::npos);
-  CHECK(refusal(ops::reduce{0, 0, 4, true, {1}, "127.0.0.1:1", 0}).find("only for exact: false") != std::string::npos);
-  CHECK(refusal(ops::reduce{0, 0, 4, false, {1}, "localhost", 0}).find("HOST:PORT") != std::string::npos);
+  CHECK(refusal(ops::reduce{0, 0, 4, true, {1, 2, 1}, "", 0, {}}).find("names device 1 twice") != std::string::npos);
+  CHECK(refusal(ops::reduce{0, 0, 4, true, {}, "", 0, {}}).find("call.reduce.holders") != std::string::npos);
+  CHECK(refusal(ops::reduce{0, 0, 0, true, {1}, "", 0, {}}).find("call.reduce.microBatches") != std::string::npos);
+  CHECK(refusal(ops::reduce{0, 0, 4, true, {1}, "127.0.0.1:1", 0, {}}).find("only for exact: false") != std::string::npos);
+  CHECK(refusal(ops::reduce{0, 0, 4, false, {1}, "localhost", 0, {}}).find("HOST:PORT") != std::string::npos);
+  CHECK(refusal(ops::reduce{0, 2, 4, true, {1}, "", 0, {1, 2}}).find("must begin with call.reduce.layer") != std::string::npos);
+  CHECK(refusal(ops::reduce{0, 2, 4, true, {1}, "", 0, {2, 5, 5}}).find("ascending") != std::string::npos);
   CHECK(refusal(ops::apply{0, 0, 0}).find("call.apply.divisor") != std::string::npos);
   CHECK(refusal(ops::commit{0, 0, std::nan("")}).find("call.commit.divisor") != std::string::npos);
   CHECK(refusal(ops::speed{0}).find("call.speed") != std::string::npos);

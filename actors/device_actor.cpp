@@ -46,6 +46,7 @@ struct device_state {
   };
   std::map<int, layer_sum> sums;
   std::map<std::pair<std::int64_t, int>, std::vector<model::chunk_msg>> early;
+  std::vector<std::pair<reduce_task, caf::response_promise>> deferred;  // before their step's stage ended
   struct held_sum {
     std::int64_t step = 0;
     bucket b;
@@ -139,10 +140,10 @@ void sum_progress(device_self self, int layer, result<std::vector<model::chunk_s
 
 // exact: false through Gloo: the holder's gradients of the layer, flattened (a copy), all-reduced
 // on the communicator's lane; the answer comes back as a gloo_atom message.
-caf::result<sum_held> gloo_reduce(device_self self, const reduce_task& t, int rank) {
+void gloo_reduce(device_self self, const reduce_task& t, int rank, caf::response_promise done) {
   auto& s = self->state;
   auto fail = [&](const std::string& why) {
-    return caf::make_error(caf::sec::runtime_error, "device " + std::to_string(s.cfg.id) + ", layer " + std::to_string(t.layer) + ": " + why);
+    done.deliver(caf::make_error(caf::sec::runtime_error, "device " + std::to_string(s.cfg.id) + ", layer " + std::to_string(t.layer) + ": " + why));
   };
   device_state::bucket b;
   auto parts = bucket_parts(s, t, b);
@@ -152,15 +153,12 @@ caf::result<sum_held> gloo_reduce(device_self self, const reduce_task& t, int ra
   if (!s.gloo) s.gloo = std::make_unique<gloo_lanes>(s.cfg.gloo_host, s.cfg.gloo_timeout_s);
   const auto p = static_cast<double>(t.holders.size());
   auto& w = s.gloo_waiting[t.layer];
-  w = {t.step, std::move(b), self->make_response_promise<sum_held>(),
-       static_cast<std::int64_t>(2 * (p - 1) / p * static_cast<double>(model::bytes(flat->flat)))};
-  auto done = w.done;
+  w = {t.step, std::move(b), std::move(done), static_cast<std::int64_t>(2 * (p - 1) / p * static_cast<double>(model::bytes(flat->flat)))};
   auto me = caf::actor_cast<device_impl>(self);
   s.gloo->start(t.store, t.generation, t.holders, rank, std::move(*flat), [me, step = t.step, layer = t.layer](result<std::vector<model::tensor>> r) {
     if (r) caf::anon_send(me, gloo_atom::value, step, layer, std::move(*r), std::string{});
     else caf::anon_send(me, gloo_atom::value, step, layer, std::vector<model::tensor>{}, r.err().message);
   });
-  return done;
 }
 
 // Another holder's chunk message for the sum in progress of `layer`.
@@ -168,6 +166,49 @@ void sum_take(device_self self, int layer, model::chunk_msg m) {
   auto& e = self->state.sums.at(layer);
   for (const auto& p : m.parts) e.bytes_in += static_cast<std::int64_t>(model::bytes(p.grads));
   sum_progress(self, layer, e.sum->take(std::move(m)));
+}
+
+// A bucket's sum among its holders, once this device's partial sums of the step are final;
+// `done` is answered when it holds the sum.
+void start_reduce(device_self self, reduce_task t, caf::response_promise done) {
+  auto& s = self->state;
+  // An abandoned attempt's sum: dropped unanswered (nobody waits for it any more; an
+  // answer would only reach the next attempt's wait).
+  s.sums.erase(t.layer);
+  for (auto it = s.early.begin(); it != s.early.end();) it = it->first.first < t.step ? s.early.erase(it) : std::next(it);
+  s.summed.erase(t.layer);
+  s.gloo_waiting.erase(t.layer);
+  const auto me = std::find(t.holders.begin(), t.holders.end(), s.cfg.id);
+  if (me == t.holders.end() || t.peers.size() != t.holders.size())
+    return done.deliver(caf::make_error(caf::sec::runtime_error, "device " + std::to_string(s.cfg.id) + " is not among the holders it was given")), void();
+  if (!t.store.empty()) return gloo_reduce(self, t, static_cast<int>(me - t.holders.begin()), std::move(done));
+  const int layer = t.layer;
+  auto& e = s.sums[layer];
+  e.sum = std::make_unique<model::peer_sum>(static_cast<int>(me - t.holders.begin()), static_cast<int>(t.holders.size()), t.micro_batches, t.exact);
+  e.done = std::move(done);
+  auto parts = bucket_parts(s, t, e.b);
+  e.task = std::move(t);
+  const auto key = std::make_pair(e.task.step, layer);
+  sum_progress(self, layer, parts ? e.sum->start(*parts) : result<std::vector<model::chunk_send>>(parts.err()));
+  if (auto it = s.early.find(key); it != s.early.end()) {
+    auto msgs = std::move(it->second);
+    s.early.erase(it);
+    for (auto& m : msgs) {
+      if (!s.sums.count(layer)) break;
+      sum_take(self, layer, std::move(m));
+    }
+  }
+}
+
+// The sums that waited for this device's stage of the step that just ended.
+void start_deferred(device_self self) {
+  auto& s = self->state;
+  auto waiting = std::move(s.deferred);
+  s.deferred.clear();
+  for (auto& [t, done] : waiting) {
+    if (t.step <= s.task.step) start_reduce(self, std::move(t), std::move(done));
+    else s.deferred.emplace_back(std::move(t), std::move(done));
+  }
 }
 
 // Runs instructions until the program waits or ends; reports the stage when it ends.
@@ -237,6 +278,7 @@ void advance(device_self self) {
     s.report.loss_sum = s.worker->loss_sum();
     finish_report(s);
     self->send(s.task.report_to, s.report);
+    start_deferred(self);
   } else {
     s.wait_since = clock::now();
   }
@@ -312,6 +354,9 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
         };
         stale(s.acts);
         stale(s.grads);
+        // An abandoned attempt's sums that were waiting: dropped unanswered, as above.
+        s.deferred.erase(std::remove_if(s.deferred.begin(), s.deferred.end(), [&](const auto& d) { return d.first.step < s.task.step; }),
+                         s.deferred.end());
         s.outputs.clear();
         s.input_grads.clear();
         for (const auto& [k, t] : s.acts)
@@ -363,34 +408,10 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
       },
       [=](reduce_atom, reduce_task& t) -> caf::result<sum_held> {
         auto& s = self->state;
-        // An abandoned attempt's sum: dropped unanswered (nobody waits for it any more; an
-        // answer would only reach the next attempt's wait).
-        s.sums.erase(t.layer);
-        for (auto it = s.early.begin(); it != s.early.end();) it = it->first.first < t.step ? s.early.erase(it) : std::next(it);
-        s.summed.erase(t.layer);
-        s.gloo_waiting.erase(t.layer);
-        const auto me = std::find(t.holders.begin(), t.holders.end(), s.cfg.id);
-        if (me == t.holders.end() || t.peers.size() != t.holders.size())
-          return caf::make_error(caf::sec::runtime_error, "device " + std::to_string(s.cfg.id) + " is not among the holders it was given");
-        if (!t.store.empty()) return gloo_reduce(self, t, static_cast<int>(me - t.holders.begin()));
-        const int layer = t.layer;
-        auto& e = s.sums[layer];
-        e.sum = std::make_unique<model::peer_sum>(static_cast<int>(me - t.holders.begin()), static_cast<int>(t.holders.size()),
-                                                  t.micro_batches, t.exact);
-        e.done = self->make_response_promise<sum_held>();
-        auto parts = bucket_parts(s, t, e.b);
-        e.task = std::move(t);
-        auto done = e.done;
-        const auto key = std::make_pair(e.task.step, layer);
-        sum_progress(self, layer, parts ? e.sum->start(*parts) : result<std::vector<model::chunk_send>>(parts.err()));
-        if (auto it = s.early.find(key); it != s.early.end()) {
-          auto msgs = std::move(it->second);
-          s.early.erase(it);
-          for (auto& m : msgs) {
-            if (!s.sums.count(layer)) break;
-            sum_take(self, layer, std::move(m));
-          }
-        }
+        auto done = self->make_response_promise<sum_held>();
+        // Sent with the step, it waits for this device's stage of that step to end.
+        if (t.step > s.task.step || (t.step == s.task.step && s.active)) s.deferred.emplace_back(std::move(t), done);
+        else start_reduce(self, std::move(t), done);
         return done;
       },
       [=](part_atom, reduce_part& p) {

@@ -45,7 +45,7 @@ class driver {
       : sys_(sys), self_(sys), actors_(actors), m_(m), d_(d), s_(s), cb_(cb), L_(model::num_layers(m)),
         timeout_(std::chrono::milliseconds(static_cast<long>(s.step_timeout_s * 1000))),
         cluster_(s.emulated.cluster.devices.empty() ? default_emulation(s, actors) : s.emulated),
-        reduction_(s.peer_sum ? peer_reduction(self_, actors.devices, s.exact, s.gloo_store) : central_reduction(self_, actors.devices, s.exact)) {}
+        reduction_(s.peer_sum ? peer_reduction(self_, actors.devices, s.exact, s.gloo_store, true) : central_reduction(self_, actors.devices, s.exact)) {}
 
   ~driver() { shutdown(); }
 

@@ -22,7 +22,7 @@ int each_holder(const std::map<int, std::vector<int>>& holders, Send send) {
 // ready; the sums go back to every holder.
 class central_work : public reduction_work {
  public:
-  central_work(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, const std::string&,
+  central_work(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, const std::string&, bool,
                const reduction_step& s)
       : self_(self), devices_(devices), exact_(exact), s_(s) {
     for (const auto& [l, ids] : *s.holders)
@@ -75,8 +75,8 @@ class central_work : public reduction_work {
 class peer_work : public reduction_work {
  public:
   peer_work(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, const std::string& store,
-            const reduction_step& s)
-      : self_(self), devices_(devices), exact_(exact), store_(store), s_(s) {
+            bool at_start, const reduction_step& s)
+      : self_(self), devices_(devices), exact_(exact), store_(store), at_start_(at_start), s_(s) {
     std::map<std::vector<int>, int> first;  // holders -> the bucket's first layer
     for (const auto& [l, ids] : *s.holders) {
       const auto [it, fresh] = first.emplace(ids, l);
@@ -86,17 +86,14 @@ class peer_work : public reduction_work {
       waiting_ += unready_[l];
       for (int id : ids) buckets_of_[id].push_back(l);
     }
+    if (at_start)
+      for (const auto& [l, layers] : buckets_) send_task(l);
   }
   void ready(int device) override {
     const auto it = buckets_of_.find(device);
     if (it == buckets_of_.end()) return;
     for (int l : it->second)
-      if (--unready_[l] == 0) {
-        const auto& ids = s_.holders->at(l);
-        reduce_task task{s_.tag, l, s_.micro_batches, exact_, {ids.begin(), ids.end()}, {}, store_, s_.generation, buckets_.at(l)};
-        for (int id : ids) task.peers.push_back(devices_.at(id));
-        for (int id : ids) self_->send(devices_.at(id), reduce_atom::value, task);
-      }
+      if (--unready_[l] == 0 && !at_start_) send_task(l);
     buckets_of_.erase(it);  // ready once
   }
   void on(device_gradients&) override {}
@@ -117,10 +114,17 @@ class peer_work : public reduction_work {
   std::map<int, std::vector<int>> buckets() const override { return buckets_; }
 
  private:
+  void send_task(int l) {
+    const auto& ids = s_.holders->at(l);
+    reduce_task task{s_.tag, l, s_.micro_batches, exact_, {ids.begin(), ids.end()}, {}, store_, s_.generation, buckets_.at(l)};
+    for (int id : ids) task.peers.push_back(devices_.at(id));
+    for (int id : ids) self_->send(devices_.at(id), reduce_atom::value, task);
+  }
   caf::scoped_actor& self_;
   const std::map<int, device_handle>& devices_;
   const bool exact_;
   const std::string store_;
+  const bool at_start_;
   const reduction_step s_;
   std::map<int, std::vector<int>> buckets_;     // first layer -> the bucket's layers, ascending
   std::map<int, std::vector<int>> buckets_of_;  // device -> buckets it holds, until it is ready
@@ -131,10 +135,10 @@ class peer_work : public reduction_work {
 template <class Work>
 class reduction_of : public gradient_reduction {
  public:
-  reduction_of(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, std::string store)
-      : self_(self), devices_(devices), exact_(exact), store_(std::move(store)) {}
+  reduction_of(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, std::string store, bool at_start)
+      : self_(self), devices_(devices), exact_(exact), store_(std::move(store)), at_start_(at_start) {}
   std::unique_ptr<reduction_work> start(const reduction_step& s) override {
-    return std::make_unique<Work>(self_, devices_, exact_, store_, s);
+    return std::make_unique<Work>(self_, devices_, exact_, store_, at_start_, s);
   }
 
  private:
@@ -142,17 +146,18 @@ class reduction_of : public gradient_reduction {
   const std::map<int, device_handle>& devices_;
   const bool exact_;
   const std::string store_;
+  const bool at_start_;
 };
 
 }  // namespace
 
 std::unique_ptr<gradient_reduction> central_reduction(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact) {
-  return std::make_unique<reduction_of<central_work>>(self, devices, exact, "");
+  return std::make_unique<reduction_of<central_work>>(self, devices, exact, "", false);
 }
 
 std::unique_ptr<gradient_reduction> peer_reduction(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact,
-                                                   const std::string& gloo_store) {
-  return std::make_unique<reduction_of<peer_work>>(self, devices, exact, exact ? "" : gloo_store);
+                                                   const std::string& gloo_store, bool at_start) {
+  return std::make_unique<reduction_of<peer_work>>(self, devices, exact, exact ? "" : gloo_store, at_start);
 }
 
 }  // namespace dynapar::actors

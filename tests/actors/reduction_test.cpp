@@ -252,3 +252,36 @@ TEST_CASE("a reduction asks a holder only once it is ready, and a layer's sum wa
   }
   for (auto& [id, a] : devices) self->send_exit(a, caf::exit_reason::user_shutdown);
 }
+
+TEST_CASE("the peer reduction at the start sends every bucket's task at once, and is done when every holder holds its sum",
+          "[actor][reduction]") {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto log = std::make_shared<told>();
+  std::map<int, device_handle> devices;
+  for (int id : {4, 5, 6}) devices[id] = holder(sys, id, std::map<int, std::vector<std::pair<int, float>>>{}, log);
+  const std::map<int, std::vector<int>> holders = {{0, {4, 5}}, {1, {6}}, {2, {4, 5}}};
+  auto work = peer_reduction(self, devices, true, "", true)->start({9, 2, &holders});
+  // No device said it is ready: the holders wait for their own stages instead.
+  int held = 0;
+  while (!work->done())
+    self->receive([&](const sum_held& h) { held += h.step == 9; work->on(h); },
+                  caf::after(std::chrono::seconds(10)) >> [&] { FAIL("no reply"); });
+  CHECK(held == 3);  // devices 4 and 5 for the bucket {0, 2}, device 6 for layer 1
+  {
+    std::lock_guard<std::mutex> lock(log->m);
+    std::vector<int> layers;
+    for (const auto& t : log->tasks) layers.push_back(t.layer);
+    std::sort(layers.begin(), layers.end());
+    CHECK(layers == std::vector<int>{0, 0, 1});
+  }
+  work->ready(4);  // said after the tasks went out: nothing more is sent
+  REQUIRE(work->finish());
+  CHECK(work->apply(64) == 3);
+  for (int k = 0; k < 3; ++k)
+    self->receive([&](const applied& a) { CHECK(a.step == 9); }, caf::after(std::chrono::seconds(10)) >> [&] { FAIL("no ack"); });
+  std::lock_guard<std::mutex> lock(log->m);
+  CHECK(log->tasks.size() == 3);
+  for (auto& [id, a] : devices) self->send_exit(a, caf::exit_reason::user_shutdown);
+}

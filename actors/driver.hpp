@@ -37,6 +37,8 @@ inline double since(clock::time_point t) { return std::chrono::duration<double>(
 // Without an emulated cluster: every device the plans or the caller name, at full speed, on
 // one node.
 sim::scenario default_emulation(const training::train_settings& s, const cluster_actors& a);
+// How the holders add: at the step's start, in buckets of the model's layers.
+peer_options peer_options_of(const model::model_chain& m, const training::train_settings& s);
 
 class driver {
  public:
@@ -45,7 +47,7 @@ class driver {
       : sys_(sys), self_(sys), actors_(actors), m_(m), d_(d), s_(s), cb_(cb), L_(model::num_layers(m)),
         timeout_(std::chrono::milliseconds(static_cast<long>(s.step_timeout_s * 1000))),
         cluster_(s.emulated.cluster.devices.empty() ? default_emulation(s, actors) : s.emulated),
-        reduction_(s.peer_sum ? peer_reduction(self_, actors.devices, s.exact, s.gloo_store, true) : central_reduction(self_, actors.devices, s.exact)) {}
+        reduction_(s.peer_sum ? peer_reduction(self_, actors.devices, s.exact, peer_options_of(m, s)) : central_reduction(self_, actors.devices, s.exact)) {}
 
   ~driver() { shutdown(); }
 

@@ -43,6 +43,15 @@ sim::scenario default_emulation(const training::train_settings& s, const cluster
   return e;
 }
 
+peer_options peer_options_of(const model::model_chain& m, const training::train_settings& s) {
+  peer_options o;
+  o.gloo_store = s.gloo_store;
+  o.at_start = true;
+  o.bucket_bytes = s.bucket_bytes;
+  for (int l = 0; l < model::num_layers(m); ++l) o.layer_bytes.push_back(model::param_bytes(m, l));
+  return o;
+}
+
 status driver::run_step(std::int64_t t, const std::vector<int>& samples, training::step_record& rec, control::measurement& measure) {
   ++tag_;
   committed_ = false;

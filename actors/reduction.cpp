@@ -22,7 +22,7 @@ int each_holder(const std::map<int, std::vector<int>>& holders, Send send) {
 // ready; the sums go back to every holder.
 class central_work : public reduction_work {
  public:
-  central_work(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, const std::string&, bool,
+  central_work(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, const peer_options&,
                const reduction_step& s)
       : self_(self), devices_(devices), exact_(exact), s_(s) {
     for (const auto& [l, ids] : *s.holders)
@@ -74,19 +74,25 @@ class central_work : public reduction_work {
 // one per layer cost a round of messages each (docs/RUNTIME.md).
 class peer_work : public reduction_work {
  public:
-  peer_work(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, const std::string& store,
-            bool at_start, const reduction_step& s)
-      : self_(self), devices_(devices), exact_(exact), store_(store), at_start_(at_start), s_(s) {
-    std::map<std::vector<int>, int> first;  // holders -> the bucket's first layer
+  peer_work(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, const peer_options& o,
+            const reduction_step& s)
+      : self_(self), devices_(devices), exact_(exact), store_(exact ? "" : o.gloo_store), at_start_(o.at_start), s_(s) {
+    std::map<std::vector<int>, std::pair<int, std::size_t>> open;  // holders -> the open bucket's first layer, bytes
     for (const auto& [l, ids] : *s.holders) {
-      const auto [it, fresh] = first.emplace(ids, l);
-      buckets_[it->second].push_back(l);
-      if (!fresh) continue;
+      const std::size_t bytes = static_cast<std::size_t>(l) < o.layer_bytes.size() ? o.layer_bytes[static_cast<std::size_t>(l)] : 0;
+      auto it = open.find(ids);
+      if (it != open.end() && (o.bucket_bytes == 0 || it->second.second + bytes <= o.bucket_bytes)) {
+        buckets_[it->second.first].push_back(l);
+        it->second.second += bytes;
+        continue;
+      }
+      open[ids] = {l, bytes};
+      buckets_[l].push_back(l);
       unready_[l] = static_cast<int>(ids.size());
       waiting_ += unready_[l];
       for (int id : ids) buckets_of_[id].push_back(l);
     }
-    if (at_start)
+    if (at_start_)
       for (const auto& [l, layers] : buckets_) send_task(l);
   }
   void ready(int device) override {
@@ -135,29 +141,26 @@ class peer_work : public reduction_work {
 template <class Work>
 class reduction_of : public gradient_reduction {
  public:
-  reduction_of(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, std::string store, bool at_start)
-      : self_(self), devices_(devices), exact_(exact), store_(std::move(store)), at_start_(at_start) {}
-  std::unique_ptr<reduction_work> start(const reduction_step& s) override {
-    return std::make_unique<Work>(self_, devices_, exact_, store_, at_start_, s);
-  }
+  reduction_of(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, peer_options o)
+      : self_(self), devices_(devices), exact_(exact), o_(std::move(o)) {}
+  std::unique_ptr<reduction_work> start(const reduction_step& s) override { return std::make_unique<Work>(self_, devices_, exact_, o_, s); }
 
  private:
   caf::scoped_actor& self_;
   const std::map<int, device_handle>& devices_;
   const bool exact_;
-  const std::string store_;
-  const bool at_start_;
+  const peer_options o_;
 };
 
 }  // namespace
 
 std::unique_ptr<gradient_reduction> central_reduction(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact) {
-  return std::make_unique<reduction_of<central_work>>(self, devices, exact, "", false);
+  return std::make_unique<reduction_of<central_work>>(self, devices, exact, peer_options{});
 }
 
 std::unique_ptr<gradient_reduction> peer_reduction(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact,
-                                                   const std::string& gloo_store, bool at_start) {
-  return std::make_unique<reduction_of<peer_work>>(self, devices, exact, exact ? "" : gloo_store, at_start);
+                                                   const peer_options& o) {
+  return std::make_unique<reduction_of<peer_work>>(self, devices, exact, o);
 }
 
 }  // namespace dynapar::actors

@@ -62,12 +62,21 @@ class gradient_reduction {
 
 // `self` sends the requests and receives the replies; `devices` resolves device ids.
 std::unique_ptr<gradient_reduction> central_reduction(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact);
-// `gloo_store` (HOST:PORT, exact: false only): the holders add through Gloo, meeting there.
-// `at_start`: every task goes out when the step starts, and each holder begins once its own
-// stage of the step has ended (the device waits for that); otherwise a bucket's task goes out
-// once the driver has heard that all its holders are ready. Starting at once takes the
-// stage report's way to the driver and the task's way back off the step.
+struct peer_options {
+  // HOST:PORT (exact: false only): the holders add through Gloo, meeting there.
+  std::string gloo_store;
+  // Every task goes out when the step starts, and each holder begins once its own stage of
+  // the step has ended (the device waits for that); otherwise a bucket's task goes out once
+  // the driver has heard that all its holders are ready. Starting at once takes the stage
+  // report's way to the driver and the task's way back off the step.
+  bool at_start = false;
+  // A bucket (the layers with the same holders, added in one exchange) closes once its
+  // layers' parameters reach `bucket_bytes` (0: never), so that a large model's exchanges
+  // overlap each other's adding; `layer_bytes` by layer (empty: no cap).
+  std::size_t bucket_bytes = 0;
+  std::vector<std::size_t> layer_bytes;
+};
 std::unique_ptr<gradient_reduction> peer_reduction(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact,
-                                                   const std::string& gloo_store = "", bool at_start = false);
+                                                   const peer_options& o = {});
 
 }  // namespace dynapar::actors

@@ -54,6 +54,7 @@ result<std::shared_ptr<const model_chain>> make_model(const std::string& name_or
 // A TorchScript file's name (ends in .pt), as opposed to a built-in model's.
 inline bool is_torchscript(const std::string& name) { return name.size() > 3 && name.compare(name.size() - 3, 3, ".pt") == 0; }
 int num_layers(const model_chain& m);
+std::size_t param_bytes(const model_chain& m, int layer);  // its parameters' bytes
 std::string layer_name(const model_chain& m, int layer);
 layer_copy copy_layer(const model_chain& m, int layer);
 

@@ -258,6 +258,12 @@ result<std::shared_ptr<const model_chain>> make_model(const std::string& name, s
 
 int num_layers(const model_chain& m) { return static_cast<int>(m.layers.size()); }
 
+std::size_t param_bytes(const model_chain& m, int layer) {
+  std::size_t n = 0;
+  for (const auto& p : m.layers.at(layer)->parameters()) n += static_cast<std::size_t>(p.nbytes());
+  return n;
+}
+
 status check_data(const model_chain& m, const data::dataset& d) {
   const auto& io = m.io;
   const bool tokens = io.vocab > 0;

@@ -193,6 +193,26 @@ TEST_CASE("the peer reduction adds the layers of the same holders in one bucket:
   for (auto& [id, a] : devices) self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 
+TEST_CASE("a bucket closes once its layers reach the byte cap; a larger layer is a bucket alone", "[actor][reduction]") {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  std::map<int, device_handle> devices;
+  auto log = std::make_shared<told>();
+  for (int id : {4, 5}) devices[id] = holder(sys, id, std::map<int, std::vector<std::pair<int, float>>>{}, log);
+  // Five layers on devices 4 and 5; layer 5 on device 4 alone.
+  const std::map<int, std::vector<int>> holders = {{0, {4, 5}}, {1, {4, 5}}, {2, {4, 5}}, {3, {4, 5}}, {4, {4, 5}}, {5, {4}}};
+  peer_options o;
+  o.layer_bytes = {300, 500, 2000, 100, 100, 50};
+  o.bucket_bytes = 1000;
+  CHECK(peer_reduction(self, devices, true, o)->start({1, 2, &holders})->buckets() ==
+        std::map<int, std::vector<int>>{{0, {0, 1}}, {2, {2}}, {3, {3, 4}}, {5, {5}}});
+  o.bucket_bytes = 0;  // no cap: one bucket per holder set
+  CHECK(peer_reduction(self, devices, true, o)->start({1, 2, &holders})->buckets() ==
+        std::map<int, std::vector<int>>{{0, {0, 1, 2, 3, 4}}, {5, {5}}});
+  for (auto& [id, a] : devices) self->send_exit(a, caf::exit_reason::user_shutdown);
+}
+
 TEST_CASE("a reduction asks a holder only once it is ready, and a layer's sum waits for all its holders", "[actor][reduction]") {
   caf::actor_system_config cfg;
   caf::actor_system sys{cfg};
@@ -262,7 +282,9 @@ TEST_CASE("the peer reduction at the start sends every bucket's task at once, an
   std::map<int, device_handle> devices;
   for (int id : {4, 5, 6}) devices[id] = holder(sys, id, std::map<int, std::vector<std::pair<int, float>>>{}, log);
   const std::map<int, std::vector<int>> holders = {{0, {4, 5}}, {1, {6}}, {2, {4, 5}}};
-  auto work = peer_reduction(self, devices, true, "", true)->start({9, 2, &holders});
+  peer_options at_start;
+  at_start.at_start = true;
+  auto work = peer_reduction(self, devices, true, at_start)->start({9, 2, &holders});
   // No device said it is ready: the holders wait for their own stages instead.
   int held = 0;
   while (!work->done())

@@ -91,6 +91,21 @@ status run(gradient_reduction& r, caf::scoped_actor& self, const reduction_step&
   return ok_status();
 }
 
+// An actor system with holders faked by hand (`with`), stopped at the end.
+struct fakes {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  std::shared_ptr<told> log = std::make_shared<told>();
+  std::map<int, device_handle> devices;
+  explicit fakes(std::initializer_list<int> with) {
+    for (int id : with) devices[id] = holder(sys, id, std::map<int, std::vector<std::pair<int, float>>>{}, log);
+  }
+  ~fakes() {
+    for (auto& [id, a] : devices) self->send_exit(a, caf::exit_reason::user_shutdown);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("the central reduction adds every holder's parts in the tree and sends each holder its sum", "[actor][reduction]") {
@@ -164,12 +179,10 @@ TEST_CASE("the peer reduction gives every holder its layer's task, waits for eac
 }
 
 TEST_CASE("the peer reduction adds the layers of the same holders in one bucket: one task and one commit each", "[actor][reduction]") {
-  caf::actor_system_config cfg;
-  caf::actor_system sys{cfg};
-  caf::scoped_actor self{sys};
-  auto log = std::make_shared<told>();
-  std::map<int, device_handle> devices;
-  for (int id : {4, 5, 6}) devices[id] = holder(sys, id, std::map<int, std::vector<std::pair<int, float>>>{}, log);
+  fakes f{4, 5, 6};
+  auto& self = f.self;
+  auto& log = f.log;
+  auto& devices = f.devices;
   // Layers 0 and 2 on devices 4 then 5; layer 3 on the same devices in the other order
   // (other ranks: a bucket of its own); layer 1 on device 6.
   const std::map<int, std::vector<int>> holders = {{0, {4, 5}}, {1, {6}}, {2, {4, 5}}, {3, {5, 4}}};
@@ -190,16 +203,12 @@ TEST_CASE("the peer reduction adds the layers of the same holders in one bucket:
   const std::vector<std::tuple<int, std::int64_t, int, double>> want = {
       {4, 5, 0, 64.0}, {4, 5, 3, 64.0}, {5, 5, 0, 64.0}, {5, 5, 3, 64.0}, {6, 5, 1, 64.0}};
   CHECK(log->commits == want);
-  for (auto& [id, a] : devices) self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 
 TEST_CASE("a bucket closes once its layers reach the byte cap; a larger layer is a bucket alone", "[actor][reduction]") {
-  caf::actor_system_config cfg;
-  caf::actor_system sys{cfg};
-  caf::scoped_actor self{sys};
-  std::map<int, device_handle> devices;
-  auto log = std::make_shared<told>();
-  for (int id : {4, 5}) devices[id] = holder(sys, id, std::map<int, std::vector<std::pair<int, float>>>{}, log);
+  fakes f{4, 5};
+  auto& self = f.self;
+  auto& devices = f.devices;
   // Five layers on devices 4 and 5; layer 5 on device 4 alone.
   const std::map<int, std::vector<int>> holders = {{0, {4, 5}}, {1, {4, 5}}, {2, {4, 5}}, {3, {4, 5}}, {4, {4, 5}}, {5, {4}}};
   peer_options o;
@@ -210,7 +219,6 @@ TEST_CASE("a bucket closes once its layers reach the byte cap; a larger layer is
   o.bucket_bytes = 0;  // no cap: one bucket per holder set
   CHECK(peer_reduction(self, devices, true, o)->start({1, 2, &holders})->buckets() ==
         std::map<int, std::vector<int>>{{0, {0, 1, 2, 3, 4}}, {5, {5}}});
-  for (auto& [id, a] : devices) self->send_exit(a, caf::exit_reason::user_shutdown);
 }
 
 TEST_CASE("a reduction asks a holder only once it is ready, and a layer's sum waits for all its holders", "[actor][reduction]") {
@@ -275,12 +283,10 @@ TEST_CASE("a reduction asks a holder only once it is ready, and a layer's sum wa
 
 TEST_CASE("the peer reduction at the start sends every bucket's task at once, and is done when every holder holds its sum",
           "[actor][reduction]") {
-  caf::actor_system_config cfg;
-  caf::actor_system sys{cfg};
-  caf::scoped_actor self{sys};
-  auto log = std::make_shared<told>();
-  std::map<int, device_handle> devices;
-  for (int id : {4, 5, 6}) devices[id] = holder(sys, id, std::map<int, std::vector<std::pair<int, float>>>{}, log);
+  fakes f{4, 5, 6};
+  auto& self = f.self;
+  auto& log = f.log;
+  auto& devices = f.devices;
   const std::map<int, std::vector<int>> holders = {{0, {4, 5}}, {1, {6}}, {2, {4, 5}}};
   peer_options at_start;
   at_start.at_start = true;
@@ -305,5 +311,4 @@ TEST_CASE("the peer reduction at the start sends every bucket's task at once, an
     self->receive([&](const applied& a) { CHECK(a.step == 9); }, caf::after(std::chrono::seconds(10)) >> [&] { FAIL("no ack"); });
   std::lock_guard<std::mutex> lock(log->m);
   CHECK(log->tasks.size() == 3);
-  for (auto& [id, a] : devices) self->send_exit(a, caf::exit_reason::user_shutdown);
 }

@@ -160,13 +160,15 @@ TEST_CASE("each holder receives the others' slices of its chunk, one per partial
   s.batch = 64;
   s.optimizer = {"sgd", 0.05, 0.9, 0};
   s.peer_sum = true;
-  // Chunk k of a layer of n parameters among P holders: [n k / P, n (k + 1) / P).
+  s.bucket_bytes = 1;  // every layer a bucket of its own, as `received` counts (the last section: one bucket)
+  // Chunk k of a bucket of n parameters among P holders: [n k / P, n (k + 1) / P).
   const auto chunk = [](std::int64_t n, int k, int P) { return n * (k + 1) / P - n * k / P; };
+  auto buckets = numel;
   const auto received = [&](const std::vector<int>& parts) {  // by rank: the bytes a step
     const int P = static_cast<int>(parts.size());
     std::vector<double> out(parts.size(), 0);
     for (int k = 0; k < P; ++k)
-      for (auto n : numel)
+      for (auto n : buckets)
         for (int h = 0; h < P; ++h)
           if (h != k) out[k] += 4.0 * static_cast<double>(parts[h] * chunk(n, k, P) + chunk(n, h, P));
     return out;
@@ -180,6 +182,16 @@ TEST_CASE("each holder receives the others' slices of its chunk, one per partial
     for (int id : {0, 1}) CHECK(r->sum_received_bytes.at(id) == s.steps * want[static_cast<std::size_t>(id)]);
   }
   SECTION("three groups of 3, 3 and 2 micro-batches: 2, 2 and 1 partial sums (the tree's aligned blocks)") {
+    s.plan.groups = {{{0}, {0, 4}, 24, 8}, {{1}, {0, 4}, 24, 8}, {{2}, {0, 4}, 16, 8}};
+    auto r = actors::train(**m, d, s);
+    REQUIRE(r);
+    CHECK(diff_from_one_device(**m, d, s, r->final_layers) == 0);
+    const auto want = received({2, 2, 1});
+    for (int id : {0, 1, 2}) CHECK(r->sum_received_bytes.at(id) == s.steps * want[static_cast<std::size_t>(id)]);
+  }
+  SECTION("the same groups with the default buckets: the 4 layers (1.7 MB) are one, cut into chunks as a whole") {
+    s.bucket_bytes = training::train_settings{}.bucket_bytes;
+    buckets = {numel[0] + numel[1] + numel[2] + numel[3]};
     s.plan.groups = {{{0}, {0, 4}, 24, 8}, {{1}, {0, 4}, 24, 8}, {{2}, {0, 4}, 16, 8}};
     auto r = actors::train(**m, d, s);
     REQUIRE(r);

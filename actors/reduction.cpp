@@ -1,5 +1,6 @@
 #include "actors/reduction.hpp"
 
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -22,8 +23,7 @@ int each_holder(const std::map<int, std::vector<int>>& holders, Send send) {
 // ready; the sums go back to every holder.
 class central_work : public reduction_work {
  public:
-  central_work(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, const peer_options&,
-               const reduction_step& s)
+  central_work(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, const reduction_step& s)
       : self_(self), devices_(devices), exact_(exact), s_(s) {
     for (const auto& [l, ids] : *s.holders)
       for (int id : ids) held_[id].push_back(l);
@@ -97,9 +97,9 @@ class peer_work : public reduction_work {
   }
   void ready(int device) override {
     const auto it = buckets_of_.find(device);
-    if (it == buckets_of_.end()) return;
+    if (at_start_ || it == buckets_of_.end()) return;  // at the start: every task went out already
     for (int l : it->second)
-      if (--unready_[l] == 0 && !at_start_) send_task(l);
+      if (--unready_[l] == 0) send_task(l);
     buckets_of_.erase(it);  // ready once
   }
   void on(device_gradients&) override {}
@@ -138,29 +138,29 @@ class peer_work : public reduction_work {
   int waiting_ = 0;
 };
 
-template <class Work>
+// Each step's work, made by `make`.
 class reduction_of : public gradient_reduction {
  public:
-  reduction_of(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, peer_options o)
-      : self_(self), devices_(devices), exact_(exact), o_(std::move(o)) {}
-  std::unique_ptr<reduction_work> start(const reduction_step& s) override { return std::make_unique<Work>(self_, devices_, exact_, o_, s); }
+  explicit reduction_of(std::function<std::unique_ptr<reduction_work>(const reduction_step&)> make) : make_(std::move(make)) {}
+  std::unique_ptr<reduction_work> start(const reduction_step& s) override { return make_(s); }
 
  private:
-  caf::scoped_actor& self_;
-  const std::map<int, device_handle>& devices_;
-  const bool exact_;
-  const peer_options o_;
+  std::function<std::unique_ptr<reduction_work>(const reduction_step&)> make_;
 };
 
 }  // namespace
 
 std::unique_ptr<gradient_reduction> central_reduction(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact) {
-  return std::make_unique<reduction_of<central_work>>(self, devices, exact, peer_options{});
+  return std::make_unique<reduction_of>([&self, &devices, exact](const reduction_step& s) {
+    return std::make_unique<central_work>(self, devices, exact, s);
+  });
 }
 
 std::unique_ptr<gradient_reduction> peer_reduction(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact,
                                                    const peer_options& o) {
-  return std::make_unique<reduction_of<peer_work>>(self, devices, exact, o);
+  return std::make_unique<reduction_of>([&self, &devices, exact, o](const reduction_step& s) {
+    return std::make_unique<peer_work>(self, devices, exact, o, s);
+  });
 }
 
 }  // namespace dynapar::actors

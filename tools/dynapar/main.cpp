@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "commands.hpp"
+#include "common/allocator.hpp"
 #include "logging/logging.hpp"
 
 int main(int argc, char** argv) {
@@ -17,6 +18,14 @@ int main(int argc, char** argv) {
     setenv("OPENBLAS_NUM_THREADS", "1", 1);
     execv("/proc/self/exe", argv);  // returns only on failure: then carry on as we are
   }
+  // Keep freed tensor memory for the next step rather than fault fresh pages in again
+  // (runtime/common/allocator.hpp); node processes started by launch inherit the variable.
+  const auto alloc = allocator_options_from_env(std::getenv("DYNAPAR_MALLOC_KEEP_MB"));
+  if (!alloc) {
+    std::cerr << "dynapar: " << alloc.err().message << "\n";
+    return cli::exit_usage;
+  }
+  if (auto s = keep_freed_memory(*alloc); !s) std::cerr << "dynapar: warning: " << s.err().message << "\n";
   CLI::App app{"dynapar: joint dynamic data and model parallelism over heterogeneous devices"};
   app.require_subcommand(1);
   std::optional<std::string> log_level;

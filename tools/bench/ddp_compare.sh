@@ -20,6 +20,9 @@ for j in ddp3 ddp3_slow; do
     "examples/jobs/bench/$j.yaml" > "$out/$j.yaml"
 done
 export OPENBLAS_NUM_THREADS=1
+# DDP's side is Debian's PyTorch: without it every DDP row would be empty.
+/usr/bin/python3 -c 'import torch' 2> /dev/null ||
+  { echo "ddp_compare: /usr/bin/python3 cannot import torch: apt-get install python3-torch" >&2; exit 2; }
 steady() {  # mean time_s of metrics.jsonl from step 10
   /usr/bin/python3 -c '
 import json, sys

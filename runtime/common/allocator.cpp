@@ -30,6 +30,14 @@ status keep_freed_memory(const allocator_options& o) {
     return make_error("bad_allocator", "glibc refused a mapping threshold of " + std::to_string(o.mapped_from_bytes) + " bytes");
   if (mallopt(M_TRIM_THRESHOLD, static_cast<int>(o.keep_bytes)) != 1)
     return make_error("bad_allocator", "glibc refused a trim threshold of " + std::to_string(o.keep_bytes) + " bytes");
+  // A thread's arena grows by heaps of 64 MiB, and glibc deletes a heap that becomes empty
+  // whatever the trim threshold says, unless the free space left behind would be under the
+  // top pad. A device thread whose step needs more than one heap (ResNet-18's 19 MB layers,
+  // Adam's temporaries) took a fresh heap and its faults every step: a pad of a heap's size
+  // keeps them (docs/BENCHMARKS.md, "The allocator").
+  const std::size_t pad = std::min(o.keep_bytes, std::size_t{64} << 20);
+  if (mallopt(M_TOP_PAD, static_cast<int>(pad)) != 1)
+    return make_error("bad_allocator", "glibc refused a top pad of " + std::to_string(pad) + " bytes");
 #endif
   return ok_status();
 }

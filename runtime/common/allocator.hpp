@@ -1,7 +1,7 @@
 // How the C allocator treats memory a training process frees. glibc's default hands a heap's
 // free top back to the system once 128 KiB lie there (more after its first large frees), so
 // a step that frees and allocates again the same megabytes of tensors takes fresh pages and
-// their faults every time: 16 % of the step of the CNN over 3 node processes on 2 cores
+// their faults every time: 9-16 % of the step of the CNN over 3 node processes on 2 cores
 // (docs/BENCHMARKS.md, "The allocator"). A process that keeps what it freed, up to a bound,
 // reuses warm pages instead. Process-wide by nature (mallopt), so set once in main().
 #pragma once

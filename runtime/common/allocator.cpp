@@ -26,8 +26,9 @@ status keep_freed_memory(const allocator_options& o) {
   if (o.keep_bytes == 0) return ok_status();
 #if defined(__GLIBC__)
   // Setting either turns off glibc's sliding thresholds, so both are set.
-  if (mallopt(M_MMAP_THRESHOLD, static_cast<int>(std::min(o.mapped_from_bytes, o.keep_bytes))) != 1)
-    return make_error("bad_allocator", "glibc refused a mapping threshold of " + std::to_string(o.mapped_from_bytes) + " bytes");
+  const std::size_t mapped = std::min(o.mapped_from_bytes, o.keep_bytes);
+  if (mallopt(M_MMAP_THRESHOLD, static_cast<int>(mapped)) != 1)
+    return make_error("bad_allocator", "glibc refused a mapping threshold of " + std::to_string(mapped) + " bytes");
   if (mallopt(M_TRIM_THRESHOLD, static_cast<int>(o.keep_bytes)) != 1)
     return make_error("bad_allocator", "glibc refused a trim threshold of " + std::to_string(o.keep_bytes) + " bytes");
   // A thread's arena grows by heaps of 64 MiB, and glibc deletes a heap that becomes empty

@@ -13,12 +13,13 @@
 namespace dynapar {
 
 struct allocator_options {
-  // Free bytes a heap keeps before it gives memory back; 0 leaves glibc's own policy.
+  // Free bytes a heap keeps before it gives memory back; 0 leaves glibc's own policy. Each
+  // heap also keeps a free top of min(keep_bytes, 64 MiB) (glibc's top pad), so that a
+  // thread's emptied heap is not deleted.
   std::size_t keep_bytes = std::size_t{256} << 20;
   // Blocks from this size are mapped on their own and unmapped when freed, where no heap has
   // room for them (glibc's largest threshold is 32 MiB; a smaller keep_bytes lowers it to
-  // that). The heaps also keep a free top of min(keep_bytes, 64 MiB) (glibc's top pad), so
-  // that a thread's emptied heap is not deleted; blocks that fit in it come from it.
+  // that).
   std::size_t mapped_from_bytes = std::size_t{32} << 20;
 };
 

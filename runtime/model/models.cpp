@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "model/boxes.hpp"
+#include "model/fused_adam.hpp"
 
 namespace dynapar::model {
 namespace nn = torch::nn;
@@ -284,7 +285,7 @@ layer_copy copy_layer(const model_chain& m, int layer) {
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tensor> params, const optimizer_config& o) {
   if (o.kind == "sgd")
     return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay));
-  return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
+  return std::make_unique<fused_adam>(params, torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
 }
 
 std::unique_ptr<torch::optim::OptimizerParamState> copy_state(const torch::optim::OptimizerParamState& s, const torch::Device& to) {

@@ -7,7 +7,8 @@
 
 namespace dynapar::model {
 
-adam_coefficients adam_step_coefficients(double lr, double beta1, double beta2, double eps, double weight_decay, std::int64_t step) {
+adam_coefficients adam_step_coefficients(double lr, double beta1, double beta2, double eps, double weight_decay, std::int64_t step,
+                                         double grad_divisor) {
   const double s = static_cast<double>(step);
   adam_coefficients c;
   c.beta1 = static_cast<float>(beta1);
@@ -18,6 +19,7 @@ adam_coefficients adam_step_coefficients(double lr, double beta1, double beta2, 
   c.eps = static_cast<float>(eps);
   c.neg_step_size = static_cast<float>(-(lr / (1 - std::pow(beta1, s))));
   c.weight_decay = static_cast<float>(weight_decay);
+  c.grad_divisor = static_cast<float>(grad_divisor);
   return c;
 }
 
@@ -30,9 +32,9 @@ template <bool decay>
 __attribute__((always_inline)) inline void update(float* __restrict p, float* __restrict m, float* __restrict v, const float* __restrict g, std::int64_t n,
             const adam_coefficients& c) {
   const float b1 = c.beta1, c1 = c.one_minus_beta1, b2 = c.beta2, c2 = c.one_minus_beta2;
-  const float sb2 = c.sqrt_bias_correction2, eps = c.eps, step = c.neg_step_size, wd = c.weight_decay;
+  const float sb2 = c.sqrt_bias_correction2, eps = c.eps, step = c.neg_step_size, wd = c.weight_decay, div = c.grad_divisor;
   for (std::int64_t i = 0; i < n; ++i) {
-    float gi = g[i];
+    float gi = g[i] / div;
     if constexpr (decay) gi = gi + wd * p[i];
     const float mi = m[i] * b1 + c1 * gi;
     const float vi = v[i] * b2 + c2 * gi * gi;

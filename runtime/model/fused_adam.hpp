@@ -14,6 +14,12 @@ class fused_adam final : public torch::optim::Adam {
  public:
   using torch::optim::Adam::Adam;
   torch::Tensor step(LossClosure closure = nullptr) override;
+  // The step with each gradient taken as grad / divisor (a summed gradient's mean), divided
+  // inside the loop: no pass and no temporary for it. The gradients are only read.
+  void step_divided(double divisor);
+
+ private:
+  bool fusable_step() const;
 };
 
 }  // namespace dynapar::model

@@ -288,6 +288,21 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tenso
   return std::make_unique<fused_adam>(params, torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
 }
 
+void step_on_sums(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params, const std::vector<torch::Tensor>& sums,
+                  double divisor) {
+  torch::NoGradGuard no_grad;
+  if (auto* adam = dynamic_cast<fused_adam*>(&opt)) {  // divides in its loop
+    for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = sums[i];
+    adam->step_divided(divisor);
+    // Let go of the sums: a later backward would add into a kept one in place, through every
+    // parameter that shares it.
+    for (auto& p : params) p.mutable_grad() = torch::Tensor();
+    return;
+  }
+  for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = sums[i] / divisor;
+  opt.step();
+}
+
 std::unique_ptr<torch::optim::OptimizerParamState> copy_state(const torch::optim::OptimizerParamState& s, const torch::Device& to) {
   auto moved = [&](const torch::Tensor& t) { return t.to(to, /*non_blocking=*/false, /*copy=*/true); };
   if (const auto* a = dynamic_cast<const torch::optim::AdamParamState*>(&s)) {

@@ -43,7 +43,7 @@ std::pair<double, double> time_layer(const torch::nn::Sequential& proto, const t
 }
 
 // Seconds of one optimizer step on a layer's parameters, done as a device applies a summed
-// gradient (gradient = sum / divisor, then the step). Median of `repeat` after a warm-up.
+// gradient (step_on_sums). Median of `repeat` after a warm-up.
 double time_update(const torch::nn::Sequential& proto, const optimizer_config& opt, int repeat, const torch::Device& device) {
   using clock = std::chrono::steady_clock;
   auto layer = deep_copy(proto);
@@ -58,8 +58,7 @@ double time_update(const torch::nn::Sequential& proto, const optimizer_config& o
   for (int r = 0; r <= repeat; ++r) {
     synchronize(device);
     const auto t0 = clock::now();
-    for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = summed[i] / 128.0;
-    optimizer->step();
+    step_on_sums(*optimizer, params, summed, 128.0);
     synchronize(device);
     if (r > 0) runs.push_back(std::chrono::duration<double>(clock::now() - t0).count());
   }

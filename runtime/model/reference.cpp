@@ -52,9 +52,7 @@ double reference::step(const data::dataset& d, const std::vector<int>& samples, 
     partial.add_leaf(micro, std::move(grads), add_in_place);
   }
   auto summed = schedule::evaluate_tree(partial.take(), micro, add_in_place);
-  torch::NoGradGuard no_grad;
-  for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = (*summed)[i] / static_cast<double>(n);
-  impl_->optimizer->step();
+  step_on_sums(*impl_->optimizer, params, *summed, static_cast<double>(n));
   return loss_sum.item<double>() / n;
 }
 

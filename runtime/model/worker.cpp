@@ -163,10 +163,9 @@ class torch_worker final : public device_worker {
       if (!summed[i] || !summed[i]->t.sizes().equals(params[i].sizes()))
         return make_error("bad_gradients", "layer " + std::to_string(layer) + ": gradient " + std::to_string(i) + " has the wrong shape");
     auto done = guarded("apply", [&]() -> result<tensor> {
-      torch::NoGradGuard no_grad;
-      // The same expression as the reference's, so that the bits agree.
-      for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = summed[i]->t.to(device_) / divisor;
-      it->second.optimizer->step();
+      std::vector<torch::Tensor> sums;
+      for (const auto& t : summed) sums.push_back(t->t.to(device_));
+      step_on_sums(*it->second.optimizer, params, sums, divisor);  // as the reference steps
       return tensor{};
     }, /*wait=*/false);
     if (!done) return done.err();

@@ -42,27 +42,33 @@ std::pair<double, double> time_layer(const torch::nn::Sequential& proto, const t
   return {median(fwd), median(bwd)};
 }
 
-// Seconds of one optimizer step on a layer's parameters, done as a device applies a summed
-// gradient (step_on_sums). Median of `repeat` after a warm-up.
-double time_update(const torch::nn::Sequential& proto, const optimizer_config& opt, int repeat, const torch::Device& device) {
+// Seconds of `step` given gradient sums shaped like `params` (median of `repeat` after a
+// warm-up).
+template <class Step>
+double time_steps(const std::vector<torch::Tensor>& params, int repeat, const torch::Device& device, Step&& step) {
   using clock = std::chrono::steady_clock;
+  std::vector<torch::Tensor> summed;
+  for (const auto& p : params) summed.push_back(torch::randn_like(p));
+  std::vector<double> runs;
+  for (int r = 0; r <= repeat; ++r) {
+    synchronize(device);
+    const auto t0 = clock::now();
+    step(summed);
+    synchronize(device);
+    if (r > 0) runs.push_back(std::chrono::duration<double>(clock::now() - t0).count());
+  }
+  return median(runs);
+}
+
+// Seconds of one optimizer step on a layer's parameters, done as a device applies a summed
+// gradient (step_on_sums).
+double time_update(const torch::nn::Sequential& proto, const optimizer_config& opt, int repeat, const torch::Device& device) {
   auto layer = deep_copy(proto);
   layer->to(device);
   auto params = layer->parameters();
   if (params.empty()) return 0;
   auto optimizer = make_optimizer(params, opt);
-  std::vector<torch::Tensor> summed;
-  for (const auto& p : params) summed.push_back(torch::randn_like(p));
-  std::vector<double> runs;
-  torch::NoGradGuard no_grad;
-  for (int r = 0; r <= repeat; ++r) {
-    synchronize(device);
-    const auto t0 = clock::now();
-    step_on_sums(*optimizer, params, summed, 128.0);
-    synchronize(device);
-    if (r > 0) runs.push_back(std::chrono::duration<double>(clock::now() - t0).count());
-  }
-  return median(runs);
+  return time_steps(params, repeat, device, [&](const std::vector<torch::Tensor>& summed) { step_on_sums(*optimizer, params, summed, 128.0); });
 }
 }  // namespace
 
@@ -104,6 +110,38 @@ result<planner::model_profile> measure_profile(const model_chain& m, int batch, 
     x2 = y2;
   }
   return out;
+}
+
+result<optimizer_timing> time_optimizer(const model_chain& m, const optimizer_config& opt, int repeat, const std::string& place) {
+  if (auto st = check_place(place); !st) return st.err();
+  if (repeat < 1) return make_error("bad_args", "repeat must be at least 1");
+  try {
+    const auto device = device_of(place);
+    std::vector<torch::nn::Sequential> layers;
+    std::vector<torch::Tensor> params;
+    for (const auto& l : m.layers) {
+      layers.push_back(deep_copy(l));
+      layers.back()->to(device);
+      for (const auto& p : layers.back()->parameters()) params.push_back(p);
+    }
+    optimizer_timing t;
+    for (const auto& p : params) t.parameters += p.numel();
+    auto ours = make_optimizer(params, opt);
+    t.dynapar_s = time_steps(params, repeat, device, [&](const std::vector<torch::Tensor>& summed) { step_on_sums(*ours, params, summed, 128.0); });
+    std::unique_ptr<torch::optim::Optimizer> theirs;
+    if (opt.kind == "sgd")
+      theirs = std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(opt.lr).momentum(opt.momentum).weight_decay(opt.weight_decay));
+    else
+      theirs = std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(opt.lr).weight_decay(opt.weight_decay));
+    torch::NoGradGuard no_grad;
+    t.libtorch_s = time_steps(params, repeat, device, [&](const std::vector<torch::Tensor>& summed) {
+      for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = summed[i] / 128.0;
+      theirs->step();
+    });
+    return t;
+  } catch (const c10::Error& e) {
+    return make_error("torch", std::string("optimizer timing: ") + e.what_without_backtrace());
+  }
 }
 
 }  // namespace dynapar::model

@@ -115,3 +115,33 @@ TEST_CASE("Adam's one-pass loop gives each element the same bits however the ten
     REQUIRE(!torch::equal(whole[0], p));
   }
 }
+
+TEST_CASE("step_on_sums divides inside the loop as LibTorch divides before its step, and leaves the sums alone", "[fused_adam]") {
+  const double divisor = 3;  // not a power of two: the division rounds
+  auto theirs_params = parameters(6), ours_params = parameters(6);
+  for (auto& p : theirs_params) p.requires_grad_(true);
+  for (auto& p : ours_params) p.requires_grad_(true);
+  // Adam is nearly blind to a gradient's scale; weight decay makes the divisor count.
+  const auto o = torch::optim::AdamOptions(2e-3).weight_decay(0.05);
+  torch::optim::Adam theirs(theirs_params, o);
+  auto ours = make_optimizer(ours_params, optimizer_config{"adam", 2e-3, 0, 0.05});
+  torch::manual_seed(8);
+  for (int s = 0; s < 10; ++s) {
+    std::vector<torch::Tensor> sums, kept;
+    for (const auto& p : ours_params) sums.push_back(torch::randn_like(p) * 3);
+    for (const auto& t : sums) kept.push_back(t.clone());
+    {
+      torch::NoGradGuard no_grad;
+      for (std::size_t i = 0; i < sums.size(); ++i) theirs_params[i].mutable_grad() = sums[i] / divisor;
+      theirs.step();
+    }
+    step_on_sums(*ours, ours_params, sums, divisor);
+    for (std::size_t i = 0; i < sums.size(); ++i) {
+      INFO("step " << s << ", parameter " << i);
+      REQUIRE(torch::equal(sums[i], kept[i]));          // only read: a sum may be shared
+      REQUIRE(!ours_params[i].grad().defined());        // and let go of after the step
+    }
+  }
+  for (std::size_t i = 0; i < ours_params.size(); ++i)
+    REQUIRE(torch::allclose(ours_params[i], theirs_params[i], /*rtol=*/1e-5, /*atol=*/1e-6));
+}

@@ -5,13 +5,13 @@
 #    on the same CNN, batch and optimizer: homogeneous, and with one process at 1/4 speed.
 # Step times are means over steps 10.. of each run (the first steps warm up).
 # Usage: tools/bench/ddp_compare.sh [ROUNDS] [OUT] [MODEL] [STEPS]   (from the repository root,
-# after a build). MODEL: cnn (default) or resnet18 (45 MB of parameters; fewer STEPS suit it).
+# after a build; DYNAPAR_BIN names another binary). MODEL: cnn (default) or resnet18 (45 MB of parameters; fewer STEPS suit it).
 set -euo pipefail
 rounds=${1:-3}
 out=${2:-out/bench_ddp}
 model=${3:-cnn}
 steps=${4:-200}
-bin=build/bin/dynapar
+bin=${DYNAPAR_BIN:-build/bin/dynapar}  # another build for A/B runs
 mkdir -p "$out"
 layers=$([[ $model == resnet18 ]] && echo 10 || echo 4)
 # The two jobs for this model and length (the files are the CNN's).

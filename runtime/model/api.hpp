@@ -189,14 +189,14 @@ result<std::vector<layer_copy>> load_layers(const std::string& path, const model
 result<planner::model_profile> measure_profile(const model_chain& m, int batch, int repeat, const optimizer_config& opt,
                                                const std::string& place = "cpu");
 
-// `dynapar bench optimizer`: one optimizer step on summed gradients over all of a model's
-// parameters, as devices step (step_on_sums: Adam in one pass) against LibTorch's own
-// optimizer on the same gradients (gradient = sum / divisor, then its step, as dynapar did
-// before). Medians of `repeat` steps after a warm-up, on `place`.
+// `dynapar bench optimizer`: one Adam step on summed gradients over all of a model's
+// parameters, as devices step (step_on_sums: Adam in one pass) against LibTorch's Adam on
+// the same gradients (gradient = sum / samples, then its step, as dynapar did before).
+// Medians of `repeat` steps after a warm-up, on `place`.
 struct optimizer_timing {
   std::int64_t parameters = 0;
   double dynapar_s = 0, libtorch_s = 0;
 };
-result<optimizer_timing> time_optimizer(const model_chain& m, const optimizer_config& opt, int repeat, const std::string& place = "cpu");
+result<optimizer_timing> time_adam(const model_chain& m, int repeat, const std::string& place = "cpu");
 
 }  // namespace dynapar::model

@@ -112,31 +112,28 @@ result<planner::model_profile> measure_profile(const model_chain& m, int batch, 
   return out;
 }
 
-result<optimizer_timing> time_optimizer(const model_chain& m, const optimizer_config& opt, int repeat, const std::string& place) {
+result<optimizer_timing> time_adam(const model_chain& m, int repeat, const std::string& place) {
   if (auto st = check_place(place); !st) return st.err();
   if (repeat < 1) return make_error("bad_args", "repeat must be at least 1");
   try {
     const auto device = device_of(place);
-    std::vector<torch::nn::Sequential> layers;
-    std::vector<torch::Tensor> params;
+    std::vector<torch::Tensor> params;  // the tensors keep their storage without the modules
     for (const auto& l : m.layers) {
-      layers.push_back(deep_copy(l));
-      layers.back()->to(device);
-      for (const auto& p : layers.back()->parameters()) params.push_back(p);
+      auto layer = deep_copy(l);
+      layer->to(device);
+      for (const auto& p : layer->parameters()) params.push_back(p);
     }
     optimizer_timing t;
     for (const auto& p : params) t.parameters += p.numel();
-    auto ours = make_optimizer(params, opt);
-    t.dynapar_s = time_steps(params, repeat, device, [&](const std::vector<torch::Tensor>& summed) { step_on_sums(*ours, params, summed, 128.0); });
-    std::unique_ptr<torch::optim::Optimizer> theirs;
-    if (opt.kind == "sgd")
-      theirs = std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(opt.lr).momentum(opt.momentum).weight_decay(opt.weight_decay));
-    else
-      theirs = std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(opt.lr).weight_decay(opt.weight_decay));
+    const optimizer_config adam{"adam", 1e-3, 0, 0};
+    const double samples = 128;  // what the sums are divided by
+    auto ours = make_optimizer(params, adam);
+    t.dynapar_s = time_steps(params, repeat, device, [&](const std::vector<torch::Tensor>& summed) { step_on_sums(*ours, params, summed, samples); });
+    torch::optim::Adam theirs(params, torch::optim::AdamOptions(adam.lr));
     torch::NoGradGuard no_grad;
     t.libtorch_s = time_steps(params, repeat, device, [&](const std::vector<torch::Tensor>& summed) {
-      for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = summed[i] / 128.0;
-      theirs->step();
+      for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = summed[i] / samples;
+      theirs.step();
     });
     return t;
   } catch (const c10::Error& e) {

@@ -5,7 +5,8 @@
 #    on the same CNN, batch and optimizer: homogeneous, and with one process at 1/4 speed.
 # Step times are means over steps 10.. of each run (the first steps warm up).
 # Usage: tools/bench/ddp_compare.sh [ROUNDS] [OUT] [MODEL] [STEPS]   (from the repository root,
-# after a build; DYNAPAR_BIN names another binary). MODEL: cnn (default) or resnet18 (45 MB of parameters; fewer STEPS suit it).
+# after a build; DYNAPAR_BIN names another binary). MODEL: cnn (default) or resnet18 (45 MB of
+# parameters; fewer STEPS suit it).
 set -euo pipefail
 rounds=${1:-3}
 out=${2:-out/bench_ddp}

@@ -1,5 +1,6 @@
 #include "actors/controller_actor.hpp"
 
+#include <algorithm>
 #include <memory>
 
 #include "actors/messages.hpp"
@@ -24,6 +25,7 @@ control::controller_config core_config(const training::controller_config& cfg) {
     d.available = false;
   }
   c.planner = cfg.planner;
+  c.planner.slot_steps = std::max(1, cfg.replan_every);
   c.budget = cfg.budget;
   c.smoothing = cfg.smoothing;
   c.hysteresis = cfg.hysteresis;

@@ -42,16 +42,7 @@ void controller::observe(const measurement& m) {
   slot_cost_ += m.cost;
   for (const auto& [id, j] : m.energy_j) slot_energy_[id] += j;
   ++slot_steps_;
-  if (!first_step_ && steady_pred_ > 0 && m.time_s > 0) {
-    const double r = m.time_s / steady_pred_;
-    if (ratio_n_++ == 0) {
-      ratio_mean_ = r;
-      log_ratio_ = std::log(r);
-    }
-    ratio_mean_ = 0.9 * ratio_mean_ + 0.1 * r;
-    log_ratio_ = 0.9 * log_ratio_ + 0.1 * std::log(r);
-    ratio_dev_ = 0.9 * ratio_dev_ + 0.1 * std::abs(r - ratio_mean_) / ratio_mean_;
-  }
+  if (!first_step_ && m.time_s > 0) slot_times_.push_back(m.time_s);
   first_step_ = false;
 }
 
@@ -68,25 +59,66 @@ void controller::close_slot() {
   slot_steps_ = 0;
 }
 
+namespace {
+// The step-to-step noise of a slot's steady steps: the median relative change from one step
+// to the next (x 1.05, the normal deviation's from it). One lasting jump in the slot, a
+// device that slowed for good, moves the median little.
+double step_noise(const std::vector<double>& t) {
+  if (t.size() < 3) return 0;
+  std::vector<double> d;
+  for (std::size_t k = 1; k < t.size(); ++k) d.push_back(std::abs(t[k] - t[k - 1]) / t[k - 1]);
+  std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
+  return 1.05 * d[d.size() / 2];
+}
+}  // namespace
+
+// What the estimates, once they have taken the slot in, still fail to explain: the slot's
+// steady steps against the plan re-predicted now. Their mean gives the lasting bias (for the
+// cost allowance); how far it strays from the bias, plus the steps' own noise, the noise the
+// hysteresis must not chase. A device that slowed for good is the estimator's news, not bias
+// or noise that would shrink every later allowance or hold a stale plan (docs/MODEL.md).
+void controller::update_bias(const planner::problem& p) {
+  const std::vector<double> times = std::move(slot_times_);
+  slot_times_.clear();
+  if (!current_ || times.empty() || !(decided_pred_ > 0)) return;
+  const auto now = planner::evaluate(p, *current_, &*current_, {});
+  if (!now || !(now->batch_time_s > 0)) return;
+  double mean = 0;
+  for (double t : times) mean += t / static_cast<double>(times.size());
+  // The bias: the median over recent slots of measured against predicted when decided.
+  recent_bias_.push_back(std::log(mean / decided_pred_));
+  if (recent_bias_.size() > bias_window) recent_bias_.pop_front();
+  std::vector<double> sorted(recent_bias_.begin(), recent_bias_.end());
+  std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+  log_bias_ = sorted[sorted.size() / 2];
+  // The noise: the steps' own, plus how far the re-predicted slot strays from its usual.
+  const double x = std::log(mean / now->batch_time_s);
+  const double noise = step_noise(times) + (bias_n_ > 0 ? std::abs(std::exp(x - log_ratio_) - 1) : 0.0);
+  log_ratio_ = bias_n_ == 0 ? x : 0.7 * log_ratio_ + 0.3 * x;
+  noise_ = bias_n_ == 0 ? noise : 0.7 * noise_ + 0.3 * noise;
+  ++bias_n_;
+}
+
 planner::queue_state controller::planning_state() const {
   auto q = queues_.state();
-  if (ratio_n_ >= 5) q.time_ratio = std::exp(log_ratio_);
+  if (bias_n_ > 0) q.time_ratio = std::exp(log_bias_);
   return q;
 }
 
 result<decision> controller::decide(std::int64_t slot, const std::vector<int>& hidden) {
   if (!policy_) return make_error("bad_policy", "the controller has no policy");
   close_slot();
-  const planner::queue_state q = planning_state();
   const planner::cluster_state view = estimates_.view(cfg_.cluster, hidden);
   const planner::problem p(cfg_.profile, view, cfg_.planner, cfg_.budget);
+  update_bias(p);
+  const planner::queue_state q = planning_state();
   const planner::plan* previous = current_ ? &*current_ : nullptr;
   auto next = policy_->decide({p, previous, q, slot});
   if (!next) return next.err();
   decision d;
   // Hysteresis, unless devices came or went since the last decision.
   if (cfg_.hysteresis && current_ && events_.empty()) {
-    const double noise = std::max(cfg_.planner.replan_margin, ratio_n_ >= 5 ? ratio_dev_ : 0.0);
+    const double noise = std::max(cfg_.planner.replan_margin, noise_);
     const auto c = planner::check_switch(p, *current_, *next, q, cfg_.plan_lifetime_steps, noise);
     if (c.keep) {
       ++kept_;
@@ -103,7 +135,7 @@ result<decision> controller::decide(std::int64_t slot, const std::vector<int>& h
   decided_speeds_.clear();
   for (const auto& dev : view.devices) decided_speeds_.push_back(dev.available ? dev.speed : 0.0);
   if (!current_ || !(current_->groups == next->groups)) first_step_ = true;
-  if (auto steady = planner::evaluate(p, *next, &*next, q)) steady_pred_ = steady->batch_time_s;
+  if (auto steady = planner::evaluate(p, *next, &*next, q)) decided_pred_ = steady->batch_time_s;
   before_ = current_;
   current_ = *next;
   return d;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -81,6 +82,7 @@ class controller {
   void set_available(int id, bool on);
   // The queues as the planner sees them: with the predictions' measured bias (time_ratio).
   planner::queue_state planning_state() const;
+  void update_bias(const planner::problem& p);
   std::string explain(const planner::problem& p, const planner::plan& next) const;
 
   controller_config cfg_;
@@ -93,13 +95,13 @@ class controller {
   double slot_cost_ = 0;                   // summed over the slot's steps so far
   std::map<int, double> slot_energy_;      // joules by device, likewise
   int slot_steps_ = 0;
-  // Measured step time / predicted, of steps without migration: its mean and mean relative
-  // deviation (the predictions' noise, which hysteresis must not chase).
-  double steady_pred_ = 0, ratio_mean_ = 0, ratio_dev_ = 0;
-  // Its geometric mean, for the cost allowance: a lasting bias, which one slow step moves
-  // less than the arithmetic mean.
-  double log_ratio_ = 0;
-  int ratio_n_ = 0;
+  // Steady steps (without migration) of the slot so far, and what update_bias learns from
+  // them: the predictions' lasting bias (a moving geometric mean over slots) and noise.
+  std::vector<double> slot_times_;
+  double log_ratio_ = 0, noise_ = 0, decided_pred_ = 0, log_bias_ = 0;
+  static constexpr std::size_t bias_window = 9;
+  std::deque<double> recent_bias_;
+  int bias_n_ = 0;
   bool first_step_ = true;                 // of the plan in force: it carries the migration
   int kept_ = 0;
 };

@@ -1,12 +1,31 @@
 #include "control/estimator.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace dynapar::control {
 
 estimator::estimator(const planner::cluster_state& nominal, const planner::model_profile& model, double smoothing)
     : nominal_(nominal), sums_(model), alpha_(smoothing) {
   for (const auto& d : nominal.devices) speed_.push_back(d.speed);
+  recent_ = speed_;
+  shifted_.assign(speed_.size(), 0);
+}
+
+// A level shift (a device slowed or sped up for good) is taken at once: when the recent
+// estimate has stayed more than `shift_ratio` away from the smoothed one, on the same side,
+// for `shift_steps` steps in a row, the smoothed one restarts there. Noise and short bursts
+// rarely last that long on one side; a smoothing of 0.1 would take some 20 steps to follow.
+void estimator::fold_speed(std::size_t i, double measured) {
+  speed_[i] = (1 - alpha_) * speed_[i] + alpha_ * measured;
+  recent_[i] = (1 - fast_alpha) * recent_[i] + fast_alpha * measured;
+  const double off = recent_[i] / speed_[i] - 1;
+  const int side = off > shift_ratio ? 1 : off < -shift_ratio ? -1 : 0;
+  shifted_[i] = side == 0 || side * shifted_[i] < 0 ? side : shifted_[i] + side;
+  if (std::abs(shifted_[i]) >= shift_steps) {
+    speed_[i] = recent_[i];
+    shifted_[i] = 0;
+  }
 }
 
 void estimator::observe(const measurement& step, const planner::problem& announced) {
@@ -14,7 +33,7 @@ void estimator::observe(const measurement& step, const planner::problem& announc
     const int i = announced.links.index_of(s.device);
     if (i < 0 || s.compute_s <= 0) continue;
     const double work = s.samples * sums_.work(s.first_layer, s.end_layer) + s.micro_batches * sums_.fixed(s.first_layer, s.end_layer);
-    speed_[i] = (1 - alpha_) * speed_[i] + alpha_ * work / s.compute_s;
+    fold_speed(static_cast<std::size_t>(i), work / s.compute_s);
   }
   for (const auto& l : step.links) {
     const int a = announced.links.index_of(l.from), b = announced.links.index_of(l.to);
@@ -36,7 +55,10 @@ void estimator::observe(const measurement& step, const planner::problem& announc
 
 void estimator::announce(int device_id, double speed) {
   for (std::size_t i = 0; i < nominal_.devices.size(); ++i)
-    if (nominal_.devices[i].id == device_id) speed_[i] = speed;
+    if (nominal_.devices[i].id == device_id) {
+      speed_[i] = recent_[i] = speed;
+      shifted_[i] = 0;
+    }
 }
 
 planner::cluster_state estimator::view(const planner::cluster_state& announced, const std::vector<int>& hidden) const {
@@ -60,7 +82,8 @@ estimator::learnt estimator::snapshot() const {
 
 void estimator::restore(const learnt& l) {
   if (l.speeds.size() != speed_.size()) return;
-  speed_ = l.speeds;
+  speed_ = recent_ = l.speeds;
+  shifted_.assign(speed_.size(), 0);
   for (int i = 0; i < 3; ++i) tier_mult_[i] = l.tiers[i];
 }
 

@@ -32,8 +32,14 @@ class estimator {
  private:
   planner::cluster_state nominal_;
   planner::profile_sums sums_;
+  void fold_speed(std::size_t i, double measured);
+  static constexpr double fast_alpha = 0.5, shift_ratio = 0.25;
+  static constexpr int shift_steps = 3;
+
   double alpha_;
   std::vector<double> speed_;
+  std::vector<double> recent_;  // speeds smoothed with fast_alpha, to see level shifts
+  std::vector<int> shifted_;    // steps in a row recent_ stayed off speed_ (sign: which side)
   double tier_mult_[3] = {1, 1, 1};
 };
 

@@ -138,15 +138,18 @@ result<plan_report> evaluate(const problem& p, const plan& pl, const plan* previ
   r.floor_s = p.floor_s();
   r.efficiency = r.batch_time_s > 0 ? r.floor_s / r.batch_time_s : 0;
   const score_weights w = weights(p, queues);
-  r.time_term = w.time * r.batch_time_s;
-  r.cost_term = w.cost * r.cost;
+  // Scored by the slot's mean step: the migration once over the slot's steps.
+  const double slot_step_s = r.batch_time_s - r.migration_s * (1 - 1.0 / std::max(1, p.cfg.slot_steps));
+  const double slot_cost = r.price_per_s * slot_step_s;
+  r.time_term = w.time * slot_step_s;
+  r.cost_term = w.cost * slot_cost;
   std::vector<double> energy_j(w.energy_allowance.empty() ? 0 : p.cluster.devices.size(), 0.0);
   for (const auto& [id, e] : r.device_energy_j) {
     const int i = p.links.index_of(id);
     r.energy_term += w.energy[i] * e;
     if (!energy_j.empty()) energy_j[i] += e;
   }
-  r.guard_term = w.over_allowance(r.cost, energy_j);
+  r.guard_term = w.over_allowance(slot_cost, energy_j);
   r.score = r.time_term + r.cost_term + r.energy_term + r.guard_term;
   return r;
 }

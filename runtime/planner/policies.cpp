@@ -208,7 +208,12 @@ class joint_policy : public policy {
     // An evaluation costs O(devices): small clusters afford more of them (x4 up to 16 devices).
     const int n = std::max<int>(16, static_cast<int>(p.available.size()));
     const int fresh = std::max(p.cfg.warm_eval_budget, static_cast<int>(static_cast<long>(p.cfg.eval_budget) * 64 / n));
-    auto r = tentative_search(ev, std::move(start), ctx.slot, same_devices ? p.cfg.warm_eval_budget : fresh);
+    // Also when the cost queue moved by more than `research_queue_shift` budgets since the
+    // last full search: the score weighs cost anew, and a warm descent from a plan chosen
+    // under the old weights stays near it (docs/MODEL.md, "Search again when the queue moves").
+    const bool refresh = std::abs(q.cost - searched_queue_) > p.cfg.research_queue_shift;
+    if (!same_devices || refresh) searched_queue_ = q.cost;
+    auto r = tentative_search(ev, std::move(start), ctx.slot, same_devices && !refresh ? p.cfg.warm_eval_budget : fresh);
     if (!r) return r.err();
     kept_ = r->best;
     return r->best;
@@ -218,6 +223,7 @@ class joint_policy : public policy {
   mode mode_;
   std::optional<plan> kept_;
   std::vector<int> last_available_;
+  double searched_queue_ = 0;
 };
 
 // Exhaustive: every subset of devices, every set of ordered chains over it.

@@ -21,6 +21,12 @@ struct planner_config {
                                                     // by 64 / max(16, devices) (an evaluation
                                                     // costs O(devices))
   int warm_eval_budget = 64;                        // per slot when warm-started on the same devices
+  int search_stall_kicks = 64;                      // a search ends after this many fruitless kicks
+  // Steps a plan runs per slot: its migration is paid once over them, so a plan is scored by
+  // its mean step over the slot (docs/MODEL.md). 1: a slot is one step (the simulator).
+  int slot_steps = 1;
+  double research_queue_shift = 0.5;                // a full search also when the cost queue moved this
+                                                    // many budgets since the last one
   int max_stages = 16;                              // longest pipeline considered
   double replan_margin = 0.02;                      // a new structure must score this much better
   int share_quantum = 1;                            // shares are multiples of this (exact training)

@@ -133,7 +133,8 @@ structure_score structure_evaluator::score(const structure& s) {
         if (guard_energy) energy_j_[d] += e;
       }
   }
-  r.batch_time_s = compute + exposed_sync(p_, active, shares, times) + update_time(p_, active) + mig;
+  // The slot's mean step, as evaluate scores it: the migration once over the slot's steps.
+  r.batch_time_s = compute + exposed_sync(p_, active, shares, times) + update_time(p_, active) + mig / std::max(1, p_.cfg.slot_steps);
   r.cost = price * r.batch_time_s;
   r.score = w_.time * r.batch_time_s + w_.cost * r.cost + energy_term;
   if (guarded) r.score += w_.over_allowance(r.cost, energy_j_);
@@ -425,7 +426,10 @@ result<search_result> tentative_search(structure_evaluator& ev, structure start,
   // Iterated local search with what is left: 2-4 random moves from the best, then descend.
   rng kick_rng(p.cfg.seed * 0x2545f4914f6cdd1dULL + static_cast<std::uint64_t>(slot));
   const int max_stages = std::min(p.cfg.max_stages, p.num_layers());
-  while (!best.empty() && ev.evaluations() < budget_end) {
+  // Until the budget is spent or `search_stall_kicks` kicks in a row found nothing better: a
+  // small cluster's space is searched through long before 20 000 evaluations, and the
+  // driver waits for the decision.
+  for (int stall = 0; !best.empty() && ev.evaluations() < budget_end && stall < p.cfg.search_stall_kicks; ++stall) {
     structure kicked = best, next;
     const int kick = 2 + static_cast<int>(kick_rng.below(3));
     for (int m = 0; m < kick; ++m) {
@@ -435,7 +439,7 @@ result<search_result> tentative_search(structure_evaluator& ev, structure start,
     }
     structure s = local_search(ev, kicked, budget_end, slot, out.moves, remember);
     const double sc = ev.score(s).score;
-    if (sc < best_score * (1 - 1e-9)) { best_score = sc; best = std::move(s); }
+    if (sc < best_score * (1 - 1e-9)) { best_score = sc; best = std::move(s); stall = -1; }
   }
   // Exact pricing of the few best: the continuous model ignores integer micro-batch steps.
   double best_exact = unlimited;

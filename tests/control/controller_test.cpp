@@ -225,6 +225,42 @@ TEST_CASE("steps measured slower than predicted shrink a paced slot's cost allow
   CHECK(trusted > 4.5 * t4);  // the allowance binds differently: the ratio did it
 }
 
+TEST_CASE("one surprising slot leaves the cost allowance alone; a lasting bias shrinks it", "[unit][control]") {
+  // The same cluster and budget as the case above: 9 T4 a step over 10 slots.
+  auto cfg = small_config();
+  for (int i = 0; i < 4; ++i) cfg.cluster.devices[i].price_per_s = i + 1;
+  const planner::problem p(cfg.profile, cfg.cluster, cfg.planner, cfg.budget);
+  auto even = policy("dp_even")->decide({p, nullptr, {}, 0});
+  REQUIRE(even);
+  const double t4 = planner::evaluate(p, *even, nullptr, {})->batch_time_s;
+  cfg.budget.cost_per_slot = 9 * t4;
+  cfg.budget.horizon_slots = 10;
+  // Three slots of 8 steps, each step measured at `ratios[slot]` times its prediction and
+  // spending the budget exactly, so that what is left over the slots left stays 9 T4.
+  const auto fourth_slot = [&](const std::vector<double>& ratios) {
+    controller c(cfg, policy("joint_lyapunov"));
+    auto d = c.decide(0);
+    REQUIRE(d);
+    for (std::size_t s = 0; s < ratios.size(); ++s) {
+      for (int k = 0; k < 8; ++k) {
+        auto m = ran(d->plan, {1, 1, 1, 1}, 9 * t4);
+        m.time_s = ratios[s] * d->predicted_s;
+        c.observe(m);
+      }
+      d = c.decide(static_cast<std::int64_t>(s) + 1);
+      REQUIRE(d);
+    }
+    return planner::evaluate(p, d->plan, nullptr, {})->cost;
+  };
+  const double trusted = fourth_slot({1, 1, 1});
+  // A slot at 3x (a device that slowed, say, before the estimates knew) among slots as
+  // predicted: the bias is the median over slots, 1, and the allowance stays 9 T4.
+  CHECK(fourth_slot({1, 1, 3}) == Approx(trusted));
+  CHECK(trusted > 4.5 * t4);
+  // Every slot at 2x: a lasting bias halves the allowance, as in the case above.
+  CHECK(fourth_slot({2, 2, 2}) <= 4.5 * t4 * (1 + 1e-9));
+}
+
 TEST_CASE("a controller without a policy says so", "[unit][control]") {
   controller c(small_config(), nullptr);
   auto d = c.decide(0);

@@ -156,3 +156,42 @@ TEST_CASE("hysteresis: a new plan must gain more than the noise plus its migrati
   const auto three = *(*make_policy("dp_balanced"))->decide({q, nullptr, {}, 0});
   CHECK_FALSE(check_switch(q, even, three, {}, 1e9, 10).keep);
 }
+
+TEST_CASE("joint_lyapunov takes a joining device when its migration pays off over the slot, not within one step", "[unit][planner]") {
+  // Two equal devices; 4 layers of 3 ms a sample (fwd + bwd) and 100 MB each, over a 1 GB/s
+  // link. Device 0 alone: 32 samples x 4 layers x 3 ms = 384 ms a step. Both as a pipeline of
+  // two stages (1F1B, 4 micro-batches of 8): (4 + 1) x 48 ms = 240 ms, once device 1 has
+  // received its 2 layers, 200 MB in 200 ms. Data parallel would sum 400 MB of gradients a
+  // step, slower than device 0 alone.
+  model_profile m;
+  for (int l = 0; l < 4; ++l) m.layers.push_back({"l", 1e-3, 2e-3, 0, 1e3, 100e6, 1e3});
+  m.optimizer_state_factor = 0;
+  cluster_state c;
+  for (int i = 0; i < 2; ++i) {
+    device_spec d;
+    d.id = i;
+    d.node = 0;
+    c.devices.push_back(d);
+  }
+  c.tiers.same_node = {1e9, 0};
+  plan alone;
+  alone.groups.push_back({{0}, {0, 4}, 32, 8});
+  const auto devices_used = [&](int slot_steps) {
+    planner_config cfg;
+    cfg.batch = 32;
+    cfg.micro_batch = 8;
+    cfg.slot_steps = slot_steps;
+    problem p(m, c, cfg);
+    auto pol = make_policy("joint_lyapunov");
+    REQUIRE(pol);
+    auto d = (*pol)->decide({p, &alone, {}, 1});
+    REQUIRE(d);
+    std::size_t n = 0;
+    for (const auto& g : d->groups) n += g.devices.size();
+    return n;
+  };
+  // A slot of one step: 240 + 200 ms > 384 ms, device 0 stays alone. A slot of 10 steps:
+  // 240 + 20 ms a step on average < 384 ms, device 1 joins.
+  CHECK(devices_used(1) == 1);
+  CHECK(devices_used(10) == 2);
+}

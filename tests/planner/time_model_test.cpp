@@ -217,3 +217,26 @@ TEST_CASE("plans that break the model's rules are errors, not numbers", "[unit][
   pl.groups[0] = {{0}, {0, 3}, 256, 8};
   CHECK(evaluate(p, pl, nullptr, {}).err().code == "bad_plan");
 }
+
+TEST_CASE("a slot of several steps pays its migration once: plans are scored by the slot's mean step", "[unit][planner]") {
+  auto m = uniform_model(4, 1e-3, 10e6);
+  m.optimizer_state_factor = 0;
+  auto c = same_node_devices(2);
+  c.tiers.same_node = {1e9, 0};
+  plan prev, next;
+  prev.groups.push_back({{0}, {0, 4}, 8, 8});
+  next.groups.push_back({{1}, {0, 4}, 8, 8});  // device 1 must receive all 4 layers: 40 MB, 40 ms
+  for (int k : {1, 20}) {
+    planner_config cfg;
+    cfg.batch = 8;
+    cfg.slot_steps = k;
+    problem p(m, c, cfg);
+    auto r = evaluate(p, next, &prev, {});
+    REQUIRE(r);
+    CHECK(r->migration_s == Approx(40e6 / 1e9));
+    CHECK(r->batch_time_s == Approx(r->compute_s + r->sync_s + r->update_s + r->migration_s));  // the first step
+    // V T / T_floor with T = compute + sums + updates + migration / k.
+    const double mean_step = r->compute_s + r->sync_s + r->update_s + 0.04 / k;
+    CHECK(r->score == Approx(p.cfg.v * mean_step / r->floor_s));
+  }
+}

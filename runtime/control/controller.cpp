@@ -72,11 +72,13 @@ double step_noise(const std::vector<double>& t) {
 }
 }  // namespace
 
-// What the estimates, once they have taken the slot in, still fail to explain: the slot's
-// steady steps against the plan re-predicted now. Their mean gives the lasting bias (for the
-// cost allowance); how far it strays from the bias, plus the steps' own noise, the noise the
-// hysteresis must not chase. A device that slowed for good is the estimator's news, not bias
-// or noise that would shrink every later allowance or hold a stale plan (docs/MODEL.md).
+// What a slot's steady steps teach about the predictions (docs/MODEL.md):
+// - the bias, for the cost allowance: the median over recent slots of measured against the
+//   prediction the slot was decided on, so that one surprising slot (a device that slowed
+//   before the estimates knew) does not shrink every later allowance;
+// - the noise, which the hysteresis must not chase: the steps' own, plus how far the slot
+//   strays from the plan re-predicted with the estimates that took the slot in (a level
+//   shift the estimator has learnt is not noise).
 void controller::update_bias(const planner::problem& p) {
   const std::vector<double> times = std::move(slot_times_);
   slot_times_.clear();
@@ -85,16 +87,14 @@ void controller::update_bias(const planner::problem& p) {
   if (!now || !(now->batch_time_s > 0)) return;
   double mean = 0;
   for (double t : times) mean += t / static_cast<double>(times.size());
-  // The bias: the median over recent slots of measured against predicted when decided.
   recent_bias_.push_back(std::log(mean / decided_pred_));
   if (recent_bias_.size() > bias_window) recent_bias_.pop_front();
   std::vector<double> sorted(recent_bias_.begin(), recent_bias_.end());
   std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
   log_bias_ = sorted[sorted.size() / 2];
-  // The noise: the steps' own, plus how far the re-predicted slot strays from its usual.
   const double x = std::log(mean / now->batch_time_s);
-  const double noise = step_noise(times) + (bias_n_ > 0 ? std::abs(std::exp(x - log_ratio_) - 1) : 0.0);
-  log_ratio_ = bias_n_ == 0 ? x : 0.7 * log_ratio_ + 0.3 * x;
+  const double noise = step_noise(times) + (bias_n_ > 0 ? std::abs(std::exp(x - log_repredicted_) - 1) : 0.0);
+  log_repredicted_ = bias_n_ == 0 ? x : 0.7 * log_repredicted_ + 0.3 * x;
   noise_ = bias_n_ == 0 ? noise : 0.7 * noise_ + 0.3 * noise;
   ++bias_n_;
 }

@@ -96,11 +96,13 @@ class controller {
   std::map<int, double> slot_energy_;      // joules by device, likewise
   int slot_steps_ = 0;
   // Steady steps (without migration) of the slot so far, and what update_bias learns from
-  // them: the predictions' lasting bias (a moving geometric mean over slots) and noise.
+  // them: the bias (median of the last `bias_window` slots' log measured / decided
+  // prediction), the moving mean of log measured / re-predicted, and the noise.
   std::vector<double> slot_times_;
-  double log_ratio_ = 0, noise_ = 0, decided_pred_ = 0, log_bias_ = 0;
-  static constexpr std::size_t bias_window = 9;
   std::deque<double> recent_bias_;
+  static constexpr std::size_t bias_window = 9;
+  double log_bias_ = 0, log_repredicted_ = 0, noise_ = 0;
+  double decided_pred_ = 0;        // the plan in force's steady step, as predicted when decided
   int bias_n_ = 0;
   bool first_step_ = true;                 // of the plan in force: it carries the migration
   int kept_ = 0;

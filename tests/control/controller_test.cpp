@@ -190,59 +190,31 @@ TEST_CASE("hysteresis keeps a plan that gains less than the predictions' noise",
   CHECK(after->plan.groups.size() == 3);
 }
 
-TEST_CASE("steps measured slower than predicted shrink a paced slot's cost allowance", "[unit][control]") {
-  // Prices 1, 2, 3, 4 a second: fewer, cheaper devices cost less a step.
-  auto cfg = small_config();
-  for (int i = 0; i < 4; ++i) cfg.cluster.devices[i].price_per_s = i + 1;
-  // T4: all four devices with even shares, as predicted. A budget of 9 T4 a step over 10
-  // slots lets three devices run (cost about 6 x 4/3 T4) but not all four (10 T4).
-  const planner::problem p(cfg.profile, cfg.cluster, cfg.planner, cfg.budget);
-  auto even = policy("dp_even")->decide({p, nullptr, {}, 0});
-  REQUIRE(even);
-  const double t4 = planner::evaluate(p, *even, nullptr, {})->batch_time_s;
-  cfg.budget.cost_per_slot = 9 * t4;
-  cfg.budget.horizon_slots = 10;
-  // Two controllers see the same slot of steps at the same cost, but one measures each step
-  // at twice its prediction, the other at the prediction.
-  const auto after_slot = [&](double ratio) {
-    controller c(cfg, policy("joint_lyapunov"));
-    auto d = c.decide(0);
-    REQUIRE(d);
-    for (int k = 0; k < 8; ++k) {  // the first step carries the migration and is not counted
-      auto m = ran(d->plan, {1, 1, 1, 1}, 9 * t4);
-      m.time_s = ratio * d->predicted_s;
-      c.observe(m);
-    }
-    auto next = c.decide(1);
-    REQUIRE(next);
-    return planner::evaluate(p, next->plan, nullptr, {})->cost;
-  };
-  const double trusted = after_slot(1), slow = after_slot(2);
-  // The slot's allowance: what is left, 9 x 9 T4, over 9 slots. Halved when steps take twice
-  // the predictions.
-  CHECK(trusted <= 9 * t4 * (1 + 1e-9));
-  CHECK(slow <= 4.5 * t4 * (1 + 1e-9));
-  CHECK(trusted > 4.5 * t4);  // the allowance binds differently: the ratio did it
-}
-
-TEST_CASE("one surprising slot leaves the cost allowance alone; a lasting bias shrinks it", "[unit][control]") {
-  // The same cluster and budget as the case above: 9 T4 a step over 10 slots.
-  auto cfg = small_config();
-  for (int i = 0; i < 4; ++i) cfg.cluster.devices[i].price_per_s = i + 1;
-  const planner::problem p(cfg.profile, cfg.cluster, cfg.planner, cfg.budget);
-  auto even = policy("dp_even")->decide({p, nullptr, {}, 0});
-  REQUIRE(even);
-  const double t4 = planner::evaluate(p, *even, nullptr, {})->batch_time_s;
-  cfg.budget.cost_per_slot = 9 * t4;
-  cfg.budget.horizon_slots = 10;
-  // Three slots of 8 steps, each step measured at `ratios[slot]` times its prediction and
-  // spending the budget exactly, so that what is left over the slots left stays 9 T4.
-  const auto fourth_slot = [&](const std::vector<double>& ratios) {
+namespace {
+// Prices 1, 2, 3, 4 a second: fewer, cheaper devices cost less a step. T4: all four devices
+// with even shares, as predicted. A budget of 9 T4 a step over 10 slots lets three devices
+// run (cost about 6 x 4/3 T4) but not all four (10 T4).
+struct priced {
+  controller_config cfg = small_config();
+  double t4 = 0;
+  priced() {
+    for (int i = 0; i < 4; ++i) cfg.cluster.devices[i].price_per_s = i + 1;
+    const planner::problem p(cfg.profile, cfg.cluster, cfg.planner, cfg.budget);
+    auto even = policy("dp_even")->decide({p, nullptr, {}, 0});
+    REQUIRE(even);
+    t4 = planner::evaluate(p, *even, nullptr, {})->batch_time_s;
+    cfg.budget.cost_per_slot = 9 * t4;
+    cfg.budget.horizon_slots = 10;
+  }
+  // The cost a step of joint_lyapunov's plan after slots of 8 steps, each step measured at
+  // `ratios[slot]` times its prediction and spending the budget exactly, so that what is left
+  // over the slots left stays 9 T4.
+  double cost_after(const std::vector<double>& ratios) const {
     controller c(cfg, policy("joint_lyapunov"));
     auto d = c.decide(0);
     REQUIRE(d);
     for (std::size_t s = 0; s < ratios.size(); ++s) {
-      for (int k = 0; k < 8; ++k) {
+      for (int k = 0; k < 8; ++k) {  // the first step carries the migration and is not counted
         auto m = ran(d->plan, {1, 1, 1, 1}, 9 * t4);
         m.time_s = ratios[s] * d->predicted_s;
         c.observe(m);
@@ -250,15 +222,33 @@ TEST_CASE("one surprising slot leaves the cost allowance alone; a lasting bias s
       d = c.decide(static_cast<std::int64_t>(s) + 1);
       REQUIRE(d);
     }
+    const planner::problem p(cfg.profile, cfg.cluster, cfg.planner, {});
     return planner::evaluate(p, d->plan, nullptr, {})->cost;
-  };
-  const double trusted = fourth_slot({1, 1, 1});
+  }
+};
+}  // namespace
+
+TEST_CASE("steps measured slower than predicted shrink a paced slot's cost allowance", "[unit][control]") {
+  const priced w;
+  // Two controllers see the same slot of steps at the same cost, but one measures each step
+  // at twice its prediction, the other at the prediction.
+  const double trusted = w.cost_after({1}), slow = w.cost_after({2});
+  // The slot's allowance: what is left, 9 x 9 T4, over 9 slots. Halved when steps take twice
+  // the predictions.
+  CHECK(trusted <= 9 * w.t4 * (1 + 1e-9));
+  CHECK(slow <= 4.5 * w.t4 * (1 + 1e-9));
+  CHECK(trusted > 4.5 * w.t4);  // the allowance binds differently: the ratio did it
+}
+
+TEST_CASE("one surprising slot leaves the cost allowance alone; a lasting bias shrinks it", "[unit][control]") {
+  const priced w;
+  const double trusted = w.cost_after({1, 1, 1});
   // A slot at 3x (a device that slowed, say, before the estimates knew) among slots as
   // predicted: the bias is the median over slots, 1, and the allowance stays 9 T4.
-  CHECK(fourth_slot({1, 1, 3}) == Approx(trusted));
-  CHECK(trusted > 4.5 * t4);
+  CHECK(w.cost_after({1, 1, 3}) == Approx(trusted));
+  CHECK(trusted > 4.5 * w.t4);
   // Every slot at 2x: a lasting bias halves the allowance, as in the case above.
-  CHECK(fourth_slot({2, 2, 2}) <= 4.5 * t4 * (1 + 1e-9));
+  CHECK(w.cost_after({2, 2, 2}) <= 4.5 * w.t4 * (1 + 1e-9));
 }
 
 TEST_CASE("a controller without a policy says so", "[unit][control]") {

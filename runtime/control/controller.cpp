@@ -72,19 +72,16 @@ double step_noise(const std::vector<double>& t) {
 }
 }  // namespace
 
-// What a slot's steady steps teach about the predictions (docs/MODEL.md):
-// - the bias, for the cost allowance: the median over recent slots of measured against the
-//   prediction the slot was decided on, so that one surprising slot (a device that slowed
-//   before the estimates knew) does not shrink every later allowance;
-// - the noise, which the hysteresis must not chase: the steps' own, plus how far the slot
-//   strays from the plan re-predicted with the estimates that took the slot in (a level
-//   shift the estimator has learnt is not noise).
-void controller::update_bias(const planner::problem& p) {
+// What a slot's steady steps teach about the predictions (docs/MODEL.md), both from the
+// last `bias_window` slots' measured mean against the prediction each was decided on:
+// - the bias, for the cost allowance: their median, so that one surprising slot (a device
+//   that slowed before the estimates knew) does not shrink every later allowance;
+// - the noise, which the hysteresis must not chase: the steps' own plus the slots' spread
+//   about the bias, again robust to one outlying slot.
+void controller::update_bias() {
   const std::vector<double> times = std::move(slot_times_);
   slot_times_.clear();
   if (!current_ || times.empty() || !(decided_pred_ > 0)) return;
-  const auto now = planner::evaluate(p, *current_, &*current_, {});
-  if (!now || !(now->batch_time_s > 0)) return;
   double mean = 0;
   for (double t : times) mean += t / static_cast<double>(times.size());
   recent_bias_.push_back(std::log(mean / decided_pred_));
@@ -92,10 +89,14 @@ void controller::update_bias(const planner::problem& p) {
   std::vector<double> sorted(recent_bias_.begin(), recent_bias_.end());
   std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
   log_bias_ = sorted[sorted.size() / 2];
-  const double x = std::log(mean / now->batch_time_s);
-  const double noise = step_noise(times) + (bias_n_ > 0 ? std::abs(std::exp(x - log_repredicted_) - 1) : 0.0);
-  log_repredicted_ = bias_n_ == 0 ? x : 0.7 * log_repredicted_ + 0.3 * x;
-  noise_ = bias_n_ == 0 ? noise : 0.7 * noise_ + 0.3 * noise;
+  // The slots' spread about the bias (median absolute deviation x 1.48, the normal
+  // deviation's): speeds that wander between slots, which a plan chasing them cannot keep
+  // up with; one outlying slot does not count.
+  std::vector<double> dev;
+  for (double l : recent_bias_) dev.push_back(std::abs(std::exp(l - log_bias_) - 1));
+  std::nth_element(dev.begin(), dev.begin() + dev.size() / 2, dev.end());
+  step_noise_ = bias_n_ == 0 ? step_noise(times) : 0.7 * step_noise_ + 0.3 * step_noise(times);
+  noise_ = step_noise_ + 1.48 * dev[dev.size() / 2];
   ++bias_n_;
 }
 
@@ -110,7 +111,7 @@ result<decision> controller::decide(std::int64_t slot, const std::vector<int>& h
   close_slot();
   const planner::cluster_state view = estimates_.view(cfg_.cluster, hidden);
   const planner::problem p(cfg_.profile, view, cfg_.planner, cfg_.budget);
-  update_bias(p);
+  update_bias();
   const planner::queue_state q = planning_state();
   const planner::plan* previous = current_ ? &*current_ : nullptr;
   auto next = policy_->decide({p, previous, q, slot});

@@ -82,7 +82,7 @@ class controller {
   void set_available(int id, bool on);
   // The queues as the planner sees them: with the predictions' measured bias (time_ratio).
   planner::queue_state planning_state() const;
-  void update_bias(const planner::problem& p);
+  void update_bias();
   std::string explain(const planner::problem& p, const planner::plan& next) const;
 
   controller_config cfg_;
@@ -97,11 +97,11 @@ class controller {
   int slot_steps_ = 0;
   // Steady steps (without migration) of the slot so far, and what update_bias learns from
   // them: the bias (median of the last `bias_window` slots' log measured / decided
-  // prediction), the moving mean of log measured / re-predicted, and the noise.
+  // prediction) and the noise (the steps' own, moving mean over slots, plus the spread).
   std::vector<double> slot_times_;
   std::deque<double> recent_bias_;
   static constexpr std::size_t bias_window = 9;
-  double log_bias_ = 0, log_repredicted_ = 0, noise_ = 0;
+  double log_bias_ = 0, step_noise_ = 0, noise_ = 0;
   double decided_pred_ = 0;        // the plan in force's steady step, as predicted when decided
   int bias_n_ = 0;
   bool first_step_ = true;                 // of the plan in force: it carries the migration

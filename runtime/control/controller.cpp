@@ -60,6 +60,11 @@ void controller::close_slot() {
 }
 
 namespace {
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
 // The step-to-step noise of a slot's steady steps: the median relative change from one step
 // to the next (x 1.05, the normal deviation's from it). One lasting jump in the slot, a
 // device that slowed for good, moves the median little.
@@ -67,8 +72,7 @@ double step_noise(const std::vector<double>& t) {
   if (t.size() < 3) return 0;
   std::vector<double> d;
   for (std::size_t k = 1; k < t.size(); ++k) d.push_back(std::abs(t[k] - t[k - 1]) / t[k - 1]);
-  std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
-  return 1.05 * d[d.size() / 2];
+  return 1.05 * median(std::move(d));
 }
 }  // namespace
 
@@ -84,35 +88,32 @@ void controller::update_bias() {
   if (!current_ || times.empty() || !(decided_pred_ > 0)) return;
   double mean = 0;
   for (double t : times) mean += t / static_cast<double>(times.size());
+  const bool first = recent_bias_.empty();
   recent_bias_.push_back(std::log(mean / decided_pred_));
   if (recent_bias_.size() > bias_window) recent_bias_.pop_front();
-  std::vector<double> sorted(recent_bias_.begin(), recent_bias_.end());
-  std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
-  log_bias_ = sorted[sorted.size() / 2];
+  log_bias_ = median({recent_bias_.begin(), recent_bias_.end()});
   // The slots' spread about the bias (median absolute deviation x 1.48, the normal
   // deviation's): speeds that wander between slots, which a plan chasing them cannot keep
   // up with; one outlying slot does not count.
   std::vector<double> dev;
   for (double l : recent_bias_) dev.push_back(std::abs(std::exp(l - log_bias_) - 1));
-  std::nth_element(dev.begin(), dev.begin() + dev.size() / 2, dev.end());
-  step_noise_ = bias_n_ == 0 ? step_noise(times) : 0.7 * step_noise_ + 0.3 * step_noise(times);
-  noise_ = step_noise_ + 1.48 * dev[dev.size() / 2];
-  ++bias_n_;
+  step_noise_ = first ? step_noise(times) : 0.7 * step_noise_ + 0.3 * step_noise(times);
+  noise_ = step_noise_ + 1.48 * median(std::move(dev));
 }
 
 planner::queue_state controller::planning_state() const {
   auto q = queues_.state();
-  if (bias_n_ > 0) q.time_ratio = std::exp(log_bias_);
+  if (!recent_bias_.empty()) q.time_ratio = std::exp(log_bias_);
   return q;
 }
 
 result<decision> controller::decide(std::int64_t slot, const std::vector<int>& hidden) {
   if (!policy_) return make_error("bad_policy", "the controller has no policy");
   close_slot();
-  const planner::cluster_state view = estimates_.view(cfg_.cluster, hidden);
-  const planner::problem p(cfg_.profile, view, cfg_.planner, cfg_.budget);
   update_bias();
   const planner::queue_state q = planning_state();
+  const planner::cluster_state view = estimates_.view(cfg_.cluster, hidden);
+  const planner::problem p(cfg_.profile, view, cfg_.planner, cfg_.budget);
   const planner::plan* previous = current_ ? &*current_ : nullptr;
   auto next = policy_->decide({p, previous, q, slot});
   if (!next) return next.err();

@@ -103,7 +103,6 @@ class controller {
   static constexpr std::size_t bias_window = 9;
   double log_bias_ = 0, step_noise_ = 0, noise_ = 0;
   double decided_pred_ = 0;        // the plan in force's steady step, as predicted when decided
-  int bias_n_ = 0;
   bool first_step_ = true;                 // of the plan in force: it carries the migration
   int kept_ = 0;
 };

@@ -210,7 +210,7 @@ class joint_policy : public policy {
     const int fresh = std::max(p.cfg.warm_eval_budget, static_cast<int>(static_cast<long>(p.cfg.eval_budget) * 64 / n));
     // Also when the cost queue moved by more than `research_queue_shift` budgets since the
     // last full search: the score weighs cost anew, and a warm descent from a plan chosen
-    // under the old weights stays near it (docs/MODEL.md, "Search again when the queue moves").
+    // under the old weights stays near it (docs/MODEL.md, "Tentative search").
     const bool refresh = std::abs(q.cost - searched_queue_) > p.cfg.research_queue_shift;
     if (!same_devices || refresh) searched_queue_ = q.cost;
     auto r = tentative_search(ev, std::move(start), ctx.slot, same_devices && !refresh ? p.cfg.warm_eval_budget : fresh);

@@ -122,10 +122,10 @@ result<decision> controller::decide(std::int64_t slot, const std::vector<int>& h
   if (cfg_.hysteresis && current_ && events_.empty()) {
     const double noise = std::max(cfg_.planner.replan_margin, noise_);
     const auto c = planner::check_switch(p, *current_, *next, q, cfg_.plan_lifetime_steps, noise);
-    if (c.keep) {
+    if (c.keep || c.instead) {
       ++kept_;
       d.kept_why = c.why + " (proposed " + planner::describe(*next) + ")";
-      *next = *current_;
+      *next = c.instead ? *c.instead : *current_;
     }
   }
   d.plan = *next;

@@ -4,6 +4,7 @@
 // forth on estimate noise, moving megabytes of layers each time. Pure.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "planner/evaluate.hpp"
@@ -14,11 +15,19 @@ struct switch_check {
   bool keep = false;         // stay on the current plan
   double gain = 0;           // relative score gain per step, migration aside
   double threshold = 0;      // noise + migration / (lifetime x current step time)
-  std::string why;           // for the log when kept
+  std::optional<plan> instead;  // take this plan (the current layout re-shared), not the proposed one
+  std::string why;           // for the log when kept or replaced
 };
 
+// The current plan's layout with shares re-solved to finish together: every group with its
+// devices, splits and micro-batch, and at least one share quantum. Moves no layer. Empty if a
+// device is gone or it does not fit.
+std::optional<plan> layout_keeping(const problem& p, const plan& current);
+
 // `lifetime_steps`: steps the new plan is expected to last; `noise`: relative spread of the
-// step-time predictions (measured). A current plan that no longer fits the problem (devices
+// step-time predictions (measured). A proposed plan that moves layers must also gain as much
+// over layout_keeping(); when it does not, that plan is taken `instead` (or the current one
+// kept, if re-sharing gains nothing). A current plan that no longer fits the problem (devices
 // gone, memory) never holds.
 switch_check check_switch(const problem& p, const plan& current, const plan& proposed, const queue_state& q,
                           double lifetime_steps, double noise);

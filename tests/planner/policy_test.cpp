@@ -2,10 +2,12 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <numeric>
 
 #include "planner/evaluate.hpp"
 #include "planner/hysteresis.hpp"
 #include "planner/policy.hpp"
+#include "planner/time_model.hpp"
 
 using namespace dynapar;
 using namespace dynapar::planner;
@@ -194,4 +196,87 @@ TEST_CASE("joint_lyapunov takes a joining device when its migration pays off ove
   // 240 + 20 ms a step on average < 384 ms, device 1 joins.
   CHECK(devices_used(1) == 1);
   CHECK(devices_used(10) == 2);
+}
+
+TEST_CASE("hysteresis: the gain is a step's once the new plan is in place, whatever the slot's length", "[unit][planner]") {
+  // Scored by the slot's mean step, a plan's migration counts 1 / slot_steps; the gain the
+  // hysteresis weighs must leave it out all the same (the threshold has it, over the life).
+  fixture f;
+  for (auto& l : f.m.layers) l.param_bytes *= 5;
+  for (int slot_steps : {1, 10}) {
+    f.cfg.slot_steps = slot_steps;
+    const problem h(f.m, f.c, f.cfg);
+    const auto pipe = *(*make_policy("pipeline_balanced"))->decide({h, nullptr, {}, 0});
+    const auto bal = *(*make_policy("dp_balanced"))->decide({h, nullptr, {}, 0});
+    const auto now = evaluate(h, pipe, &pipe, {}), next = evaluate(h, bal, &pipe, {});
+    REQUIRE(next->migration_s > 0.01 * next->batch_time_s);
+    const double in_place = next->batch_time_s - next->migration_s;  // no budget: the score is V T / T_floor
+    CHECK(check_switch(h, pipe, bal, {}, 20, 0).gain == Approx((now->batch_time_s - in_place) / now->batch_time_s));
+  }
+}
+
+TEST_CASE("layout_keeping re-solves the shares of the current groups and moves no layer", "[unit][planner]") {
+  fixture f;
+  const problem p(f.m, f.c, f.cfg);
+  const auto even = *(*make_policy("dp_even"))->decide({p, nullptr, {}, 0});
+  REQUIRE(even.groups.size() == 4);
+  const auto kept = layout_keeping(p, even);
+  REQUIRE(kept);
+  CHECK(diff(&even, *kept).empty());
+  std::vector<group_shape> shapes;
+  for (const auto& g : even.groups) shapes.push_back(make_shape(p, {p.links.index_of(g.devices[0])}, g.splits, g.micro_batch));
+  const auto makespan = [&](const std::vector<int>& b) {
+    double t = 0;
+    for (std::size_t g = 0; g < b.size(); ++g) t = std::max(t, group_time(p, shapes[g], b[g]));
+    return t;
+  };
+  // Brute force: every split of the batch of 60 into four shares of at least one.
+  double best = unlimited;
+  for (int a = 1; a < 60; ++a)
+    for (int b = 1; a + b < 60; ++b)
+      for (int c = 1; a + b + c < 60; ++c) best = std::min(best, makespan({a, b, c, 60 - a - b - c}));
+  std::vector<int> got;
+  for (const auto& g : kept->groups) got.push_back(g.share);
+  CHECK(std::accumulate(got.begin(), got.end(), 0) == 60);
+  CHECK(*std::min_element(got.begin(), got.end()) >= 1);
+  CHECK(makespan(got) == Approx(best));
+  CHECK(makespan(got) < makespan({15, 15, 15, 15}));
+  // A group on a device that is gone cannot be kept.
+  auto gone = f.c;
+  gone.devices[3].available = false;
+  CHECK_FALSE(layout_keeping(problem(f.m, gone, f.cfg), even));
+}
+
+TEST_CASE("hysteresis: a plan that moves layers must beat the current layout re-shared by as much", "[unit][planner]") {
+  fixture f;
+  const problem p(f.m, f.c, f.cfg);
+  // Devices 10 and 11 (speeds 4 and 2) at even shares; the proposal adds devices 12 and 13,
+  // which must receive every layer.
+  plan two;
+  two.groups.push_back({{10}, {0, 8}, 30, 1});
+  two.groups.push_back({{11}, {0, 8}, 30, 1});
+  const auto all = *(*make_policy("dp_balanced"))->decide({p, nullptr, {}, 0});
+  REQUIRE_FALSE(diff(&two, all).moves.empty());
+  const auto stay = layout_keeping(p, two);
+  REQUIRE(stay);
+  const double now = evaluate(p, two, &two, {})->score, kept = evaluate(p, *stay, &two, {})->score;
+  const double in_place = evaluate(p, all, &all, {})->score;
+  const double gain = (now - in_place) / now, over_kept = (kept - in_place) / kept;
+  REQUIRE(over_kept > 0.05);
+  REQUIRE(gain > over_kept + 0.05);
+  const double life = 1e9;  // migration spread to nothing: the noise alone decides
+  // The gain over the re-shared layout clears the noise: the layers move.
+  auto c = check_switch(p, two, all, {}, life, 0.5 * over_kept);
+  CHECK_FALSE(c.keep);
+  CHECK_FALSE(c.instead);
+  // It does not (while the gain over the current plan does): the layout stays, re-shared.
+  c = check_switch(p, two, all, {}, life, 0.5 * (over_kept + gain));
+  CHECK_FALSE(c.keep);
+  REQUIRE(c.instead);
+  CHECK(c.instead->groups == stay->groups);
+  CHECK(c.why.find("kept the layers in place") != std::string::npos);
+  // Above the gain over the current plan as well: nothing changes.
+  c = check_switch(p, two, all, {}, life, 1.1 * gain);
+  CHECK(c.keep);
+  CHECK_FALSE(c.instead);
 }

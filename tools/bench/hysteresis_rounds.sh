@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# docs/BENCHMARKS.md, "Hysteresis through the runtime": examples/jobs/noisy_500.yaml with the
+# hysteresis off and on, in alternating rounds (off first in odd rounds, on first in even
+# ones) so that both see the machine alike. Prints a line per run and the means: step time
+# (steps 1.., step 0 warms up), plan changes, layers moved, changes kept back.
+#   tools/bench/hysteresis_rounds.sh [ROUNDS] [OUT]     BIN (default build/bin/dynapar)
+set -euo pipefail
+rounds=${1:-3}
+out=${2:-out/hysteresis_rounds}
+bin=${BIN:-build/bin/dynapar}
+mkdir -p "$out"
+for r in $(seq "$rounds"); do
+  order="off on"
+  [ $((r % 2)) = 0 ] && order="on off"
+  for h in $order; do
+    "$bin" train examples/jobs/noisy_500.yaml --hysteresis "$h" --out "$out/r$r-$h" > "$out/r$r-$h.out" 2> "$out/r$r-$h.log"
+  done
+done
+/usr/bin/python3 - "$out" "$rounds" <<'PY'
+import json, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+tot = {}
+for r in range(1, rounds + 1):
+    for h in ("off", "on"):
+        d = f"{out}/r{r}-{h}"
+        s = json.load(open(f"{d}/summary.json"))
+        times = [json.loads(l)["time_s"] for l in open(f"{d}/metrics.jsonl")][1:]
+        ms = 1e3 * sum(times) / len(times)
+        row = (ms, s["replans"], s["layers_moved"], s["bytes_migrated"] / 1e6, s["plans_kept"])
+        t = tot.setdefault(h, [0.0] * len(row))
+        for i, v in enumerate(row): t[i] += v / rounds
+        print(f"round {r} {h:3s}: {ms:6.1f} ms a step, {row[1]} plan changes, {row[2]} layers moved ({row[3]:.1f} MB), {row[4]} kept back")
+for h, t in tot.items():
+    print(f"mean {h:3s}: {t[0]:6.1f} ms a step, {t[1]:.1f} plan changes, {t[2]:.1f} layers moved ({t[3]:.1f} MB), {t[4]:.1f} kept back")
+on, off = tot["on"], tot["off"]
+print(f"on against off: step time x{on[0] / off[0]:.3f}, layers moved {on[2]:.1f} against {off[2]:.1f}")
+PY

@@ -61,39 +61,42 @@ switch_check check_switch(const problem& p, const plan& current, const plan& pro
   const auto steady = evaluate(p, proposed, &proposed, q);
   if (!now || !next || !steady || !(now->score > 0)) return c;
   c.gain = (now->score - steady->score) / now->score;
-  const double migration_share = next->migration_s / (std::max(1.0, lifetime_steps) * now->batch_time_s);
-  c.threshold = noise + migration_share;
-  c.keep = c.gain <= c.threshold;
   char buf[320];
-  if (c.keep) {
-    std::snprintf(buf, sizeof buf,
-                  "kept the plan: the best other plan gains %.1f %% a step, under the prediction noise %.1f %% plus its "
-                  "migration %.1f ms spread over %.0f steps (%.1f %%)",
-                  100 * c.gain, 100 * noise, 1e3 * next->migration_s, lifetime_steps, 100 * migration_share);
-    c.why = buf;
+  // Only shares change: nothing moves, and a wrong guess is undone as cheaply next slot.
+  if (diff(&current, proposed).empty()) {
+    c.threshold = p.cfg.replan_margin;
+    c.keep = c.gain <= c.threshold;
+    std::snprintf(buf, sizeof buf, "kept the plan: new shares gain %.1f %% a step, under the re-plan margin %.1f %%",
+                  100 * c.gain, 100 * c.threshold);
+    if (c.keep) c.why = buf;
     return c;
   }
-  // A plan that moves layers must also beat the best one that moves none by as much: the
-  // current layout with shares re-solved often takes most of the gain, and the layers moved
-  // for the rest within the noise would likely move back.
-  if (diff(&current, proposed).moves.empty()) return c;
+  // Layers move or are dropped (to move back when their device returns): the gain must clear
+  // the noise plus the migration over the plan's life, and do so against the best plan that
+  // keeps the layout, too (the current groups with shares re-solved), which often takes most
+  // of the gain; the rest, within the noise, would likely move back.
+  const double migration_share = next->migration_s / (std::max(1.0, lifetime_steps) * now->batch_time_s);
+  c.threshold = noise + migration_share;
   auto stay = layout_keeping(p, current);
-  if (!stay) return c;
-  const auto stay_r = evaluate(p, *stay, &current, q);
-  if (!stay_r || !(stay_r->score > 0) || !diff(&current, *stay).moves.empty()) return c;
-  const double over = (stay_r->score - steady->score) / stay_r->score;
+  double stay_score = 0;
+  if (stay)
+    if (auto r = evaluate(p, *stay, &current, q)) stay_score = r->score;
+  const bool reshare = stay_score > 0 && stay_score < now->score * (1 - p.cfg.replan_margin);
+  const double base = reshare ? stay_score : now->score;
+  const double over = (base - steady->score) / base;
   if (over > c.threshold) return c;
   std::snprintf(buf, sizeof buf,
-                "kept the layers in place: the best plan gains %.1f %% a step, but only %.1f %% over re-solving the "
-                "shares of the current layout, under the prediction noise %.1f %% plus its migration %.1f ms spread "
-                "over %.0f steps (%.1f %%)",
-                100 * c.gain, 100 * over, 100 * noise, 1e3 * next->migration_s, lifetime_steps, 100 * migration_share);
+                "%s: the best plan moves layers for %.1f %% a step (%.1f %% over %s), under the prediction noise "
+                "%.1f %% plus its migration %.1f ms spread over %.0f steps (%.1f %%)",
+                reshare ? "kept the layers in place, new shares" : "kept the plan", 100 * c.gain, 100 * over,
+                reshare ? "the current layout re-shared" : "the current plan", 100 * noise, 1e3 * next->migration_s,
+                lifetime_steps, 100 * migration_share);
   c.why = buf;
-  if (stay_r->score >= now->score || stay->groups == current.groups) {
-    c.keep = true;
-  } else {
+  if (reshare) {
     stay->slot = proposed.slot;
     c.instead = std::move(stay);
+  } else {
+    c.keep = true;
   }
   return c;
 }

@@ -123,15 +123,18 @@ TEST_CASE("hysteresis: a new plan must gain more than the noise plus its migrati
   problem p(f.m, f.c, f.cfg);
   const auto even = *(*make_policy("dp_even"))->decide({p, nullptr, {}, 0});
   const auto bal = *(*make_policy("dp_balanced"))->decide({p, nullptr, {}, 0});
-  // Data parallel to data parallel on the same devices moves nothing: only the noise counts.
+  // Data parallel to data parallel on the same devices moves nothing: the noise does not
+  // count, only the re-plan margin.
   const double t_even = evaluate(p, even, &even, {})->batch_time_s, t_bal = evaluate(p, bal, &even, {})->batch_time_s;
   REQUIRE(evaluate(p, bal, &even, {})->migration_s == 0);
   const double gain = (t_even - t_bal) / t_even;  // no budget: the score is V T / T_floor
   REQUIRE(gain > 0.1);
-  auto c = check_switch(p, even, bal, {}, 20, 0.5 * gain);
+  auto c = check_switch(p, even, bal, {}, 20, 1.5 * gain);
   CHECK_FALSE(c.keep);
   CHECK(c.gain == Approx(gain));
-  c = check_switch(p, even, bal, {}, 20, 1.5 * gain);
+  auto margined = f.cfg;
+  margined.replan_margin = 1.5 * gain;
+  c = check_switch(problem(f.m, f.c, margined), even, bal, {}, 20, 0);
   CHECK(c.keep);
   CHECK(c.why.find("kept the plan") != std::string::npos);
   // From one pipeline to data parallelism every device takes the layers it lacks (made
@@ -275,8 +278,14 @@ TEST_CASE("hysteresis: a plan that moves layers must beat the current layout re-
   REQUIRE(c.instead);
   CHECK(c.instead->groups == stay->groups);
   CHECK(c.why.find("kept the layers in place") != std::string::npos);
-  // Above the gain over the current plan as well: nothing changes.
+  // Above the gain over the current plan as well: still re-shared (new shares move nothing).
   c = check_switch(p, two, all, {}, life, 1.1 * gain);
+  REQUIRE(c.instead);
+  CHECK(c.instead->groups == stay->groups);
+  // From the re-shared layout, whose shares are already the best: the plan is kept.
+  const double from_stay = (kept - in_place) / kept;
+  c = check_switch(p, *stay, all, {}, life, 1.1 * from_stay);
   CHECK(c.keep);
   CHECK_FALSE(c.instead);
+  CHECK(c.why.find("kept the plan") != std::string::npos);
 }

@@ -3,17 +3,18 @@
 # hysteresis off and on, in alternating rounds (off first in odd rounds, on first in even
 # ones) so that both see the machine alike. Prints a line per run and the means: step time
 # (steps 1.., step 0 warms up), plan changes, layers moved, changes kept back.
-#   tools/bench/hysteresis_rounds.sh [ROUNDS] [OUT]     BIN (default build/bin/dynapar)
+#   tools/bench/hysteresis_rounds.sh [ROUNDS] [OUT]     BIN (default build/bin/dynapar), JOB (default noisy_500)
 set -euo pipefail
 rounds=${1:-3}
 out=${2:-out/hysteresis_rounds}
 bin=${BIN:-build/bin/dynapar}
+job=${JOB:-examples/jobs/noisy_500.yaml}
 mkdir -p "$out"
 for r in $(seq "$rounds"); do
   order="off on"
   [ $((r % 2)) = 0 ] && order="on off"
   for h in $order; do
-    "$bin" train examples/jobs/noisy_500.yaml --hysteresis "$h" --out "$out/r$r-$h" > "$out/r$r-$h.out" 2> "$out/r$r-$h.log"
+    "$bin" train "$job" --hysteresis "$h" --out "$out/r$r-$h" > "$out/r$r-$h.out" 2> "$out/r$r-$h.log"
   done
 done
 /usr/bin/python3 - "$out" "$rounds" <<'PY'

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# docs/BENCHMARKS.md, "Hysteresis through the runtime": examples/jobs/noisy_500.yaml with the
+# docs/BENCHMARKS.md, "Hysteresis through the runtime": a job (JOB, default noisy_500) with the
 # hysteresis off and on, in alternating rounds (off first in odd rounds, on first in even
 # ones) so that both see the machine alike. Prints a line per run and the means: step time
 # (steps 1.., step 0 warms up), plan changes, layers moved, changes kept back.

@@ -160,11 +160,11 @@ TEST_CASE("a revoked decision leaves the plan before it in force", "[unit][contr
   CHECK(known->reason.find("device 13 failed") != std::string::npos);
 }
 
-TEST_CASE("hysteresis keeps a plan that gains less than the predictions' noise", "[unit][control]") {
+TEST_CASE("hysteresis keeps a plan whose new shares gain less than the re-plan margin", "[unit][control]") {
   auto cfg = small_config();
   cfg.hysteresis = true;
   cfg.plan_lifetime_steps = 10;
-  cfg.planner.replan_margin = 0.5;  // predictions trusted to within 50 %: only big gains move
+  cfg.planner.replan_margin = 0.5;  // only big gains move (layer moves are weighed in planner_tests)
   controller c(cfg, policy("dp_balanced"));
   auto d = c.decide(0);
   REQUIRE(d);

@@ -19,9 +19,11 @@ out=docs/RESULTS.md
   echo "no budget, since the queue then stays empty), and beats the paper's 68.59 % reduction against"
   echo "dp_even on the paper-like cluster. Efficiency against the floor misses the 80 % aim everywhere:"
   echo "the floor assumes free communication and perfect balance, while these clusters pay for"
-  echo "gradient sums that do not overlap backward (ResNet-50's 100 MB over 0.2-1 Gbit/s edge links;"
-  echo "16 samples a device over 25 Gbit/s racks at 1024 devices), load bursts the policy learns of"
-  echo "one slot late, and pipeline bubbles. Overlapping the sums with backward is the next lever."
+  echo "gradient sums that backward hides only in part (a layer's sum waits for its last micro-batch;"
+  echo "ResNet-50's 100 MB over 0.2-1 Gbit/s edge links; 16 samples a device over 25 Gbit/s racks at"
+  echo "1024 devices), load bursts the policy learns of one slot late, and pipeline bubbles. On"
+  echo "paper_like even the best plan of any structure is at 0.66 of the floor before anything moves"
+  echo "(docs/BENCHMARKS.md, \"paper_like against 0.70 of the floor\")."
   for s in paper_like edge cloud_spot budget_tradeoff large_1024; do
     echo
     echo "## $s"

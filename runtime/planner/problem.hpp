@@ -32,9 +32,9 @@ struct planner_config {
   int share_quantum = 1;                            // shares are multiples of this (exact training)
   std::uint64_t seed = 1;                           // for sampled neighbourhoods on large clusters
   // A holder starts its cross-group sums when its stage finishes the step's backward, not
-  // when the slowest group does (docs/MODEL.md). Off by default: on, it made joint_lyapunov
-  // 34 % slower on cloud_spot in the simulator (docs/BENCHMARKS.md).
-  bool overlap_sums = false;
+  // when the slowest group does (docs/MODEL.md). On by default since 2026-11-25: no example
+  // scenario got slower with it (docs/BENCHMARKS.md, "Sums overlapped with backward").
+  bool overlap_sums = true;
 };
 
 struct budgets {

@@ -119,7 +119,7 @@ struct train_settings {
   std::size_t bucket_bytes = std::size_t{8} << 20;
   // A holder's sums start when its stage finishes the step's backward, not when every group
   // has (the job's planner `overlap_sums`; docs/RUNTIME.md).
-  bool overlap_sums = false;
+  bool overlap_sums = true;
 };
 
 }  // namespace dynapar::training

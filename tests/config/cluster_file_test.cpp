@@ -51,11 +51,11 @@ devices:
   planner::link_table links(r->cluster);
   CHECK(links.bw(0, 2) == Approx(1e9));
   CHECK(links.lat(0, 2) == Approx(1e-4));
-  CHECK_FALSE(r->planner.overlap_sums);  // the default
-  auto deep = config::parse_cluster(YAML::Load("schedule: 1f1b-deep\noverlap_sums: true\ndevices: [{}]"));
+  CHECK(r->planner.overlap_sums);  // the default
+  auto deep = config::parse_cluster(YAML::Load("schedule: 1f1b-deep\noverlap_sums: false\ndevices: [{}]"));
   REQUIRE(deep);
   CHECK(deep->planner.schedule == planner::schedule_kind::deep_1f1b);
-  CHECK(deep->planner.overlap_sums);
+  CHECK_FALSE(deep->planner.overlap_sums);
 }
 
 TEST_CASE("mistakes in a cluster file name the field", "[unit][config]") {

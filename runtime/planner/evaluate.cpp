@@ -139,7 +139,7 @@ result<plan_report> evaluate(const problem& p, const plan& pl, const plan* previ
   r.efficiency = r.batch_time_s > 0 ? r.floor_s / r.batch_time_s : 0;
   const score_weights w = weights(p, queues);
   // Scored by the slot's mean step: the migration once over the slot's steps.
-  const double slot_step_s = r.batch_time_s - r.migration_s * (1 - 1.0 / std::max(1, p.cfg.slot_steps));
+  const double slot_step_s = r.batch_time_s - r.migration_s + p.cfg.per_step(r.migration_s);
   const double slot_cost = r.price_per_s * slot_step_s;
   r.time_term = w.time * slot_step_s;
   r.cost_term = w.cost * slot_cost;

@@ -2,6 +2,7 @@
 // Built once per slot; read-only afterwards (safe to share between threads).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -25,6 +26,8 @@ struct planner_config {
   // Steps a plan runs per slot: its migration is paid once over them, so a plan is scored by
   // its mean step over the slot (docs/MODEL.md). 1: a slot is one step (the simulator).
   int slot_steps = 1;
+  // A one-off migration's share of each of the slot's steps.
+  double per_step(double migration_s) const { return migration_s / std::max(1, slot_steps); }
   double research_queue_shift = 0.5;                // a full search also when the cost queue moved this
                                                     // many budgets since the last one
   int max_stages = 16;                              // longest pipeline considered

@@ -134,7 +134,7 @@ structure_score structure_evaluator::score(const structure& s) {
       }
   }
   // The slot's mean step, as evaluate scores it: the migration once over the slot's steps.
-  r.batch_time_s = compute + exposed_sync(p_, active, shares, times) + update_time(p_, active) + mig / std::max(1, p_.cfg.slot_steps);
+  r.batch_time_s = compute + exposed_sync(p_, active, shares, times) + update_time(p_, active) + p_.cfg.per_step(mig);
   r.cost = price * r.batch_time_s;
   r.score = w_.time * r.batch_time_s + w_.cost * r.cost + energy_term;
   if (guarded) r.score += w_.over_allowance(r.cost, energy_j_);

@@ -131,9 +131,9 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
   std::vector<std::vector<double>> ready;  // by group and stage
   for (const auto& gp : current_->groups) {
     ready.emplace_back();
-    for (int id : gp.devices) ready.back().push_back(s_.overlap_sums ? ready_s[id] : pipelines_s);
+    for (int id : gp.devices) ready.back().push_back(ready_s[id]);
   }
-  const double sums_end_s = planner::sums_end(sums_, ready);
+  const double sums_end_s = s_.overlap_sums ? planner::sums_end(sums_, ready) : pipelines_s + planner::sums_end(sums_, {});
   rec.sync_s = std::max(0.0, sums_end_s - pipelines_s);  // what the pipelines did not hide
   const double sleep_s = sums_end_s - since(started);
   if (sleep_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s));

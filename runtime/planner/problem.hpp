@@ -38,6 +38,11 @@ struct planner_config {
   // when the slowest group does (docs/MODEL.md). On by default since 2026-11-25: no example
   // scenario got slower with it (docs/BENCHMARKS.md, "Sums overlapped with backward").
   bool overlap_sums = true;
+  // With overlap_sums, a segment's layers are summed in buckets, filled from its top layer
+  // down (backward's order) and closed at this many bytes of parameters, so that a bucket's
+  // sum starts once backward has passed it (PyTorch DDP's first bucket is 1 MiB too). Each
+  // bucket pays the ring's latency once.
+  double sum_bucket_bytes = 1 << 20;
 };
 
 struct budgets {

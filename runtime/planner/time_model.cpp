@@ -94,7 +94,14 @@ double stage_busy(const problem& p, const group_shape& g, int j, double share) {
   return (share * p.sums.work(lo, hi) + m * p.sums.fixed(lo, hi)) / p.speed(g.devices[j]);
 }
 
-std::vector<sum_segment> sum_segments(const problem& p, const std::vector<const group_shape*>& active) {
+// The last micro-batch's size for a share (time_model.hpp group_time's cut).
+static double last_micro_batch(double share, int u) {
+  if (share <= u) return share;
+  return share - (std::ceil(share / u) - 1) * u;
+}
+
+std::vector<sum_segment> sum_segments(const problem& p, const std::vector<const group_shape*>& active,
+                                      const std::vector<double>& shares) {
   std::vector<sum_segment> out;
   const std::size_t ng = active.size();
   if (ng < 2) return out;
@@ -106,15 +113,11 @@ std::vector<sum_segment> sum_segments(const problem& p, const std::vector<const 
   const double factor = 2.0 * static_cast<double>(ng - 1) / static_cast<double>(ng);
   for (std::size_t s = 0; s + 1 < cuts.size(); ++s) {
     sum_segment seg;
-    seg.lo = cuts[s];
-    seg.hi = cuts[s + 1];
     for (std::size_t g = 0; g < ng; ++g) {
-      while (active[g]->splits[stage[g] + 1] <= seg.lo) ++stage[g];
+      while (active[g]->splits[stage[g] + 1] <= cuts[s]) ++stage[g];
       seg.holders.emplace_back(static_cast<int>(g), stage[g]);
       seg.devices.push_back(active[g]->devices[stage[g]]);
     }
-    const double bytes = p.sums.params(seg.lo, seg.hi);
-    if (bytes <= 0) continue;
     std::vector<int> ring = seg.devices;
     std::sort(ring.begin(), ring.end());
     double min_bw = unlimited, max_lat = 0;
@@ -123,8 +126,32 @@ std::vector<sum_segment> sum_segments(const problem& p, const std::vector<const 
       min_bw = std::min(min_bw, p.links.bw(a, b));
       max_lat = std::max(max_lat, p.links.lat(a, b));
     }
-    seg.seconds = factor * bytes / min_bw + 2.0 * static_cast<double>(ng - 1) * max_lat;
-    out.push_back(std::move(seg));
+    // Buckets from the segment's top layer down (one bucket: the whole segment).
+    for (int hi = cuts[s + 1]; hi > cuts[s];) {
+      int lo = hi - 1;
+      if (p.cfg.overlap_sums)
+        while (lo > cuts[s] && p.sums.params(lo, hi) < p.cfg.sum_bucket_bytes) --lo;
+      else
+        lo = cuts[s];
+      sum_segment b = seg;
+      b.lo = lo;
+      b.hi = hi;
+      hi = lo;
+      const double bytes = p.sums.params(b.lo, b.hi);
+      if (bytes <= 0) continue;
+      b.seconds = factor * bytes / min_bw + 2.0 * static_cast<double>(ng - 1) * max_lat;
+      for (std::size_t g = 0; g < ng; ++g) {
+        const auto& sh = *active[g];
+        const int first = sh.splits[stage[g]];
+        double lead = 0;
+        if (!shares.empty() && b.lo > first) {
+          const double x = last_micro_batch(shares[g], sh.micro_batch);
+          lead = (x * (p.sums.work(first, b.lo) - p.sums.fwd(first, b.lo)) + 0.5 * p.sums.fixed(first, b.lo)) / p.speed(b.devices[g]);
+        }
+        b.lead_s.push_back(lead);
+      }
+      out.push_back(std::move(b));
+    }
   }
   return out;
 }
@@ -139,7 +166,11 @@ double sums_end(const std::vector<sum_segment>& segs, const std::vector<std::vec
   std::vector<work> all;  // small: segments x groups
   for (const auto& s : segs) {
     double r = 0;
-    for (const auto& [g, j] : s.holders) r = std::max(r, ready.empty() ? 0.0 : ready[g][j]);
+    if (!ready.empty())
+      for (std::size_t h = 0; h < s.holders.size(); ++h) {
+        const auto [g, j] = s.holders[h];
+        r = std::max(r, ready[g][j] - (h < s.lead_s.size() ? s.lead_s[h] : 0.0));
+      }
     for (int d : s.devices) all.push_back({d, r, s.lo, s.seconds});
   }
   std::sort(all.begin(), all.end(), [](const work& a, const work& b) {
@@ -182,7 +213,7 @@ double exposed_sync(const problem& p, const std::vector<sum_segment>& segs, cons
 
 double exposed_sync(const problem& p, const std::vector<const group_shape*>& active, const std::vector<double>& shares,
                     const std::vector<double>& time_s) {
-  const auto segs = sum_segments(p, active);
+  const auto segs = sum_segments(p, active, shares);
   if (segs.empty()) return 0;
   std::vector<std::vector<double>> ready;
   for (std::size_t g = 0; g < active.size(); ++g) ready.push_back(stage_ready(p, *active[g], shares[g], time_s[g]));

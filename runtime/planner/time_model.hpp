@@ -53,12 +53,21 @@ struct sum_segment {
   std::vector<std::pair<int, int>> holders;   // (group, stage), one per active group
   std::vector<int> devices;                   // the holders' device indices
   double seconds = 0;                         // the ring over them
+  // Per holder: how long before its stage finishes the step's backward the segment's
+  // gradients are final. Backward runs down the stage, so a segment above the stage's first
+  // layer is done once the last micro-batch's backward has passed it: the rest is the
+  // backward of the stage's layers below it.
+  std::vector<double> lead_s;
 };
-std::vector<sum_segment> sum_segments(const problem& p, const std::vector<const group_shape*>& active);
+// `shares[g]` (active group g's samples) sizes the last micro-batch behind each lead; without
+// shares every lead is 0 (stage level).
+std::vector<sum_segment> sum_segments(const problem& p, const std::vector<const group_shape*>& active,
+                                      const std::vector<double>& shares = {});
 
 // When the last sum ends, in seconds from the step's start. A segment's sum starts once each
-// of its holders has finished the step's backward (`ready[group][stage]`, from the step's
-// start) and its earlier segments; each device sums its segments one at a time, in the order
+// of its holders has its gradients (`ready[group][stage]`, when the stage finishes the step's
+// backward, from the step's start, less the segment's lead) and has summed its earlier
+// segments; each device sums its segments one at a time, in the order
 // they become ready (the last layers first on ties, as backward frees them). With every
 // ready time 0 this is the sums back to back: the slowest device's total. A device's
 // partners may still be busy with other segments; that coupling is not modelled.

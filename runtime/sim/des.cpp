@@ -150,7 +150,9 @@ step_outcome simulate_step(const planner::problem& truth, const planner::plan& p
   }
   std::vector<const planner::group_shape*> active;
   for (const auto& s : shapes) active.push_back(&s);
-  out.sync_s = planner::exposed_sync(truth, planner::sum_segments(truth, active), ready, out.compute_s);
+  std::vector<double> shares;
+  for (const auto& g : p.groups) shares.push_back(g.share);
+  out.sync_s = planner::exposed_sync(truth, planner::sum_segments(truth, active, shares), ready, out.compute_s);
   out.update_s = planner::update_time(truth, active);
   const planner::holdings held(truth, previous);
   for (const auto& s : shapes)

@@ -68,8 +68,10 @@ std::vector<planner::sum_segment> emulated_cluster::sums(const planner::model_pr
     shapes.push_back(planner::make_shape(p, idx, g.splits, g.micro_batch));
   }
   std::vector<const planner::group_shape*> active;
+  std::vector<double> shares;
   for (const auto& sh : shapes) active.push_back(&sh);
-  return planner::sum_segments(p, active);
+  for (const auto& g : plan.groups) shares.push_back(g.share);
+  return planner::sum_segments(p, active, shares);
 }
 
 }  // namespace dynapar::sim

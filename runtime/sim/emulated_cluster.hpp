@@ -45,7 +45,8 @@ class emulated_cluster {
   double price_per_s(const planner::plan& p) const;
   double power_w(int id) const;  // 0 for an unknown device
   // The cross-group sums of plan `p` on this slot's true links (planner::sum_segments, the
-  // holders as (group, stage) of the plan): what each would take on the emulated cluster.
+  // holders as (group, stage) of the plan, the leads from its shares): what each would take
+  // on the emulated cluster.
   // None with one group, or when the plan names a device the scenario does not know.
   std::vector<planner::sum_segment> sums(const planner::model_profile& m, int batch, const planner::plan& p) const;
 

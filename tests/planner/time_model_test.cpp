@@ -66,11 +66,16 @@ TEST_CASE("two identical data-parallel groups sum gradients by a ring all-reduce
   const auto m = uniform_model(4, 1e-3, 25e6);
   auto c = same_node_devices(2);
   c.tiers.same_node = {10e9, 1e-5};
-  problem p(m, c, {});
+  planner_config cfg;
+  cfg.overlap_sums = false;  // one ring for the whole segment
+  problem p(m, c, cfg);
   auto a = make_shape(p, {0}, {0, 4}, 8), b = make_shape(p, {1}, {0, 4}, 8);
   // 2 (G-1)/G * 100 MB / 10 GB/s + 2 (G-1) lat with G = 2.
   CHECK(sync_time(p, {&a, &b}) == Approx(100e6 / 10e9 + 2 * 1e-5));
   CHECK(sync_time(p, {&a}) == 0);
+  // Overlapped, in buckets of at least 1 MiB: each 25 MB layer is one, and pays the latency.
+  p.cfg.overlap_sums = true;
+  CHECK(sync_time(p, {&a, &b}) == Approx(100e6 / 10e9 + 4 * 2 * 1e-5));
 }
 
 TEST_CASE("segment-wise sums: a device pays only for the segments it holds", "[unit][planner]") {
@@ -90,6 +95,7 @@ TEST_CASE("sums overlapped with backward start as each holder's stage finishes",
   c.tiers.same_node = {1e9, 0};
   planner_config cfg;
   cfg.overlap_sums = true;
+  cfg.sum_bucket_bytes = 1e18;  // a segment in one bucket: the stage level alone
   problem p(m, c, cfg);
   // The segments of the test above: [0,1) on {0, 2} 10 ms, [1,3) on {1, 2} 20 ms, [3,4) on
   // {1, 3} 10 ms.
@@ -108,6 +114,39 @@ TEST_CASE("sums overlapped with backward start as each holder's stage finishes",
   CHECK(exposed_sync(p, segs, ready, 0.125) == Approx(0.005));
   p.cfg.overlap_sums = false;
   CHECK(exposed_sync(p, segs, ready, 0.1) == Approx(30e-3));
+}
+
+TEST_CASE("a bucket's sum starts once backward has passed its layers", "[unit][planner]") {
+  // Two single-device groups (data parallel) of 4 layers, fwd 1 ms and bwd 2 ms a sample a
+  // layer, 1 ms fixed a micro-batch; layer 3 holds 10 MB, the others 0.1 MB; 1 GB/s, no
+  // latency. Buckets of 1 MiB from the top: {3} (10 ms), {0, 1, 2} (0.3 ms).
+  auto m = uniform_model(4, 1e-3, 0.1e6);
+  m.layers[3].param_bytes = 10e6;
+  for (auto& l : m.layers) l.fixed_s = 1e-3;
+  auto c = same_node_devices(2);
+  c.tiers.same_node = {1e9, 0};
+  c.devices[1].speed = 0.5;
+  problem p(m, c, {});
+  auto a = make_shape(p, {0}, {0, 4}, 4), b = make_shape(p, {1}, {0, 4}, 4);
+  // Shares 12 (micro-batches 4, 4, 4) and 6 (4, then 2): the last micro-batch's backward
+  // below layer 3 is 3 layers x 2 ms x x samples + half of their 3 ms fixed, over the speed.
+  const auto segs = sum_segments(p, {&a, &b}, {12, 6});
+  REQUIRE(segs.size() == 2);
+  CHECK(segs[0].lo == 3);
+  CHECK(segs[0].hi == 4);
+  CHECK(segs[1].lo == 0);
+  CHECK(segs[1].hi == 3);
+  CHECK(segs[0].seconds == Approx(10e-3));
+  CHECK(segs[0].lead_s[0] == Approx(4 * 6e-3 + 1.5e-3));
+  CHECK(segs[0].lead_s[1] == Approx((2 * 6e-3 + 1.5e-3) / 0.5));
+  CHECK(segs[1].lead_s[0] == 0);  // the stage's first layer: done when the stage is
+  // Both groups end at 100 ms: layer 3's sum starts when the later of them has passed it
+  // (100 - 25.5 ms on device 0, 100 - 27 ms on device 1), 10 ms, then the rest 0.3 ms at 100.
+  const std::vector<std::vector<double>> ready = {{0.1}, {0.1}};
+  CHECK(sums_end(segs, ready) == Approx(0.1003));
+  CHECK(exposed_sync(p, segs, ready, 0.1) == Approx(0.3e-3));
+  // Without shares no lead: the stage level, layer 3 from 100 ms.
+  CHECK(sums_end(sum_segments(p, {&a, &b}), ready) == Approx(0.1103));
 }
 
 TEST_CASE("a stage finishes the step's backward before the stages in front of it", "[unit][planner]") {

@@ -125,7 +125,7 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
     // The sums run in this process or among the holders' nodes; on the emulated cluster they
     // would be segment rings over its links, each starting when its holders are ready: the
     // time they would take beyond what ran here is slept.
-    sums_ = s_.profile ? cluster_.sums(*s_.profile, s_.batch, *current_) : std::vector<planner::sum_segment>{};
+    sums_ = s_.profile ? cluster_.sums(*s_.profile, s_.batch, *current_, s_.overlap_sums) : std::vector<planner::sum_segment>{};
     sync_stale_ = false;
   }
   std::vector<std::vector<double>> ready;  // by group and stage

@@ -41,8 +41,11 @@ struct planner_config {
   // With overlap_sums, a segment's layers are summed in buckets, filled from its top layer
   // down (backward's order) and closed at this many bytes of parameters, so that a bucket's
   // sum starts once backward has passed it (PyTorch DDP's first bucket is 1 MiB too). Each
-  // bucket pays the ring's latency once.
+  // bucket pays the ring's latency once, so it also holds at least what takes
+  // `sum_bucket_latencies` times that latency to move: on slow or long rings (edge links,
+  // a thousand groups) buckets grow, up to one a segment (docs/BENCHMARKS.md).
   double sum_bucket_bytes = 1 << 20;
+  double sum_bucket_latencies = 4;
 };
 
 struct budgets {

@@ -126,11 +126,14 @@ std::vector<sum_segment> sum_segments(const problem& p, const std::vector<const 
       min_bw = std::min(min_bw, p.links.bw(a, b));
       max_lat = std::max(max_lat, p.links.lat(a, b));
     }
-    // Buckets from the segment's top layer down (one bucket: the whole segment).
+    const double latency = 2.0 * static_cast<double>(ng - 1) * max_lat;
+    // Buckets from the segment's top layer down (one bucket: the whole segment). Each pays
+    // the ring's latency, so a bucket holds enough to take some multiple of it to move.
+    const double least = std::max(p.cfg.sum_bucket_bytes, p.cfg.sum_bucket_latencies * latency * min_bw / factor);
     for (int hi = cuts[s + 1]; hi > cuts[s];) {
       int lo = hi - 1;
       if (p.cfg.overlap_sums)
-        while (lo > cuts[s] && p.sums.params(lo, hi) < p.cfg.sum_bucket_bytes) --lo;
+        while (lo > cuts[s] && p.sums.params(lo, hi) < least) --lo;
       else
         lo = cuts[s];
       sum_segment b = seg;
@@ -139,7 +142,7 @@ std::vector<sum_segment> sum_segments(const problem& p, const std::vector<const 
       hi = lo;
       const double bytes = p.sums.params(b.lo, b.hi);
       if (bytes <= 0) continue;
-      b.seconds = factor * bytes / min_bw + 2.0 * static_cast<double>(ng - 1) * max_lat;
+      b.seconds = factor * bytes / min_bw + latency;
       for (std::size_t g = 0; g < ng; ++g) {
         const auto& sh = *active[g];
         const int first = sh.splits[stage[g]];

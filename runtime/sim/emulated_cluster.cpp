@@ -55,10 +55,12 @@ double emulated_cluster::power_w(int id) const {
   return i < 0 ? 0.0 : truth_.devices[i].power_w;
 }
 
-std::vector<planner::sum_segment> emulated_cluster::sums(const planner::model_profile& m, int batch, const planner::plan& plan) const {
+std::vector<planner::sum_segment> emulated_cluster::sums(const planner::model_profile& m, int batch, const planner::plan& plan,
+                                                         bool overlap) const {
   if (plan.groups.size() < 2) return {};
   planner::planner_config cfg;
   cfg.batch = batch;
+  cfg.overlap_sums = overlap;
   const planner::problem p(m, truth_, cfg);
   std::vector<planner::group_shape> shapes;
   for (const auto& g : plan.groups) {

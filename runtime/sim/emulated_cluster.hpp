@@ -48,7 +48,9 @@ class emulated_cluster {
   // holders as (group, stage) of the plan, the leads from its shares): what each would take
   // on the emulated cluster.
   // None with one group, or when the plan names a device the scenario does not know.
-  std::vector<planner::sum_segment> sums(const planner::model_profile& m, int batch, const planner::plan& p) const;
+  // `overlap`: in buckets with their leads (planner_config::overlap_sums), else a ring a segment.
+  std::vector<planner::sum_segment> sums(const planner::model_profile& m, int batch, const planner::plan& p,
+                                         bool overlap = true) const;
 
  private:
   struct slowdown {

@@ -149,6 +149,27 @@ TEST_CASE("a bucket's sum starts once backward has passed its layers", "[unit][p
   CHECK(sums_end(sum_segments(p, {&a, &b}), ready) == Approx(0.1103));
 }
 
+TEST_CASE("buckets grow until the ring's latency is a small part of their time", "[unit][planner]") {
+  // Two single-device groups, four layers of 2 MB, 1 GB/s. Without latency each layer is a
+  // bucket (over 1 MiB). With 0.625 ms a hop the ring's latency is 1.25 ms, and a bucket must
+  // take 4 times that to move (5 MB): [1,4) from the top, then [0,1).
+  const auto m = uniform_model(4, 1e-3, 2e6);
+  auto c = same_node_devices(2);
+  c.tiers.same_node = {1e9, 0};
+  problem p(m, c, {});
+  auto a = make_shape(p, {0}, {0, 4}, 4), b = make_shape(p, {1}, {0, 4}, 4);
+  CHECK(sum_segments(p, {&a, &b}).size() == 4);
+  c.tiers.same_node = {1e9, 0.625e-3};
+  problem slow(m, c, {});
+  const auto segs = sum_segments(slow, {&a, &b});
+  REQUIRE(segs.size() == 2);
+  CHECK(segs[0].lo == 1);
+  CHECK(segs[0].hi == 4);
+  CHECK(segs[0].seconds == Approx(6e6 / 1e9 + 1.25e-3));
+  CHECK(segs[1].lo == 0);
+  CHECK(segs[1].hi == 1);
+}
+
 TEST_CASE("a stage finishes the step's backward before the stages in front of it", "[unit][planner]") {
   const auto m = uniform_model(4, 1e-3, 1e6, 1e3);  // backward 2 ms a sample a layer
   auto c = same_node_devices(3);

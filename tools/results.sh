@@ -22,8 +22,9 @@ out=docs/RESULTS.md
   echo "gradient sums that backward hides only in part (a layer's sum waits for its last micro-batch;"
   echo "ResNet-50's 100 MB over 0.2-1 Gbit/s edge links; 16 samples a device over 25 Gbit/s racks at"
   echo "1024 devices), load bursts the policy learns of one slot late, and pipeline bubbles. On"
-  echo "paper_like even the best plan of any structure is at 0.66 of the floor before anything moves"
-  echo "(docs/BENCHMARKS.md, \"paper_like against 0.70 of the floor\")."
+  echo "paper_like the plan at slot 0 is at 0.79 of the floor; the run loses the rest to the bursts:"
+  echo "told each slot's true speeds, joint_lyapunov would reach 0.775 (docs/BENCHMARKS.md, \"Sums in"
+  echo "buckets\")."
   for s in paper_like edge cloud_spot budget_tradeoff large_1024; do
     echo
     echo "## $s"

@@ -123,8 +123,8 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
   if (auto st = work->finish(); !st) return make_error(st.err().code, "step " + std::to_string(t) + ", " + st.err().message);
   if (sync_stale_) {
     // The sums run in this process or among the holders' nodes; on the emulated cluster they
-    // would be segment rings over its links, each starting when its holders are ready: the
-    // time they would take beyond what ran here is slept.
+    // would be rings over its links, a bucket's starting when its holders' backward has
+    // passed it: the time they would take beyond what ran here is slept.
     sums_ = s_.profile ? cluster_.sums(*s_.profile, s_.batch, *current_, s_.overlap_sums) : std::vector<planner::sum_segment>{};
     sync_stale_ = false;
   }

@@ -94,10 +94,13 @@ double stage_busy(const problem& p, const group_shape& g, int j, double share) {
   return (share * p.sums.work(lo, hi) + m * p.sums.fixed(lo, hi)) / p.speed(g.devices[j]);
 }
 
-// The last micro-batch's size for a share (time_model.hpp group_time's cut).
-static double last_micro_batch(double share, int u) {
-  if (share <= u) return share;
-  return share - (std::ceil(share / u) - 1) * u;
+// How long before stage j of g finishes the step's backward its layers from `lo` up are
+// done: the last micro-batch's backward of the stage's layers below `lo`.
+static double lead_below(const problem& p, const group_shape& g, int j, int lo, double share) {
+  const int first = g.splits[j], u = g.micro_batch;
+  if (lo <= first) return 0;
+  const double last = share <= u ? share : share - (std::ceil(share / u) - 1) * u;  // group_time's cut
+  return (last * (p.sums.work(first, lo) - p.sums.fwd(first, lo)) + 0.5 * p.sums.fixed(first, lo)) / p.speed(g.devices[j]);
 }
 
 std::vector<sum_segment> sum_segments(const problem& p, const std::vector<const group_shape*>& active,
@@ -143,16 +146,8 @@ std::vector<sum_segment> sum_segments(const problem& p, const std::vector<const 
       const double bytes = p.sums.params(b.lo, b.hi);
       if (bytes <= 0) continue;
       b.seconds = factor * bytes / min_bw + latency;
-      for (std::size_t g = 0; g < ng; ++g) {
-        const auto& sh = *active[g];
-        const int first = sh.splits[stage[g]];
-        double lead = 0;
-        if (!shares.empty() && b.lo > first) {
-          const double x = last_micro_batch(shares[g], sh.micro_batch);
-          lead = (x * (p.sums.work(first, b.lo) - p.sums.fwd(first, b.lo)) + 0.5 * p.sums.fixed(first, b.lo)) / p.speed(b.devices[g]);
-        }
-        b.lead_s.push_back(lead);
-      }
+      for (std::size_t g = 0; g < ng; ++g)
+        b.lead_s.push_back(shares.empty() ? 0.0 : lead_below(p, *active[g], stage[g], b.lo, shares[g]));
       out.push_back(std::move(b));
     }
   }

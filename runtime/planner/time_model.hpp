@@ -47,7 +47,8 @@ double group_time(const problem& p, const group_shape& g, double share);
 double stage_busy(const problem& p, const group_shape& g, int j, double share);
 
 // Cross-group gradient sums: split points of all groups cut the chain into segments; each
-// segment is ring-all-reduced over its holders (ordered by device index).
+// segment is ring-all-reduced over its holders (ordered by device index), with
+// planner_config::overlap_sums in buckets of its layers (each an entry below).
 struct sum_segment {
   int lo = 0, hi = 0;                         // layers
   std::vector<std::pair<int, int>> holders;   // (group, stage), one per active group

@@ -118,23 +118,14 @@ result<decision> controller::decide(std::int64_t slot, const std::vector<int>& h
   auto next = policy_->decide({p, previous, q, slot});
   if (!next) return next.err();
   decision d;
-  // Hysteresis, unless devices came or went since the last decision. A layout proposed
-  // again slot after slot is less likely the noise's: each slot's prediction rests on new
-  // measurements, and the mean of k of them spreads 1/sqrt(k) as much as one, so the noise's
-  // margin shrinks so (docs/MODEL.md, "Hysteresis").
-  std::vector<planner::group_plan> layout = next->groups;
-  for (auto& g : layout) g.share = 0;
-  held_in_row_ = layout == held_ ? held_in_row_ + 1 : 1;
-  held_.clear();
+  // Hysteresis, unless devices came or went since the last decision.
   if (cfg_.hysteresis && current_ && events_.empty()) {
-    const double noise = std::max(cfg_.planner.replan_margin, noise_ / std::sqrt(static_cast<double>(held_in_row_)));
+    const double noise = std::max(cfg_.planner.replan_margin, noise_);
     const auto c = planner::check_switch(p, *current_, *next, q, cfg_.plan_lifetime_steps, noise);
     if (c.keep || c.instead) {
       ++kept_;
       d.kept_why = c.why + " (proposed " + planner::describe(*next) + ")";
-      if (held_in_row_ > 1) d.kept_why += ", proposed " + std::to_string(held_in_row_) + " slots in a row";
       *next = c.instead ? *c.instead : *current_;
-      held_ = std::move(layout);
     }
   }
   d.plan = *next;

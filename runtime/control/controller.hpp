@@ -105,10 +105,6 @@ class controller {
   double decided_pred_ = 0;        // the plan in force's steady step, as predicted when decided
   bool first_step_ = true;                 // of the plan in force: it carries the migration
   int kept_ = 0;
-  // The layout (groups' devices, splits, micro-batches) the hysteresis last held back, and
-  // in how many slots in a row it was proposed.
-  std::vector<planner::group_plan> held_;
-  int held_in_row_ = 0;
 };
 
 }  // namespace dynapar::control

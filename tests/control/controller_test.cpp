@@ -4,11 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <cmath>
 
 #include "control/controller.hpp"
 #include "planner/evaluate.hpp"
-#include "planner/hysteresis.hpp"
 #include "planner/policy.hpp"
 
 using namespace dynapar;
@@ -274,56 +272,4 @@ TEST_CASE("stages_of reads layers, samples and micro-batches off the plan", "[un
   CHECK(st[1].compute_s == 0.5);
   CHECK(st[2].samples == 24);
   CHECK(st[2].micro_batches == 3);
-}
-
-namespace {
-// Proposes `first` at slot 0 and `then` ever after.
-class two_plans : public planner::policy {
- public:
-  two_plans(planner::plan first, planner::plan then) : first_(std::move(first)), then_(std::move(then)) {}
-  std::string name() const override { return "two_plans"; }
-  result<planner::plan> decide(const planner::decision_context& ctx) override { return ctx.slot == 0 ? first_ : then_; }
-
- private:
-  planner::plan first_, then_;
-};
-}  // namespace
-
-TEST_CASE("hysteresis: a layout proposed slot after slot clears a noise margin shrunk by the root of the count",
-          "[unit][control]") {
-  auto cfg = small_config();
-  cfg.hysteresis = true;
-  cfg.plan_lifetime_steps = 1e6;  // the migration's share vanishes: the noise alone decides
-  planner::plan two, three;
-  two.groups = {{{10}, {0, 4}, 32, 32}, {{11}, {0, 4}, 32, 32}};
-  three.groups = {{{10}, {0, 4}, 22, 22}, {{11}, {0, 4}, 21, 21}, {{12}, {0, 4}, 21, 21}};
-  // Each slot: a first step (it carries the plan change, not counted), then steps of 1 and
-  // 1.4 s alternately: relative changes 0.4 and 0.29, a step noise of 1.05 x 0.4 = 0.42; the
-  // same mean every slot adds no spread.
-  const double noise = 1.05 * 0.4;
-  auto run_slot = [&](controller& c, const planner::plan& p) {
-    for (double t : {1.0, 1.0, 1.4, 1.0, 1.4, 1.0}) {
-      auto m = ran(p, {1, 1, 1, 1}, 0);
-      m.time_s = t;
-      c.observe(m);
-    }
-  };
-  // Adding device 12 gains between the noise and the noise over sqrt(2) (checked on the
-  // problem the controller sees: every estimate at speed 1).
-  const planner::problem p(cfg.profile, cfg.cluster, cfg.planner, cfg.budget);
-  REQUIRE(planner::check_switch(p, two, three, {}, cfg.plan_lifetime_steps, noise).keep);
-  REQUIRE_FALSE(planner::check_switch(p, two, three, {}, cfg.plan_lifetime_steps, noise / std::sqrt(2.0)).keep);
-  controller c(cfg, std::make_shared<two_plans>(two, three));
-  auto d0 = c.decide(0);
-  REQUIRE(d0);
-  run_slot(c, d0->plan);
-  auto d1 = c.decide(1);  // proposed once: held back
-  REQUIRE(d1);
-  CHECK(d1->plan.groups.size() == 2);
-  CHECK(d1->kept_plans == 1);
-  run_slot(c, d1->plan);
-  auto d2 = c.decide(2);  // the second slot in a row: taken
-  REQUIRE(d2);
-  CHECK(d2->plan.groups.size() == 3);
-  CHECK(d2->kept_plans == 1);
 }

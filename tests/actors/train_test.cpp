@@ -219,6 +219,20 @@ TEST_CASE("profile-timed devices take the profile's time / speed for their work 
   CHECK(diff_from_one_device(**m, d, s, out->final_layers) == 0);
 }
 
+// The emulated sums' mean time after the pipelines over steps 1.. (step 0 warms up), the
+// run checked equal to one device.
+static double mean_sync_exactly(const model::model_chain& m, const data::dataset& d, const training::train_settings& s) {
+  double sync = 0;
+  training::train_callbacks cb;
+  cb.on_step = [&](const training::step_record& r) {
+    if (r.step > 0) sync += r.sync_s / (s.steps - 1);
+  };
+  auto out = actors::train(m, d, s, cb);
+  REQUIRE(out);
+  CHECK(diff_from_one_device(m, d, s, out->final_layers) == 0);
+  return sync;
+}
+
 TEST_CASE("sums start as each holder's stage finishes, hidden under a slower stage's backward, exactly",
           "[actor][train]") {
   model::set_threads(1);
@@ -244,15 +258,7 @@ TEST_CASE("sums start as each holder's stage finishes, hidden under a slower sta
   const auto d = data::synthetic(400, 2);
   auto run = [&](bool overlap) {
     s.overlap_sums = overlap;
-    double sync = 0;
-    training::train_callbacks cb;
-    cb.on_step = [&](const training::step_record& r) {
-      if (r.step > 0) sync += r.sync_s / (s.steps - 1);  // step 0: warm-up
-    };
-    auto out = actors::train(**m, d, s, cb);
-    REQUIRE(out);
-    CHECK(diff_from_one_device(**m, d, s, out->final_layers) == 0);
-    return sync;
+    return mean_sync_exactly(**m, d, s);
   };
   // Without overlap device 0 sums both segments after the pipelines: 10 ms + 1 us.
   CHECK(run(false) == Approx(10e-3 + 1e-6).epsilon(1e-3));
@@ -284,15 +290,7 @@ TEST_CASE("data parallel: the top layer's sum hides under the lower layers' back
   const auto d = data::synthetic(400, 3);
   auto run = [&](bool overlap) {
     s.overlap_sums = overlap;
-    double sync = 0;
-    training::train_callbacks cb;
-    cb.on_step = [&](const training::step_record& r) {
-      if (r.step > 0) sync += r.sync_s / (s.steps - 1);  // step 0: warm-up
-    };
-    auto out = actors::train(**m, d, s, cb);
-    REQUIRE(out);
-    CHECK(diff_from_one_device(**m, d, s, out->final_layers) == 0);
-    return sync;
+    return mean_sync_exactly(**m, d, s);
   };
   // Without overlap one ring of every layer after both groups: 10 ms and 2 us.
   CHECK(run(false) == Approx(10e-3 + (L - 1) * 1e-6).epsilon(1e-3));

@@ -130,15 +130,13 @@ std::vector<sum_segment> sum_segments(const problem& p, const std::vector<const 
       max_lat = std::max(max_lat, p.links.lat(a, b));
     }
     const double latency = 2.0 * static_cast<double>(ng - 1) * max_lat;
-    // Buckets from the segment's top layer down (one bucket: the whole segment). Each pays
-    // the ring's latency, so a bucket holds enough to take some multiple of it to move.
-    const double least = std::max(p.cfg.sum_bucket_bytes, p.cfg.sum_bucket_latencies * latency * min_bw / factor);
+    // Buckets from the segment's top layer down; without overlap one, the whole segment.
+    // Each pays the ring's latency, so a bucket holds enough to take some multiple of it to move.
+    const double least = p.cfg.overlap_sums ? std::max(p.cfg.sum_bucket_bytes, p.cfg.sum_bucket_latencies * latency * min_bw / factor)
+                                            : unlimited;
     for (int hi = cuts[s + 1]; hi > cuts[s];) {
       int lo = hi - 1;
-      if (p.cfg.overlap_sums)
-        while (lo > cuts[s] && p.sums.params(lo, hi) < least) --lo;
-      else
-        lo = cuts[s];
+      while (lo > cuts[s] && p.sums.params(lo, hi) < least) --lo;
       sum_segment b = seg;
       b.lo = lo;
       b.hi = hi;

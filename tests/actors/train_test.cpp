@@ -219,9 +219,10 @@ TEST_CASE("profile-timed devices take the profile's time / speed for their work 
   CHECK(diff_from_one_device(**m, d, s, out->final_layers) == 0);
 }
 
-// The emulated sums' mean time after the pipelines over steps 1.. (step 0 warms up), the
-// run checked equal to one device.
-static double mean_sync_exactly(const model::model_chain& m, const data::dataset& d, const training::train_settings& s) {
+// The emulated sums' mean time after the pipelines over steps 1.. (step 0 warms up), with
+// or without their overlap, the run checked equal to one device.
+static double mean_sync_exactly(const model::model_chain& m, const data::dataset& d, training::train_settings s, bool overlap) {
+  s.overlap_sums = overlap;
   double sync = 0;
   training::train_callbacks cb;
   cb.on_step = [&](const training::step_record& r) {
@@ -256,10 +257,7 @@ TEST_CASE("sums start as each holder's stage finishes, hidden under a slower sta
   s.profile = prof;
   s.profile_timed = true;
   const auto d = data::synthetic(400, 2);
-  auto run = [&](bool overlap) {
-    s.overlap_sums = overlap;
-    return mean_sync_exactly(**m, d, s);
-  };
+  auto run = [&](bool overlap) { return mean_sync_exactly(**m, d, s, overlap); };
   // Without overlap device 0 sums both segments after the pipelines: 10 ms + 1 us.
   CHECK(run(false) == Approx(10e-3 + 1e-6).epsilon(1e-3));
   // With it, the large sum hides under device 1's backward: what is left is the small one
@@ -288,10 +286,7 @@ TEST_CASE("data parallel: the top layer's sum hides under the lower layers' back
   s.profile = prof;
   s.profile_timed = true;
   const auto d = data::synthetic(400, 3);
-  auto run = [&](bool overlap) {
-    s.overlap_sums = overlap;
-    return mean_sync_exactly(**m, d, s);
-  };
+  auto run = [&](bool overlap) { return mean_sync_exactly(**m, d, s, overlap); };
   // Without overlap one ring of every layer after both groups: 10 ms and 2 us.
   CHECK(run(false) == Approx(10e-3 + (L - 1) * 1e-6).epsilon(1e-3));
   // With it only the lower layers' bucket is left after the end (microseconds), and what

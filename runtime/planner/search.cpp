@@ -155,7 +155,9 @@ result<plan> structure_evaluator::materialize(const structure& s, std::int64_t s
   for (const auto& c : ch) {
     const group_shape* sh = c.shape;
     time.push_back([this, sh](int b) { return group_time(p_, *sh, b); });
-    caps.push_back(static_cast<int>(std::min<double>(sh->cap, p_.cfg.batch)));
+    // A group score() dropped (its share rounds to nothing) stays out: integer shares weigh
+    // the makespan alone, and would give it a sample or two that cost a whole sum.
+    caps.push_back(c.share < 0.5 ? 0 : static_cast<int>(std::min<double>(sh->cap, p_.cfg.batch)));
   }
   auto shares = integer_shares(time, caps, p_.cfg.batch, p_.cfg.share_quantum);
   if (!shares) return shares.err();

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "common/rng.hpp"
+#include "planner/hysteresis.hpp"
 #include "planner/partition.hpp"
 #include "planner/water_fill.hpp"
 
@@ -453,12 +454,23 @@ result<search_result> tentative_search(structure_evaluator& ev, structure start,
   }
   if (!std::isfinite(best_exact)) return make_error("infeasible", "no grouping of the available devices fits the model in memory with this batch");
   // Hysteresis: a different structure must beat the warm one clearly, or noise in the
-  // estimates makes plans (and layers) flap back and forth.
+  // estimates makes plans (and layers) flap back and forth. The warm one is the better of
+  // its devices re-partitioned and the previous plan's own splits re-shared: a partition
+  // chosen for the pipelines' pace alone may move layers for a worse step (sums split
+  // across more holders, a 1F1B round trip the partitioner does not weigh).
   if (warm) {
-    auto kept = ev.materialize(starts.front(), slot);
-    if (kept) {
-      const double kept_score = ev.score_exact(*kept);
-      if (kept_score <= best_exact * (1 + p.cfg.replan_margin)) out.best = std::move(*kept);
+    std::optional<plan> kept;
+    double kept_score = unlimited;
+    auto consider = [&](std::optional<plan> pl) {
+      if (!pl) return;
+      const double sc = ev.score_exact(*pl);
+      if (sc < kept_score) { kept_score = sc; kept = std::move(pl); }
+    };
+    if (auto m = ev.materialize(starts.front(), slot)) consider(std::move(*m));
+    if (ev.previous()) consider(layout_keeping(p, *ev.previous()));
+    if (kept && kept_score <= best_exact * (1 + p.cfg.replan_margin)) {
+      out.best = std::move(*kept);
+      out.best.slot = slot;
     }
   }
   out.evaluations = ev.evaluations();

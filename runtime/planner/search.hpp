@@ -35,6 +35,7 @@ class structure_evaluator {
   double score_exact(const plan& pl) const;
   int evaluations() const { return evaluations_; }
   const problem& prob() const { return p_; }
+  const plan* previous() const { return previous_; }
 
  private:
   struct entry {

@@ -22,7 +22,7 @@ struct switch_check {
 
 // The current plan's layout with shares re-solved to finish together: every group with its
 // devices, splits and micro-batch, and at least one share quantum. Moves no layer. Empty if a
-// device is gone or it does not fit.
+// device is gone or it does not fit. The search's warm candidate too (search.hpp).
 std::optional<plan> layout_keeping(const problem& p, const plan& current);
 
 // `lifetime_steps`: steps the new plan is expected to last; `noise`: relative spread of the

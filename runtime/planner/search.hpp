@@ -76,7 +76,9 @@ struct search_result {
 // warm start and, when it is missing or infeasible or the budget is a full one, from the best
 // cold starts, until no move improves or `budget` evaluations are spent (neighbourhoods larger
 // than what is left are sampled). The few best structures seen are priced exactly (integer
-// shares) and the best returned.
+// shares) and the best returned, unless it beats the warm plan by less than `replan_margin`:
+// then the warm plan (the better of its devices re-partitioned and the previous layout
+// re-shared, layout_keeping()).
 result<search_result> tentative_search(structure_evaluator& ev, structure start, std::int64_t slot, int budget);
 
 }  // namespace dynapar::planner

@@ -2,7 +2,8 @@
 # docs/BENCHMARKS.md, "Hysteresis through the runtime": a job (JOB, default noisy_500) with the
 # hysteresis off and on, in alternating rounds (off first in odd rounds, on first in even
 # ones) so that both see the machine alike. Prints a line per run and the means: step time
-# (steps 1.., step 0 warms up), plan changes, layers moved, changes kept back.
+# (steps 1.., step 0 warms up), plan changes, layers moved, changes kept back; then each
+# round paired step by step, the machine's drift between its two runs divided out.
 #   tools/bench/hysteresis_rounds.sh [ROUNDS] [OUT]     BIN (default build/bin/dynapar), JOB (default noisy_500)
 set -euo pipefail
 rounds=${1:-3}
@@ -35,4 +36,30 @@ for h, t in tot.items():
     print(f"mean {h:3s}: {t[0]:6.1f} ms a step, {t[1]:.1f} plan changes, {t[2]:.1f} layers moved ({t[3]:.1f} MB), {t[4]:.1f} kept back")
 on, off = tot["on"], tot["off"]
 print(f"on against off: step time x{on[0] / off[0]:.3f}, layers moved {on[2]:.1f} against {off[2]:.1f}")
+
+# Paired: both runs of a round see the same dynamics step by step, so the steps that ran the
+# same plan in both (and moved nothing) measure how the machine differed between the two
+# runs; the on run's time over the off run's, with that ratio divided out, is what the plans
+# made of it.
+def per_step(d):
+    plans = {json.loads(l)["step"]: json.loads(l)["describe"] for l in open(f"{d}/plans.jsonl")}
+    cur, out = None, []
+    for l in open(f"{d}/metrics.jsonl"):
+        m = json.loads(l)
+        changed = m["step"] in plans
+        cur = plans.get(m["step"], cur)
+        out.append((cur, m["time_s"], changed))
+    return out[1:]
+corrected = []
+for r in range(1, rounds + 1):
+    a, b = per_step(f"{out}/r{r}-on"), per_step(f"{out}/r{r}-off")
+    same = [(x[1], y[1]) for x, y in zip(a, b) if x[0] == y[0] and not x[2] and not y[2]]
+    if not same:
+        continue
+    machine = sum(x for x, _ in same) / sum(y for _, y in same)
+    corrected.append(sum(x[1] for x in a) / machine / sum(y[1] for y in b))
+    print(f"round {r} paired: {len(same)} steps ran the same plan in both runs, on / off there x{machine:.3f} (the machine); "
+          f"on / off with that divided out x{corrected[-1]:.3f}")
+if corrected:
+    print(f"paired mean: step time x{sum(corrected) / len(corrected):.3f}")
 PY

@@ -1,4 +1,5 @@
-// `dynapar plan`: one slot's decision for a cluster file and a model, with its explanation.
+// `dynapar plan`: one slot's decision for a cluster file (or a scenario's first slot) and a
+// model, with its explanation.
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -8,14 +9,16 @@
 #include "config/cluster_file.hpp"
 #include "config/profile_json.hpp"
 #include "config/report_json.hpp"
+#include "config/scenario_file.hpp"
 #include "planner/evaluate.hpp"
 #include "planner/policy.hpp"
+#include "sim/world.hpp"
 
 namespace dynapar::cli {
 namespace {
 
 struct plan_options {
-  std::string cluster, model, policy = "joint_lyapunov";
+  std::string cluster, scenario, model, policy = "joint_lyapunov";
   bool json = false;
 };
 
@@ -37,17 +40,51 @@ void print_report(const std::string& policy, const planner::plan_report& r) {
   }
 }
 
+// What is planned: a cluster file's cluster, or a scenario's world at its first slot (its
+// events and traces there applied), with the model `--model` names or the file's own.
+struct plan_input {
+  planner::model_profile model;
+  planner::cluster_state cluster;
+  planner::planner_config cfg;
+  planner::budgets budget;
+};
+
+result<plan_input> load_input(const plan_options& o) {
+  if (o.cluster.empty() == o.scenario.empty()) return make_error("bad_usage", "pass one of --cluster and --scenario");
+  plan_input in;
+  std::string model_name = o.model;
+  if (!o.cluster.empty()) {
+    auto cf = config::load_cluster_file(o.cluster);
+    if (!cf) return cf.err();
+    if (model_name.empty()) model_name = cf->model;
+    if (model_name.empty()) return make_error("bad_usage", "no model: pass --model or set 'model' in the cluster file");
+    in.cluster = cf->cluster;
+    in.cfg = cf->planner;
+    in.budget = cf->budget;
+  } else {
+    auto sc = config::load_scenario_file(o.scenario);
+    if (!sc) return sc.err();
+    in.model = sc->model;
+    sim::world w(*sc);
+    in.cluster = w.at(0);
+    in.cfg = sc->cfg;
+    in.budget = sc->budget;
+  }
+  if (!model_name.empty()) {
+    auto model = config::load_profile(model_name);
+    if (!model) return model.err();
+    in.model = std::move(*model);
+  }
+  return in;
+}
+
 int plan_main(const plan_options& o) {
-  auto cf = config::load_cluster_file(o.cluster);
-  if (!cf) return report(cf.err());
-  const std::string model_name = o.model.empty() ? cf->model : o.model;
-  if (model_name.empty()) return report(make_error("bad_usage", "no model: pass --model or set 'model' in the cluster file"));
-  auto model = config::load_profile(model_name);
-  if (!model) return report(model.err());
+  auto in = load_input(o);
+  if (!in) return report(in.err());
   auto pol = planner::make_policy(o.policy);
   if (!pol) return report(pol.err());
-  if (auto s = planner::validate(*model, cf->cluster, cf->planner); !s) return report(s.err());
-  planner::problem prob(*model, cf->cluster, cf->planner, cf->budget);
+  if (auto s = planner::validate(in->model, in->cluster, in->cfg); !s) return report(s.err());
+  planner::problem prob(in->model, in->cluster, in->cfg, in->budget);
   auto pl = (*pol)->decide({prob, nullptr, {}, 0});
   if (!pl) return report(pl.err());
   auto rep = planner::evaluate(prob, *pl, nullptr, {});
@@ -65,8 +102,9 @@ int plan_main(const plan_options& o) {
 void add_plan(CLI::App& app, runner& run) {
   auto o = std::make_shared<plan_options>();
   auto* sub = app.add_subcommand("plan", "Plan one slot for a cluster and a model, and explain the plan");
-  sub->add_option("--cluster", o->cluster, "Cluster YAML (docs/FORMATS.md)")->required();
-  sub->add_option("--model", o->model, "Built-in profile name or profile JSON path (default: the cluster file's 'model')");
+  auto* cluster = sub->add_option("--cluster", o->cluster, "Cluster YAML (docs/FORMATS.md)");
+  sub->add_option("--scenario", o->scenario, "Instead of --cluster: a scenario YAML, planned at its first slot")->excludes(cluster);
+  sub->add_option("--model", o->model, "Built-in profile name or profile JSON path (default: the file's 'model')");
   sub->add_option("--policy", o->policy, "Policy name (default joint_lyapunov)")
       ->check(CLI::IsMember(planner::policy_names()));
   sub->add_flag("--json", o->json, "Print one JSON object");

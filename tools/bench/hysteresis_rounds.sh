@@ -21,12 +21,20 @@ done
 /usr/bin/python3 - "$out" "$rounds" <<'PY'
 import json, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
+# Steps 1.. of a run (step 0 warms up): the plan in force, the time, whether the plan changed.
+def per_step(d):
+    plans = {p["step"]: p["describe"] for p in map(json.loads, open(f"{d}/plans.jsonl"))}
+    cur, steps = None, []
+    for m in map(json.loads, open(f"{d}/metrics.jsonl")):
+        cur = plans.get(m["step"], cur)
+        steps.append((cur, m["time_s"], m["step"] in plans))
+    return steps[1:]
 tot = {}
 for r in range(1, rounds + 1):
     for h in ("off", "on"):
         d = f"{out}/r{r}-{h}"
         s = json.load(open(f"{d}/summary.json"))
-        times = [json.loads(l)["time_s"] for l in open(f"{d}/metrics.jsonl")][1:]
+        times = [t for _, t, _ in per_step(d)]
         ms = 1e3 * sum(times) / len(times)
         row = (ms, s["replans"], s["layers_moved"], s["bytes_migrated"] / 1e6, s["plans_kept"])
         t = tot.setdefault(h, [0.0] * len(row))
@@ -41,15 +49,6 @@ print(f"on against off: step time x{on[0] / off[0]:.3f}, layers moved {on[2]:.1f
 # same plan in both (and moved nothing) measure how the machine differed between the two
 # runs; the on run's time over the off run's, with that ratio divided out, is what the plans
 # made of it.
-def per_step(d):
-    plans = {json.loads(l)["step"]: json.loads(l)["describe"] for l in open(f"{d}/plans.jsonl")}
-    cur, out = None, []
-    for l in open(f"{d}/metrics.jsonl"):
-        m = json.loads(l)
-        changed = m["step"] in plans
-        cur = plans.get(m["step"], cur)
-        out.append((cur, m["time_s"], changed))
-    return out[1:]
 corrected = []
 for r in range(1, rounds + 1):
     a, b = per_step(f"{out}/r{r}-on"), per_step(f"{out}/r{r}-off")

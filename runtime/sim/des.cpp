@@ -5,6 +5,7 @@
 #include <queue>
 
 #include "planner/time_model.hpp"
+#include "schedule/dispatch.hpp"
 #include "schedule/schedule.hpp"
 
 namespace dynapar::sim {
@@ -135,13 +136,72 @@ double simulate_pipeline(const planner::problem& truth, planner::schedule_kind k
   return end;
 }
 
-step_outcome simulate_step(const planner::problem& truth, const planner::plan& p, const planner::plan* previous) {
+std::vector<dispatch_share> dispatched(const planner::problem& truth, const planner::plan& p, double probe, int unit) {
+  std::vector<dispatch_share> out(p.groups.size());
+  const int L = truth.model.num_layers();
+  const auto& sums = truth.sums;
+  std::vector<std::size_t> takers;
+  for (std::size_t g = 0; g < p.groups.size(); ++g) {
+    const auto& gp = p.groups[g];
+    if (gp.devices.size() != 1) continue;
+    out[g].probe = schedule::probe_samples(gp.share, probe, unit);
+    if (out[g].probe > 0) takers.push_back(g);
+  }
+  if (takers.size() < 2) return std::vector<dispatch_share>(p.groups.size());
+  // Seconds on a group's device for `n` samples in micro-batches of the plan's size.
+  auto busy = [&](std::size_t g, int n) {
+    const int u = std::max(1, p.groups[g].micro_batch);
+    return n > 0 ? (n * sums.work(0, L) + (n + u - 1) / u * sums.fixed(0, L)) / truth.speed(truth.links.index_of(p.groups[g].devices[0])) : 0.0;
+  };
+  double decide = 1e300;  // the first probe's end
+  for (std::size_t g : takers) decide = std::min(decide, out[g].probe_s = busy(g, out[g].probe));
+  std::vector<schedule::prospect> prospects;
+  int rest = 0;
+  for (std::size_t g : takers) {
+    auto& o = out[g];
+    rest += p.groups[g].share - o.probe;
+    schedule::probe_progress pr;
+    pr.samples = o.probe;
+    pr.first_samples = std::min(o.probe, std::max(1, p.groups[g].micro_batch));
+    const double fwd = (pr.first_samples * sums.fwd(0, L) + 0.5 * sums.fixed(0, L)) /
+                       truth.speed(truth.links.index_of(p.groups[g].devices[0]));
+    if (fwd <= decide) pr.forward_s = fwd;
+    if (o.probe_s <= decide) pr.done_s = pr.compute_s = o.probe_s;
+    prospects.push_back(schedule::prospect_of(pr, decide, sums.work(0, L) / sums.fwd(0, L)));
+  }
+  const int u = std::max(1, unit), units = (rest + u - 1) / u;
+  const auto given = schedule::dispatch_units(prospects, units, u);
+  for (std::size_t k = 0; k < takers.size(); ++k) {  // in order; the last unit may be short
+    auto& o = out[takers[k]];
+    o.rest = std::min(given[k] * u, rest);
+    rest -= o.rest;
+    o.time_s = o.probe_s + busy(takers[k], o.rest);
+  }
+  return out;
+}
+
+step_outcome simulate_step(const planner::problem& truth, const planner::plan& p, const planner::plan* previous,
+                           double probe, int unit) {
   step_outcome out;
   std::vector<planner::group_shape> shapes;
   std::vector<std::vector<double>> ready;  // per group and stage: its backward done
-  for (const auto& g : p.groups) {
+  const auto shared = dispatched(truth, p, probe, unit);
+  std::vector<double> shares;
+  for (std::size_t k = 0; k < p.groups.size(); ++k) {
+    const auto& g = p.groups[k];
+    const auto& o = shared[k];
     ready.emplace_back();
-    const double t = simulate_pipeline(truth, p.schedule, g, &out.stages, &out.links, &ready.back());
+    double t = 0;
+    if (o.probe > 0) {
+      t = o.time_s;
+      const int u = std::max(1, g.micro_batch), n_micro = (o.probe + u - 1) / u + (o.rest + u - 1) / u;
+      out.stages.push_back({g.devices[0], 0, truth.model.num_layers(), t, static_cast<double>(o.probe + o.rest), n_micro});
+      ready.back().push_back(t);
+      shares.push_back(o.rest > 0 ? o.rest : o.probe);
+    } else {
+      t = simulate_pipeline(truth, p.schedule, g, &out.stages, &out.links, &ready.back());
+      shares.push_back(g.share);
+    }
     out.group_s.push_back(t);
     out.compute_s = std::max(out.compute_s, t);
     std::vector<int> idx;
@@ -150,8 +210,6 @@ step_outcome simulate_step(const planner::problem& truth, const planner::plan& p
   }
   std::vector<const planner::group_shape*> active;
   for (const auto& s : shapes) active.push_back(&s);
-  std::vector<double> shares;
-  for (const auto& g : p.groups) shares.push_back(g.share);
   out.sync_s = planner::exposed_sync(truth, planner::sum_segments(truth, active, shares), ready, out.compute_s);
   out.update_s = planner::update_time(truth, active);
   const planner::holdings held(truth, previous);

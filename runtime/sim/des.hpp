@@ -31,7 +31,20 @@ double simulate_pipeline(const planner::problem& truth, planner::schedule_kind k
                          std::vector<control::stage_measure>* stages, std::vector<control::link_measure>* links,
                          std::vector<double>* finish = nullptr);
 
+// Within-step dispatch (schedule/dispatch.hpp) as the training driver runs it: each
+// single-device group's probe (`probe` of its share, in whole units of `unit` samples) under
+// the true speeds, the rest handed out when the first probe ends, by what the probes showed
+// by then (a first forward, or a whole probe). Groups that take no part: probe 0.
+struct dispatch_share {
+  int probe = 0, rest = 0;  // samples
+  double probe_s = 0;       // the probe's end
+  double time_s = 0;        // the rest's end
+};
+std::vector<dispatch_share> dispatched(const planner::problem& truth, const planner::plan& p, double probe, int unit);
+
 // The whole step; `previous` drives migration. The plan must use only devices of `truth`.
-step_outcome simulate_step(const planner::problem& truth, const planner::plan& p, const planner::plan* previous);
+// `probe` > 0: within-step dispatch.
+step_outcome simulate_step(const planner::problem& truth, const planner::plan& p, const planner::plan* previous,
+                           double probe = 0, int unit = 1);
 
 }  // namespace dynapar::sim

@@ -162,3 +162,34 @@ TEST_CASE("DES: a 1F1B round trip over a slow link sets the pace, and 1F1B-deep 
     CHECK(make_shape(p, {0, 1}, {0, 1, 2}, 1).bottleneck_s == Approx(cycle));
   }
 }
+
+TEST_CASE("DES: within-step dispatch moves a slowed device's rest to the others", "[unit][sim][dispatch]") {
+  // Four single-device groups with equal shares planned for equal speeds; in this step device
+  // 2 runs at 0.4. Without dispatch it holds the step up 2.5x; with it, the probes (a third)
+  // run as planned and the rest goes by pace. Reference worked by hand: a sample takes 3 ms
+  // (1 forward, 2 backward) at speed 1, so the probes end at 24 ms (7.5 * 8 = 60 ms on device
+  // 2, whose first forward, 20 ms, is known by then); the 4 x 16 = 64 samples left are
+  // given one by one to whoever ends it first: (24 + 3k) ms on the others, (60 + 7.5k) ms on
+  // device 2. The 64 earliest of those ends: 20 on each other device (up to 84 ms), 3 on device 2
+  // (67.5, 75, 82.5 ms) and one more at 87 ms: the step takes 87 ms against 2.5 * 72 = 180.
+  const auto model = uniform(1, 1e-3, 2e-3);
+  auto c = devices(4);
+  c.devices[2].speed = 0.4;
+  problem truth(model, c, {});
+  plan pl;
+  for (int g = 0; g < 4; ++g) pl.groups.push_back({{g}, {0, 1}, 24, 24});
+  const auto off = sim::simulate_step(truth, pl, nullptr);
+  CHECK(off.compute_s == Approx(0.180));
+  const auto shares = sim::dispatched(truth, pl, 1.0 / 3, 1);
+  REQUIRE(shares.size() == 4);
+  for (const auto& s : shares) CHECK(s.probe == 8);
+  CHECK(shares[2].rest == 3);
+  CHECK(shares[0].rest + shares[1].rest + shares[3].rest == 61);
+  for (int g : {0, 1, 3}) CHECK((shares[g].rest == 20 || shares[g].rest == 21));
+  const auto on = sim::simulate_step(truth, pl, nullptr, 1.0 / 3, 1);
+  CHECK(on.compute_s == Approx(0.087));
+  // Every sample is computed once: the stage measures count the share.
+  double samples = 0;
+  for (const auto& st : on.stages) samples += st.samples;
+  CHECK(samples == 96);
+}

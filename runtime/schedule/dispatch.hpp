@@ -1,0 +1,44 @@
+// Within-step dispatch (docs/MODEL.md, "Within-step dispatch"): single-device groups run a
+// probe, the first part of their share, and the rest of their shares is handed out once the
+// first probe ends, by how fast each device is in this step, not by the estimates the plan
+// was made with. A device slowed by a load burst in this very step then takes less, and the
+// others more, instead of holding the step up. Each device's rest is one run of micro-batches
+// after its probe, so its last micro-batch stays large and its sums still hide under its
+// backward. Pure: the simulator and the training driver decide with the same functions.
+#pragma once
+
+#include <vector>
+
+namespace dynapar::schedule {
+
+// What the dispatcher has heard from one device's probe when it decides, `now` seconds after
+// the step started.
+struct probe_progress {
+  int samples = 0;            // in the probe
+  int first_samples = 0;      // in its first micro-batch
+  double forward_s = -1;      // that micro-batch's forward took this long (-1: not yet done)
+  double done_s = -1;         // the probe ended at (-1: not yet)
+  double compute_s = 0;       // with done_s: the probe's forward and backward time
+};
+
+// One device's prospects for the rest: it is free at `free_s` and takes `per_sample_s` a sample.
+struct prospect {
+  double free_s = 0;
+  double per_sample_s = 0;
+};
+
+// Its pace in this step: from the finished probe; else from its first forward (a sample's
+// forward and backward take `work_over_fwd` times its forward, the profile's ratio); else
+// the most it can be, given that its first forward has not ended by `now`.
+prospect prospect_of(const probe_progress& p, double now, double work_over_fwd);
+
+// Splits `units` units of `unit` samples among the devices, one by one to whichever would
+// finish it first: the least makespan for such linear prospects (each unit's finish is the
+// next of an increasing sequence per device, and the units go to the smallest ones).
+std::vector<int> dispatch_units(const std::vector<prospect>& devices, int units, int unit);
+
+// How many samples of a share of `share` a probe takes: `fraction` of it, in whole units,
+// at least one unit and one unit short of the share (0: the group takes no part).
+int probe_samples(int share, double fraction, int unit);
+
+}  // namespace dynapar::schedule

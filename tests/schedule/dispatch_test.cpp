@@ -1,0 +1,87 @@
+// Within-step dispatch: the split of the rest against every split by brute force, what a probe
+// tells against its definition.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <random>
+
+#include "schedule/dispatch.hpp"
+
+using namespace dynapar::schedule;
+
+namespace {
+double makespan(const std::vector<prospect>& d, const std::vector<int>& units, int unit) {
+  double end = 0;
+  for (std::size_t k = 0; k < d.size(); ++k)
+    if (units[k] > 0) end = std::max(end, d[k].free_s + units[k] * unit * d[k].per_sample_s);
+  return end;
+}
+}  // namespace
+
+TEST_CASE("dispatch_units reaches the least makespan of every split", "[unit][dispatch]") {
+  std::mt19937 gen(11);
+  std::uniform_real_distribution<double> free(0, 3), per(0.1, 2);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int n = 1 + trial % 4, units = trial % 9, unit = 1 + trial % 3;
+    std::vector<prospect> d(n);
+    for (auto& p : d) p = {free(gen), per(gen)};
+    const auto got = dispatch_units(d, units, unit);
+    INFO("trial " << trial);
+    REQUIRE(got.size() == d.size());
+    CHECK(std::accumulate(got.begin(), got.end(), 0) == units);
+    double best = 1e300;
+    std::vector<int> split(n, 0);
+    std::function<void(int, int)> all = [&](int k, int left) {
+      if (k == n - 1) {
+        split[k] = left;
+        best = std::min(best, makespan(d, split, unit));
+        return;
+      }
+      for (int u = 0; u <= left; ++u) {
+        split[k] = u;
+        all(k + 1, left - u);
+      }
+    };
+    all(0, units);
+    CHECK(makespan(d, got, unit) == Approx(best).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("a slowed device gets less of the rest, in proportion to its pace", "[unit][dispatch]") {
+  // Four devices free at once, one at 2.5 times the time a sample: a continuous split gives
+  // it 1/(3 * 2.5 + 1) of the rest.
+  const std::vector<prospect> d{{1, 1}, {1, 1}, {1, 2.5}, {1, 1}};
+  const auto got = dispatch_units(d, 170, 1);
+  CHECK(got[2] == Approx(170 / 8.5).margin(1));
+  CHECK(got[0] == Approx(170 * 2.5 / 8.5).margin(1));
+}
+
+TEST_CASE("what a probe tells: its whole time, its first forward, or a bound", "[unit][dispatch]") {
+  probe_progress p;
+  p.samples = 30;
+  p.first_samples = 10;
+  p.done_s = p.compute_s = 0.6;
+  auto q = prospect_of(p, 0.7, 3);
+  CHECK(q.free_s == Approx(0.6));
+  CHECK(q.per_sample_s == Approx(0.02));
+  p.done_s = -1;
+  p.forward_s = 0.05;  // forward of 10 samples: 0.015 s a sample forward and backward
+  q = prospect_of(p, 0.2, 3);
+  CHECK(q.per_sample_s == Approx(0.015));
+  CHECK(q.free_s == Approx(0.45));
+  p.forward_s = -1;  // nothing by 0.2 s: a sample takes at least 0.2 * 3 / 10 s
+  q = prospect_of(p, 0.2, 3);
+  CHECK(q.per_sample_s == Approx(0.06));
+  CHECK(q.free_s == Approx(1.8));
+}
+
+TEST_CASE("a probe is whole units, at least one and one short of the share", "[unit][dispatch]") {
+  CHECK(probe_samples(86, 0.33, 1) == 28);
+  CHECK(probe_samples(64, 0.33, 8) == 16);   // 8 units: 2 of them
+  CHECK(probe_samples(16, 0.33, 8) == 8);    // 2 units: at least one
+  CHECK(probe_samples(16, 0.9, 8) == 8);     // and one left for the rest
+  CHECK(probe_samples(8, 0.33, 8) == 0);     // one unit: no part
+  CHECK(probe_samples(86, 0, 1) == 0);       // off
+}

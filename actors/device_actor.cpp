@@ -25,6 +25,8 @@ struct device_state {
   model::tensor current;           // the input of the next forward
   stage_report report;
   bool active = false;
+  bool open = false;               // a probe ended: the step waits for its rest (stage_task::resume)
+  bool told_forward = false;       // a probe's first forward was reported
   std::chrono::steady_clock::time_point wait_since;
   device_clock speed{1};                        // emulated speed, CPU- or profile-timed
   comm::link_shaper to_next, to_prev;          // this device's side of its pipeline links
@@ -211,6 +213,16 @@ void start_deferred(device_self self) {
   }
 }
 
+// A probe's progress so far (stage_report::interim).
+stage_report interim_report(const device_state& s, int kind) {
+  stage_report r;
+  r.device = s.cfg.id;
+  r.step = s.task.step;
+  r.compute_s = s.report.compute_s;
+  r.interim = kind;
+  return r;
+}
+
 // Runs instructions until the program waits or ends; reports the stage when it ends.
 void advance(device_self self) {
   auto& s = self->state;
@@ -238,6 +250,10 @@ void advance(device_self self) {
         s.report.compute_s += s.speed.finish(w, s.speed.reference_s(s.task.lo, s.task.hi, true, static_cast<double>(model::samples(s.current))));
         if (!out) return fail(out.err().message);
         s.outputs[m] = *out;
+        if (s.task.more && !s.told_forward) {  // dispatch learns this step's pace from it
+          s.told_forward = true;
+          self->send(s.task.report_to, interim_report(s, 1));
+        }
         break;
       }
       case schedule::op::send_act:
@@ -273,8 +289,13 @@ void advance(device_self self) {
     }
     s.runner.done();
   }
-  if (s.runner.finished()) {
+  if (s.runner.finished() && s.task.more) {  // a probe: the step stays open for its rest
     s.active = false;
+    s.open = true;
+    self->send(s.task.report_to, interim_report(s, 2));
+  } else if (s.runner.finished()) {
+    s.active = false;
+    s.open = false;
     s.report.loss_sum = s.worker->loss_sum();
     finish_report(s);
     self->send(s.task.report_to, s.report);
@@ -345,6 +366,29 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
       },
       [=](step_atom, stage_task& task) {
         auto& s = self->state;
+        if (task.resume) {  // the rest of the open step: its gradients, loss and report go on
+          if (!s.open || task.step != s.task.step) {
+            if (task.step < s.task.step) return;  // an abandoned attempt's
+            stage_report r;
+            r.device = s.cfg.id;
+            r.step = task.step;
+            r.error = "device " + std::to_string(s.cfg.id) + ": the rest of step " + std::to_string(task.step) + " without its probe";
+            self->send(task.report_to, r);
+            return;
+          }
+          s.open = false;
+          s.task.program = std::move(task.program);
+          s.task.inputs = std::move(task.inputs);
+          s.task.targets = std::move(task.targets);
+          s.task.samples = std::move(task.samples);
+          s.task.first_micro = task.first_micro;
+          s.task.more = false;
+          s.runner = schedule::stage_runner(s.task.program);
+          s.worker->continue_step(s.task.first_micro);
+          s.active = true;
+          s.wait_since = clock::now();
+          return advance(self);
+        }
         s.task = std::move(task);
         s.runner = schedule::stage_runner(s.task.program);
         // Messages of this step that came before its task are kept in acts/grads; those of
@@ -369,6 +413,8 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
         s.report.step = s.task.step;
         s.worker->begin_step(s.task.first_micro, s.task.accumulate);
         s.active = true;
+        s.open = false;
+        s.told_forward = false;
         s.wait_since = clock::now();
         advance(self);
       },
@@ -410,7 +456,7 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
         auto& s = self->state;
         auto done = self->make_response_promise<sum_held>();
         // Sent with the step, it waits for this device's stage of that step to end.
-        if (t.step > s.task.step || (t.step == s.task.step && s.active)) s.deferred.emplace_back(std::move(t), done);
+        if (t.step > s.task.step || (t.step == s.task.step && (s.active || s.open))) s.deferred.emplace_back(std::move(t), done);
         else start_reduce(self, std::move(t), done);
         return done;
       },

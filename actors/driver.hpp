@@ -134,6 +134,15 @@ class driver {
     for (int id : gone) depart(id);
     return !gone.empty();
   }
+  // Within-step dispatch this step (train_settings::dispatch_probe): each group's probe in
+  // samples (0: it runs its share as planned), the pool's unit, the profile's ratio of a
+  // sample's forward and backward to its forward.
+  struct probe_layout {
+    std::vector<int> samples;
+    int unit = 1;
+    double work_over_fwd = 3;
+  };
+  probe_layout probe_plan() const;
   status run_step(std::int64_t t, const std::vector<int>& samples, training::step_record& rec, control::measurement& measure);
   status check_replicas(std::int64_t t);
   void request_layers(std::vector<model::layer_copy>& out);

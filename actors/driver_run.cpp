@@ -16,6 +16,7 @@
 #include "actors/messages.hpp"
 #include "actors/session.hpp"
 #include "data/sampler.hpp"
+#include "schedule/dispatch.hpp"
 #include "logging/logging.hpp"
 
 namespace dynapar::actors {
@@ -52,31 +53,110 @@ peer_options peer_options_of(const model::model_chain& m, const training::train_
   return o;
 }
 
+driver::probe_layout driver::probe_plan() const {
+  probe_layout out;
+  const std::size_t G = current_->groups.size();
+  out.samples.assign(G, 0);
+  // The devices' interim reports and the rest's task are not on the wire to node processes.
+  if (!(s_.dispatch_probe > 0) || actors_.remote) return out;
+  // Exact: the pool's units are whole micro-batches, so that every sample keeps its leaf.
+  out.unit = 1;
+  for (const auto& gp : current_->groups)
+    if (s_.exact && gp.devices.size() == 1) out.unit = std::max(out.unit, gp.micro_batch);
+  int takers = 0;
+  for (std::size_t g = 0; g < G; ++g) {
+    const auto& gp = current_->groups[g];
+    if (gp.devices.size() != 1 || (s_.exact && gp.micro_batch != out.unit)) continue;
+    out.samples[g] = schedule::probe_samples(gp.share, s_.dispatch_probe, out.unit);
+    takers += out.samples[g] > 0;
+  }
+  if (takers < 2) out.samples.assign(G, 0);
+  if (s_.profile) {
+    const int L = s_.profile->num_layers();
+    const planner::profile_sums sums(*s_.profile);
+    if (sums.fwd(0, L) > 0) out.work_over_fwd = sums.work(0, L) / sums.fwd(0, L);
+  }
+  return out;
+}
+
 status driver::run_step(std::int64_t t, const std::vector<int>& samples, training::step_record& rec, control::measurement& measure) {
   ++tag_;
   committed_ = false;
-  // Every group gets its contiguous slice of the step's samples, cut into micro-batches.
-  std::vector<int> shares;
-  for (const auto& gp : current_->groups) shares.push_back(gp.share);
-  const auto slices = data::global_sampler::slices(shares);
-  std::int64_t micro_batches = 0;  // of the step, over all groups: the exact sum's leaves
-  for (std::size_t g = 0; g < groups_.size(); ++g) {
+  // Every group gets a contiguous slice of the step's samples, cut into micro-batches
+  // numbered in sample order (the exact sum's leaves). With within-step dispatch, single-device
+  // groups first take their probes, the other groups their shares, and the rest of the
+  // samples is a pool handed out when the first probe ends.
+  const auto probes = probe_plan();
+  const std::size_t G = groups_.size();
+  std::int64_t micro_batches = 0;  // of the step, over all groups
+  int cursor = 0;
+  auto task_for = [&](std::size_t g, int lo, int hi, std::int64_t first_micro) {
     const auto& gp = current_->groups[g];
     group_task task;
     task.step = tag_;
-    task.first_micro = micro_batches;
+    task.first_micro = first_micro;
     task.accumulate = !s_.exact;
     task.report_to = caf::actor_cast<group_sink>(self_);  // the driver receives group_report
     for (std::size_t j = 0; j + 1 < gp.devices.size(); ++j) task.links.push_back(link(gp.devices[j], gp.devices[j + 1]));
-    for (int lo = slices[g].first; lo < slices[g].second; lo += gp.micro_batch) {
-      const int hi = std::min(slices[g].second, lo + gp.micro_batch);
-      task.inputs.push_back(model::inputs(d_, samples, lo, hi));
-      task.targets.push_back(model::targets(d_, samples, lo, hi));
-      task.samples.emplace_back(samples.begin() + lo, samples.begin() + hi);
-      ++micro_batches;
+    for (int a = lo; a < hi; a += gp.micro_batch) {
+      const int b = std::min(hi, a + gp.micro_batch);
+      task.inputs.push_back(model::inputs(d_, samples, a, b));
+      task.targets.push_back(model::targets(d_, samples, a, b));
+      task.samples.emplace_back(samples.begin() + a, samples.begin() + b);
     }
+    return task;
+  };
+  auto start = [&](std::size_t g, int lo, int hi, bool more) {
+    auto task = task_for(g, lo, hi, micro_batches);
+    micro_batches += static_cast<std::int64_t>(task.inputs.size());
+    task.more = more;
     self_->send(groups_[g], step_atom::value, std::move(task));
+  };
+  for (std::size_t g = 0; g < G; ++g)
+    if (probes.samples[g] > 0) {
+      start(g, cursor, cursor + probes.samples[g], true);
+      cursor += probes.samples[g];
+    }
+  for (std::size_t g = 0; g < G; ++g)
+    if (probes.samples[g] == 0) {
+      start(g, cursor, cursor + current_->groups[g].share, false);
+      cursor += current_->groups[g].share;
+    }
+  const int pool = s_.batch - cursor, pool_at = cursor;
+  const std::int64_t pool_micro = micro_batches;
+  if (pool > 0) micro_batches += (pool + probes.unit - 1) / probes.unit;  // exact: the pool's units are micro-batches
+  std::vector<schedule::probe_progress> progress(G);
+  for (std::size_t g = 0; g < G; ++g) {
+    progress[g].samples = probes.samples[g];
+    progress[g].first_samples = std::min(probes.samples[g], current_->groups[g].micro_batch);
   }
+  std::vector<int> rest(G, -1);  // samples of the pool by group, once dispatched
+  std::vector<char> probe_ended(G, 0);
+  // A probe's rest goes out once the probe has ended (its device keeps the step open).
+  auto send_rest = [&](std::size_t g) {
+    if (rest[g] < 0 || !probe_ended[g]) return;
+    int lo = pool_at;
+    for (std::size_t h = 0; h < g; ++h) lo += std::max(0, rest[h]);
+    auto task = task_for(g, lo, lo + rest[g], pool_micro + (lo - pool_at) / probes.unit);
+    task.resume = true;
+    self_->send(groups_[g], step_atom::value, std::move(task));
+  };
+  auto dispatch = [&](double now) {
+    std::vector<std::size_t> takers;
+    std::vector<schedule::prospect> prospects;
+    for (std::size_t g = 0; g < G; ++g)
+      if (probes.samples[g] > 0) {
+        takers.push_back(g);
+        prospects.push_back(schedule::prospect_of(progress[g], now, probes.work_over_fwd));
+      }
+    const auto given = schedule::dispatch_units(prospects, (pool + probes.unit - 1) / probes.unit, probes.unit);
+    int left = pool;
+    for (std::size_t k = 0; k < takers.size(); ++k) {
+      rest[takers[k]] = std::min(left, given[k] * probes.unit);
+      left -= rest[takers[k]];
+    }
+    for (std::size_t g : takers) send_rest(g);
+  };
   // Each layer: every holder's partial sums, added in the exact sum's fixed tree over the
   // step's micro-batches (groups in plan order, micro-batches in order: the order of the
   // step's samples), by the holders themselves or here (actors/reduction.hpp), divided by B
@@ -93,6 +173,19 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
         on_down,
         [&](const stage_report& r) {
           if (r.step != tag_ || !r.error.empty()) return;  // an abandoned attempt's; an error comes with its group's
+          if (r.interim != 0) {  // a probe's progress (within-step dispatch)
+            for (std::size_t g = 0; g < G; ++g)
+              if (probes.samples[g] > 0 && current_->groups[g].devices[0] == r.device) {
+                if (r.interim == 1) progress[g].forward_s = r.compute_s;
+                if (r.interim != 2) continue;
+                probe_ended[g] = 1;
+                progress[g].done_s = since(started);
+                progress[g].compute_s = r.compute_s;
+                if (rest[g] < 0) dispatch(progress[g].done_s);
+                else send_rest(g);
+              }
+            return;
+          }
           ready_s[r.device] = since(started);
           if (s_.overlap_sums) work->ready(r.device);
         },
@@ -120,6 +213,16 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
         caf::after(slice(deadline)) >> [&] { tick(started, deadline, k < groups_.size() ? "the pipelines" : "adding gradients"); });
   if (auto st = check("step " + std::to_string(t)); !st) return st;
   measure.stages = control::stages_of(*current_, compute_s);
+  for (auto& st : measure.stages)  // dispatched: what each probe's device ran in all
+    for (std::size_t g = 0; g < G; ++g)
+      if (probes.samples[g] > 0 && current_->groups[g].devices[0] == st.device) {
+        const int u = current_->groups[g].micro_batch;
+        st.samples = probes.samples[g] + rest[g];
+        st.micro_batches = (probes.samples[g] + u - 1) / u + (rest[g] + u - 1) / u;
+      }
+  for (auto& st : rec.stages)
+    for (const auto& ms : measure.stages)
+      if (ms.device == st.device) st.samples = static_cast<int>(ms.samples);
   if (auto st = work->finish(); !st) return make_error(st.err().code, "step " + std::to_string(t) + ", " + st.err().message);
   if (sync_stale_) {
     // The sums run in this process or among the holders' nodes; on the emulated cluster they

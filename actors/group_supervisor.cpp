@@ -35,6 +35,22 @@ group_handle::behavior_type group_supervisor(group_handle::stateful_pointer<supe
         const int n = static_cast<int>(st.cfg.actors.size());
         const int m = static_cast<int>(task.inputs.size());
         const auto pipe = schedule::generate(st.cfg.schedule, n, m);
+        if (task.resume) {  // a probe's rest (one device): the step in progress goes on
+          if (n != 1 || st.pending == 0 || task.step != st.report.step) return;
+          stage_task t;
+          t.step = task.step;
+          t.first_micro = task.first_micro;
+          t.accumulate = task.accumulate;
+          t.program = pipe.programs[0];
+          t.lo = st.cfg.splits[0];
+          t.hi = st.cfg.splits[1];
+          t.inputs = std::move(task.inputs);
+          t.targets = std::move(task.targets);
+          t.samples = std::move(task.samples);
+          t.resume = true;
+          t.report_to = caf::actor_cast<group_handle>(self);
+          return self->send(st.cfg.actors[0], step_atom::value, std::move(t));
+        }
         st.report = group_report{};
         st.report.group = st.cfg.group;
         st.report.step = task.step;
@@ -63,6 +79,7 @@ group_handle::behavior_type group_supervisor(group_handle::stateful_pointer<supe
             if (j < static_cast<int>(task.links.size())) t.to_next = task.links[j];
           }
           t.report_to = caf::actor_cast<group_handle>(self);
+          t.more = task.more && n == 1;
           self->send(st.cfg.actors[j], step_atom::value, std::move(t));
         }
       },
@@ -70,6 +87,7 @@ group_handle::behavior_type group_supervisor(group_handle::stateful_pointer<supe
         auto& st = self->state;
         if (st.pending == 0 || r.step != st.report.step) return;  // a late report of an abandoned step
         self->send(st.report_to, r);
+        if (r.interim != 0 && r.error.empty()) return;  // a probe's progress: the stage goes on
         st.report.stages.push_back(r);
         st.report.loss_sum += r.loss_sum;
         if (!r.error.empty() && st.report.error.empty()) st.report.error = r.error;

@@ -123,6 +123,9 @@ struct stage_report {
   int messages = 0;                      // activations and gradients sent
   std::vector<control::link_measure> links;  // what each link it sent on did, as its NIC would count
   std::string error;                     // empty when the stage succeeded
+  // Within-step dispatch (stage_task::more): 1, a probe's first forward ended (compute_s is
+  // its time); 2, the probe ended (compute_s its forward and backward). 0: the stage's end.
+  int interim = 0;
 };
 
 using stage_sink = caf::typed_actor<caf::reacts_to<stage_report>>;
@@ -143,6 +146,11 @@ struct stage_task {
   int prev_id = -1, next_id = -1;
   comm::link_spec to_prev, to_next;      // emulated links (docs/RUNTIME.md)
   stage_sink report_to;
+  // Within-step dispatch (schedule/dispatch.hpp), single-device groups in one process: `more`,
+  // this is a probe: the device reports its first forward and its end (interim reports) and
+  // keeps the step open for its rest; `resume`, this is the rest of the open step (no new
+  // step: gradients and loss go on).
+  bool more = false, resume = false;
 };
 
 // A group's step: its stages' reports, to the driver.
@@ -168,6 +176,7 @@ struct group_task {
   std::vector<std::vector<int>> samples; // each micro-batch's sample ids (stage_task::samples)
   std::vector<comm::link_spec> links;    // between consecutive stages
   group_sink report_to;
+  bool more = false, resume = false;     // within-step dispatch (stage_task)
 };
 
 // A device's gradients of every layer it holds after a step, as the exact sum's partial sums.

@@ -67,7 +67,7 @@ result<cluster_file> parse_cluster(const YAML::Node& doc, std::initializer_list<
   try {
     fields top(doc, "");
     std::vector<const char*> allowed = {"batch", "schedule", "micro_batch", "v", "eval_budget", "warm_eval_budget", "max_stages",
-                                        "budget", "links", "devices", "checkpoint_gbps", "model", "seed", "overlap_sums"};
+                                        "budget", "links", "devices", "checkpoint_gbps", "model", "seed", "overlap_sums", "dispatch_probe"};
     allowed.insert(allowed.end(), allowed_extra.begin(), allowed_extra.end());
     top.only(allowed);
     cluster_file out;
@@ -92,6 +92,9 @@ result<cluster_file> parse_cluster(const YAML::Node& doc, std::initializer_list<
     if (cfg.max_stages < 1) throw field_error{"field 'max_stages' must be >= 1"};
     cfg.seed = static_cast<std::uint64_t>(top.integer("seed", 1));
     cfg.overlap_sums = top.boolean("overlap_sums", cfg.overlap_sums);
+    cfg.dispatch_probe = top.number("dispatch_probe", cfg.dispatch_probe);
+    if (!(cfg.dispatch_probe >= 0 && cfg.dispatch_probe < 1))
+      throw field_error{"field 'dispatch_probe' must be in [0, 1) (0: no within-step dispatch)"};
     out.model = top.text("model", "");
     if (top.has("budget")) {
       fields b(top.child("budget"), "budget");

@@ -135,7 +135,7 @@ void parse_dynamics(const fields& top, sim::scenario& s) {
 }
 
 result<sim::scenario> parse_scenario(const YAML::Node& doc, const std::string& name) {
-  auto base = parse_cluster(doc, {"name", "slots", "policies", "noise", "smoothing", "detect_s", "dynamics", "hysteresis", "plan_lifetime_slots", "dispatch_probe"});
+  auto base = parse_cluster(doc, {"name", "slots", "policies", "noise", "smoothing", "detect_s", "dynamics", "hysteresis", "plan_lifetime_slots"});
   if (!base) return base.err();
   try {
     fields top(doc, "");
@@ -161,8 +161,6 @@ result<sim::scenario> parse_scenario(const YAML::Node& doc, const std::string& n
     s.plan_lifetime_slots = top.number("plan_lifetime_slots", s.plan_lifetime_slots);
     if (!(s.plan_lifetime_slots >= 1 && s.plan_lifetime_slots <= 1e6))
       throw field_error{"field 'plan_lifetime_slots' must be in [1, 1000000]"};
-    s.dispatch_probe = top.number("dispatch_probe", s.dispatch_probe);
-    if (!(s.dispatch_probe >= 0 && s.dispatch_probe < 1)) throw field_error{"field 'dispatch_probe' must be in [0, 1) (0: no within-step dispatch)"};
     if (top.has("policies")) {
       const auto list = top.child("policies");
       if (!list.IsSequence()) throw field_error{"field 'policies' must be a list of policy names"};

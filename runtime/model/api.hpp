@@ -76,6 +76,9 @@ class device_worker {
   // micro-batch first_micro + m (its place in the exact sum's tree). `accumulate` (exact:
   // false): autograd adds the micro-batches in place, and each layer has one partial sum.
   virtual void begin_step(std::int64_t first_micro = 0, bool accumulate = false) = 0;
+  // The same step goes on (within-step dispatch: a probe's rest): gradients and loss stay, and
+  // micro-batch m is from now on the step's micro-batch first_micro + m.
+  virtual void continue_step(std::int64_t first_micro) = 0;
   // Runs layers [lo, hi) on micro-batch `micro`; keeps what backward needs.
   virtual result<tensor> forward(int micro, int lo, int hi, const tensor& input) = 0;
   // Backward from the gradient of the stage output; returns the gradient of its input

@@ -92,6 +92,8 @@ class torch_worker final : public device_worker {
     loss_ = torch::zeros({}, torch::TensorOptions(torch::kFloat64).device(device_));
   }
 
+  void continue_step(std::int64_t first_micro) override { first_micro_ = first_micro; }
+
   result<tensor> forward(int micro, int lo, int hi, const tensor& input) override {
     for (int l = lo; l < hi; ++l)
       if (!holds(l)) return make_error("not_held", "forward of layer " + std::to_string(l) + " on a device that does not hold it");

@@ -46,6 +46,11 @@ struct planner_config {
   // a thousand groups) buckets grow, up to one a segment (docs/BENCHMARKS.md).
   double sum_bucket_bytes = 1 << 20;
   double sum_bucket_latencies = 4;
+  // Within-step dispatch (schedule/dispatch.hpp; docs/MODEL.md): single-device groups run this
+  // part of their share as a probe, and the rest of their shares goes out when the first probe
+  // ends, by each device's pace in this step. 0: the plan's shares stand. How a step runs,
+  // in the simulator and in training alike; the planner's predictions do not depend on it.
+  double dispatch_probe = 0;
 };
 
 struct budgets {

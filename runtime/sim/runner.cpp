@@ -119,7 +119,7 @@ result<run_result> run_policy(const scenario& s, const std::string& policy_name,
       for (auto& d : before_c.devices)
         if (std::find(hidden.begin(), hidden.end(), d.id) != hidden.end()) d.available = true;
       const planner::problem before(s.model, before_c, s.cfg, s.budget);
-      const double lost = simulate_step(before, decided->plan, prev_p, s.dispatch_probe, s.cfg.micro_batch > 0 ? s.cfg.micro_batch : 1).time_s * noise.uniform() + s.detect_s;
+      const double lost = simulate_step(before, decided->plan, prev_p, s.cfg.dispatch_probe, s.cfg.micro_batch > 0 ? s.cfg.micro_batch : 1).time_s * noise.uniform() + s.detect_s;
       ctl.revoke("a device failed during the step");
       decided = ctl.decide(t);
       rec.batch_time_s += lost;
@@ -133,7 +133,7 @@ result<run_result> run_policy(const scenario& s, const std::string& policy_name,
     }
     const planner::plan& pl = decided->plan;
     rec.predicted_s = decided->predicted_s;
-    const step_outcome step = simulate_step(truth, pl, prev_p, s.dispatch_probe, s.cfg.micro_batch > 0 ? s.cfg.micro_batch : 1);
+    const step_outcome step = simulate_step(truth, pl, prev_p, s.cfg.dispatch_probe, s.cfg.micro_batch > 0 ? s.cfg.micro_batch : 1);
     rec.ok = true;
     rec.batch_time_s += step.time_s;
     rec.predicted_s += rec.batch_time_s - step.time_s;  // a failure's loss is not the planner's error

@@ -67,9 +67,6 @@ struct scenario {
   // must gain more than the predictions' noise plus its migration over this many slots.
   bool hysteresis = false;
   double plan_lifetime_slots = 10;
-  // Within-step dispatch (schedule/dispatch.hpp), as training has it: the part of each
-  // single-device group's share run as its probe; 0: none, the plan's shares stand.
-  double dispatch_probe = 0;
   std::vector<device_trace> traces;
   std::vector<link_trace> link_traces;
   std::vector<event> events;

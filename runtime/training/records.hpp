@@ -19,6 +19,7 @@ struct stage_timing {
   int device = 0;
   double compute_s = 0, wait_s = 0;
   int messages = 0;
+  int samples = 0;  // the device's part of the batch (with within-step dispatch, not its share)
 };
 
 struct step_record {

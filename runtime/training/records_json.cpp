@@ -27,7 +27,7 @@ json energy_budget_json(const planner::budgets& b) {
 json step_json(const step_record& r) {
   json stages = json::array();
   for (const auto& st : r.stages)
-    stages.push_back({{"device", st.device}, {"compute_s", st.compute_s}, {"wait_s", st.wait_s}, {"messages", st.messages}});
+    stages.push_back({{"device", st.device}, {"compute_s", st.compute_s}, {"wait_s", st.wait_s}, {"messages", st.messages}, {"samples", st.samples}});
   return {{"step", r.step},
           {"loss", r.loss},
           {"time_s", r.time_s},

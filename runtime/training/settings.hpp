@@ -120,6 +120,11 @@ struct train_settings {
   // A holder's sums start when its stage finishes the step's backward, not when every group
   // has (the job's planner `overlap_sums`; docs/RUNTIME.md).
   bool overlap_sums = true;
+  // Within-step dispatch (schedule/dispatch.hpp; docs/RUNTIME.md): single-device groups run
+  // this part of their share as a probe, and the rest of their shares is handed out when the
+  // first probe ends, by each device's pace in this step. 0: the plan's shares stand. Devices
+  // in node processes take no part.
+  double dispatch_probe = 0;
 };
 
 }  // namespace dynapar::training

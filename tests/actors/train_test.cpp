@@ -294,6 +294,43 @@ TEST_CASE("data parallel: the top layer's sum hides under the lower layers' back
   CHECK(run(true) < 5e-3);
 }
 
+TEST_CASE("within-step dispatch: a device slow in this step takes less of the rest, and the run equals one device",
+          "[actor][train][dispatch]") {
+  model::set_threads(1);
+  auto m = model::make_model("mlp", 1);
+  REQUIRE(m);
+  const int L = model::num_layers(**m);
+  training::train_settings s;
+  // Three single-device groups planned with equal shares of two micro-batches of 8; device 2
+  // runs at a quarter. Profile-timed (slow_profile): a micro-batch of 8 takes 8 x 12 + 8 =
+  // 104 ms at speed 1. By hand: the probes are one micro-batch each; devices 0 and 1 end theirs
+  // at 104 ms, when device 2's first forward (36 ms / 0.25 = 144 ms) is not yet done, so a
+  // sample there takes at least 104 x 3 / 8 = 39 ms and its probe ends no sooner than 312 ms.
+  // The three micro-batches left end at 208, 208 and 312 ms on devices 0 and 1, at 624 ms on
+  // device 2: it gets none, and the step's pipelines take 312 ms against 832 ms as planned.
+  s.plan.groups = {{{0}, {0, L}, 16, 8}, {{1}, {0, L}, 16, 8}, {{2}, {0, L}, 16, 8}};
+  s.batch = 48;
+  s.steps = 3;
+  s.emulated = emulate({1.0, 1.0, 0.25});
+  s.profile = slow_profile(L, 0);
+  s.profile_timed = true;
+  s.dispatch_probe = 0.34;
+  std::map<int, int> samples;
+  double pipelines = 0;
+  training::train_callbacks cb;
+  cb.on_step = [&](const training::step_record& r) {
+    for (const auto& st : r.stages) samples[st.device] += st.samples;
+    pipelines = std::max(pipelines, r.pipeline_s);
+  };
+  const auto d = data::synthetic(400, 2);
+  auto out = actors::train(**m, d, s, cb);
+  REQUIRE(out);
+  CHECK(samples[2] == 3 * 8);
+  CHECK(samples[0] + samples[1] == 3 * 40);
+  CHECK(pipelines < 0.6);
+  CHECK(diff_from_one_device(**m, d, s, out->final_layers) == 0);
+}
+
 TEST_CASE("the controller learns a device slowing down from measurements and re-plans around it exactly", "[actor][train]") {
   model::set_threads(1);
   auto m = model::make_model("cnn", 2);

@@ -37,6 +37,9 @@ inline double since(clock::time_point t) { return std::chrono::duration<double>(
 // Without an emulated cluster: every device the plans or the caller name, at full speed, on
 // one node.
 sim::scenario default_emulation(const training::train_settings& s, const cluster_actors& a);
+// Whether the controller's policy uses within-step dispatch (planner::policy::dispatches);
+// true without a controller.
+bool policy_dispatches(const training::train_settings& s);
 // How the holders add: at the step's start, in buckets of the model's layers.
 peer_options peer_options_of(const model::model_chain& m, const training::train_settings& s);
 
@@ -47,7 +50,8 @@ class driver {
       : sys_(sys), self_(sys), actors_(actors), m_(m), d_(d), s_(s), cb_(cb), L_(model::num_layers(m)),
         timeout_(std::chrono::milliseconds(static_cast<long>(s.step_timeout_s * 1000))),
         cluster_(s.emulated.cluster.devices.empty() ? default_emulation(s, actors) : s.emulated),
-        reduction_(s.peer_sum ? peer_reduction(self_, actors.devices, s.exact, peer_options_of(m, s)) : central_reduction(self_, actors.devices, s.exact)) {}
+        reduction_(s.peer_sum ? peer_reduction(self_, actors.devices, s.exact, peer_options_of(m, s)) : central_reduction(self_, actors.devices, s.exact)),
+        dispatches_(s.dispatch_probe > 0 && policy_dispatches(s)) {}
 
   ~driver() { shutdown(); }
 
@@ -190,6 +194,7 @@ class driver {
   const std::chrono::milliseconds timeout_;
   sim::emulated_cluster cluster_;                 // what devices and links really are
   std::unique_ptr<gradient_reduction> reduction_;  // where a step's gradients are added
+  const bool dispatches_;                         // within-step dispatch (probe_plan)
   std::set<int> joined_;                          // devices that joined and have not left
   std::set<int> leaving_;                         // left, still holding layers until re-planned
   double bench_ref_s_ = 0;                        // this machine's time for the benchmark

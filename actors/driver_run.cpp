@@ -18,6 +18,7 @@
 #include "data/sampler.hpp"
 #include "schedule/dispatch.hpp"
 #include "logging/logging.hpp"
+#include "planner/policy.hpp"
 
 namespace dynapar::actors {
 namespace detail {
@@ -44,6 +45,13 @@ sim::scenario default_emulation(const training::train_settings& s, const cluster
   return e;
 }
 
+bool policy_dispatches(const training::train_settings& s) {
+  if (!s.controller) return true;
+  if (s.controller->custom) return s.controller->custom->dispatches();
+  const auto p = planner::make_policy(s.controller->policy);
+  return p && (*p)->dispatches();
+}
+
 peer_options peer_options_of(const model::model_chain& m, const training::train_settings& s) {
   peer_options o;
   o.gloo_store = s.gloo_store;
@@ -58,7 +66,7 @@ driver::probe_layout driver::probe_plan() const {
   const std::size_t G = current_->groups.size();
   out.samples.assign(G, 0);
   // The devices' interim reports and the rest's task are not on the wire to node processes.
-  if (!(s_.dispatch_probe > 0) || actors_.remote) return out;
+  if (!dispatches_ || actors_.remote) return out;
   // Exact: the pool's units are whole micro-batches, so that every sample keeps its leaf.
   out.unit = 1;
   for (const auto& gp : current_->groups)

@@ -76,6 +76,7 @@ class dp_policy : public policy {
  public:
   explicit dp_policy(bool balanced) : balanced_(balanced) {}
   std::string name() const override { return balanced_ ? "dp_balanced" : "dp_even"; }
+  bool dispatches() const override { return false; }
   result<plan> decide(const decision_context& ctx) override {
     const auto shapes = data_parallel_shapes(ctx.prob);
     if (shapes.empty()) return make_error("infeasible", "no available device holds the whole model (data parallelism needs one that does)");
@@ -94,6 +95,7 @@ class pipeline_policy : public policy {
  public:
   explicit pipeline_policy(bool balanced) : balanced_(balanced) {}
   std::string name() const override { return balanced_ ? "pipeline_balanced" : "pipeline_even"; }
+  bool dispatches() const override { return false; }
   result<plan> decide(const decision_context& ctx) override {
     const problem& p = ctx.prob;
     std::vector<int> devs = p.available;
@@ -138,6 +140,7 @@ class pipeline_policy : public policy {
 class hetpipe_static : public policy {
  public:
   std::string name() const override { return "hetpipe_static"; }
+  bool dispatches() const override { return false; }
   result<plan> decide(const decision_context& ctx) override {
     const problem& p = ctx.prob;
     if (kept_ && all_available(p, *kept_)) return restamp(*kept_, ctx.slot);

@@ -24,6 +24,9 @@ class policy {
   virtual ~policy() = default;
   virtual std::string name() const = 0;
   virtual result<plan> decide(const decision_context& ctx) = 0;
+  // Whether its steps use within-step dispatch (planner_config::dispatch_probe): dynapar's
+  // own policies do; the baselines run as their papers set them up, shares fixed a step.
+  virtual bool dispatches() const { return true; }
 };
 
 // The names make_policy knows, in the order results are reported.

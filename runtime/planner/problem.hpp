@@ -50,7 +50,8 @@ struct planner_config {
   // part of their share as a probe, and the rest of their shares goes out when the first probe
   // ends, by each device's pace in this step. 0: the plan's shares stand. How a step runs,
   // in the simulator and in training alike; the planner's predictions do not depend on it.
-  double dispatch_probe = 0;
+  // On by default since 2026-11-26 (docs/BENCHMARKS.md, "Within-step dispatch").
+  double dispatch_probe = 0.33;
 };
 
 struct budgets {

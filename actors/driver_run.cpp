@@ -166,10 +166,10 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
     for (std::size_t g : takers) send_rest(g);
   };
   // Each layer: every holder's partial sums, added in the exact sum's fixed tree over the
-  // step's micro-batches (groups in plan order, micro-batches in order: the order of the
-  // step's samples), by the holders themselves or here (actors/reduction.hpp), divided by B
-  // and applied on every holder. A device's sums start when its stage reports (overlapped
-  // with the other stages' backward), or when every group has (overlap_sums off).
+  // step's micro-batches (in the order of the step's samples), by the holders themselves or
+  // here (actors/reduction.hpp), divided by B and applied on every holder. A device's sums
+  // start when its stage reports (overlapped with the other stages' backward), or when every
+  // group has (overlap_sums off).
   auto work = reduction_->start({tag_, micro_batches, &holders_, comm_generation_});
   double loss_sum = 0, pipelines_s = 0;
   std::vector<std::pair<int, double>> compute_s;  // by device

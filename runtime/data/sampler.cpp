@@ -26,14 +26,4 @@ std::vector<int> global_sampler::step_samples(std::int64_t step) {
   return std::vector<int>(p.begin() + static_cast<std::ptrdiff_t>(t) * batch_, p.begin() + static_cast<std::ptrdiff_t>(t + 1) * batch_);
 }
 
-std::vector<std::pair<int, int>> global_sampler::slices(const std::vector<int>& shares) {
-  std::vector<std::pair<int, int>> out;
-  int at = 0;
-  for (int s : shares) {
-    out.emplace_back(at, at + s);
-    at += s;
-  }
-  return out;
-}
-
 }  // namespace dynapar::data

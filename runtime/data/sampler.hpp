@@ -15,8 +15,6 @@ class global_sampler {
   int steps_per_epoch() const { return n_ / batch_; }
   // Global step -> its samples (epoch = step / steps_per_epoch).
   std::vector<int> step_samples(std::int64_t step);
-  // The contiguous sub-ranges of a step for shares b_0, b_1, ... (sum = batch).
-  static std::vector<std::pair<int, int>> slices(const std::vector<int>& shares);
 
  private:
   const std::vector<int>& permutation(std::int64_t epoch);

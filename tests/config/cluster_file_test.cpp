@@ -56,6 +56,10 @@ devices:
   REQUIRE(deep);
   CHECK(deep->planner.schedule == planner::schedule_kind::deep_1f1b);
   CHECK_FALSE(deep->planner.overlap_sums);
+  CHECK(r->planner.dispatch_probe == Approx(0.33));  // the default
+  auto off = config::parse_cluster(YAML::Load("dispatch_probe: 0\ndevices: [{}]"));
+  REQUIRE(off);
+  CHECK(off->planner.dispatch_probe == 0);
 }
 
 TEST_CASE("mistakes in a cluster file name the field", "[unit][config]") {
@@ -67,6 +71,8 @@ TEST_CASE("mistakes in a cluster file name the field", "[unit][config]") {
   CHECK(parse_error("devices: [{id: 1}, {id: 1}]").find("repeated") != std::string::npos);
   CHECK(parse_error("schedule: pipedream\ndevices: [{}]").find("'gpipe', '1f1b' or '1f1b-deep'") != std::string::npos);
   CHECK(parse_error("overlap_sums: sometimes\ndevices: [{}]").find("overlap_sums") != std::string::npos);
+  CHECK(parse_error("dispatch_probe: 1\ndevices: [{}]").find("'dispatch_probe' must be in [0, 1)") != std::string::npos);
+  CHECK(parse_error("dispatch_probe: -0.1\ndevices: [{}]").find("dispatch_probe") != std::string::npos);
   CHECK(parse_error("colour: red\ndevices: [{}]").find("unknown field 'colour'") != std::string::npos);
   // A key given twice: the parser would keep one value silently.
   CHECK(parse_error("batch: 64\nbatch: 128\ndevices: [{}]").find("field 'batch' is given twice") != std::string::npos);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "actors/device_clock.hpp"
@@ -27,6 +28,7 @@ struct device_state {
   bool active = false;
   bool open = false;               // a probe ended: the step waits for its rest (stage_task::resume)
   bool told_forward = false;       // a probe's first forward was reported
+  std::optional<stage_task> rest;  // a probe's rest that came before the probe ended
   std::chrono::steady_clock::time_point wait_since;
   device_clock speed{1};                        // emulated speed, CPU- or profile-timed
   comm::link_shaper to_next, to_prev;          // this device's side of its pipeline links
@@ -213,6 +215,25 @@ void start_deferred(device_self self) {
   }
 }
 
+void advance(device_self self);
+
+// The rest of the open step (stage_task::resume): its gradients, loss and report go on.
+void resume(device_self self, stage_task task) {
+  auto& s = self->state;
+  s.open = false;
+  s.task.program = std::move(task.program);
+  s.task.inputs = std::move(task.inputs);
+  s.task.targets = std::move(task.targets);
+  s.task.samples = std::move(task.samples);
+  s.task.first_micro = task.first_micro;
+  s.task.more = false;
+  s.runner = schedule::stage_runner(s.task.program);
+  s.worker->continue_step(s.task.first_micro);
+  s.active = true;
+  s.wait_since = clock::now();
+  advance(self);
+}
+
 // A probe's progress so far (stage_report::interim).
 stage_report interim_report(const device_state& s, int kind) {
   stage_report r;
@@ -293,6 +314,11 @@ void advance(device_self self) {
     s.active = false;
     s.open = true;
     self->send(s.task.report_to, interim_report(s, 2));
+    if (s.rest) {  // decided while the probe ran: no wait
+      auto rest = std::move(*s.rest);
+      s.rest.reset();
+      resume(self, std::move(rest));
+    }
   } else if (s.runner.finished()) {
     s.active = false;
     s.open = false;
@@ -367,6 +393,10 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
       [=](step_atom, stage_task& task) {
         auto& s = self->state;
         if (task.resume) {  // the rest of the open step: its gradients, loss and report go on
+          if (s.active && s.task.more && task.step == s.task.step) {  // the probe still runs
+            s.rest = std::move(task);
+            return;
+          }
           if (!s.open || task.step != s.task.step) {
             if (task.step < s.task.step) return;  // an abandoned attempt's
             stage_report r;
@@ -376,18 +406,7 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
             self->send(task.report_to, r);
             return;
           }
-          s.open = false;
-          s.task.program = std::move(task.program);
-          s.task.inputs = std::move(task.inputs);
-          s.task.targets = std::move(task.targets);
-          s.task.samples = std::move(task.samples);
-          s.task.first_micro = task.first_micro;
-          s.task.more = false;
-          s.runner = schedule::stage_runner(s.task.program);
-          s.worker->continue_step(s.task.first_micro);
-          s.active = true;
-          s.wait_since = clock::now();
-          return advance(self);
+          return resume(self, std::move(task));
         }
         s.task = std::move(task);
         s.runner = schedule::stage_runner(s.task.program);
@@ -415,6 +434,7 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
         s.active = true;
         s.open = false;
         s.told_forward = false;
+        s.rest.reset();
         s.wait_since = clock::now();
         advance(self);
       },

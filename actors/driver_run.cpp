@@ -139,10 +139,8 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
     progress[g].first_samples = std::min(probes.samples[g], current_->groups[g].micro_batch);
   }
   std::vector<int> rest(G, -1);  // samples of the pool by group, once dispatched
-  std::vector<char> probe_ended(G, 0);
-  // A probe's rest goes out once the probe has ended (its device keeps the step open).
+  // A probe's rest goes out at once; a device still running its probe keeps it until then.
   auto send_rest = [&](std::size_t g) {
-    if (rest[g] < 0 || !probe_ended[g]) return;
     int lo = pool_at;
     for (std::size_t h = 0; h < g; ++h) lo += std::max(0, rest[h]);
     auto task = task_for(g, lo, lo + rest[g], pool_micro + (lo - pool_at) / probes.unit);
@@ -186,11 +184,9 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
               if (probes.samples[g] > 0 && current_->groups[g].devices[0] == r.device) {
                 if (r.interim == 1) progress[g].forward_s = r.compute_s;
                 if (r.interim != 2) continue;
-                probe_ended[g] = 1;
                 progress[g].done_s = since(started);
                 progress[g].compute_s = r.compute_s;
                 if (rest[g] < 0) dispatch(progress[g].done_s);
-                else send_rest(g);
               }
             return;
           }

@@ -26,7 +26,6 @@ struct device_state {
   model::tensor current;           // the input of the next forward
   stage_report report;
   bool active = false;
-  bool open = false;               // a probe ended: the step waits for its rest (stage_task::resume)
   bool told_forward = false;       // a probe's first forward was reported
   std::optional<stage_task> rest;  // a probe's rest that came before the probe ended
   std::chrono::steady_clock::time_point wait_since;
@@ -220,7 +219,6 @@ void advance(device_self self);
 // The rest of the open step (stage_task::resume): its gradients, loss and report go on.
 void resume(device_self self, stage_task task) {
   auto& s = self->state;
-  s.open = false;
   s.task.program = std::move(task.program);
   s.task.inputs = std::move(task.inputs);
   s.task.targets = std::move(task.targets);
@@ -233,6 +231,9 @@ void resume(device_self self, stage_task task) {
   s.wait_since = clock::now();
   advance(self);
 }
+
+// A probe ended and its step waits for the rest (stage_task::resume).
+bool open(const device_state& s) { return !s.active && s.task.more; }
 
 // A probe's progress so far (stage_report::interim).
 stage_report interim_report(const device_state& s, int kind) {
@@ -252,6 +253,7 @@ void advance(device_self self) {
   auto fail = [&](const std::string& why) {
     s.report.error = "device " + std::to_string(s.cfg.id) + ": " + why;
     s.active = false;
+    s.task.more = false;  // a failed probe's step is over
     self->send(s.task.report_to, s.report);
   };
   while (const schedule::instruction* in = s.runner.next()) {
@@ -311,8 +313,7 @@ void advance(device_self self) {
     s.runner.done();
   }
   if (s.runner.finished() && s.task.more) {  // a probe: the step stays open for its rest
-    s.active = false;
-    s.open = true;
+    s.active = false;  // open: the step waits for its rest
     self->send(s.task.report_to, interim_report(s, 2));
     if (s.rest) {  // decided while the probe ran: no wait
       auto rest = std::move(*s.rest);
@@ -321,7 +322,6 @@ void advance(device_self self) {
     }
   } else if (s.runner.finished()) {
     s.active = false;
-    s.open = false;
     s.report.loss_sum = s.worker->loss_sum();
     finish_report(s);
     self->send(s.task.report_to, s.report);
@@ -397,7 +397,7 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
             s.rest = std::move(task);
             return;
           }
-          if (!s.open || task.step != s.task.step) {
+          if (!open(s) || task.step != s.task.step) {
             if (task.step < s.task.step) return;  // an abandoned attempt's
             stage_report r;
             r.device = s.cfg.id;
@@ -432,7 +432,6 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
         s.report.step = s.task.step;
         s.worker->begin_step(s.task.first_micro, s.task.accumulate);
         s.active = true;
-        s.open = false;
         s.told_forward = false;
         s.rest.reset();
         s.wait_since = clock::now();
@@ -476,7 +475,7 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
         auto& s = self->state;
         auto done = self->make_response_promise<sum_held>();
         // Sent with the step, it waits for this device's stage of that step to end.
-        if (t.step > s.task.step || (t.step == s.task.step && (s.active || s.open))) s.deferred.emplace_back(std::move(t), done);
+        if (t.step > s.task.step || (t.step == s.task.step && (s.active || open(s)))) s.deferred.emplace_back(std::move(t), done);
         else start_reduce(self, std::move(t), done);
         return done;
       },

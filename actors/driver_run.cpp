@@ -63,22 +63,16 @@ peer_options peer_options_of(const model::model_chain& m, const training::train_
 
 driver::probe_layout driver::probe_plan() const {
   probe_layout out;
-  const std::size_t G = current_->groups.size();
-  out.samples.assign(G, 0);
+  out.samples.assign(current_->groups.size(), 0);
   // The devices' interim reports and the rest's task are not on the wire to node processes.
   if (!dispatches_ || actors_.remote) return out;
   // Exact: the pool's units are whole micro-batches, so that every sample keeps its leaf.
-  out.unit = 1;
   for (const auto& gp : current_->groups)
     if (s_.exact && gp.devices.size() == 1) out.unit = std::max(out.unit, gp.micro_batch);
-  int takers = 0;
-  for (std::size_t g = 0; g < G; ++g) {
-    const auto& gp = current_->groups[g];
-    if (gp.devices.size() != 1 || (s_.exact && gp.micro_batch != out.unit)) continue;
-    out.samples[g] = schedule::probe_samples(gp.share, s_.dispatch_probe, out.unit);
-    takers += out.samples[g] > 0;
-  }
-  if (takers < 2) out.samples.assign(G, 0);
+  std::vector<int> eligible;  // single-device groups' shares (exact: of whole units)
+  for (const auto& gp : current_->groups)
+    eligible.push_back(gp.devices.size() == 1 && (!s_.exact || gp.micro_batch == out.unit) ? gp.share : 0);
+  out.samples = schedule::probes(eligible, s_.dispatch_probe, out.unit);
   if (s_.profile) {
     const int L = s_.profile->num_layers();
     const planner::profile_sums sums(*s_.profile);
@@ -155,12 +149,8 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
         takers.push_back(g);
         prospects.push_back(schedule::prospect_of(progress[g], now, probes.work_over_fwd));
       }
-    const auto given = schedule::dispatch_units(prospects, (pool + probes.unit - 1) / probes.unit, probes.unit);
-    int left = pool;
-    for (std::size_t k = 0; k < takers.size(); ++k) {
-      rest[takers[k]] = std::min(left, given[k] * probes.unit);
-      left -= rest[takers[k]];
-    }
+    const auto given = schedule::dispatch_samples(prospects, pool, probes.unit);
+    for (std::size_t k = 0; k < takers.size(); ++k) rest[takers[k]] = given[k];
     for (std::size_t g : takers) send_rest(g);
   };
   // Each layer: every holder's partial sums, added in the exact sum's fixed tree over the

@@ -37,26 +37,14 @@ group_handle::behavior_type group_supervisor(group_handle::stateful_pointer<supe
         const auto pipe = schedule::generate(st.cfg.schedule, n, m);
         if (task.resume) {  // a probe's rest (one device): the step in progress goes on
           if (n != 1 || st.pending == 0 || task.step != st.report.step) return;
-          stage_task t;
-          t.step = task.step;
-          t.first_micro = task.first_micro;
-          t.accumulate = task.accumulate;
-          t.program = pipe.programs[0];
-          t.lo = st.cfg.splits[0];
-          t.hi = st.cfg.splits[1];
-          t.inputs = std::move(task.inputs);
-          t.targets = std::move(task.targets);
-          t.samples = std::move(task.samples);
-          t.resume = true;
-          t.report_to = caf::actor_cast<group_handle>(self);
-          return self->send(st.cfg.actors[0], step_atom::value, std::move(t));
+        } else {
+          st.report = group_report{};
+          st.report.group = st.cfg.group;
+          st.report.step = task.step;
+          st.report_to = task.report_to;
+          st.pending = n;
+          st.started = clock::now();
         }
-        st.report = group_report{};
-        st.report.group = st.cfg.group;
-        st.report.step = task.step;
-        st.report_to = task.report_to;
-        st.pending = n;
-        st.started = clock::now();
         for (int j = 0; j < n; ++j) {
           stage_task t;
           t.step = task.step;
@@ -80,6 +68,7 @@ group_handle::behavior_type group_supervisor(group_handle::stateful_pointer<supe
           }
           t.report_to = caf::actor_cast<group_handle>(self);
           t.more = task.more && n == 1;
+          t.resume = task.resume;
           self->send(st.cfg.actors[j], step_atom::value, std::move(t));
         }
       },

@@ -32,12 +32,33 @@ std::vector<int> dispatch_units(const std::vector<prospect>& devices, int units,
   return out;
 }
 
+std::vector<int> dispatch_samples(const std::vector<prospect>& devices, int samples, int unit) {
+  unit = std::max(1, unit);
+  auto out = dispatch_units(devices, (samples + unit - 1) / unit, unit);
+  for (int& n : out) {
+    n = std::min(samples, n * unit);
+    samples -= n;
+  }
+  return out;
+}
+
 int probe_samples(int share, double fraction, int unit) {
   unit = std::max(1, unit);
   const int units = share / unit;
   if (!(fraction > 0) || units < 2) return 0;
   const int k = std::clamp(static_cast<int>(std::floor(fraction * units)), 1, units - 1);
   return k * unit;
+}
+
+std::vector<int> probes(const std::vector<int>& shares, double fraction, int unit) {
+  std::vector<int> out;
+  int takers = 0;
+  for (int share : shares) {
+    out.push_back(probe_samples(share, fraction, unit));
+    takers += out.back() > 0;
+  }
+  if (takers < 2) out.assign(shares.size(), 0);
+  return out;
 }
 
 }  // namespace dynapar::schedule

@@ -37,8 +37,15 @@ prospect prospect_of(const probe_progress& p, double now, double work_over_fwd);
 // next of an increasing sequence per device, and the units go to the smallest ones).
 std::vector<int> dispatch_units(const std::vector<prospect>& devices, int units, int unit);
 
+// The pool's `samples` in whole units (the last may be short) by dispatch_units, as samples
+// by device.
+std::vector<int> dispatch_samples(const std::vector<prospect>& devices, int samples, int unit);
+
 // How many samples of a share of `share` a probe takes: `fraction` of it, in whole units,
 // at least one unit and one unit short of the share (0: the group takes no part).
 int probe_samples(int share, double fraction, int unit);
+// Each group's probe (probe_samples of `shares`, 0 where a group may not take part), or none
+// at all unless two groups take part: one alone has nobody to hand work to.
+std::vector<int> probes(const std::vector<int>& shares, double fraction, int unit);
 
 }  // namespace dynapar::schedule

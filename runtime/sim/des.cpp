@@ -140,14 +140,12 @@ std::vector<dispatch_share> dispatched(const planner::problem& truth, const plan
   std::vector<dispatch_share> out(p.groups.size());
   const int L = truth.model.num_layers();
   const auto& sums = truth.sums;
+  std::vector<int> eligible;  // single-device groups' shares
+  for (const auto& gp : p.groups) eligible.push_back(gp.devices.size() == 1 ? gp.share : 0);
+  const auto probes = schedule::probes(eligible, probe, unit);
   std::vector<std::size_t> takers;
-  for (std::size_t g = 0; g < p.groups.size(); ++g) {
-    const auto& gp = p.groups[g];
-    if (gp.devices.size() != 1) continue;
-    out[g].probe = schedule::probe_samples(gp.share, probe, unit);
-    if (out[g].probe > 0) takers.push_back(g);
-  }
-  if (takers.size() < 2) return std::vector<dispatch_share>(p.groups.size());
+  for (std::size_t g = 0; g < p.groups.size(); ++g)
+    if ((out[g].probe = probes[g]) > 0) takers.push_back(g);
   // Seconds on a group's device for `n` samples in micro-batches of the plan's size.
   auto busy = [&](std::size_t g, int n) {
     const int u = std::max(1, p.groups[g].micro_batch);
@@ -169,12 +167,10 @@ std::vector<dispatch_share> dispatched(const planner::problem& truth, const plan
     if (o.probe_s <= decide) pr.done_s = pr.compute_s = o.probe_s;
     prospects.push_back(schedule::prospect_of(pr, decide, sums.work(0, L) / sums.fwd(0, L)));
   }
-  const int u = std::max(1, unit), units = (rest + u - 1) / u;
-  const auto given = schedule::dispatch_units(prospects, units, u);
-  for (std::size_t k = 0; k < takers.size(); ++k) {  // in order; the last unit may be short
+  const auto given = schedule::dispatch_samples(prospects, rest, unit);
+  for (std::size_t k = 0; k < takers.size(); ++k) {
     auto& o = out[takers[k]];
-    o.rest = std::min(given[k] * u, rest);
-    rest -= o.rest;
+    o.rest = given[k];
     o.time_s = o.probe_s + busy(takers[k], o.rest);
   }
   return out;

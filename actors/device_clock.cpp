@@ -37,9 +37,10 @@ double device_clock::finish(const work_start& w, double reference_s) {
   const double left = target - worked - overslept_;
   if (left > 0) std::this_thread::sleep_for(std::chrono::duration<double>(left));
   const double took = since(w.t0);
-  // Only the emulation's own sleeps count: work slower than its target (a wait for a core
-  // while computing) is the machine's load, and is left as it is.
-  if (target > worked) overslept_ = std::max(0.0, overslept_ + took - target);
+  // Late by whatever reason: the emulation's own sleep woke late, or the work itself waited
+  // for a core (several emulated devices computing at once on few cores). Either is this
+  // machine's, not the emulated device's, so the step's later sleeps make it up where they can.
+  overslept_ = std::max(0.0, overslept_ + took - target);
   return took;
 }
 

@@ -46,9 +46,10 @@ class device_clock {
 
  private:
   double speed_ = 1;
-  // Seconds the emulated work of this step has overslept so far: a sleeping thread wakes up
-  // late (timer slack, and a wait for a core when the machine is busy), which a real slow
-  // device would not pay; later sleeps of the step are shortened by it.
+  // Seconds the emulated work of this step is late so far: a sleeping thread wakes up late
+  // (timer slack, a wait for a core), and work waits for a core while several emulated
+  // devices compute at once; a real device would pay neither, so later sleeps of the step
+  // are shortened by it.
   double overslept_ = 0;
   std::vector<planner::layer_profile> timing_;
 };

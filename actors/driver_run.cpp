@@ -90,6 +90,10 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
   // samples is a pool handed out when the first probe ends.
   const auto probes = probe_plan();
   const std::size_t G = groups_.size();
+  // The step's clock starts before its first task goes out: a device's pace is judged by the
+  // time since its own task went out (`sent_s`), which on a busy machine may be well after.
+  const auto started = clock::now(), deadline = started + step_deadline();
+  std::vector<double> sent_s(G, 0);
   std::int64_t micro_batches = 0;  // of the step, over all groups
   int cursor = 0;
   auto task_for = [&](std::size_t g, int lo, int hi, std::int64_t first_micro) {
@@ -112,6 +116,7 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
     auto task = task_for(g, lo, hi, micro_batches);
     micro_batches += static_cast<std::int64_t>(task.inputs.size());
     task.more = more;
+    sent_s[g] = since(started);
     self_->send(groups_[g], step_atom::value, std::move(task));
   };
   for (std::size_t g = 0; g < G; ++g)
@@ -129,6 +134,8 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
   if (pool > 0) micro_batches += (pool + probes.unit - 1) / probes.unit;  // exact: the pool's units are micro-batches
   std::vector<schedule::probe_progress> progress(G);
   for (std::size_t g = 0; g < G; ++g) {
+    progress[g].started_s = sent_s[g];
+    if (auto it = pace_prior_.find(current_->groups[g].devices[0]); it != pace_prior_.end()) progress[g].prior_s = it->second;
     progress[g].samples = probes.samples[g];
     progress[g].first_samples = std::min(probes.samples[g], current_->groups[g].micro_batch);
   }
@@ -147,7 +154,7 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
     for (std::size_t g = 0; g < G; ++g)
       if (probes.samples[g] > 0) {
         takers.push_back(g);
-        prospects.push_back(schedule::prospect_of(progress[g], now, probes.work_over_fwd));
+        prospects.push_back(schedule::prospect_of(progress[g], now, probes.work_over_fwd, pace_noise_.trust()));
       }
     const auto given = schedule::dispatch_samples(prospects, pool, probes.unit);
     for (std::size_t k = 0; k < takers.size(); ++k) rest[takers[k]] = given[k];
@@ -163,7 +170,6 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
   std::vector<std::pair<int, double>> compute_s;  // by device
   std::map<int, double> ready_s;                  // by device: its stage's report, from the start
   auto on_down = [&](caf::down_msg& d) { note_down(d); };
-  const auto started = clock::now(), deadline = started + step_deadline();
   for (std::size_t k = 0; (k < groups_.size() || !work->done()) && failure_.empty();)
     self_->receive(
         on_down,
@@ -217,6 +223,15 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
   for (auto& st : rec.stages)
     for (const auto& ms : measure.stages)
       if (ms.device == st.device) st.samples = static_cast<int>(ms.samples);
+  // What the probes and the priors foretold of the rests, for the next steps' trust.
+  for (const auto& [id, c] : compute_s)
+    for (std::size_t g = 0; g < G; ++g)
+      if (probes.samples[g] > 0 && current_->groups[g].devices[0] == id && rest[g] > 0 && c > progress[g].compute_s) {
+        const double rest_pace = (c - progress[g].compute_s) / rest[g];
+        const auto prior = pace_prior_.find(id);
+        pace_noise_.observe(progress[g].compute_s / probes.samples[g], rest_pace, prior == pace_prior_.end() ? -1 : prior->second);
+        pace_prior_[id] = rest_pace;
+      }
   if (auto st = work->finish(); !st) return make_error(st.err().code, "step " + std::to_string(t) + ", " + st.err().message);
   if (sync_stale_) {
     // The sums run in this process or among the holders' nodes; on the emulated cluster they

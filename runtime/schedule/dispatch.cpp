@@ -7,13 +7,34 @@
 
 namespace dynapar::schedule {
 
-prospect prospect_of(const probe_progress& p, double now, double work_over_fwd) {
-  const double n = std::max(1, p.samples);
-  if (p.done_s >= 0) return {p.done_s, std::max(p.compute_s, 1e-12) / n};
-  const double first = std::max(1, p.first_samples);
-  // Not heard from: its first forward takes longer than `now`, so each sample at least this.
-  const double per = (p.forward_s >= 0 ? p.forward_s : std::max(now, 1e-12)) * work_over_fwd / first;
-  return {std::max(now, per * n), per};
+prospect prospect_of(const probe_progress& p, double now, double work_over_fwd, double trust) {
+  const double n = std::max(1, p.samples), first = std::max(1, p.first_samples);
+  const bool prior = p.prior_s > 0;
+  auto weigh = [&](double measured) {
+    return prior ? std::exp(trust * std::log(measured) + (1 - trust) * std::log(p.prior_s)) : measured;
+  };
+  if (p.done_s >= 0) return {p.done_s, weigh(std::max(p.compute_s, 1e-12) / n)};
+  double per = 0;
+  if (p.forward_s >= 0) {
+    per = weigh(std::max(p.forward_s, 1e-12) * work_over_fwd / first);
+  } else {  // its first forward takes longer than it has run, so each sample at least this
+    per = std::max(now - p.started_s, 1e-12) * work_over_fwd / first;
+    if (prior) per = std::max(per, p.prior_s);
+  }
+  return {std::max(now, p.started_s + per * n), per};
+}
+
+void pace_noise::observe(double probe_s, double rest_s, double prior_s) {
+  if (!(probe_s > 0 && rest_s > 0)) return;
+  constexpr double a = 0.1;  // about the last ten steps
+  auto add = [&](double& var, double err) { var = var < 0 ? err * err : (1 - a) * var + a * err * err; };
+  add(probe_var_, std::log(probe_s / rest_s));
+  if (prior_s > 0) add(prior_var_, std::log(prior_s / rest_s));
+}
+
+double pace_noise::trust() const {
+  if (probe_var_ < 0 || prior_var_ < 0 || probe_var_ + prior_var_ <= 0) return 1;
+  return prior_var_ / (probe_var_ + prior_var_);
 }
 
 std::vector<int> dispatch_units(const std::vector<prospect>& devices, int units, int unit) {

@@ -14,11 +14,13 @@ namespace dynapar::schedule {
 // What the dispatcher has heard from one device's probe when it decides, `now` seconds after
 // the step started.
 struct probe_progress {
+  double started_s = 0;       // its task went out at
   int samples = 0;            // in the probe
   int first_samples = 0;      // in its first micro-batch
   double forward_s = -1;      // that micro-batch's forward took this long (-1: not yet done)
   double done_s = -1;         // the probe ended at (-1: not yet)
   double compute_s = 0;       // with done_s: the probe's forward and backward time
+  double prior_s = -1;        // its seconds a sample in its last step's rest (-1: none)
 };
 
 // One device's prospects for the rest: it is free at `free_s` and takes `per_sample_s` a sample.
@@ -28,9 +30,28 @@ struct prospect {
 };
 
 // Its pace in this step: from the finished probe; else from its first forward (a sample's
-// forward and backward take `work_over_fwd` times its forward, the profile's ratio); else
-// the most it can be, given that its first forward has not ended by `now`.
-prospect prospect_of(const probe_progress& p, double now, double work_over_fwd);
+// forward and backward take `work_over_fwd` times its forward, the profile's ratio). What the
+// probe measured is weighed against the prior by `trust` (pace_noise), geometrically: 1, the
+// probe alone; 0, the prior alone. Not heard from: at least what its first forward, begun
+// at `started_s` and not ended by `now`, shows, and at least its prior.
+prospect prospect_of(const probe_progress& p, double now, double work_over_fwd, double trust = 1);
+
+// How far a probe's pace and a device's last-step pace (the prior) each miss the pace of
+// the rest that follows, learnt over the run: log errors' mean squares, smoothed. A probe is
+// a micro-batch or two, and where the machine is noisy (several emulated devices starting
+// a step at once on two cores) it misses by more than the last step did; where speeds jump
+// from step to step (load bursts) the prior misses more. The trust in the probe is the
+// prior's share of the two: the estimate of least variance for two independent errors.
+class pace_noise {
+ public:
+  // One device's step: its probe's pace, its rest's, its prior (-1: none).
+  void observe(double probe_s, double rest_s, double prior_s);
+  // 1 until both errors have been seen.
+  double trust() const;
+
+ private:
+  double probe_var_ = -1, prior_var_ = -1;
+};
 
 // Splits `units` units of `unit` samples among the devices, one by one to whichever would
 // finish it first: the least makespan for such linear prospects (each unit's finish is the

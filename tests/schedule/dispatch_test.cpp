@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <numeric>
 #include <random>
@@ -75,6 +76,13 @@ TEST_CASE("what a probe tells: its whole time, its first forward, or a bound", "
   q = prospect_of(p, 0.2, 3);
   CHECK(q.per_sample_s == Approx(0.06));
   CHECK(q.free_s == Approx(1.8));
+  // Its task went out 0.15 s late: it has run 0.05 s only, and ends from there.
+  p.started_s = 0.15;
+  q = prospect_of(p, 0.2, 3);
+  CHECK(q.per_sample_s == Approx(0.015));
+  CHECK(q.free_s == Approx(0.6));
+  p.forward_s = 0.05;
+  CHECK(prospect_of(p, 0.2, 3).free_s == Approx(0.6));
 }
 
 TEST_CASE("a probe is whole units, at least one and one short of the share", "[unit][dispatch]") {
@@ -92,4 +100,49 @@ TEST_CASE("probes only where two groups take part; the pool in whole units, the 
   // 20 samples as 3 units of 8 (two to device 0, one to device 1, ties to the first); the
   // pool is laid out in device order, so the last device's part ends short: 16 and 4.
   CHECK(dispatch_samples({{0, 1}, {0, 1}}, 20, 8) == std::vector<int>{16, 4});
+}
+
+TEST_CASE("a probe's pace is weighed against the device's last step by the trust in it", "[unit][dispatch]") {
+  probe_progress p;
+  p.samples = 10;
+  p.first_samples = 10;
+  p.done_s = p.compute_s = 0.2;  // 0.02 s a sample in the probe
+  p.prior_s = 0.01;              // 0.01 s a sample in its last rest
+  CHECK(prospect_of(p, 0.2, 3, 1).per_sample_s == Approx(0.02));
+  CHECK(prospect_of(p, 0.2, 3, 0).per_sample_s == Approx(0.01));
+  CHECK(prospect_of(p, 0.2, 3, 0.5).per_sample_s == Approx(std::sqrt(0.02 * 0.01)));  // geometric
+  CHECK(prospect_of(p, 0.2, 3, 0.5).free_s == Approx(0.2));
+  // Not heard from by 0.02 s: the bound (0.02 * 3 / 10 = 0.006 s a sample) is under the prior,
+  // which stands; by 0.05 s the bound (0.015) is over it, and stands instead.
+  p.done_s = -1;
+  CHECK(prospect_of(p, 0.02, 3, 0.5).per_sample_s == Approx(0.01));
+  CHECK(prospect_of(p, 0.02, 3, 0.5).free_s == Approx(0.1));
+  CHECK(prospect_of(p, 0.05, 3, 0.5).per_sample_s == Approx(0.015));
+}
+
+TEST_CASE("the trust in probes: the prior's share of the two errors' variances", "[unit][dispatch]") {
+  pace_noise n;
+  CHECK(n.trust() == 1);  // nothing seen
+  n.observe(1.2, 1.0, -1);
+  CHECK(n.trust() == 1);  // no prior seen yet
+  n = pace_noise{};
+  // Probes off by a factor e^0.2 either way, priors by e^0.1: variances 0.04 and 0.01 every
+  // step, so the smoothed ones are exactly those, and the trust 0.01 / 0.05.
+  for (int k = 0; k < 30; ++k) {
+    const double sign = k % 2 ? 1 : -1;
+    n.observe(std::exp(sign * 0.2), 1.0, std::exp(-sign * 0.1));
+  }
+  CHECK(n.trust() == Approx(0.2));
+  // A steady device on a noisy machine: the prior never misses, so no trust in the probe.
+  pace_noise steady;
+  for (int k = 0; k < 5; ++k) steady.observe(k % 2 ? 1.3 : 0.8, 1.0, 1.0);
+  CHECK(steady.trust() == Approx(0));
+  // Load bursts step by step, probes exact: all trust in the probe.
+  pace_noise bursty;
+  for (int k = 0; k < 5; ++k) bursty.observe(k % 2 ? 2.0 : 1.0, k % 2 ? 2.0 : 1.0, k % 2 ? 1.0 : 2.0);
+  CHECK(bursty.trust() == Approx(1));
+  // Nonsense measures change nothing.
+  bursty.observe(0, 1, 1);
+  bursty.observe(1, -1, 1);
+  CHECK(bursty.trust() == Approx(1));
 }

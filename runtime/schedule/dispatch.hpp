@@ -1,10 +1,11 @@
 // Within-step dispatch (docs/MODEL.md, "Within-step dispatch"): single-device groups run a
 // probe, the first part of their share, and the rest of their shares is handed out once the
-// first probe ends, by how fast each device is in this step, not by the estimates the plan
-// was made with. A device slowed by a load burst in this very step then takes less, and the
-// others more, instead of holding the step up. Each device's rest is one run of micro-batches
-// after its probe, so its last micro-batch stays large and its sums still hide under its
-// backward. Pure: the simulator and the training driver decide with the same functions.
+// first probe ends, by how fast each device is in this step (its probe, weighed against its
+// last step as far as probes have proved noisy), not by the estimates the plan was made
+// with. A device slowed by a load burst in this very step then takes less, and the others
+// more, instead of holding the step up. Each device's rest is one run of micro-batches after
+// its probe, so its last micro-batch stays large and its sums still hide under its backward.
+// Pure: the simulator and the training driver decide with the same functions.
 #pragma once
 
 #include <vector>

@@ -196,8 +196,7 @@ class driver {
   sim::emulated_cluster cluster_;                 // what devices and links really are
   std::unique_ptr<gradient_reduction> reduction_;  // where a step's gradients are added
   const bool dispatches_;                         // within-step dispatch (probe_plan)
-  std::map<int, double> pace_prior_;              // by device: seconds a sample in its last rest
-  schedule::pace_noise pace_noise_;               // how far probes and priors miss the rest
+  schedule::pace_noise paces_;                    // dispatched devices' priors and the trust in probes
   std::set<int> joined_;                          // devices that joined and have not left
   std::set<int> leaving_;                         // left, still holding layers until re-planned
   double bench_ref_s_ = 0;                        // this machine's time for the benchmark

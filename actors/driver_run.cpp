@@ -91,9 +91,9 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
   const auto probes = probe_plan();
   const std::size_t G = groups_.size();
   // The step's clock starts before its first task goes out: a device's pace is judged by the
-  // time since its own task went out (`sent_s`), which on a busy machine may be well after.
+  // time since its own task went out (`started_s`), which on a busy machine may be well after.
   const auto started = clock::now(), deadline = started + step_deadline();
-  std::vector<double> sent_s(G, 0);
+  std::vector<schedule::probe_progress> progress(G);
   std::int64_t micro_batches = 0;  // of the step, over all groups
   int cursor = 0;
   auto task_for = [&](std::size_t g, int lo, int hi, std::int64_t first_micro) {
@@ -116,7 +116,7 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
     auto task = task_for(g, lo, hi, micro_batches);
     micro_batches += static_cast<std::int64_t>(task.inputs.size());
     task.more = more;
-    sent_s[g] = since(started);
+    progress[g].started_s = since(started);
     self_->send(groups_[g], step_atom::value, std::move(task));
   };
   for (std::size_t g = 0; g < G; ++g)
@@ -132,14 +132,17 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
   const int pool = s_.batch - cursor, pool_at = cursor;
   const std::int64_t pool_micro = micro_batches;
   if (pool > 0) micro_batches += (pool + probes.unit - 1) / probes.unit;  // exact: the pool's units are micro-batches
-  std::vector<schedule::probe_progress> progress(G);
   for (std::size_t g = 0; g < G; ++g) {
-    progress[g].started_s = sent_s[g];
-    if (auto it = pace_prior_.find(current_->groups[g].devices[0]); it != pace_prior_.end()) progress[g].prior_s = it->second;
+    progress[g].prior_s = paces_.prior(current_->groups[g].devices[0]);
     progress[g].samples = probes.samples[g];
     progress[g].first_samples = std::min(probes.samples[g], current_->groups[g].micro_batch);
   }
   std::vector<int> rest(G, -1);  // samples of the pool by group, once dispatched
+  auto taker = [&](int device) -> int {  // the probing group of a device (-1: none)
+    for (std::size_t g = 0; g < G; ++g)
+      if (probes.samples[g] > 0 && current_->groups[g].devices[0] == device) return static_cast<int>(g);
+    return -1;
+  };
   // A probe's rest goes out at once; a device still running its probe keeps it until then.
   auto send_rest = [&](std::size_t g) {
     int lo = pool_at;
@@ -154,7 +157,7 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
     for (std::size_t g = 0; g < G; ++g)
       if (probes.samples[g] > 0) {
         takers.push_back(g);
-        prospects.push_back(schedule::prospect_of(progress[g], now, probes.work_over_fwd, pace_noise_.trust()));
+        prospects.push_back(schedule::prospect_of(progress[g], now, probes.work_over_fwd, paces_.trust()));
       }
     const auto given = schedule::dispatch_samples(prospects, pool, probes.unit);
     for (std::size_t k = 0; k < takers.size(); ++k) rest[takers[k]] = given[k];
@@ -176,14 +179,13 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
         [&](const stage_report& r) {
           if (r.step != tag_ || !r.error.empty()) return;  // an abandoned attempt's; an error comes with its group's
           if (r.interim != 0) {  // a probe's progress (within-step dispatch)
-            for (std::size_t g = 0; g < G; ++g)
-              if (probes.samples[g] > 0 && current_->groups[g].devices[0] == r.device) {
-                if (r.interim == 1) progress[g].forward_s = r.compute_s;
-                if (r.interim != 2) continue;
-                progress[g].done_s = since(started);
-                progress[g].compute_s = r.compute_s;
-                if (rest[g] < 0) dispatch(progress[g].done_s);
-              }
+            const int g = taker(r.device);
+            if (g < 0) return;
+            if (r.interim == 1) progress[g].forward_s = r.compute_s;
+            if (r.interim != 2) return;
+            progress[g].done_s = since(started);
+            progress[g].compute_s = r.compute_s;
+            if (rest[g] < 0) dispatch(progress[g].done_s);
             return;
           }
           ready_s[r.device] = since(started);
@@ -214,24 +216,18 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
   if (auto st = check("step " + std::to_string(t)); !st) return st;
   measure.stages = control::stages_of(*current_, compute_s);
   for (auto& st : measure.stages)  // dispatched: what each probe's device ran in all
-    for (std::size_t g = 0; g < G; ++g)
-      if (probes.samples[g] > 0 && current_->groups[g].devices[0] == st.device) {
-        const int u = current_->groups[g].micro_batch;
-        st.samples = probes.samples[g] + rest[g];
-        st.micro_batches = (probes.samples[g] + u - 1) / u + (rest[g] + u - 1) / u;
-      }
+    if (const int g = taker(st.device); g >= 0) {
+      const int u = current_->groups[g].micro_batch;
+      st.samples = probes.samples[g] + rest[g];
+      st.micro_batches = (probes.samples[g] + u - 1) / u + (rest[g] + u - 1) / u;
+    }
   for (auto& st : rec.stages)
     for (const auto& ms : measure.stages)
       if (ms.device == st.device) st.samples = static_cast<int>(ms.samples);
   // What the probes and the priors foretold of the rests, for the next steps' trust.
   for (const auto& [id, c] : compute_s)
-    for (std::size_t g = 0; g < G; ++g)
-      if (probes.samples[g] > 0 && current_->groups[g].devices[0] == id && rest[g] > 0 && c > progress[g].compute_s) {
-        const double rest_pace = (c - progress[g].compute_s) / rest[g];
-        const auto prior = pace_prior_.find(id);
-        pace_noise_.observe(progress[g].compute_s / probes.samples[g], rest_pace, prior == pace_prior_.end() ? -1 : prior->second);
-        pace_prior_[id] = rest_pace;
-      }
+    if (const int g = taker(id); g >= 0 && rest[g] > 0 && c > progress[g].compute_s)
+      paces_.observe(id, progress[g].compute_s / probes.samples[g], (c - progress[g].compute_s) / rest[g]);
   if (auto st = work->finish(); !st) return make_error(st.err().code, "step " + std::to_string(t) + ", " + st.err().message);
   if (sync_stale_) {
     // The sums run in this process or among the holders' nodes; on the emulated cluster they

@@ -24,12 +24,18 @@ prospect prospect_of(const probe_progress& p, double now, double work_over_fwd, 
   return {std::max(now, p.started_s + per * n), per};
 }
 
-void pace_noise::observe(double probe_s, double rest_s, double prior_s) {
+void pace_noise::observe(int device, double probe_s, double rest_s) {
   if (!(probe_s > 0 && rest_s > 0)) return;
   constexpr double a = 0.1;  // about the last ten steps
   auto add = [&](double& var, double err) { var = var < 0 ? err * err : (1 - a) * var + a * err * err; };
   add(probe_var_, std::log(probe_s / rest_s));
-  if (prior_s > 0) add(prior_var_, std::log(prior_s / rest_s));
+  if (const double p = prior(device); p > 0) add(prior_var_, std::log(p / rest_s));
+  prior_[device] = rest_s;
+}
+
+double pace_noise::prior(int device) const {
+  const auto it = prior_.find(device);
+  return it == prior_.end() ? -1 : it->second;
 }
 
 double pace_noise::trust() const {

@@ -8,6 +8,7 @@
 // Pure: the simulator and the training driver decide with the same functions.
 #pragma once
 
+#include <map>
 #include <vector>
 
 namespace dynapar::schedule {
@@ -37,20 +38,24 @@ struct prospect {
 // at `started_s` and not ended by `now`, shows, and at least its prior.
 prospect prospect_of(const probe_progress& p, double now, double work_over_fwd, double trust = 1);
 
-// How far a probe's pace and a device's last-step pace (the prior) each miss the pace of
-// the rest that follows, learnt over the run: log errors' mean squares, smoothed. A probe is
+// Each device's pace a sample in its last rest (its prior), and how far a probe's pace and
+// the prior each miss the pace of the rest that follows, learnt over the run: log errors'
+// mean squares, smoothed. A probe is
 // a micro-batch or two, and where the machine is noisy (several emulated devices starting
 // a step at once on two cores) it misses by more than the last step did; where speeds jump
 // from step to step (load bursts) the prior misses more. The trust in the probe is the
 // prior's share of the two: the estimate of least variance for two independent errors.
 class pace_noise {
  public:
-  // One device's step: its probe's pace, its rest's, its prior (-1: none).
-  void observe(double probe_s, double rest_s, double prior_s);
+  // One device's step: its probe's pace and its rest's, which becomes its prior.
+  void observe(int device, double probe_s, double rest_s);
+  // Its prior (-1: none yet).
+  double prior(int device) const;
   // 1 until both errors have been seen.
   double trust() const;
 
  private:
+  std::map<int, double> prior_;
   double probe_var_ = -1, prior_var_ = -1;
 };
 

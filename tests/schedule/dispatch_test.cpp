@@ -123,26 +123,29 @@ TEST_CASE("a probe's pace is weighed against the device's last step by the trust
 TEST_CASE("the trust in probes: the prior's share of the two errors' variances", "[unit][dispatch]") {
   pace_noise n;
   CHECK(n.trust() == 1);  // nothing seen
-  n.observe(1.2, 1.0, -1);
+  CHECK(n.prior(7) == -1);
+  n.observe(7, 1.2, 1.0);
   CHECK(n.trust() == 1);  // no prior seen yet
+  CHECK(n.prior(7) == 1.0);  // the rest's pace is the next step's prior
+  // Rests alternating between 1 and e^0.1 (so each prior misses by a factor e^0.1), probes
+  // off by e^0.2 either way: variances 0.04 and 0.01 every step after the first, so the
+  // smoothed ones are exactly those, and the trust 0.01 / 0.05.
   n = pace_noise{};
-  // Probes off by a factor e^0.2 either way, priors by e^0.1: variances 0.04 and 0.01 every
-  // step, so the smoothed ones are exactly those, and the trust 0.01 / 0.05.
   for (int k = 0; k < 30; ++k) {
-    const double sign = k % 2 ? 1 : -1;
-    n.observe(std::exp(sign * 0.2), 1.0, std::exp(-sign * 0.1));
+    const double rest = std::exp(0.1 * (k % 2)), sign = k % 3 ? 1 : -1;
+    n.observe(7, rest * std::exp(sign * 0.2), rest);
   }
   CHECK(n.trust() == Approx(0.2));
   // A steady device on a noisy machine: the prior never misses, so no trust in the probe.
   pace_noise steady;
-  for (int k = 0; k < 5; ++k) steady.observe(k % 2 ? 1.3 : 0.8, 1.0, 1.0);
+  for (int k = 0; k < 5; ++k) steady.observe(3, k % 2 ? 1.3 : 0.8, 1.0);
   CHECK(steady.trust() == Approx(0));
   // Load bursts step by step, probes exact: all trust in the probe.
   pace_noise bursty;
-  for (int k = 0; k < 5; ++k) bursty.observe(k % 2 ? 2.0 : 1.0, k % 2 ? 2.0 : 1.0, k % 2 ? 1.0 : 2.0);
+  for (int k = 0; k < 5; ++k) bursty.observe(3, k % 2 ? 2.0 : 1.0, k % 2 ? 2.0 : 1.0);
   CHECK(bursty.trust() == Approx(1));
   // Nonsense measures change nothing.
-  bursty.observe(0, 1, 1);
-  bursty.observe(1, -1, 1);
+  bursty.observe(3, 0, 1);
+  bursty.observe(3, 1, -1);
   CHECK(bursty.trust() == Approx(1));
 }

@@ -22,6 +22,7 @@ packages=(
   fortunes                                    # the text corpus (data: fortunes)
   libcpp-httplib-dev                          # the live dashboard
   chromium chromium-driver python3-selenium   # its test in a real headless browser
+  python3-torch python3-torchvision python3-numpy   # tools/export (your own model) and its eager PyTorch reference
 )
 
 install_packages() {

@@ -36,10 +36,10 @@ struct optimizer_config {
   double weight_decay = 0;
 };
 
-// What a model takes and gives (a TorchScript file: images of 28x28 assumed, classes not
-// checked): checked against the data before a run, and what profiles feed it.
+// What a model takes and gives (a TorchScript file: as its exporter wrote, else 1x28x28, the
+// classes from its output): checked against the data before a run, and what profiles feed it.
 struct model_io {
-  int rows = 28, cols = 28;  // one sample: [1, rows, cols]
+  int channels = 1, rows = 28, cols = 28;  // one sample: [channels, rows, cols]
   int vocab = 0;             // > 0: the sample is token ids below it (text), not pixels
   int classes = 10;          // 0: unknown
 };
@@ -48,12 +48,15 @@ struct model_io {
 status check_data(const model_chain& m, const data::dataset& d);
 
 const std::vector<std::string>& builtin_model_names();   // mlp, cnn, resnet, transformer, vgg, resnet18, gpt, gpt_text
-// A built-in name or a TorchScript file (each top-level child one layer). Parameters drawn
-// from `seed`, so every replica and the reference start from the same bits.
+// A built-in name or a TorchScript file (each top-level child one layer, checked against the
+// file's own forward: model/scripted.hpp). Built-in parameters are drawn from `seed`, a file's
+// come from the file, so every replica and the reference start from the same bits.
 result<std::shared_ptr<const model_chain>> make_model(const std::string& name_or_path, std::uint64_t seed);
 // A TorchScript file's name (ends in .pt), as opposed to a built-in model's.
 inline bool is_torchscript(const std::string& name) { return name.size() > 3 && name.compare(name.size() - 3, 3, ".pt") == 0; }
 int num_layers(const model_chain& m);
+// A TorchScript model's file again, with `layers`' (trained) parameters and buffers.
+status save_model(const model_chain& m, const std::vector<layer_copy>& layers, const std::string& path);
 std::size_t param_bytes(const model_chain& m, int layer);  // its parameters' bytes
 std::string layer_name(const model_chain& m, int layer);
 layer_copy copy_layer(const model_chain& m, int layer);
@@ -75,7 +78,8 @@ class device_worker {
   // Zero gradients, drop kept activations, loss = 0. This device's micro-batch m is the step's
   // micro-batch first_micro + m (its place in the exact sum's tree). `accumulate` (exact:
   // false): autograd adds the micro-batches in place, and each layer has one partial sum.
-  virtual void begin_step(std::int64_t first_micro = 0, bool accumulate = false) = 0;
+  // `step` seeds the draws of a layer that draws (dropout) with the micro-batch.
+  virtual void begin_step(std::int64_t step, std::int64_t first_micro = 0, bool accumulate = false) = 0;
   // The same step goes on (within-step dispatch: a probe's rest): gradients and loss stay, and
   // micro-batch m is from now on the step's micro-batch first_micro + m.
   virtual void continue_step(std::int64_t first_micro) = 0;
@@ -87,7 +91,7 @@ class device_worker {
   // The last stage: cross-entropy summed over the micro-batch, then backward.
   virtual result<tensor> backward_from_loss(int micro, const tensor& targets) = 0;
   virtual double loss_sum() const = 0;
-  // This step's gradients of the layer as partial sums of the exact sum's fixed tree
+  // This step's gradients of the layer (then its running statistics: model/boxes.hpp) as partial sums of the exact sum's fixed tree
   // (schedule/reduction_tree.hpp): a micro-batch's gradients are merged with its sibling's as
   // soon as both are here, so a device keeps and sends O(log n) lists, not one per micro-batch.
   virtual std::vector<grad_part> partial_gradients(int layer) const = 0;
@@ -132,7 +136,9 @@ std::size_t bytes(const std::vector<tensor>& ts);
 std::size_t resident_bytes(const layer_copy& l, const optimizer_config& opt);
 // Test accuracy of the model made of one copy per layer.
 double accuracy(const std::vector<layer_copy>& layers, const data::dataset& d);
-// Largest difference between two models, per tensor max|a - b| / max|b|.
+// Largest difference between two models, per tensor max|a - b| / max|b|, over parameters,
+// running statistics (buffers) and optimizer state; infinite where they do not line up or a
+// NaN appears.
 double max_rel_diff(const std::vector<layer_copy>& a, const std::vector<layer_copy>& b);
 void set_threads(int intra_op);
 // A float32 tensor of n elements, all `value` (benchmarks).
@@ -149,8 +155,9 @@ class reference {
   reference(const model_chain& m, const optimizer_config& opt, const std::string& place = "cpu");
   ~reference();
   // One optimizer step on the samples: the summed cross-entropy's gradient accumulated over
-  // micro-batches of `micro_batch` samples (0: one), divided by the batch. Returns the mean loss.
-  double step(const data::dataset& d, const std::vector<int>& samples, int micro_batch = 0);
+  // micro-batches of `micro_batch` samples (0: one), divided by the batch; running statistics
+  // as devices keep them; `step` seeds dropout as on devices. Returns the mean loss.
+  double step(const data::dataset& d, const std::vector<int>& samples, int micro_batch = 0, std::int64_t step = 0);
   std::vector<layer_copy> layers() const;
 
  private:

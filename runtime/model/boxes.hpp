@@ -30,6 +30,7 @@ inline torch::nn::Sequential deep_copy(const torch::nn::Sequential& s) {
 class model_chain {
  public:
   std::string name;
+  std::string source;  // a TorchScript model's file; empty for a built-in one
   std::vector<std::string> names;
   std::vector<torch::nn::Sequential> layers;
   model_io io;
@@ -67,6 +68,47 @@ Key state_key(const torch::Tensor& param) {
 inline std::vector<torch::Tensor> add_in_place(std::vector<torch::Tensor> a, const std::vector<torch::Tensor>& b) {
   for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) a[i].add_(b[i].to(a[i].device()));
   return a;
+}
+
+// Running statistics (BatchNorm's running mean, variance and count: the buffers a layer
+// registers; docs/MODELS.md, "Buffers"). Every micro-batch's forward starts from the step's
+// values; what it leaves is its contribution, added in the exact sum's tree beside the
+// gradients with a count of 1, and the step ends with buffer = sum / count: the mean over the
+// step's micro-batches, the same bits wherever each micro-batch ran.
+inline std::vector<torch::Tensor> snapshot(const torch::nn::Sequential& layer) {
+  std::vector<torch::Tensor> out;
+  for (const auto& b : layer->buffers()) out.push_back(b.detach().clone());
+  return out;
+}
+// After a micro-batch's forward: its contribution (the buffers' values as floats, then the
+// count), the buffers back at `start`. Empty for a layer without buffers.
+inline std::vector<torch::Tensor> take_running(const torch::nn::Sequential& layer, const std::vector<torch::Tensor>& start) {
+  std::vector<torch::Tensor> out;
+  if (start.empty()) return out;
+  torch::NoGradGuard no_grad;
+  auto bufs = layer->buffers();
+  for (std::size_t i = 0; i < bufs.size(); ++i) {
+    out.push_back(bufs[i].is_floating_point() ? bufs[i].detach().clone() : bufs[i].detach().to(torch::kFloat32));
+    bufs[i].copy_(start[i]);
+  }
+  out.push_back(torch::ones({}, torch::TensorOptions(torch::kFloat32).device(start.front().device())));
+  return out;
+}
+// The step's summed contributions (buffers then count) into the buffers.
+inline void set_running(const torch::nn::Sequential& layer, const torch::Tensor* sums, std::size_t n) {
+  torch::NoGradGuard no_grad;
+  auto bufs = layer->buffers();
+  if (bufs.empty() || n != bufs.size() + 1) return;
+  const auto count = sums[n - 1];
+  for (std::size_t i = 0; i < bufs.size(); ++i) {
+    auto mean = sums[i].to(bufs[i].device()) / count.to(bufs[i].device());
+    bufs[i].copy_(bufs[i].is_floating_point() ? mean : mean.round());
+  }
+}
+// Entries of a layer's summed list: a gradient per parameter, then its running statistics.
+inline std::size_t sum_entries(const torch::nn::Sequential& layer) {
+  const auto b = layer->buffers().size();
+  return layer->parameters().size() + (b ? b + 1 : 0);
 }
 
 // A place ("cpu", "cuda:N") as a torch device; check_place (api.hpp) said it is usable.

@@ -126,14 +126,41 @@ double accuracy(const std::vector<layer_copy>& layers, const data::dataset& d) {
   std::vector<int> all(d.size());
   for (int i = 0; i < d.size(); ++i) all[i] = i;
   long correct = 0;
+  // Evaluation mode (BatchNorm's running statistics, no dropout), on copies: the layers
+  // may be shared with a device that trains them.
+  std::vector<torch::nn::Sequential> eval;
+  for (const auto& l : layers) {
+    eval.push_back(deep_copy(l->module));
+    eval.back()->eval();
+  }
   for (int lo = 0; lo < d.size(); lo += 1000) {
     const int hi = std::min(d.size(), lo + 1000);
     torch::Tensor x = inputs(d, all, lo, hi)->t;
-    for (const auto& l : layers) x = l->module->forward(x.to(device_of(l->module)));
+    for (auto& l : eval) x = l->forward(x.to(device_of(l)));
     correct += x.argmax(1).to(torch::kCPU).eq(targets(d, all, lo, hi)->t).sum().item<long>();
   }
   return static_cast<double>(correct) / d.size();
 }
+
+namespace {
+// A layer's optimizer state as tensors, parameter by parameter (a step count as a tensor too),
+// for comparison; a missing state is an empty list entry of its own kind, so that one side
+// with state and the other without differ in length.
+std::vector<torch::Tensor> optimizer_tensors(const layer_box& l) {
+  std::vector<torch::Tensor> out;
+  for (const auto& st : l.states) {
+    if (const auto* a = dynamic_cast<const torch::optim::AdamParamState*>(st.get())) {
+      out.push_back(torch::tensor(static_cast<double>(a->step()), torch::kFloat64));
+      out.push_back(a->exp_avg());
+      out.push_back(a->exp_avg_sq());
+      if (a->max_exp_avg_sq().defined()) out.push_back(a->max_exp_avg_sq());
+    } else if (const auto* g = dynamic_cast<const torch::optim::SGDParamState*>(st.get())) {
+      if (g->momentum_buffer().defined()) out.push_back(g->momentum_buffer());
+    }
+  }
+  return out;
+}
+}  // namespace
 
 double max_rel_diff(const std::vector<layer_copy>& a, const std::vector<layer_copy>& b) {
   // Models that do not line up, or a NaN anywhere, differ without bound: a comparison that
@@ -142,16 +169,32 @@ double max_rel_diff(const std::vector<layer_copy>& a, const std::vector<layer_co
   if (a.size() != b.size()) return unbounded;
   double worst = 0;
   for (std::size_t l = 0; l < a.size(); ++l) {
+    // Parameters, then running statistics (BatchNorm's), then the optimizer's state.
     auto pa = a[l]->module->parameters(), pb = b[l]->module->parameters();
+    for (const auto& t : a[l]->module->buffers()) pa.push_back(t);
+    for (const auto& t : b[l]->module->buffers()) pb.push_back(t);
     if (pa.size() != pb.size()) return unbounded;
     for (std::size_t i = 0; i < pa.size(); ++i) {
       if (pa[i].sizes() != pb[i].sizes()) return unbounded;
       if (pa[i].numel() == 0) continue;
-      const auto a_host = pa[i].to(torch::kCPU), b_host = pb[i].to(torch::kCPU);
+      const auto a_host = pa[i].to(torch::kCPU, torch::kFloat64), b_host = pb[i].to(torch::kCPU, torch::kFloat64);
       const double scale = b_host.abs().max().item<double>();
       const double diff = (a_host - b_host).abs().max().item<double>();
       const double rel = scale > 0 ? diff / scale : diff;
       if (!(rel <= unbounded)) return unbounded;  // NaN
+      worst = std::max(worst, rel);
+    }
+    // The optimizer's state (Adam's moments and step count, SGD's momentum) where either side
+    // has one: a run whose parameters agree but whose state does not would part later.
+    const auto sa = optimizer_tensors(*a[l]), sb = optimizer_tensors(*b[l]);
+    if (sa.size() != sb.size()) return unbounded;
+    for (std::size_t i = 0; i < sa.size(); ++i) {
+      if (sa[i].sizes() != sb[i].sizes()) return unbounded;
+      if (sa[i].numel() == 0) continue;
+      const auto x = sa[i].to(torch::kCPU, torch::kFloat64), y = sb[i].to(torch::kCPU, torch::kFloat64);
+      const double scale = y.abs().max().item<double>(), diff = (x - y).abs().max().item<double>();
+      const double rel = scale > 0 ? diff / scale : diff;
+      if (!(rel <= unbounded)) return unbounded;
       worst = std::max(worst, rel);
     }
   }

@@ -1,12 +1,11 @@
 // Built-in models as chains of layers; each layer a Sequential so that it clones deeply.
-#include <torch/csrc/jit/python/update_graph_executor_opt.h>
-#include <torch/script.h>
 #include <torch/torch.h>
 
 #include <filesystem>
 
 #include "model/boxes.hpp"
 #include "model/fused_adam.hpp"
+#include "model/scripted.hpp"
 
 namespace dynapar::model {
 namespace nn = torch::nn;
@@ -132,49 +131,6 @@ struct PoolHeadImpl : nn::Cloneable<PoolHeadImpl> {
 };
 TORCH_MODULE(PoolHead);
 
-// One top-level child of a TorchScript module as a layer. Each replica deep-copies the scripted
-// module and registers its parameters, so optimizers and clones see them.
-struct ScriptedImpl : nn::Cloneable<ScriptedImpl> {
-  explicit ScriptedImpl(torch::jit::Module m) : module_(std::move(m)) { reset(); }
-  void reset() override {
-    module_ = module_.deepcopy();
-    for (const auto& p : module_.named_parameters(/*recurse=*/true)) {
-      std::string name = p.name;
-      std::replace(name.begin(), name.end(), '.', '_');
-      register_parameter(name, p.value);
-    }
-  }
-  torch::Tensor forward(torch::Tensor x) {
-    // The graph executor's optimisations specialise a method on what it has seen (does the
-    // input require grad? how many runs so far?) and then differentiate some ops (layer_norm,
-    // gelu) by their own formulas: a device thread, a stage whose input requires grad or a
-    // replica fresh in another process then rounds differently from the reference.
-    // Unoptimised, every run is the plain op sequence under eager autograd. The switch is
-    // per thread, so it is set on the thread that runs the layer.
-    torch::jit::setGraphExecutorOptimize(false);
-    return module_.forward({x}).toTensor();
-  }
-  torch::jit::Module module_;
-};
-TORCH_MODULE(Scripted);
-
-result<std::shared_ptr<const model_chain>> load_torchscript(const std::string& path) {
-  auto m = std::make_shared<model_chain>();
-  m->io.classes = 0;  // images of 28x28 assumed; its classes are its own
-  m->name = std::filesystem::path(path).stem().string();
-  try {
-    torch::jit::Module top = torch::jit::load(path);
-    for (const auto& child : top.named_children()) {
-      m->names.push_back(child.name);
-      m->layers.push_back(nn::Sequential(Scripted(child.value)));
-    }
-  } catch (const c10::Error& e) {
-    return make_error("bad_model", path + ": not a loadable TorchScript module: " + e.what_without_backtrace());
-  }
-  if (m->layers.empty()) return make_error("bad_model", path + ": a TorchScript model needs its layers as top-level children");
-  return std::shared_ptr<const model_chain>(std::move(m));
-}
-
 void add(model_chain& m, std::string name, nn::Sequential s) {
   m.names.push_back(std::move(name));
   m.layers.push_back(std::move(s));
@@ -244,7 +200,7 @@ const std::vector<std::string>& builtin_model_names() {
 }
 
 result<std::shared_ptr<const model_chain>> make_model(const std::string& name, std::uint64_t seed) {
-  if (is_torchscript(name)) return load_torchscript(name);
+  if (is_torchscript(name)) return load_torchscript(name, seed);
   auto m = std::make_shared<model_chain>();
   m->name = name;
   torch::manual_seed(seed);
@@ -255,6 +211,11 @@ result<std::shared_ptr<const model_chain>> make_model(const std::string& name, s
     return make_error("unknown_model", "unknown model '" + name + "' (built-in: " + known + "; or a TorchScript .pt file)");
   }
   return std::shared_ptr<const model_chain>(std::move(m));
+}
+
+status save_model(const model_chain& m, const std::vector<layer_copy>& layers, const std::string& path) {
+  if (m.source.empty()) return make_error("bad_flag", "--save-model: model '" + m.name + "' is built in; only a TorchScript model is written back");
+  return save_torchscript(m.source, m.names, layers, path);
 }
 
 int num_layers(const model_chain& m) { return static_cast<int>(m.layers.size()); }
@@ -268,13 +229,15 @@ std::size_t param_bytes(const model_chain& m, int layer) {
 status check_data(const model_chain& m, const data::dataset& d) {
   const auto& io = m.io;
   const bool tokens = io.vocab > 0;
-  auto what = [](bool t, int rows, int cols) {
-    return std::string(t ? "text windows of " : "images of ") + (t ? std::to_string(cols) + " tokens" : std::to_string(rows) + "x" + std::to_string(cols));
+  // Samples as [channels, rows, cols] (the data's images have one channel).
+  auto what = [](bool t, int channels, int rows, int cols) {
+    return t ? "text windows of " + std::to_string(cols) + " tokens"
+             : "images of [" + std::to_string(channels) + ", " + std::to_string(rows) + ", " + std::to_string(cols) + "]";
   };
-  if (tokens != d.tokens || io.rows != d.rows || io.cols != d.cols || (io.classes > 0 && io.classes != d.classes))
-    return make_error("bad_job", "model '" + m.name + "' takes " + what(tokens, io.rows, io.cols) + " in " + std::to_string(io.classes) +
-                                     " classes; the data are " + what(d.tokens, d.rows, d.cols) + " in " + std::to_string(d.classes) +
-                                     " classes");
+  if (tokens != d.tokens || io.channels != 1 || io.rows != d.rows || io.cols != d.cols || (io.classes > 0 && io.classes != d.classes))
+    return make_error("bad_job", "model '" + m.name + "' takes " + what(tokens, io.channels, io.rows, io.cols) + " in " +
+                                     std::to_string(io.classes) + " classes; the data are " + what(d.tokens, 1, d.rows, d.cols) + " in " +
+                                     std::to_string(d.classes) + " classes");
   return ok_status();
 }
 std::string layer_name(const model_chain& m, int layer) { return m.names.at(layer); }

@@ -1,6 +1,7 @@
 // `dynapar profile`: per-layer forward and backward times and sizes, measured here.
 #include <algorithm>
 #include <chrono>
+#include <tuple>
 #include <vector>
 
 #include "model/boxes.hpp"
@@ -87,14 +88,20 @@ result<planner::model_profile> measure_profile(const model_chain& m, int batch, 
   // its ids up, so random ones cost what real ones do).
   auto samples = [&](std::int64_t n) {
     const auto& io = m.io;
-    return (io.vocab > 0 ? torch::randint(0, io.vocab, {n, 1, io.rows, io.cols}).to(torch::kFloat32) : torch::randn({n, 1, io.rows, io.cols}))
+    return (io.vocab > 0 ? torch::randint(0, io.vocab, {n, 1, io.rows, io.cols}).to(torch::kFloat32)
+                         : torch::randn({n, io.channels, io.rows, io.cols}))
         .to(device);
   };
   torch::Tensor x1 = samples(batch), x2 = samples(2 * batch);
   for (std::size_t l = 0; l < m.layers.size(); ++l) {
     torch::Tensor y1, y2;
-    const auto [f1, b1] = time_layer(m.layers[l], x1, l > 0, repeat, &y1);
-    const auto [f2, b2] = time_layer(m.layers[l], x2, l > 0, repeat, &y2);
+    double f1 = 0, b1 = 0, f2 = 0, b2 = 0;
+    try {  // LibTorch reports a layer that cannot run by throwing: an error naming the layer
+      std::tie(f1, b1) = time_layer(m.layers[l], x1, l > 0, repeat, &y1);
+      std::tie(f2, b2) = time_layer(m.layers[l], x2, l > 0, repeat, &y2);
+    } catch (const std::exception& e) {
+      return make_error("torch", "profile of layer " + std::to_string(l) + " (" + m.names[l] + "): " + e.what());
+    }
     planner::layer_profile lp;
     lp.name = m.names[l];
     // Noise can make the larger batch look no slower: then no fixed part, per-sample from it.

@@ -1,5 +1,6 @@
 // The single-device reference: a plain LibTorch training loop over the whole model.
 #include "model/boxes.hpp"
+#include "model/scripted.hpp"
 #include "schedule/reduction_tree.hpp"
 
 namespace dynapar::model {
@@ -23,15 +24,18 @@ reference::reference(const model_chain& m, const optimizer_config& opt, const st
 
 reference::~reference() = default;
 
-double reference::step(const data::dataset& d, const std::vector<int>& samples, int micro_batch) {
+double reference::step(const data::dataset& d, const std::vector<int>& samples, int micro_batch, std::int64_t step) {
   impl_->optimizer->zero_grad();
   const int n = static_cast<int>(samples.size());
   const int u = micro_batch > 0 ? micro_batch : n;
   // Added up on the device and read once: a read per micro-batch would stall a GPU.
   auto loss_sum = torch::zeros({}, torch::TensorOptions(torch::kFloat64).device(impl_->device));
   std::vector<torch::Tensor> params;
-  for (auto& l : impl_->layers)
+  std::vector<std::vector<torch::Tensor>> start;  // each layer's running statistics (model/boxes.hpp)
+  for (auto& l : impl_->layers) {
     for (auto& p : l->parameters()) params.push_back(p);
+    start.push_back(snapshot(l));
+  }
   // Each micro-batch's gradients taken out and added in the exact sum's fixed tree, as a run
   // over any plan adds them (schedule/reduction_tree.hpp).
   schedule::partial_sums<std::vector<torch::Tensor>> partial;
@@ -39,7 +43,12 @@ double reference::step(const data::dataset& d, const std::vector<int>& samples, 
   for (int lo = 0; lo < n; lo += u, ++micro) {
     const int hi = std::min(n, lo + u);
     torch::Tensor x = inputs(d, samples, lo, hi)->t.to(impl_->device);
-    for (auto& l : impl_->layers) x = l->forward(x);
+    set_draws(step, micro);
+    std::vector<torch::Tensor> running;  // after the gradients, in the same tree
+    for (std::size_t l = 0; l < impl_->layers.size(); ++l) {
+      x = impl_->layers[l]->forward(x);
+      for (auto& t : take_running(impl_->layers[l], start[l])) running.push_back(std::move(t));
+    }
     auto loss = torch::nn::functional::cross_entropy(x, targets(d, samples, lo, hi)->t.to(impl_->device),
                                                      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
     loss.backward();
@@ -49,16 +58,31 @@ double reference::step(const data::dataset& d, const std::vector<int>& samples, 
       grads.push_back(p.grad().defined() ? p.grad() : torch::zeros_like(p));
       p.mutable_grad() = torch::Tensor();
     }
+    for (auto& t : running) grads.push_back(std::move(t));
     partial.add_leaf(micro, std::move(grads), add_in_place);
   }
   auto summed = schedule::evaluate_tree(partial.take(), micro, add_in_place);
+  std::size_t at = params.size();
+  for (std::size_t l = 0; l < impl_->layers.size(); ++l) {
+    const std::size_t k = start[l].empty() ? 0 : start[l].size() + 1;
+    if (k) set_running(impl_->layers[l], summed->data() + at, k);
+    at += k;
+  }
+  summed->resize(params.size());
   step_on_sums(*impl_->optimizer, params, *summed, static_cast<double>(n));
   return loss_sum.item<double>() / n;
 }
 
 std::vector<layer_copy> reference::layers() const {
   std::vector<layer_copy> out;
-  for (const auto& l : impl_->layers) out.push_back(std::make_shared<layer_box>(layer_box{deep_copy(l), {}}));
+  for (const auto& l : impl_->layers) {
+    auto box = std::make_shared<layer_box>(layer_box{deep_copy(l), {}});
+    for (const auto& p : l->parameters()) {  // with the optimizer's state, as a device's copy has it
+      auto it = impl_->optimizer->state().find(state_key(p));
+      box->states.push_back(it == impl_->optimizer->state().end() ? nullptr : copy_state(*it->second, impl_->device));
+    }
+    out.push_back(std::move(box));
+  }
   return out;
 }
 

@@ -79,6 +79,11 @@ layer_wire to_wire(const layer_copy& l) {
       w.layout.push_back(no_state);
     }
   }
+  // Running statistics (BatchNorm's) last, counted: a layer without them sends what it did.
+  if (const auto bufs = l->module->buffers(); !bufs.empty()) {
+    w.layout.push_back(static_cast<std::int64_t>(bufs.size()));
+    for (const auto& b : bufs) w.tensors.push_back(box(b.detach()));
+  }
   return w;
 }
 
@@ -145,6 +150,17 @@ result<layer_copy> from_wire(const model_chain& m, int layer, const layer_wire& 
       out->states.push_back(std::move(s));
     } else {
       return make_error("bad_layer", where + "unknown optimizer state kind " + std::to_string(kind));
+    }
+  }
+  if (auto bufs = out->module->buffers(); !bufs.empty()) {
+    std::int64_t count = 0;
+    if (!take_int(count) || count != static_cast<std::int64_t>(bufs.size()))
+      return make_error("bad_layer", where + "the sender's layer has a different number of buffers");
+    torch::NoGradGuard no_grad;
+    for (auto& b : bufs) {
+      torch::Tensor t;
+      if (auto st = take(b, t); !st) return st.err();
+      b.copy_(t);
     }
   }
   if (at != w.layout.size() || next != w.tensors.size()) return make_error("bad_layer", where + "more data than its layout says");

@@ -9,6 +9,7 @@
 
 #include "common/place.hpp"
 #include "model/boxes.hpp"
+#include "model/scripted.hpp"
 #include "schedule/reduction_tree.hpp"
 
 namespace dynapar::model {
@@ -70,6 +71,7 @@ class torch_worker final : public device_worker {
     h.module = deep_copy(replica->module);
     h.module->to(device_);
     h.optimizer = make_optimizer(h.module->parameters(), opt_);
+    h.start = snapshot(h.module);
     // A migrated layer brings its optimizer state: install a copy under the new parameters.
     const auto params = h.module->parameters();
     for (std::size_t i = 0; i < replica->states.size() && i < params.size(); ++i)
@@ -82,8 +84,13 @@ class torch_worker final : public device_worker {
     partials_.erase(layer);
   }
 
-  void begin_step(std::int64_t first_micro, bool accumulate) override {
-    for (auto& [l, h] : layers_) h.optimizer->zero_grad();
+  void begin_step(std::int64_t step, std::int64_t first_micro, bool accumulate) override {
+    for (auto& [l, h] : layers_) {
+      h.optimizer->zero_grad();
+      h.start = snapshot(h.module);
+    }
+    step_ = step;
+    acc_running_.clear();
     kept_.clear();
     partials_.clear();
     first_micro_ = first_micro;
@@ -103,8 +110,14 @@ class torch_worker final : public device_worker {
       // A later stage's input is a leaf of this device's graph: its gradient goes upstream.
       if (lo > 0) x = x.detach().requires_grad_(true);
       torch::Tensor y = x;
-      for (int l = lo; l < hi; ++l) y = layers_[l].module->forward(y);
-      kept_[micro] = {x, y, lo, hi};
+      set_draws(step_, first_micro_ + micro);
+      std::map<int, std::vector<torch::Tensor>> running;
+      for (int l = lo; l < hi; ++l) {
+        auto& h = layers_[l];
+        y = h.module->forward(y);
+        if (!h.start.empty()) running[l] = take_running(h.module, h.start);
+      }
+      kept_[micro] = {x, y, lo, hi, std::move(running)};
       return box(y.detach());
     }, /*wait=*/false);
   }
@@ -143,6 +156,8 @@ class torch_worker final : public device_worker {
       if (!ran_.count(layer)) return out;
       grad_part p;
       for (const auto& w : layers_.at(layer).module->parameters()) p.grads.push_back(box(w.grad().defined() ? w.grad() : torch::zeros_like(w)));
+      if (auto r = acc_running_.find(layer); r != acc_running_.end())
+        for (const auto& t : r->second) p.grads.push_back(box(t));
       out.push_back(std::move(p));
       return out;
     }
@@ -160,13 +175,16 @@ class torch_worker final : public device_worker {
     auto it = layers_.find(layer);
     if (it == layers_.end()) return make_error("not_held", "apply to layer " + std::to_string(layer) + " not held here");
     auto params = it->second.module->parameters();
-    if (params.size() != summed.size()) return make_error("bad_gradients", "layer " + std::to_string(layer) + ": gradient count differs");
-    for (std::size_t i = 0; i < params.size(); ++i)
-      if (!summed[i] || !summed[i]->t.sizes().equals(params[i].sizes()))
+    if (sum_entries(it->second.module) != summed.size())
+      return make_error("bad_gradients", "layer " + std::to_string(layer) + ": gradient count differs");
+    for (std::size_t i = 0; i < summed.size(); ++i)
+      if (!summed[i] || (i < params.size() && !summed[i]->t.sizes().equals(params[i].sizes())))
         return make_error("bad_gradients", "layer " + std::to_string(layer) + ": gradient " + std::to_string(i) + " has the wrong shape");
     auto done = guarded("apply", [&]() -> result<tensor> {
       std::vector<torch::Tensor> sums;
       for (const auto& t : summed) sums.push_back(t->t.to(device_));
+      set_running(it->second.module, sums.data() + params.size(), sums.size() - params.size());
+      sums.resize(params.size());
       step_on_sums(*it->second.optimizer, params, sums, divisor);  // as the reference steps
       return tensor{};
     }, /*wait=*/false);
@@ -176,7 +194,9 @@ class torch_worker final : public device_worker {
 
   std::uint64_t hash(int layer) const override {
     std::uint64_t h = 1469598103934665603ULL;
-    for (const auto& p : layers_.at(layer).module->parameters()) {
+    auto tensors = layers_.at(layer).module->parameters();
+    for (const auto& b : layers_.at(layer).module->buffers()) tensors.push_back(b);
+    for (const auto& p : tensors) {
       auto c = p.detach().to(torch::kCPU).contiguous();
       const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
       for (std::size_t i = 0; i < static_cast<std::size_t>(c.nbytes()); ++i) h = (h ^ bytes[i]) * 1099511628211ULL;
@@ -205,10 +225,12 @@ class torch_worker final : public device_worker {
   struct held {
     torch::nn::Sequential module{nullptr};
     std::unique_ptr<torch::optim::Optimizer> optimizer;
+    std::vector<torch::Tensor> start;  // running statistics at the step's start (model/boxes.hpp)
   };
   struct kept_activation {
     torch::Tensor input, output;
     int lo, hi;
+    std::map<int, std::vector<torch::Tensor>> running;  // by layer: this micro-batch's contribution
   };
   // LibTorch reports bad shapes, types and graphs by throwing: an error value here, so that
   // no c10::Error ever leaves a device as std::terminate. On a GPU, a backward (the end of a
@@ -238,8 +260,13 @@ class torch_worker final : public device_worker {
     // Take this micro-batch's parameter gradients out (no copy), so the next starts at zero,
     // and merge them into the layer's partial sums (in place: they are this worker's own).
     for (int l = it->second.lo; l < it->second.hi; ++l) {
+      auto running = it->second.running.find(l);
       if (accumulate_) {  // left in .grad, where the next micro-batch's backward adds
         ran_.insert(l);
+        if (running != it->second.running.end()) {
+          auto& acc = acc_running_[l];
+          acc = acc.empty() ? std::move(running->second) : add_in_place(std::move(acc), running->second);
+        }
         continue;
       }
       std::vector<torch::Tensor> grads;
@@ -247,6 +274,8 @@ class torch_worker final : public device_worker {
         grads.push_back(p.grad().defined() ? p.grad() : torch::zeros_like(p));
         p.mutable_grad() = torch::Tensor();
       }
+      if (running != it->second.running.end())
+        for (auto& t : running->second) grads.push_back(std::move(t));
       partials_[l].add_leaf(first_micro_ + micro, std::move(grads), add_in_place);
     }
     kept_.erase(it);
@@ -257,8 +286,10 @@ class torch_worker final : public device_worker {
   std::map<int, held> layers_;
   std::map<int, kept_activation> kept_;
   std::map<int, schedule::partial_sums<std::vector<torch::Tensor>>> partials_;  // by layer: per parameter
+  std::int64_t step_ = 0;  // seeds a layer's draws (dropout) with the micro-batch
   std::int64_t first_micro_ = 0;
   bool accumulate_ = false;
+  std::map<int, std::vector<torch::Tensor>> acc_running_;  // accumulate: running statistics summed by layer
   std::set<int> ran_;  // accumulate: layers that ran this step
   torch::Tensor loss_;  // float64 on the device: this step's summed loss
 };

@@ -29,9 +29,13 @@ std::string human_summary(const json& s, const std::string& out_dir) {
          clock_text(num(s, "wall_s")) + "\n";
   out += "  test accuracy " + fmt("%.4f", num(s, "final_test_accuracy"));
   if (s.contains("reference_max_rel_diff")) {
-    const double d = num(s, "reference_max_rel_diff", NAN);
+    const auto& v = s["reference_max_rel_diff"];
+    const double d = v.is_number() ? v.get<double>() : INFINITY;  // "inf" or "nan": without bound
+    const std::string verdict = !s.value("verified", false) ? " (OVER the tolerance)"
+                                : d == 0                   ? " (verified)"
+                                                           : " (verified within tolerance " + fmt("%.3g", num(s, "verify_tolerance")) + ")";
     out += "; one plain device: " + fmt("%.4f", num(s, "reference_test_accuracy")) + ", max relative difference " +
-           fmt("%.3g", d) + (s.value("verified", false) ? " (verified)" : " (OVER the tolerance)");
+           (v.is_string() ? v.get<std::string>() : fmt("%.3g", d)) + verdict;
   }
   out += "\n";
   out += "  " + fmt("%.1f", 1e3 * num(s, "mean_step_time_s")) + " ms a step, " + fmt("%.0f", num(s, "samples_per_s")) +

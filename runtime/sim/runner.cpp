@@ -147,6 +147,7 @@ result<run_result> run_policy(const scenario& s, const std::string& policy_name,
       m.energy_j.emplace_back(st.device, d.power_w * st.compute_s);
       rec.energy_j += d.power_w * st.compute_s;
       ++rec.devices_used;
+      rec.devices.push_back(st.device);
     }
     rec.cost = price * rec.batch_time_s;
     rec.bytes_migrated = step.bytes_migrated;

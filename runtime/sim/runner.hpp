@@ -25,6 +25,7 @@ struct slot_record {
   bool replanned = false;       // devices, order or splits changed
   bool failed = false;          // a device failed during the step (it was re-run)
   int devices_used = 0;
+  std::vector<int> devices;     // the ids of those devices, in plan order
   int groups = 0;
 };
 

@@ -36,7 +36,7 @@ std::vector<unsigned char> bytes_of(const model::tensor& t) {
 
 // One Adam step of the whole model on a worker holding every layer.
 void train_step(model::device_worker& w, int layers, const data::dataset& d, const std::vector<int>& samples) {
-  w.begin_step();
+  w.begin_step(0);
   const int n = static_cast<int>(samples.size());
   auto out = w.forward(0, 0, layers, model::inputs(d, samples, 0, n));
   REQUIRE(out);

@@ -40,7 +40,7 @@ wait "$launch"
 import json, sys
 d = sys.argv[1]
 s = json.load(open(d + "/summary.json"))
-assert s["reference_max_rel_diff"] <= 1e-4, s["reference_max_rel_diff"]
+assert s["reference_max_rel_diff"] == 0, s["reference_max_rel_diff"]
 assert s["samples_lost"] == 0 and s["samples_duplicated"] == 0, s
 assert s["joins"] == 1 and s["leaves"] == 2, s
 plans = [json.loads(l) for l in open(d + "/plans.jsonl")]

@@ -33,8 +33,8 @@ std::vector<layer_copy> two_stages(const model_chain& m, const std::string& plac
   data::global_sampler sampler(d.size(), batch, 7);
   for (int t = 0; t < steps; ++t) {
     const auto samples = sampler.step_samples(t);
-    a->begin_step();
-    b->begin_step();
+    a->begin_step(0);
+    b->begin_step(0);
     for (int lo = 0, i = 0; lo < batch; lo += micro, ++i) {
       auto y = a->forward(i, 0, split, inputs(d, samples, lo, lo + micro));
       REQUIRE(y);

@@ -28,8 +28,8 @@ struct group {
 std::vector<std::vector<tensor>> sums(std::vector<group>& gs, int split, int layers, const data::dataset& d, const std::vector<int>& samples,
                                       int micro, const std::vector<int>& cuts, bool accumulate) {
   for (std::size_t g = 0; g < gs.size(); ++g) {
-    gs[g].a->begin_step(cuts[g], accumulate);
-    gs[g].b->begin_step(cuts[g], accumulate);
+    gs[g].a->begin_step(0, cuts[g], accumulate);
+    gs[g].b->begin_step(0, cuts[g], accumulate);
     for (int m = cuts[g]; m < cuts[g + 1]; ++m) {
       const int lo = m * micro, hi = lo + micro, i = m - cuts[g];
       auto y = gs[g].a->forward(i, 0, split, inputs(d, samples, lo, hi));

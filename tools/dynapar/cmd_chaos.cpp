@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -161,7 +162,8 @@ row run_one(const chaos_options& o, const config::job& j, std::int64_t steps, st
     r.recoveries = s.value("recoveries", 0);
     r.samples_lost = s.value("samples_lost", -1);
     r.duplicated = s.value("samples_duplicated", -1);
-    r.diff = s.value("reference_max_rel_diff", -1.0);
+    const auto diff = s.find("reference_max_rel_diff");  // "inf" or "nan": without bound
+    r.diff = diff == s.end() ? -1.0 : diff->is_number() ? diff->get<double>() : std::numeric_limits<double>::infinity();
     r.max_recovery_s = s.value("max_recovery_s", 0.0);
   } catch (const std::exception&) {
     r.verdict = r.exit_code == -1 ? "timed out" : "no summary (exit " + std::to_string(r.exit_code) + ", see " + log + ")";

@@ -3,6 +3,7 @@
 // summary.json; --verify repeats the job on one plain device and compares the parameters.
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -163,7 +164,12 @@ int train_main(const train_options& o, const train_fn& how) {
   auto outcome = how ? how(*prep, cb) : actors::train(*prep->model, prep->train_set, s, cb);
   if (checkpoints)
     if (auto st = checkpoints->finish(); !st) return report(st.err());
-  if (!outcome) return report(outcome.err());
+  if (!outcome) {  // the run stopped: summary.json says why
+    std::ofstream(fs::path(o.out) / "summary.json") << json{{"job", j->name}, {"error", outcome.err().message}}.dump(2) << "\n";
+    return report(outcome.err());
+  }
+  if (!o.save_model.empty())
+    if (auto st = model::save_model(*prep->model, outcome->final_layers, o.save_model); !st) return report(st.err());
   const double acc = model::accuracy(outcome->final_layers, test_set);
   json summary = training::summary_json(*j, batch, *outcome, {first_plan, acc, scale, sw.seconds()});
   if (!o.compare.empty()) {
@@ -178,7 +184,9 @@ int train_main(const train_options& o, const train_fn& how) {
   if (o.verify) {
     log->info("verify: the same {} steps on one plain device, computing on {}", steps, prep->reference_place);
     check = training::check_against_reference(*prep, steps, outcome->final_layers);
-    summary["reference_max_rel_diff"] = check.max_rel_diff;
+    // JSON has no infinity or NaN: a difference without bound is written as "inf" or "nan".
+    const double d = check.max_rel_diff;
+    summary["reference_max_rel_diff"] = std::isfinite(d) ? json(d) : json(std::isnan(d) ? "nan" : "inf");
     summary["reference_test_accuracy"] = check.reference_accuracy;
     summary["verify_tolerance"] = check.tolerance;
     summary["verified"] = check.verified();
@@ -192,7 +200,11 @@ int train_main(const train_options& o, const train_fn& how) {
               << " (max relative), over the job's tolerance " << check.tolerance << "\n";
     return exit_mismatch;
   }
-  std::cerr << "dynapar: verify ok: max relative difference from one plain device " << check.max_rel_diff << " <= " << check.tolerance << "\n";
+  if (check.max_rel_diff == 0)
+    std::cerr << "dynapar: verify ok: the same as one plain device (max relative difference 0)\n";
+  else  // an exact job with a tolerance, or an inexact one: not the same bits
+    std::cerr << "dynapar: verified within tolerance: max relative difference from one plain device " << check.max_rel_diff
+              << " <= " << check.tolerance << "\n";
   return exit_ok;
 }
 
@@ -240,6 +252,7 @@ void add_train(CLI::App& app, runner& run) {
   sub->add_option("job", o->job, "Job YAML (docs/FORMATS.md)")->required();
   sub->add_option("--out", o->out, "Directory for metrics.jsonl and summary.json (default out/train)");
   sub->add_flag("--verify", o->verify, "Also run the job on one plain device and report reference_max_rel_diff");
+  sub->add_option("--save-model", o->save_model, "Write the trained TorchScript model here (.pt, loads in PyTorch)");
   sub->add_option("--steps", o->steps, "Override the job's length")->check(CLI::Range(1, 100000000));
   sub->add_option("--place", o->place, "Put every device on this place, cpu or cuda:N, at its real speed (docs/GPU.md)");
   sub->add_option("--hysteresis", o->hysteresis, "on or off: override the job's hysteresis (docs/MODEL.md)")

@@ -65,5 +65,13 @@ int main(int argc, char** argv) {
     std::cerr << "dynapar: " << s.err().message << "\n";
     return cli::exit_usage;
   }
-  return run ? run() : cli::exit_usage;
+  if (!run) return cli::exit_usage;
+  // Errors are values everywhere below; one a library throws past them (LibTorch on a model
+  // that fails at run time) still ends the run with its message, not with an abort.
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    std::cerr << "dynapar: failed: " << e.what() << "\n";
+    return cli::exit_failed;
+  }
 }

@@ -17,6 +17,7 @@ namespace dynapar::cli {
 struct train_options {
   std::string job, out = "out/train";
   bool verify = false;
+  std::string save_model;       // a TorchScript model's trained copy (--save-model)
   std::int64_t steps = 0;
   std::string place;            // non-empty: every device computes there (docs/GPU.md)
   std::string hysteresis;       // "on" or "off" overrides the job's; empty: the job's

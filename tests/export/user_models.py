@@ -1,0 +1,74 @@
+"""Models a user might bring, written here as a user would (tests/export/*)."""
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    """A GPT block: pre-norm causal self-attention and an MLP, each around a residual; [t, n, d]."""
+
+    def __init__(self, d, heads, p):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d)
+        self.attn = nn.MultiheadAttention(d, heads, dropout=p)
+        self.ln2 = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+        self.drop = nn.Dropout(p)
+
+    def forward(self, x):
+        t = x.size(0)
+        future = x.new_ones((t, t), dtype=torch.bool).triu(1)
+        h = self.ln1(x)
+        a = self.attn(h, h, h, attn_mask=future, need_weights=False)[0]
+        x = x + self.drop(a)
+        return x + self.drop(self.mlp(self.ln2(x)))
+
+
+class GPT(nn.Module):
+    """Image rows as tokens (28 of 28 pixels), a learned position, causal blocks, the class at the last token."""
+
+    def __init__(self, d=32, heads=4, layers=2, p=0.1, classes=10):
+        super().__init__()
+        self.proj = nn.Linear(28, d)
+        self.pos = nn.Parameter(torch.randn(28, 1, d) * 0.02)
+        self.blocks = nn.ModuleList([Block(d, heads, p) for _ in range(layers)])
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, classes)
+
+    def forward(self, x):
+        x = self.proj(x.flatten(1, 2).transpose(0, 1).contiguous()) + self.pos
+        for b in self.blocks:
+            x = b(x)
+        return self.head(self.ln(x[-1]))
+
+
+def gpt(p=0.1):
+    return GPT(p=p)
+
+
+def encoder(p=0.0):
+    """torch.nn.TransformerEncoderLayer blocks, mean-pooled."""
+    class Enc(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(28, 32)
+            self.layers = nn.ModuleList([nn.TransformerEncoderLayer(32, 4, 64, dropout=p) for _ in range(2)])
+            self.fc = nn.Linear(32, 10)
+
+        def forward(self, x):
+            x = torch.relu(self.proj(x.flatten(1, 2).transpose(0, 1).contiguous()))
+            for layer in self.layers:
+                x = layer(x)
+            return self.fc(x.mean(0))
+    return Enc()
+
+
+def bad_two_outputs():
+    class Two(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(784, 10)
+
+        def forward(self, x):
+            y = self.fc(x.flatten(1))
+            return y, y
+    return Two()

@@ -1,0 +1,327 @@
+#!/usr/bin/python3
+"""Exports a PyTorch model as a chain of segments that dynapar trains as layers.
+
+    /usr/bin/python3 tools/export/dynapar_export.py resnet18 --input 1,28,28 --in-channels 1 \\
+        --kwargs '{"num_classes": 10}' --out resnet18.pt
+    /usr/bin/python3 tools/export/dynapar_export.py my_models.py:make_net --input 3,32,32 --out net.pt
+
+MODEL is a torchvision model name, or FILE.py:FUNCTION / package.module:FUNCTION returning an
+nn.Module. The model's graph is traced with torch.fx and cut where exactly one tensor is alive
+between the parts, following the model's own blocks (a module with children of its own, such
+as a ResNet BasicBlock or a TransformerEncoderLayer, is a segment; the plain layers between
+blocks join into one segment: a ResNet becomes stem, its 8 blocks, head). Each segment is
+scripted; the chain is checked bit for bit against the model's own forward before it is
+written. The file carries a dynapar.json entry: the input shape, the classes, the segments.
+
+What it cannot split: data-dependent control flow (torch.fx cannot trace it; the error says
+where), several tensors alive across a cut (no cut is made there: those parts stay one
+segment), and weights shared by two segments (tied weights: the segments between are merged).
+"""
+import argparse
+import warnings
+import importlib
+import importlib.util
+import json
+import operator
+import sys
+from collections import OrderedDict
+
+import torch
+from torch import fx, nn
+from torch.fx.passes.shape_prop import ShapeProp
+
+CONTAINERS = (nn.Sequential, nn.ModuleList, nn.ModuleDict)
+
+
+class ExportError(Exception):
+    pass
+
+
+def load_model(spec, kwargs):
+    if ":" not in spec:
+        import torchvision.models as tvm
+
+        if not hasattr(tvm, spec):
+            raise ExportError(f"'{spec}' is not a torchvision model; give FILE.py:FUNCTION or module:FUNCTION for your own")
+        return getattr(tvm, spec)(**kwargs)
+    where, fn = spec.rsplit(":", 1)
+    if where.endswith(".py"):
+        loader = importlib.util.spec_from_file_location("user_model", where)
+        if loader is None:
+            raise ExportError(f"cannot read {where}")
+        mod = importlib.util.module_from_spec(loader)
+        loader.loader.exec_module(mod)
+    else:
+        mod = importlib.import_module(where)
+    if not hasattr(mod, fn):
+        raise ExportError(f"{where} has no '{fn}'")
+    model = getattr(mod, fn)(**kwargs)
+    if not isinstance(model, nn.Module):
+        raise ExportError(f"{spec} returned {type(model).__name__}, not an nn.Module")
+    return model
+
+
+def set_in_channels(model, channels):
+    """The first Conv2d takes `channels` (torchvision's classifiers take 3)."""
+    for parent in model.modules():
+        for name, child in parent.named_children():
+            if isinstance(child, nn.Conv2d):
+                if child.in_channels != channels:
+                    setattr(parent, name, nn.Conv2d(channels, child.out_channels, child.kernel_size, child.stride, child.padding,
+                                                    child.dilation, child.groups, child.bias is not None, child.padding_mode))
+                return
+    raise ExportError("--in-channels: the model has no Conv2d")
+
+
+class BlockTracer(fx.Tracer):
+    """Records, for every node, the stack of modules it was traced in."""
+
+    def __init__(self):
+        super().__init__()
+        self.stack = []
+
+    def call_module(self, m, forward, args, kwargs):
+        self.stack.append(self.path_of_module(m))
+        try:
+            return super().call_module(m, forward, args, kwargs)
+        finally:
+            self.stack.pop()
+
+    def create_node(self, *args, **kwargs):
+        node = super().create_node(*args, **kwargs)
+        node.meta["stack"] = list(self.stack)
+        return node
+
+
+def unit_of(root, node):
+    """The outermost module a node belongs to that is not a container, or None (top-level code)."""
+    for path in node.meta.get("stack", []):
+        if not isinstance(root.get_submodule(path), CONTAINERS):
+            return path
+    return None
+
+
+def params_of(root, node):
+    """Identities of the parameters and buffers a node reads directly."""
+    if node.op == "call_module":
+        m = root.get_submodule(node.target)
+        return {id(t) for t in list(m.parameters()) + list(m.buffers())}
+    if node.op == "get_attr":
+        return {id(getattr_path(root, node.target))}
+    return set()
+
+
+def getattr_path(root, target):
+    obj = root
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def segments_of(root, gm, example):
+    graph = gm.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != 1:
+        raise ExportError(f"the model's forward takes {len(placeholders)} inputs; dynapar feeds one tensor")
+    out_node = next(n for n in graph.nodes if n.op == "output")
+    result = out_node.args[0]
+    if not isinstance(result, fx.Node):
+        raise ExportError("the model's forward returns a tuple or a dict; dynapar needs one tensor of class scores")
+    ShapeProp(gm).propagate(example)
+    # get_attr nodes (a parameter used in code, not through a module) move to just before
+    # their first user, so that they are never alive across a cut unless shared.
+    body = [n for n in graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
+    order = []
+    for n in body:
+        for a in n.all_input_nodes:
+            if a.op == "get_attr" and a not in order:
+                order.append(a)
+        order.append(n)
+    pos = {n: i for i, n in enumerate(order)}
+    pos[placeholders[0]] = -1
+    last_use = {}
+    for n in order:
+        for a in n.all_input_nodes:
+            last_use[a] = max(last_use.get(a, -1), pos[n])
+    last_use[result] = len(order)
+
+    def alive_after(i):  # values defined at or before i and used after it
+        return [n for n, p in pos.items() if p <= i and last_use.get(n, -1) > i]
+
+    def cut_ok(i):
+        alive = alive_after(i)
+        return len(alive) == 1 and isinstance(alive[0].meta.get("tensor_meta"), object) and \
+            hasattr(alive[0].meta.get("tensor_meta"), "shape")
+
+    units = [unit_of(root, n) for n in order]
+    composite = {u for u in units if u is not None and len(list(root.get_submodule(u).children())) > 0}
+    with_params = {u for u in units if u is not None and any(True for _ in root.get_submodule(u).parameters())}
+    wanted = []
+    for i in range(len(order) - 1):
+        a, b = units[i], units[i + 1]
+        if a == b:
+            continue
+        if composite:
+            if a in composite or b in composite:
+                wanted.append(i)
+        elif b in with_params:  # a flat model: each layer with weights starts a segment
+            wanted.append(i)
+    cuts = [i for i in wanted if cut_ok(i)]
+    bounds = [-1] + cuts + [len(order) - 1]
+    segs = [order[bounds[k] + 1: bounds[k + 1] + 1] for k in range(len(bounds) - 1)]
+    segs = merge_tied(root, segs)
+    return segs, order, pos, last_use, result, units
+
+
+def merge_tied(root, segs):
+    """Segments that read the same weight are merged with everything between them."""
+    while True:
+        owner = {}
+        merged = False
+        for k, seg in enumerate(segs):
+            for n in seg:
+                for p in params_of(root, n):
+                    if p in owner and owner[p] != k:
+                        lo = owner[p]
+                        segs = segs[:lo] + [sum(segs[lo:k + 1], [])] + segs[k + 1:]
+                        merged = True
+                        break
+                    owner[p] = k
+                if merged:
+                    break
+            if merged:
+                break
+        if not merged:
+            return segs
+
+
+def build_segment(root, seg, pos, last_use, first_input, result):
+    g = fx.Graph()
+    inside = set(seg)
+    inputs = [n for n in pos if n not in inside and any(u in inside for u in n.users) and n.op != "get_attr"]
+    if len(inputs) != 1:
+        raise ExportError("internal: a segment with " + str(len(inputs)) + " inputs")
+    env = {inputs[0]: g.placeholder("x")}
+    for n in seg:
+        env[n] = g.node_copy(n, lambda a: env[a])
+    outs = [n for n in seg if last_use.get(n, -1) > pos[seg[-1]]]
+    g.output(env[outs[0]])
+    return fx.GraphModule(root, g)
+
+
+def segment_name(root, seg, units, pos, k, count):
+    names = []
+    for n in seg:
+        u = units[pos[n]]
+        if u is not None and u not in names:
+            names.append(u)
+    if len(names) == 1 and len(list(root.get_submodule(names[0]).children())) > 0:
+        base = names[0]
+    elif k == 0 and count > 1:
+        base = "stem"
+    elif k == count - 1 and count > 1:
+        base = "head"
+    else:
+        base = "+".join(names) if names else f"part{k}"
+    return base.replace(".", "_").replace("+", "_")
+
+
+def describe(t):
+    return "x".join(str(d) for d in t.shape)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("model", help="a torchvision model name, FILE.py:FUNCTION or module:FUNCTION")
+    ap.add_argument("--input", required=True, help="one sample's shape, e.g. 1,28,28")
+    ap.add_argument("--kwargs", default="{}", help="JSON keyword arguments for the model's constructor")
+    ap.add_argument("--in-channels", type=int, help="give the first Conv2d this many input channels")
+    ap.add_argument("--seed", type=int, default=0, help="torch.manual_seed before the model is built (its initial weights)")
+    ap.add_argument("--out", required=True, help="the TorchScript file to write (.pt)")
+    args = ap.parse_args(argv)
+    warnings.filterwarnings("ignore", module="torch.jit")  # TorchScript's notes on torchvision's code
+    try:
+        shape = [int(s) for s in args.input.split(",")]
+        if not shape or any(s <= 0 for s in shape):
+            raise ValueError
+    except ValueError:
+        raise ExportError(f"--input '{args.input}': give a sample's shape as positive integers, e.g. 1,28,28")
+    if not args.out.endswith(".pt"):
+        raise ExportError("--out: dynapar recognises a model file by its .pt ending")
+    torch.manual_seed(args.seed)
+    model = load_model(args.model, json.loads(args.kwargs))
+    if args.in_channels:
+        set_in_channels(model, args.in_channels)
+    # In-place activations would write into a stage's input, which autograd forbids on a
+    # leaf: out of place they compute the same values.
+    for m in model.modules():
+        if hasattr(m, "inplace") and isinstance(m.inplace, bool):
+            m.inplace = False
+    model.train()
+    tracer = BlockTracer()
+    try:
+        graph = tracer.trace(model)
+    except Exception as e:  # torch.fx's own message says which code it could not trace
+        raise ExportError(f"torch.fx cannot trace the model's forward: {e}")
+    gm = fx.GraphModule(model, graph)
+    gen = torch.Generator().manual_seed(args.seed)
+    example = torch.randn([2] + shape, generator=gen)
+    segs, order, pos, last_use, result, units = segments_of(model, gm, example)
+    chain = OrderedDict()
+    rows = []
+    for k, seg in enumerate(segs):
+        name = segment_name(model, seg, units, pos, k, len(segs))
+        while name in chain:
+            name += "_"
+        part = build_segment(model, seg, pos, last_use, None, result)
+        try:
+            scripted = torch.jit.script(part)
+        except Exception as e:
+            raise ExportError(f"segment {name}: TorchScript cannot compile it: {e}")
+        chain[name] = scripted
+        params = sum(p.numel() for p in part.parameters())
+        out_meta = seg[-1].meta.get("tensor_meta") if seg else None
+        for n in reversed(seg):
+            if last_use.get(n, -1) > pos[seg[-1]]:
+                out_meta = n.meta.get("tensor_meta")
+                break
+        rows.append((name, params, "x".join(str(d) for d in out_meta.shape) if out_meta is not None else "?"))
+    top = torch.jit.script(nn.Sequential(chain))
+    # The chain must compute the model's forward: the same bits in training mode (dropout
+    # drawn in the same order) and in evaluation mode.
+    worst = 0.0
+    for training in (True, False):
+        model.train(training)
+        top.train(training)
+        torch.manual_seed(args.seed)
+        want = model(example.clone())
+        torch.manual_seed(args.seed)
+        got = top(example.clone())
+        if got.shape != want.shape:
+            raise ExportError(f"the chain gives {tuple(got.shape)}, the model {tuple(want.shape)}")
+        if not torch.equal(got, want):
+            worst = max(worst, ((got - want).abs().max() / want.abs().max().clamp_min(1e-30)).item())
+    model.train()
+    top.train()
+    if worst > 1e-6:
+        raise ExportError(f"the chain differs from the model's forward (largest relative difference {worst:.3g})")
+    if want.dim() != 2:
+        raise ExportError(f"the model gives {tuple(want.shape)} per batch; dynapar trains class scores [batch, classes]")
+    meta = {"format": "dynapar-chain", "version": 1, "source": args.model, "input": shape, "classes": int(want.shape[1]),
+            "segments": [{"name": n, "parameters": p, "output": o} for n, p, o in rows]}
+    torch.jit.save(top, args.out, _extra_files={"dynapar.json": json.dumps(meta)})
+    total = sum(p for _, p, _ in rows)
+    print(f"{args.model}: {len(rows)} segments, {total} parameters, input {args.input}, {want.shape[1]} classes -> {args.out}")
+    print(f"  {'segment':<14} {'parameters':>12}  output (a sample batch of 2)")
+    for n, p, o in rows:
+        print(f"  {n:<14} {p:>12}  {o}")
+    print("  chain == model forward: " + ("bit-identical" if worst == 0 else f"largest relative difference {worst:.3g}"))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except ExportError as e:
+        print(f"dynapar_export: {e}", file=sys.stderr)
+        sys.exit(2)

@@ -430,7 +430,7 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
         s.speed.new_step();
         s.report.device = s.cfg.id;
         s.report.step = s.task.step;
-        s.worker->begin_step(s.task.step, s.task.first_micro, s.task.accumulate);
+        s.worker->begin_step(s.task.train_step, s.task.first_micro, s.task.accumulate);
         s.active = true;
         s.told_forward = false;
         s.rest.reset();

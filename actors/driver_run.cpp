@@ -100,6 +100,7 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
     const auto& gp = current_->groups[g];
     group_task task;
     task.step = tag_;
+    task.train_step = t;
     task.first_micro = first_micro;
     task.accumulate = !s_.exact;
     task.report_to = caf::actor_cast<group_sink>(self_);  // the driver receives group_report

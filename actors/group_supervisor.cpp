@@ -48,6 +48,7 @@ group_handle::behavior_type group_supervisor(group_handle::stateful_pointer<supe
         for (int j = 0; j < n; ++j) {
           stage_task t;
           t.step = task.step;
+          t.train_step = task.train_step;
           t.first_micro = task.first_micro;
           t.accumulate = task.accumulate;
           t.program = pipe.programs[j];

@@ -133,6 +133,7 @@ using stage_sink = caf::typed_actor<caf::reacts_to<stage_report>>;
 // One stage's part of a step.
 struct stage_task {
   std::int64_t step = 0;
+  std::int64_t train_step = 0;           // group_task::train_step
   schedule::program program;
   int lo = 0, hi = 0;                    // layers [lo, hi)
   std::int64_t first_micro = 0;          // the step's index of this group's first micro-batch
@@ -170,6 +171,7 @@ using group_sink = caf::typed_actor<caf::reacts_to<stage_report>, caf::reacts_to
 // A group's part of a step: the micro-batches of its share.
 struct group_task {
   std::int64_t step = 0;
+  std::int64_t train_step = 0;           // the training step (seeds a layer's dropout: model/scripted.hpp)
   std::int64_t first_micro = 0;          // the step's index of inputs[0] (the exact sum's tree)
   bool accumulate = false;               // exact: false
   std::vector<model::tensor> inputs, targets;

@@ -238,6 +238,7 @@ struct StageTask {
   samples @12 :List(List(Int32));
   inputsFromSamples @13 :Bool;
   targetsFromSamples @14 :Bool;
+  trainStep @15 :Int64;       # the training step: seeds a layer's dropout with the micro-batch
 }
 
 # A micro-batch's activation or gradient between stages; one tensor.

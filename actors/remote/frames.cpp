@@ -77,6 +77,7 @@ wire::ops::step step_of(const stage_task& t, std::vector<model::tensor>& tensors
   s.inputs = static_cast<int>(t.inputs.size());
   s.targets = static_cast<int>(t.targets.size());
   s.first_micro = t.first_micro;
+  s.train_step = t.train_step;
   s.accumulate = t.accumulate;
   for (const auto& in : t.program) s.program.push_back({static_cast<int>(in.kind), in.micro});
   s.to_prev = link_of(t.to_prev);
@@ -103,6 +104,7 @@ result<stage_task> task_from(const wire::ops::step& s, const std::vector<model::
   t.prev_id = s.prev;
   t.next_id = s.next;
   t.first_micro = s.first_micro;
+  t.train_step = s.train_step;
   t.accumulate = s.accumulate;
   for (const auto& in : s.program) t.program.push_back({static_cast<schedule::op>(in.kind), in.micro});
   t.to_prev = link_from(s.to_prev);

@@ -89,7 +89,9 @@ inline std::vector<torch::Tensor> take_running(const torch::nn::Sequential& laye
   auto bufs = layer->buffers();
   for (std::size_t i = 0; i < bufs.size(); ++i) {
     out.push_back(bufs[i].is_floating_point() ? bufs[i].detach().clone() : bufs[i].detach().to(torch::kFloat32));
-    bufs[i].copy_(start[i]);
+    // Through .data(): autograd saved the buffer for this micro-batch's backward (BatchNorm
+    // does), and a tracked write would bump its version and fail that backward.
+    bufs[i].data().copy_(start[i]);
   }
   out.push_back(torch::ones({}, torch::TensorOptions(torch::kFloat32).device(start.front().device())));
   return out;
@@ -102,7 +104,7 @@ inline void set_running(const torch::nn::Sequential& layer, const torch::Tensor*
   const auto count = sums[n - 1];
   for (std::size_t i = 0; i < bufs.size(); ++i) {
     auto mean = sums[i].to(bufs[i].device()) / count.to(bufs[i].device());
-    bufs[i].copy_(bufs[i].is_floating_point() ? mean : mean.round());
+    bufs[i].data().copy_(bufs[i].is_floating_point() ? mean : mean.round());
   }
 }
 // Entries of a layer's summed list: a gradient per parameter, then its running statistics.

@@ -2,7 +2,6 @@
 // the children in order compute the model's own forward (docs/MODELS.md).
 #include "model/scripted.hpp"
 
-#include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>
 #include <torch/script.h>
 
@@ -34,22 +33,31 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t v) {  // splitmix64 of h ^ v
   return z ^ (z >> 31);
 }
 
-// Ops that draw random numbers in a forward (dropout and its kin).
+// Ops that draw random numbers in a forward (dropout and its kin), through the methods and
+// functions it calls.
 bool draws_random(const torch::jit::Module& m) {
-  auto g = m.get_method("forward").graph()->copy();
-  torch::jit::Inline(*g);
   static const char* kinds[] = {"dropout", "bernoulli", "rand", "normal", "multinomial", "uniform_", "exponential", "poisson"};
+  std::set<torch::jit::Graph*> seen;
+  std::function<bool(torch::jit::Graph&)> graph_draws;
   std::function<bool(torch::jit::Block*)> scan = [&](torch::jit::Block* b) {
     for (auto* n : b->nodes()) {
       const std::string k = n->kind().toQualString();
       for (const char* r : kinds)
         if (k.find(r) != std::string::npos) return true;
+      if (n->kind() == c10::prim::CallMethod) {
+        const auto t = n->input(0)->type()->cast<c10::ClassType>();
+        if (t && graph_draws(*torch::jit::toGraphFunction(t->getMethod(n->s(c10::attr::name))).graph())) return true;
+      } else if (n->kind() == c10::prim::CallFunction) {
+        const auto f = n->input(0)->type()->cast<c10::FunctionType>();
+        if (f && graph_draws(*torch::jit::toGraphFunction(*f->function()).graph())) return true;
+      }
       for (auto* sub : n->blocks())
         if (scan(sub)) return true;
     }
     return false;
   };
-  return scan(g->block());
+  graph_draws = [&](torch::jit::Graph& g) { return seen.insert(&g).second && scan(g.block()); };
+  return graph_draws(*m.get_method("forward").graph());
 }
 
 // One top-level child of a TorchScript module as a layer. Each replica deep-copies the scripted
@@ -109,37 +117,65 @@ std::string shape_of(const std::vector<std::int64_t>& s) {
   return out + "]";
 }
 
-// Where the top module's forward stops being "each child in order on the previous output":
-// empty if it is exactly that.
-std::string first_difference(const torch::jit::Module& top, const std::vector<std::string>& children) {
-  auto g = top.get_method("forward").graph();
-  if (g->inputs().size() != 2) return "its forward takes " + std::to_string(g->inputs().size() - 1) + " inputs";
-  torch::jit::Value* cur = g->inputs()[1];
-  std::size_t k = 0;
-  auto before = [&] { return k < children.size() ? " (before child '" + children[k] + "')" : " (after its last child)"; };
-  auto after = [&] { return k == 0 ? std::string("before its first child") : "after child '" + children[k - 1] + "'"; };
-  for (auto* n : g->nodes()) {
-    if (n->kind() == c10::prim::Constant) continue;
-    if (n->kind() == c10::prim::GetAttr) {
-      const auto t = n->output()->type()->cast<c10::ClassType>();
-      if (t && t->is_module()) continue;
-      return after() + " its forward reads its own attribute '" + n->s(c10::attr::name) + "'" + before();
-    }
-    if (n->kind() == c10::prim::CallMethod && n->s(c10::attr::name) == "forward" && n->inputs().size() == 2) {
-      auto* self = n->inputs()[0]->node();
-      const std::string name = self->kind() == c10::prim::GetAttr ? self->s(c10::attr::name) : "?";
-      if (k >= children.size() || name != children[k]) return after() + " its forward calls child '" + name + "' out of order";
-      if (n->inputs()[1] != cur) return "its forward calls child '" + name + "' on something other than the previous child's output";
-      cur = n->output();
-      ++k;
-      continue;
-    }
-    return after() + " its forward computes " + std::string(n->kind().toQualString()) + before();
+// Where the top module's forward stops being "each child in order on the previous output"
+// (through its own methods: torchvision's forward calls self._forward_impl): empty if it is
+// exactly that.
+class chain_walk {
+ public:
+  chain_walk(const torch::jit::Module& top, const std::vector<std::string>& children) : top_(top), children_(children) {}
+  std::string first_difference() {
+    if (!walk(*top_.get_method("forward").graph())) return where_;
+    if (k_ != children_.size()) return "its forward skips child '" + children_[k_] + "'";
+    return "";
   }
-  if (k != children.size()) return "its forward skips child '" + children[k] + "'";
-  if (g->outputs().size() != 1 || g->outputs()[0] != cur) return after() + " its forward returns something else than the last child's output";
-  return "";
-}
+
+ private:
+  // Walks one method of the top module whose input is the chain's current value; true if it
+  // returns the chain's value after the children it called.
+  bool walk(torch::jit::Graph& g) {
+    if (g.inputs().size() != 2) return fail("a method of its own takes " + std::to_string(g.inputs().size() - 1) + " inputs");
+    torch::jit::Value *self = g.inputs()[0], *cur = g.inputs()[1];
+    for (auto* n : g.nodes()) {
+      if (n->kind() == c10::prim::Constant) continue;
+      if (n->kind() == c10::prim::GetAttr) {
+        const auto t = n->output()->type()->cast<c10::ClassType>();
+        if (t && t->is_module()) continue;
+        return fail(after() + " its forward reads its own attribute '" + n->s(c10::attr::name) + "'" + before());
+      }
+      if (n->kind() == c10::prim::CallMethod && n->inputs().size() == 2) {
+        const std::string method = n->s(c10::attr::name);
+        if (n->inputs()[0] == self) {  // a method of its own, on the chain's value
+          if (n->inputs()[1] != cur) return fail(after() + " its forward calls its method '" + method + "' on another value");
+          if (!walk(*top_.get_method(method).graph())) return false;
+          cur = n->output();
+          continue;
+        }
+        auto* holder = n->inputs()[0]->node();
+        const std::string name = holder->kind() == c10::prim::GetAttr ? holder->s(c10::attr::name) : "?";
+        if (method != "forward" || k_ >= children_.size() || name != children_[k_])
+          return fail(after() + " its forward calls child '" + name + "' out of order");
+        if (n->inputs()[1] != cur) return fail("its forward calls child '" + name + "' on something other than the previous child's output");
+        cur = n->output();
+        ++k_;
+        continue;
+      }
+      return fail(after() + " its forward computes " + std::string(n->kind().toQualString()) + before());
+    }
+    if (g.outputs().size() != 1 || g.outputs()[0] != cur) return fail(after() + " its forward returns something else than the last child's output");
+    return true;
+  }
+  bool fail(std::string why) {
+    where_ = std::move(why);
+    return false;
+  }
+  std::string before() const { return k_ < children_.size() ? " (before child '" + children_[k_] + "')" : " (after its last child)"; }
+  std::string after() const { return k_ == 0 ? std::string("before its first child") : "after child '" + children_[k_ - 1] + "'"; }
+
+  const torch::jit::Module& top_;
+  const std::vector<std::string>& children_;
+  std::size_t k_ = 0;
+  std::string where_;
+};
 
 }  // namespace
 
@@ -213,7 +249,7 @@ result<std::shared_ptr<const model_chain>> load_torchscript(const std::string& p
     children.push_back(c.value);
   }
   if (children.empty()) return refuse("a model needs its layers as top-level children");
-  if (const auto where = first_difference(top, names); !where.empty())
+  if (const auto where = chain_walk(top, names).first_difference(); !where.empty())
     return refuse("running its children in order is not its forward: " + where);
 
   // The same on numbers, in training mode as it will run: the sample through the model's own

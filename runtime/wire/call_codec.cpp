@@ -90,6 +90,7 @@ void write_call(schema::DeviceCall::Builder c, const device_call& m) {
                    b.setInputs(static_cast<U32>(x.inputs));
                    b.setTargets(static_cast<U32>(x.targets));
                    b.setFirstMicro(static_cast<U64>(x.first_micro));
+                   b.setTrainStep(x.train_step);
                    b.setAccumulate(x.accumulate);
                    auto prog = b.initProgram(n(x.program));
                    for (std::size_t i = 0; i < x.program.size(); ++i) {
@@ -256,6 +257,7 @@ device_op read_op(Op::Reader o, const decode_limits& lim) {
       s.inputs = to_int(r.getInputs(), "call.step.inputs");
       s.targets = to_int(r.getTargets(), "call.step.targets");
       s.first_micro = to_int64(r.getFirstMicro(), "call.step.firstMicro");
+      s.train_step = r.getTrainStep();
       s.accumulate = r.getAccumulate();
       check_list(r.getProgram(), lim, "call.step.program");
       for (auto in : r.getProgram()) s.program.push_back({static_cast<int>(in.getKind()), in.getMicro()});

@@ -38,6 +38,7 @@ struct step {                                    // tensors: inputs, then target
   int lo = 0, hi = 0, prev = -1, next = -1;
   int inputs = 0, targets = 0;
   std::int64_t first_micro = 0;
+  std::int64_t train_step = 0;                   // seeds dropout (stage_task::train_step)
   bool accumulate = false;
   std::vector<instruction> program;
   link to_prev, to_next;

@@ -72,3 +72,15 @@ def bad_two_outputs():
             y = self.fc(x.flatten(1))
             return y, y
     return Two()
+
+
+class Scaled(nn.Module):
+    """A parameter on the top module, used in its forward: no chain of its children computes it."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(784, 10)
+        self.scale = nn.Parameter(torch.ones(1))
+
+    def forward(self, x):
+        return self.fc(x.flatten(1)) * self.scale

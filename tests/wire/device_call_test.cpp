@@ -75,12 +75,13 @@ TEST_CASE("every device operation round-trips with its fields", "[unit][wire]") 
   st.inputs = 0;
   st.targets = 3;
   st.first_micro = 12;
+  st.train_step = 7001;
   st.accumulate = true;
   st.program = {{4, 0}, {1, 0}, {7, -1}, {8, -1}};
   st.to_prev = {1e8, 1e-3};
   const auto sb = round_trip(st, 3);
   CHECK((sb.tag == 41 && sb.lo == 2 && sb.hi == 5 && sb.prev == 1 && sb.next == -1));
-  CHECK((sb.inputs == 0 && sb.targets == 3 && sb.first_micro == 12 && sb.accumulate));
+  CHECK((sb.inputs == 0 && sb.targets == 3 && sb.first_micro == 12 && sb.train_step == 7001 && sb.accumulate));
   REQUIRE(sb.program.size() == 4);
   CHECK((sb.program[0].kind == 4 && sb.program[2].kind == 7 && sb.program[2].micro == -1));
   CHECK((sb.to_prev.bandwidth == 1e8 && sb.to_prev.latency == 1e-3 && sb.to_next.bandwidth == 0));

@@ -179,7 +179,7 @@ void build(model_chain& m) {
     for (int i = 0; i < 6; ++i) add(m, "block" + std::to_string(i), nn::Sequential(DecoderBlock(384, 6)));
     add(m, "norm+head", nn::Sequential(LastTokenHead(384, 10)));
   } else if (m.name == "gpt_text") {  // the same decoder on text: 32 characters in, the next out
-    m.io = {1, 32, 128, 128};
+    m.io.rows = 1, m.io.cols = 32, m.io.vocab = 128, m.io.classes = 128;
     add(m, "tokens", nn::Sequential(CharTokens(128, 32, 384)));
     for (int i = 0; i < 6; ++i) add(m, "block" + std::to_string(i), nn::Sequential(DecoderBlock(384, 6)));
     add(m, "norm+head", nn::Sequential(LastTokenHead(384, 128)));

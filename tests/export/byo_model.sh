@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Bring your own model (docs/MODELS.md), end to end as a user would:
 # - torchvision's resnet18 scripted as it is (forward flattens before fc) is refused, exit 2,
-#   naming the place and the exporter; so is a model that keeps a parameter on its top module;
+#   naming the place and the exporter; so is a model that keeps a parameter on its top module,
+#   and a 3-channel model on 1-channel data (naming both shapes); a model that fails on a
+#   device mid-run stops the run with exit 1 and summary.json saying why;
 # - tools/export/dynapar_export.py cuts resnet18 (1 channel) into stem, 8 blocks, head, and a
 #   GPT written in tests/export/user_models.py into stem, 2 blocks, head;
 # - dynapar trains each on one device, and PyTorch eager trains the user's own model on the
 #   same batches from the same weights: the same parameters and BatchNorm statistics, bit for bit
 #   (tests/export/eager_reference.py);
 # - over 2 groups, one a 2-stage pipeline, with a re-plan after a device leaves, `--verify`
-#   gives 0 (dropout in the GPT included).
+#   gives 0 (dropout in the GPT included), in one process and over 3 node processes.
 set -euo pipefail
 dynapar=$1
 out=$2
@@ -37,6 +39,7 @@ m = torchvision.models.resnet18(num_classes=10)
 m.conv1 = torch.nn.Conv2d(1, 64, 7, 2, 3, bias=False)
 torch.jit.script(m).save("resnet18_scripted.pt")
 torch.jit.script(user_models.Scaled()).save("top_parameter.pt")
+torch.jit.script(user_models.fails_at_run_time()).save("fails_at_run_time.pt")
 PY
 expect_refused resnet18_scripted.pt "after child 'avgpool'" "flatten" "dynapar_export.py"
 expect_refused top_parameter.pt "parameter 'scale' belongs to the top module" "dynapar_export.py"
@@ -55,6 +58,31 @@ for seg in stem blocks_0 blocks_1 head; do grep -q "^  $seg " gpt.txt || { echo 
 rc=0
 $py "$export_py" "$here/user_models.py:bad_two_outputs" --input 1,28,28 --out bad.pt 2> bad.txt > /dev/null || rc=$?
 [ "$rc" = 2 ] && grep -q "returns a tuple" bad.txt || { echo "FAIL: a model with two outputs: exit $rc"; cat bad.txt; exit 1; }
+
+# A model for 3 channels meets Fashion-MNIST's 1: exit 2 naming both shapes.
+$py "$export_py" resnet18 --input 3,28,28 --out rgb.pt > /dev/null 2>&1
+cat > rgb.yaml <<YAML
+model: $out/rgb.pt
+data: fashion_mnist
+batch: 32
+steps: 1
+devices:
+  - {id: 0, speed: 1, memory_gb: 4}
+YAML
+rc=0
+"$dynapar" train rgb.yaml --out run_rgb > /dev/null 2> rgb.txt || rc=$?
+[ "$rc" = 2 ] && grep -q "takes images of \[3, 28, 28\] in 1000 classes; the data are images of \[1, 28, 28\] in 10 classes" rgb.txt ||
+  { echo "FAIL: a 3-channel model on 1-channel data: exit $rc"; cat rgb.txt; exit 1; }
+
+# A model that passes the loader's checks and fails on a device thread at step 10 (its 41st
+# forward): the run stops with exit 1 and summary.json says why; no abort.
+sed -e "s#model: .*#model: $out/fails_at_run_time.pt#" -e "s#steps: 1#steps: 20#" rgb.yaml > fails.yaml
+echo "micro_batch: 8" >> fails.yaml
+rc=0
+timeout 120 "$dynapar" train fails.yaml --out run_fails > /dev/null 2> fails.txt || rc=$?
+[ "$rc" = 1 ] && grep -q "this layer fails on its 41st forward" fails.txt && grep -q "this layer fails on its 41st forward" run_fails/summary.json ||
+  { echo "FAIL: a model failing at run time: exit $rc"; cat fails.txt; exit 1; }
+echo "failed as it should: $(grep -o 'dynapar: .*' fails.txt | tail -1 | cut -c1-160)"
 
 # 3. One device, one micro-batch a step, SGD: against PyTorch eager.
 one_device() {  # MODEL_FILE LAYERS NAME
@@ -83,8 +111,9 @@ $py "$here/eager_reference.py" "$here/user_models.py:gpt" gpt0.pt gpt_one_traine
 
 # 4. Two groups, one a 2-stage pipeline (devices 1 and 2 cannot hold the model alone); device 2
 # leaves at slot 1 and the controller re-plans. The GPT is small enough that the planner
-# pipelines it over all three devices: any pipeline will do there.
-hetero() {  # MODEL_FILE NAME MEMORY_GB SHAPE: devices 1 and 2 hold part of the model only
+# pipelines it over all three devices: any pipeline will do there. Then both again over 3 node
+# processes (`launch --local 3`).
+hetero() {  # MODEL_FILE NAME MEMORY_GB SHAPE [NODES]: devices 1 and 2 hold part of the model only
   cat > "$2.yaml" <<YAML
 name: $2
 model: $out/$1
@@ -106,7 +135,11 @@ dynamics:
   events:
     - {slot: 1, kind: leave, device: 2}
 YAML
-  "$dynapar" train "$2.yaml" --verify --out "run_$2" > /dev/null 2> "run_$2.log"
+  if [ -n "${5:-}" ]; then  # over node processes: layers, BatchNorm statistics and steps on the wire
+    "$dynapar" launch --local "$5" "$2.yaml" --verify --out "run_$2" > /dev/null 2> "run_$2.log"
+  else
+    "$dynapar" train "$2.yaml" --verify --out "run_$2" > /dev/null 2> "run_$2.log"
+  fi
   $py - "run_$2" "$4" <<'PY'
 import json, sys
 d, shape = sys.argv[1:3]
@@ -125,4 +158,6 @@ PY
 }
 hetero resnet18.pt r18_hetero 0.1 "2 groups"    # 11.2 M parameters with Adam's state: 134 MB
 hetero gpt.pt gpt_hetero 0.0003 pipeline       # 27 626 parameters with Adam's state: 332 kB (dropout 0.1)
+hetero resnet18.pt r18_nodes 0.1 "2 groups" 3
+hetero gpt.pt gpt_nodes 0.0003 pipeline 3
 echo "ok"

@@ -84,3 +84,21 @@ class Scaled(nn.Module):
 
     def forward(self, x):
         return self.fc(x.flatten(1)) * self.scale
+
+
+class FailsLater(nn.Module):
+    """Passes the loader's check and the profile (copies), fails on a device in training."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        if self.calls > 40:
+            raise RuntimeError("this layer fails on its 41st forward")
+        return x
+
+
+def fails_at_run_time():
+    return nn.Sequential(nn.Flatten(), nn.Linear(784, 10), FailsLater())

@@ -104,13 +104,13 @@ TEST_CASE("DES: each stage's backward ends where the time model says", "[unit][s
         std::vector<double> finish;
         const double flush = sim::simulate_pipeline(p, kind, g, nullptr, nullptr, &finish);
         // By hand: balanced stages of tf and tb a micro-batch flush in (m + n - 1)(tf + tb);
-        // the last micro-batch's backward then walks from the last stage to the first, so
-        // stage j is done (n - 1 - j) backwards before the end.
+        // the last micro-batch's backward then walks from the last stage to the first, which
+        // ends the step, so stage j is done j backwards before the end.
         const double tf = 2 * (4 / n) * 1e-3, tb = 2 * tf;
         INFO("n=" << n << " m=" << m);
         CHECK(flush == Approx((m + n - 1) * (tf + tb)).epsilon(1e-9));
         REQUIRE(finish.size() == static_cast<std::size_t>(n));
-        for (int j = 0; j < n; ++j) CHECK(finish[j] == Approx(flush - (n - 1 - j) * tb).epsilon(1e-9));
+        for (int j = 0; j < n; ++j) CHECK(finish[j] == Approx(flush - j * tb).epsilon(1e-9));
       }
 }
 

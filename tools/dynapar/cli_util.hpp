@@ -13,6 +13,7 @@ namespace dynapar::cli {
 // Prints "dynapar: <message>" to stderr and returns the exit code for it: 2 for bad input,
 // 1 for work that failed.
 int report(const error& e);
+int report_exit(const error& e);  // the exit code report gives, without printing
 
 class stopwatch {
  public:

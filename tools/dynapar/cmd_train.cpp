@@ -56,7 +56,16 @@ json compare_json(const std::vector<training::policy_run>& runs) {
 
 int train_main(const train_options& o, const train_fn& how) {
   auto prep = training::prepare_job(o.job, o.steps, o.place);
-  if (!prep) return report(prep.err());
+  if (!prep) {
+    // A job that could not start for a reason other than its input (a model failing on this
+    // machine): summary.json says why, as for a run that stopped.
+    if (report_exit(prep.err()) == exit_failed) {
+      std::error_code ec;
+      fs::create_directories(o.out, ec);
+      std::ofstream(fs::path(o.out) / "summary.json") << json{{"job", o.job}, {"error", prep.err().message}}.dump(2) << "\n";
+    }
+    return report(prep.err());
+  }
   if (auto st = check_compare(*prep, o); !st) return report(st.err());
   if (!o.hysteresis.empty()) {
     if (!prep->settings.controller) return report(make_error("bad_flag", "--hysteresis needs a job re-planned online (replan_every > 0)"));

@@ -118,7 +118,7 @@ TEST_CASE("a model and data of another kind are refused, naming both", "[model]"
   CHECK(check_data(**image_model, images));
   const auto st = check_data(**text_model, images);
   REQUIRE_FALSE(st);
-  CHECK_THAT(st.err().message, Catch::Contains("takes text windows of 32 tokens in 128 classes") && Catch::Contains("images of 28x28"));
+  CHECK_THAT(st.err().message, Catch::Contains("takes text windows of 32 tokens in 128 classes") && Catch::Contains("the data are images of [1, 28, 28] in 10 classes"));
   data::dataset text = images;
   text.rows = 1;
   text.cols = 32;

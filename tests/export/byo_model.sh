@@ -55,6 +55,10 @@ grep -q "10 segments, 11175370 parameters" resnet18.txt || { echo "FAIL: resnet1
 $py "$export_py" "$here/user_models.py:gpt" --input 1,28,28 --kwargs '{"p": 0.0}' --out gpt0.pt 2>/dev/null | tee gpt0.txt
 $py "$export_py" "$here/user_models.py:gpt" --input 1,28,28 --out gpt.pt 2>/dev/null > gpt.txt
 for seg in stem blocks_0 blocks_1 head; do grep -q "^  $seg " gpt.txt || { echo "FAIL: no segment $seg in the GPT"; exit 1; }; done
+# torch.nn.TransformerEncoderLayer blocks in a ModuleList: each block a segment.
+$py "$export_py" "$here/user_models.py:encoder" --input 1,28,28 --out encoder.pt 2>/dev/null > encoder.txt
+for seg in stem layers_0 layers_1 head; do grep -q "^  $seg " encoder.txt || { echo "FAIL: no segment $seg in the encoder"; exit 1; }; done
+grep -q "chain == model forward: bit-identical" encoder.txt || { echo "FAIL: the encoder's chain differs"; cat encoder.txt; exit 1; }
 rc=0
 $py "$export_py" "$here/user_models.py:bad_two_outputs" --input 1,28,28 --out bad.pt 2> bad.txt > /dev/null || rc=$?
 [ "$rc" = 2 ] && grep -q "returns a tuple" bad.txt || { echo "FAIL: a model with two outputs: exit $rc"; cat bad.txt; exit 1; }

@@ -1,5 +1,7 @@
 #include "comm/packet.hpp"
 
+#include <arpa/inet.h>
+
 #include <memory>
 
 namespace dynapar::comm {
@@ -75,6 +77,15 @@ status outbox::post(packet p) {
   return send_packet(push_, std::move(p), true);
 }
 
+bool is_loopback(const std::string& host) {
+  if (host == "localhost") return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  const std::string bare = host.size() > 2 && host.front() == '[' && host.back() == ']' ? host.substr(1, host.size() - 2) : host;
+  in6_addr v6{};
+  return inet_pton(AF_INET6, bare.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
+}
+
 status check_endpoint(const std::string& endpoint, bool allow_remote, bool has_keys) {
   const std::string prefix = "tcp://";
   if (endpoint.rfind(prefix, 0) != 0) return make_error("bad_endpoint", "'" + endpoint + "' is not tcp://HOST:PORT");
@@ -87,7 +98,7 @@ status check_endpoint(const std::string& endpoint, bool allow_remote, bool has_k
     return make_error("bad_endpoint", "'" + endpoint + "': the port must be a number");
   if (port != "*" && port.size() > 5) return make_error("bad_endpoint", "'" + endpoint + "': port out of range");
   if (port != "*" && std::stoi(port) > 65535) return make_error("bad_endpoint", "'" + endpoint + "': port out of range");
-  const bool loopback = host == "localhost" || host.rfind("127.", 0) == 0 || host == "[::1]";
+  const bool loopback = is_loopback(host);
   if (!loopback && !has_keys)
     return make_error("bad_endpoint", "'" + endpoint + "' is reachable beyond this machine: that needs CURVE keys (--keys DIR, made by "
                                       "`dynapar keygen --out DIR --role controller|node|operator`; docs/SECURITY.md) and --allow-remote");

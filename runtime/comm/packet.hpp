@@ -52,5 +52,9 @@ class outbox {
 // Endpoints: tcp://HOST:PORT. A host other than loopback must be allowed explicitly, so that
 // nothing is reachable from other machines by accident, and needs CURVE keys (docs/SECURITY.md).
 status check_endpoint(const std::string& endpoint, bool allow_remote, bool has_keys);
+// Whether a host names this machine only: `localhost`, an IPv4 address in 127.0.0.0/8 or
+// the IPv6 ::1 (bracketed or not), parsed as an address: "127.evil.example" is a name that
+// resolves anywhere, not loopback.
+bool is_loopback(const std::string& host);
 
 }  // namespace dynapar::comm

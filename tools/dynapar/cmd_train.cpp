@@ -19,6 +19,7 @@
 #include "training/records_json.hpp"
 #include "training/verify.hpp"
 #include "train_job.hpp"
+#include "comm/packet.hpp"
 #include "config/job_file.hpp"
 #include "config/profile_json.hpp"
 #include "logging/logging.hpp"
@@ -111,7 +112,7 @@ int train_main(const train_options& o, const train_fn& how) {
     std::ofstream(fs::path(o.out) / "dashboard.url") << url << "\n";
     log->info("dashboard: {} (JSON at {}api/state, Prometheus at {}metrics)", url, url, url);
     const auto& h = o.dashboard_host;
-    if (h.rfind("127.", 0) != 0 && h != "localhost" && h != "::1")
+    if (!comm::is_loopback(h))
       log->warn("dashboard: bound to {}: anyone who can reach it sees the run's state (no authentication)", h);
   }
   // The live status: one line kept up to date on a terminal, plain lines in a log.

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # report.sh DYNAPAR RUN_DIR OUT: `dynapar report` on a finished training run draws four
 # valid PNG files, and its timeline table has exactly one bar per (device, plan in force),
-# recounted here from plans.jsonl; a directory that is not a run fails with exit 2.
+# recounted here from plans.jsonl, even in a directory whose name has a quote; a directory that
+# is not a run fails with exit 2.
 set -euo pipefail
-bin=$1 run=$2 out=$3
-rm -rf "$out"
+bin=$1 run=$2
+rm -rf "$3"
+# A directory name that a shell would misread: gnuplot runs with no shell between.
+out="$3/it's \$(here)"
 "$bin" report "$run" --out "$out"
 /usr/bin/python3 - "$run" "$out" <<'PY'
 import json, sys, os

@@ -1,5 +1,10 @@
 #include "cli_util.hpp"
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <iostream>
 
 #include "commands.hpp"
@@ -9,6 +14,24 @@ namespace dynapar::cli {
 int report_exit(const error& e) {
   const bool input = e.code.rfind("bad_", 0) == 0 || e.code == "io" || e.code.rfind("unknown_", 0) == 0;
   return input ? exit_usage : exit_failed;
+}
+
+int run_gnuplot(const std::string& dir, const std::string& script, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid < 0) return 127;
+  if (pid == 0) {  // the child: only async-signal-safe calls until exec
+    if (chdir(dir.c_str()) != 0) _exit(126);
+    if (!log.empty()) {
+      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) dup2(fd, STDERR_FILENO);
+    }
+    execlp("gnuplot", "gnuplot", script.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return 127;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
 int report(const error& e) {

@@ -15,6 +15,11 @@ namespace dynapar::cli {
 int report(const error& e);
 int report_exit(const error& e);  // the exit code report gives, without printing
 
+// Runs `gnuplot SCRIPT` in `dir` (no shell between: the directory may be any name), its
+// stderr into `log` there when one is named. Returns gnuplot's exit status; 127 when gnuplot
+// is not installed.
+int run_gnuplot(const std::string& dir, const std::string& script, const std::string& log = "");
+
 class stopwatch {
  public:
   stopwatch() : start_(std::chrono::steady_clock::now()) {}

@@ -37,11 +37,10 @@ int report_main(const std::string& run_dir, std::string out) {
   std::ofstream(dir / "marks.dat") << t.marks;
   std::ofstream(dir / "timeline.dat") << t.timeline;
   std::ofstream(dir / "report.gp") << report::gnuplot_script(t, budget);
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
-    return cli::report(make_error("missing_tool", "gnuplot not found (tools/bootstrap.sh installs gnuplot-nox); the tables are in " + out));
   for (const char* png : report::plot_files) fs::remove(dir / png, ec);
-  const std::string cmd = "cd '" + dir.string() + "' && gnuplot report.gp 2> gnuplot.log";
-  const int rc = std::system(cmd.c_str());
+  const int rc = cli::run_gnuplot(dir.string(), "report.gp", "gnuplot.log");
+  if (rc == 127)
+    return cli::report(make_error("missing_tool", "gnuplot not found (tools/bootstrap.sh installs gnuplot-nox); the tables are in " + out));
   for (const char* png : report::plot_files)
     if (rc != 0 || !is_png(dir / png))
       return cli::report(make_error("plot_failed", "gnuplot did not draw " + (dir / png).string() + ": see " +

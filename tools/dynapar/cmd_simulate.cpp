@@ -93,10 +93,6 @@ void write_csv(const fs::path& file, const std::vector<sim::run_result>& runs) {
 
 // PNG plots through gnuplot, when it is installed (tools/bootstrap.sh installs gnuplot-nox).
 void plot(const fs::path& dir, const std::vector<sim::run_result>& runs, double budget, bool sweep) {
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
-    std::cerr << "dynapar: gnuplot not found: no plots (the CSV files are written)\n";
-    return;
-  }
   for (const auto& r : runs) {
     std::ofstream d(dir / ("series_" + r.sum.policy + ".dat"));
     double sum_cost = 0;
@@ -126,8 +122,9 @@ void plot(const fs::path& dir, const std::vector<sim::run_result>& runs, double 
          "set ytics nomirror\nset y2tics\nplot 'sweep.dat' using 1:2 with linespoints title 'batch time', "
          "'sweep.dat' using 1:4 axes x1y2 with linespoints title 'mean backlog'\n";
   g.close();
-  const std::string cmd = "cd '" + dir.string() + "' && gnuplot plots.gp";
-  if (std::system(cmd.c_str()) != 0) std::cerr << "dynapar: gnuplot failed; see " << (dir / "plots.gp") << "\n";
+  const int rc = cli::run_gnuplot(dir.string(), "plots.gp");
+  if (rc == 127) std::cerr << "dynapar: gnuplot not found: no plots (the CSV files are written)\n";
+  else if (rc != 0) std::cerr << "dynapar: gnuplot failed; see " << (dir / "plots.gp") << "\n";
 }
 
 int simulate_main(const simulate_options& o) {

@@ -1,11 +1,30 @@
 #include "dashboard/dashboard.hpp"
 
+#include <arpa/inet.h>
 #include <httplib.h>
+
+#include <algorithm>
 
 #include <sstream>
 #include <thread>
 
 namespace dynapar::dashboard {
+
+bool host_allowed(const std::string& host_header) {
+  // The name the browser was asked for, without the port: "[::1]:8265", "127.0.0.1:8265".
+  std::string name = host_header;
+  if (!name.empty() && name.front() == '[') {
+    const auto end = name.find(']');
+    if (end == std::string::npos) return false;
+    name = name.substr(1, end - 1);
+  } else if (std::count(name.begin(), name.end(), ':') == 1) {
+    name = name.substr(0, name.find(':'));
+  }
+  if (name == "localhost") return true;
+  in_addr v4{};
+  in6_addr v6{};
+  return inet_pton(AF_INET, name.c_str(), &v4) == 1 || inet_pton(AF_INET6, name.c_str(), &v6) == 1;
+}
 
 struct server::impl {
   httplib::Server http;
@@ -17,6 +36,15 @@ struct server::impl {
 result<std::unique_ptr<server>> server::start(const dashboard_config& c) {
   auto p = std::make_unique<impl>();
   auto* raw = p.get();
+  // DNS rebinding: a web page of another site that gets its name pointed at this machine
+  // reaches the dashboard from the user's own browser, with its own name as Host. Only
+  // addresses and localhost are served.
+  p->http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (host_allowed(req.get_header_value("Host"))) return httplib::Server::HandlerResponse::Unhandled;
+    res.status = 403;
+    res.set_content("dynapar dashboard: this Host is not served (open it by address: http://127.0.0.1:PORT/)\n", "text/plain");
+    return httplib::Server::HandlerResponse::Handled;
+  });
   p->http.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content(page_html(), "text/html; charset=utf-8"); });
   p->http.Get("/api/state", [raw](const httplib::Request&, httplib::Response& res) {
     std::string text;
@@ -41,7 +69,7 @@ result<std::unique_ptr<server>> server::start(const dashboard_config& c) {
     if (port < 0) return make_error("bad_address", "dashboard: cannot bind " + c.host + " on any port");
   } else if (!p->http.bind_to_port(c.host.c_str(), port)) {
     return make_error("bad_address", "dashboard: cannot bind " + c.host + ":" + std::to_string(port) +
-                                         " (in use? --dashboard-port 0 takes a free one)");
+                                         " (in use? --dashboard 0 takes a free one)");
   }
   p->thread = std::thread([raw] { raw->http.listen_after_bind(); });
   return std::unique_ptr<server>(new server(std::move(p), port));

@@ -40,6 +40,9 @@ class server {
 };
 
 // The state's numbers as Prometheus text exposition (format 0.0.4). Pure.
+// Whether a request's Host header names this machine by address or as localhost (never a DNS
+// name another site could point here: DNS rebinding).
+bool host_allowed(const std::string& host_header);
 std::string prometheus_text(const nlohmann::json& state);
 
 // The page served at / (self-contained: no files, no external scripts).

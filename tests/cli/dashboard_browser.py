@@ -64,6 +64,13 @@ try:
     m = re.search(r"^dynapar_step (\d+)", metrics, re.M)
     assert m and int(m.group(1)) >= later, metrics[:300]
     assert state["steps"] == 60 and state["plan"], state
+    # DNS rebinding: a request for another site's name pointed here is refused.
+    import urllib.error
+    try:
+        urllib.request.urlopen(urllib.request.Request(url + "api/state", headers={"Host": "rebind.example:8265"}))
+        raise AssertionError("the dashboard served a request for Host rebind.example")
+    except urllib.error.HTTPError as e:
+        assert e.code == 403, e.code
     print(f"ok: page showed steps {first} -> {later}, plan devices {shown}")
 finally:
     if driver:

@@ -8,7 +8,6 @@ import json, os, re, subprocess, sys, time, urllib.request
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
-from selenium.webdriver.common.by import By
 
 binary, job, out = sys.argv[1:4]
 os.makedirs(out, exist_ok=True)
@@ -33,23 +32,29 @@ try:
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
     driver.get(url)
 
+    # The page redraws itself every poll: elements are read in one script, never kept across
+    # a redraw (a kept one may be stale by the time its text is asked for).
+    def texts(selector):
+        return driver.execute_script("return Array.from(document.querySelectorAll(arguments[0])).map(e => e.innerText)", selector)
+
     def step_shown():
-        m = re.match(r"step (\d+) / 60", driver.find_element(By.ID, "step").text)
+        shown = texts("#step")
+        m = re.match(r"step (\d+) / 60", shown[0]) if shown else None
         return int(m.group(1)) if m else None
 
     deadline = time.time() + 60
     first = None
     while time.time() < deadline:
         first = step_shown()
-        if first and driver.find_elements(By.CSS_SELECTOR, "#plan .stage"):
+        if first and texts("#plan .stage"):
             break
         time.sleep(0.2)
-    assert first, "no step counter on the page: " + driver.find_element(By.ID, "step").text
+    assert first, "no step counter on the page: " + str(texts("#step"))
     # The plan drawn: one stage box per device of the plan in force, as plans.jsonl has it.
     plans = [json.loads(l) for l in open(os.path.join(out, "plans.jsonl")) if l.strip()]
-    stages = driver.find_elements(By.CSS_SELECTOR, "#plan .stage")
+    stages = texts("#plan .stage")
     assert stages, "no plan drawn"
-    shown = sorted(int(re.match(r"d(\d+)", s.text).group(1)) for s in stages)
+    shown = sorted(int(re.match(r"d(\d+)", s).group(1)) for s in stages)
     candidates = [sorted(d for g in p["plan"]["groups"] for d in g["devices"]) for p in plans]
     assert shown in candidates, (shown, candidates)
     # The counter advances while the run goes on.

@@ -119,7 +119,7 @@ $py "$here/eager_reference.py" "$here/user_models.py:gpt" gpt0.pt gpt_one_traine
 # often runs device 0 alone beside the pipeline 1>2, but on a loaded machine a 3-stage
 # pipeline as well, so a pipeline is what is asked for. Then both again over 3 node
 # processes (`launch --local 3`).
-hetero() {  # MODEL_FILE NAME MEMORY_GB SHAPE [NODES]: devices 1 and 2 hold part of the model only
+hetero() {  # MODEL_FILE NAME MEMORY_GB [NODES]: devices 1 and 2 hold part of the model only
   cat > "$2.yaml" <<YAML
 name: $2
 model: $out/$1
@@ -141,31 +141,26 @@ dynamics:
   events:
     - {slot: 1, kind: leave, device: 2}
 YAML
-  if [ -n "${5:-}" ]; then  # over node processes: layers, BatchNorm statistics and steps on the wire
-    "$dynapar" launch --local "$5" "$2.yaml" --verify --out "run_$2" > /dev/null 2> "run_$2.log"
+  if [ -n "${4:-}" ]; then  # over node processes: layers, BatchNorm statistics and steps on the wire
+    "$dynapar" launch --local "$4" "$2.yaml" --verify --out "run_$2" > /dev/null 2> "run_$2.log"
   else
     "$dynapar" train "$2.yaml" --verify --out "run_$2" > /dev/null 2> "run_$2.log"
   fi
-  $py - "run_$2" "$4" <<'PY'
+  $py - "run_$2" <<'PY'
 import json, sys
-d, shape = sys.argv[1:3]
+d = sys.argv[1]
 s = json.load(open(d + "/summary.json"))
 plans = [json.loads(l) for l in open(d + "/plans.jsonl")]
-# The planner decides from what it measures (a loaded machine measures otherwise): the shape
-# asked for must be among the plans the run trained with.
 shapes = [sorted(len(g["devices"]) for g in p["plan"]["groups"]) for p in plans]
-if shape == "2 groups":  # a 2-stage pipeline beside one device
-    assert [1, 2] in shapes, shapes
-else:  # at least a pipeline
-    assert any(max(s) >= 2 for s in shapes), shapes
+assert any(max(s) >= 2 for s in shapes), shapes  # a pipeline
 assert len(plans) >= 2 and all(2 not in g["devices"] for g in plans[-1]["plan"]["groups"]), plans[-1]
 assert s["steps"] == 8 and s["samples_lost"] == 0 and s["samples_duplicated"] == 0, s
 assert s["reference_max_rel_diff"] == 0, s["reference_max_rel_diff"]
 print(d, ":", plans[0]["describe"], "then re-planned after a leave:", plans[-1]["describe"], "; difference 0")
 PY
 }
-hetero resnet18.pt r18_hetero 0.1 pipeline      # 11.2 M parameters with Adam's state: 134 MB
-hetero gpt.pt gpt_hetero 0.0003 pipeline       # 27 626 parameters with Adam's state: 332 kB (dropout 0.1)
-hetero resnet18.pt r18_nodes 0.1 pipeline 3
-hetero gpt.pt gpt_nodes 0.0003 pipeline 3
+hetero resnet18.pt r18_hetero 0.1      # 11.2 M parameters with Adam's state: 134 MB
+hetero gpt.pt gpt_hetero 0.0003        # 27 626 parameters with Adam's state: 332 kB (dropout 0.1)
+hetero resnet18.pt r18_nodes 0.1 3
+hetero gpt.pt gpt_nodes 0.0003 3
 echo "ok"

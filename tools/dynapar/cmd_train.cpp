@@ -53,18 +53,20 @@ json compare_json(const std::vector<training::policy_run>& runs) {
   return out;
 }
 
+// A run that stopped (or could not start for a reason other than its input): summary.json
+// says why.
+void write_error_summary(const std::string& out, const std::string& job, const std::string& why) {
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  std::ofstream(fs::path(out) / "summary.json") << json{{"job", job}, {"error", why}}.dump(2) << "\n";
+}
+
 }  // namespace
 
 int train_main(const train_options& o, const train_fn& how) {
   auto prep = training::prepare_job(o.job, o.steps, o.place);
   if (!prep) {
-    // A job that could not start for a reason other than its input (a model failing on this
-    // machine): summary.json says why, as for a run that stopped.
-    if (report_exit(prep.err()) == exit_failed) {
-      std::error_code ec;
-      fs::create_directories(o.out, ec);
-      std::ofstream(fs::path(o.out) / "summary.json") << json{{"job", o.job}, {"error", prep.err().message}}.dump(2) << "\n";
-    }
+    if (report_exit(prep.err()) == exit_failed) write_error_summary(o.out, o.job, prep.err().message);  // a model failing here
     return report(prep.err());
   }
   if (auto st = check_compare(*prep, o); !st) return report(st.err());
@@ -174,8 +176,8 @@ int train_main(const train_options& o, const train_fn& how) {
   auto outcome = how ? how(*prep, cb) : actors::train(*prep->model, prep->train_set, s, cb);
   if (checkpoints)
     if (auto st = checkpoints->finish(); !st) return report(st.err());
-  if (!outcome) {  // the run stopped: summary.json says why
-    std::ofstream(fs::path(o.out) / "summary.json") << json{{"job", j->name}, {"error", outcome.err().message}}.dump(2) << "\n";
+  if (!outcome) {
+    write_error_summary(o.out, j->name, outcome.err().message);
     return report(outcome.err());
   }
   if (!o.save_model.empty())

@@ -167,6 +167,10 @@ class driver {
   std::map<int, double> probe_all(const std::vector<int>& ids, std::chrono::milliseconds timeout);
   // The faults due at step t (the job's plan, `dynapar inject`), and slow-downs that end.
   void fire_faults(std::int64_t t);
+  // Armed kills waiting for moment `m` (sim::fault_moment), on one of `among`, within window_s.
+  void fire_armed(sim::fault_moment m, std::int64_t t, const std::vector<int>& among, double window_s);
+  void strike(const sim::fault& f, const char* source, std::int64_t t, std::vector<int> among, double window_s, const char* when);
+  std::vector<int> plan_devices() const;
   void note(const training::fault_record& r) {
     if (cb_.on_fault) cb_.on_fault(r);
   }
@@ -236,6 +240,7 @@ class driver {
   int late_retries_ = 0;
   bool late_ = false;                             // the failure was a missed deadline
   std::size_t next_fault_ = 0;                    // into s_.faults
+  std::vector<sim::fault> armed_;                 // kills waiting for their moment (fire_armed)
   std::vector<double> recovery_s_;
   // Since the lost devices were known (after the probes): closed when the next step starts.
   std::optional<clock::time_point> recovering_;

@@ -140,67 +140,25 @@ clock::duration driver::step_deadline() const {
 }
 
 // Faults of the job's plan due at step t and those `dynapar inject` asked for: each hits its
-// device (or one the plan uses, drawn from the seed) at a random moment of about this step.
-// Over node processes the device's node carries it out (actors/remote/node.cpp).
+// device (or one the plan uses, drawn from the seed) at a random moment of about this step; a
+// kill with a moment (sim::fault_moment) waits for it instead (fire_armed). Over node
+// processes the device's node carries it out (actors/remote/node.cpp).
 void driver::fire_faults(std::int64_t t) {
   std::vector<std::pair<sim::fault, const char*>> due;
   for (; next_fault_ < s_.faults.size() && s_.faults[next_fault_].step <= t; ++next_fault_)
     if (s_.faults[next_fault_].step == t) due.emplace_back(s_.faults[next_fault_], "plan");  // not those before a resume
   if (actors_.remote)
     for (const auto& f : actors_.remote->injected()) due.emplace_back(f, "inject");
-  auto log = logging::get("train");
   for (auto& [f, source] : due) {
-    int id = f.device;
-    if (id < 0) {
-      std::vector<int> used;
-      for (const auto& g : current_->groups)
-        for (int d : g.devices)
-          if (!failing_.count(d)) used.push_back(d);
-      std::sort(used.begin(), used.end());
-      if (used.empty()) continue;
-      id = used[std::uniform_int_distribution<std::size_t>(0, used.size() - 1)(fault_rng_)];
-    }
-    const char* kind = sim::name(f.kind);
-    if (!joined_.count(id) || !actors_.devices.count(id) || failing_.count(id)) {
-      log->warn("step {}: fault {} on device {} skipped: the device is not in the run", t, kind, id);
+    if (f.kind == sim::fault_kind::kill && f.moment != sim::fault_moment::step) {
+      armed_.push_back(f);
+      logging::get("train")->info("step {}: a kill waits for the next {}", t, sim::name(f.moment));
       continue;
     }
-    const auto& dev = actors_.devices.at(id);
     // A kill lands anywhere in the step; a hang within its pipelines, where the step deadline
     // covers it. (A hang that began during the replica hash check or a checkpoint would only
     // delay the run, by the control calls' long timeout: docs/RELIABILITY.md.)
-    const double window = f.kind == sim::fault_kind::kill ? last_step_s_ : last_pipeline_s_;
-    const int after_us = static_cast<int>(std::uniform_real_distribution<double>(0, window)(fault_rng_) * 1e6);
-    std::string detail;
-    switch (f.kind) {
-      case sim::fault_kind::kill:
-        self_->send(dev, fail_atom::value, after_us);
-        failing_.insert(id);
-        detail = "killed " + std::to_string(after_us) + " us into the step";
-        break;
-      case sim::fault_kind::pause:
-      case sim::fault_kind::partition:
-        self_->send(dev, pause_atom::value, after_us, f.seconds, f.kind == sim::fault_kind::partition);
-        detail = std::string(f.kind == sim::fault_kind::pause ? "hung" : "cut off") + " for " +
-                 std::to_string(f.seconds).substr(0, 5) + " s, " + std::to_string(after_us) + " us into the step";
-        break;
-      case sim::fault_kind::corrupt: {
-        int layer = -1;
-        for (const auto& [l, ids] : holders_)
-          if (layer < 0 && std::count(ids.begin(), ids.end(), id)) layer = l;
-        if (layer >= 0) self_->send(dev, perturb_atom::value, layer);
-        detail = "layer " + std::to_string(layer) + " nudged (silent corruption)";
-        break;
-      }
-      case sim::fault_kind::slow:
-        cluster_.slow_down(id, f.factor, t + f.steps);
-        self_->send(dev, speed_atom::value, cluster_.true_speed(id));
-        detail = "speed x" + std::to_string(f.factor).substr(0, 5) + " for " + std::to_string(f.steps) + " steps";
-        break;
-    }
-    ++out_.faults_injected;
-    log->warn("step {}: fault injected ({}): device {} {}", t, source, id, detail);
-    note({t, "injected", kind, id, source, detail, f.seconds});
+    strike(f, source, t, plan_devices(), f.kind == sim::fault_kind::kill ? last_step_s_ : last_pipeline_s_, "step");
   }
   for (int id : cluster_.slow_downs_over(t)) {
     if (actors_.devices.count(id)) self_->send(actors_.devices.at(id), speed_atom::value, cluster_.true_speed(id));
@@ -208,11 +166,85 @@ void driver::fire_faults(std::int64_t t) {
   }
 }
 
+// The devices the plan in force uses, ascending.
+std::vector<int> driver::plan_devices() const {
+  std::vector<int> used;
+  if (current_)
+    for (const auto& g : current_->groups) used.insert(used.end(), g.devices.begin(), g.devices.end());
+  std::sort(used.begin(), used.end());
+  return used;
+}
+
+// The armed kills waiting for moment `m`, now: each on its device or one of `among`, within
+// `window_s` from now.
+void driver::fire_armed(sim::fault_moment m, std::int64_t t, const std::vector<int>& among, double window_s) {
+  for (auto it = armed_.begin(); it != armed_.end();) {
+    if (it->moment != m) {
+      ++it;
+      continue;
+    }
+    const auto f = *it;
+    it = armed_.erase(it);
+    strike(f, "plan", t, among, window_s, sim::name(m));
+  }
+}
+
+// One fault carried out on its device, or on one of `among` drawn from the seed, at a random
+// moment within `window_s` of the `when` that has just begun.
+void driver::strike(const sim::fault& f, const char* source, std::int64_t t, std::vector<int> among, double window_s, const char* when) {
+  auto log = logging::get("train");
+  int id = f.device;
+  if (id < 0) {
+    among.erase(std::remove_if(among.begin(), among.end(), [&](int d) { return failing_.count(d) > 0; }), among.end());
+    if (among.empty()) return;
+    id = among[std::uniform_int_distribution<std::size_t>(0, among.size() - 1)(fault_rng_)];
+  }
+  const char* kind = sim::name(f.kind);
+  if (!joined_.count(id) || !actors_.devices.count(id) || failing_.count(id)) {
+    log->warn("step {}: fault {} on device {} skipped: the device is not in the run", t, kind, id);
+    return;
+  }
+  const auto& dev = actors_.devices.at(id);
+  const int after_us = static_cast<int>(std::uniform_real_distribution<double>(0, window_s)(fault_rng_) * 1e6);
+  const std::string into = std::to_string(after_us) + " us into the " + when;
+  std::string detail;
+  switch (f.kind) {
+    case sim::fault_kind::kill:
+      self_->send(dev, fail_atom::value, after_us);
+      failing_.insert(id);
+      detail = "killed " + into;
+      break;
+    case sim::fault_kind::pause:
+    case sim::fault_kind::partition:
+      self_->send(dev, pause_atom::value, after_us, f.seconds, f.kind == sim::fault_kind::partition);
+      detail = std::string(f.kind == sim::fault_kind::pause ? "hung" : "cut off") + " for " + std::to_string(f.seconds).substr(0, 5) +
+               " s, " + into;
+      break;
+    case sim::fault_kind::corrupt: {
+      int layer = -1;
+      for (const auto& [l, ids] : holders_)
+        if (layer < 0 && std::count(ids.begin(), ids.end(), id)) layer = l;
+      if (layer >= 0) self_->send(dev, perturb_atom::value, layer);
+      detail = "layer " + std::to_string(layer) + " nudged (silent corruption)";
+      break;
+    }
+    case sim::fault_kind::slow:
+      cluster_.slow_down(id, f.factor, t + f.steps);
+      self_->send(dev, speed_atom::value, cluster_.true_speed(id));
+      detail = "speed x" + std::to_string(f.factor).substr(0, 5) + " for " + std::to_string(f.steps) + " steps";
+      break;
+  }
+  ++out_.faults_injected;
+  log->warn("step {}: fault injected ({}): device {} {}", t, source, id, detail);
+  note({t, "injected", kind, id, source, detail, f.seconds});
+}
+
 // Between steps every replica of a layer is the same (invariant 3), so one copy per layer and
 // the controller's state make a consistent cut; the caller writes it out.
 status driver::take_checkpoint(std::int64_t steps_done) {
   training::checkpoint c;
   c.step = steps_done;
+  fire_armed(sim::fault_moment::checkpoint, steps_done - 1, plan_devices(), 0.002);
   request_layers(c.layers);
   if (actors_.controller)
     self_->request(actors_.controller, timeout_, snapshot_atom::value)

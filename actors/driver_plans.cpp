@@ -161,6 +161,14 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
       current_ ? &*current_ : nullptr, next, [&](int from, int to) { return comm::transfer_s(link(from, to), 1e6); },
       wiped_);
   const auto me = caf::actor_cast<migration_sink>(self_);  // the driver receives moved_atom
+  std::vector<int> ends;  // the devices layers move between: where a kill "during a migration" lands
+  for (const auto& mv : diff.moves)
+    if (mv.from >= 0) ends.insert(ends.end(), {mv.from, mv.to});
+  if (!ends.empty()) {
+    std::sort(ends.begin(), ends.end());
+    ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+    fire_armed(sim::fault_moment::migration, t, ends, 0.005);
+  }
   int pending = 0;
   for (const auto& mv : diff.moves) {
     if (mv.from >= 0 ? !actors_.devices.count(mv.from) : current_.has_value())  // recover() rolls back first

@@ -191,6 +191,7 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
           }
           ready_s[r.device] = since(started);
           if (s_.overlap_sums) work->ready(r.device);
+          if (ready_s.size() == plan_devices().size()) fire_armed(sim::fault_moment::sum, t, plan_devices(), 0.002);  // every sum under way
         },
         [&](const group_report& r) {
           if (r.step != tag_) return;  // an abandoned attempt's
@@ -327,7 +328,9 @@ result<training::train_outcome> driver::run() {
       if (auto st = await_devices(slot, t, changed); !st) return st.err();
     auto next = next_plan(t, changed);
     if (!next) return next.err();
+    bool moved = false;  // this step's plan change moved layers
     if (*next) {
+      const auto before = out_.layers_moved;
       if (auto st = apply(**next, t, slot, rec); !st) {
         // A device lost while layers moved: nothing was applied; plan again without it.
         if (auto r = recover(t, false, st.err(), ledger, sampler); !r) return r.err();
@@ -335,6 +338,7 @@ result<training::train_outcome> driver::run() {
         continue;
       }
       fresh_.clear();
+      moved = out_.layers_moved > before;
     }
     if (!current_) return make_error("bad_job", "no plan before step " + std::to_string(t));
     rec.predicted_s = predicted_s_;
@@ -353,6 +357,7 @@ result<training::train_outcome> driver::run() {
                                   recovery_how_);
     }
     fire_faults(t);
+    if (moved) fire_armed(sim::fault_moment::replan, t, plan_devices(), last_step_s_);
     const auto samples = sampler.step_samples(t);
     control::measurement measure;
     if (auto st = run_step(t, samples, rec, measure); !st) {

@@ -7,7 +7,7 @@
 namespace dynapar::config {
 namespace {
 
-// faults: {seed, at: [{step, kind, device, factor, steps, seconds}], random: {...}}
+// faults: {seed, at: [{step, kind, device, factor, steps, seconds, moment}], random: {...}}
 sim::fault_plan parse_faults(const fields& top, const planner::cluster_state& cluster, std::int64_t steps) {
   sim::fault_plan plan;
   fields f(top.child("faults"), "faults");
@@ -24,7 +24,7 @@ sim::fault_plan parse_faults(const fields& top, const planner::cluster_state& cl
     for (std::size_t k = 0; k < list.size(); ++k) {
       const std::string where = "faults.at[" + std::to_string(k) + "]";
       fields e(list[k], where);
-      e.only({"step", "kind", "device", "factor", "steps", "seconds"});
+      e.only({"step", "kind", "device", "factor", "steps", "seconds", "moment"});
       sim::fault x;
       x.step = e.integer("step");
       if (x.step < 0 || (steps > 0 && x.step >= steps))
@@ -44,6 +44,12 @@ sim::fault_plan parse_faults(const fields& top, const planner::cluster_state& cl
         x.steps = e.integer("steps");
         if (!(x.factor > 0 && x.factor <= 1) || x.steps < 1)
           throw field_error{where + ": slow needs factor in (0, 1] and steps >= 1"};
+      }
+      if (e.has("moment")) {
+        const auto m = e.text("moment");
+        if (!sim::moment_of(m, x.moment)) throw field_error{where + ".moment must be step, replan, migration, sum or checkpoint, not '" + m + "'"};
+        if (x.kind != sim::fault_kind::kill && x.moment != sim::fault_moment::step)
+          throw field_error{where + ".moment: only a kill waits for a moment (a " + std::string(sim::name(x.kind)) + " lands in its step)"};
       }
       if (x.kind == sim::fault_kind::pause || x.kind == sim::fault_kind::partition) {
         x.seconds = e.number("seconds");

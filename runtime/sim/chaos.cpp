@@ -30,6 +30,19 @@ chaos_experiment draw_chaos(const chaos_config& c, std::uint64_t seed) {
     x.events.push_back({at + 1 + static_cast<int>(g.below(2)), event_kind::join, dev});
   }
   if (c.restarts && g.uniform() < 1.0 / 3) x.restart_after = c.steps / 3 + static_cast<std::int64_t>(g.below(static_cast<std::uint64_t>(std::max<std::int64_t>(1, c.steps / 3))));
+  // Drawn last, so that a seed's other faults are those it drew before moments existed. Half
+  // the kills wait for a hard moment (a re-plan that moves layers, the migration itself, the
+  // holders' sums, a checkpoint); a quarter of the runs lose two devices in one step.
+  if (c.hard_moments) {
+    const fault_moment hard[] = {fault_moment::replan, fault_moment::migration, fault_moment::sum, fault_moment::checkpoint};
+    for (auto& f : x.faults)
+      if (f.kind == fault_kind::kill && g.uniform() < 0.5) f.moment = hard[g.below(4)];
+    if (c.max_kills > 0 && g.uniform() < 0.25) {
+      const auto at = step();
+      const auto pos = std::upper_bound(x.faults.begin(), x.faults.end(), at, [](std::int64_t s, const fault& f) { return s < f.step; });
+      x.faults.insert(pos, 2, fault{at, fault_kind::kill, -1, 1, 0, 0});
+    }
+  }
   return x;
 }
 
@@ -42,6 +55,10 @@ std::string chaos_experiment::describe() const {
     out += (out.empty() ? "" : ", ") + std::to_string(k) + " " + (k == 1 ? one : many);
   };
   add(n[static_cast<int>(fault_kind::kill)], "kill", "kills");
+  std::string at;
+  for (const auto& f : faults)
+    if (f.moment != fault_moment::step) at += (at.empty() ? "" : "/") + std::string(name(f.moment));
+  if (!at.empty()) out += " (" + at + ")";
   add(n[static_cast<int>(fault_kind::pause)], "hang", "hangs");
   add(n[static_cast<int>(fault_kind::slow)], "slow-down", "slow-downs");
   add(n[static_cast<int>(fault_kind::partition)], "partition", "partitions");

@@ -21,6 +21,7 @@ struct chaos_config {
   double hang_s = 6;             // a hang / partition: longer than the step deadline's floor (5 s)
   bool leaves = true;            // a device leaves and joins again (elastic)
   bool restarts = true;          // the controller may be killed and the run resumed
+  bool hard_moments = true;       // half the kills wait for a re-plan, migration, sum or checkpoint; double kills
 };
 
 struct chaos_experiment {

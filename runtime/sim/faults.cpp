@@ -17,6 +17,26 @@ const char* name(fault_kind k) {
   return "?";
 }
 
+const char* name(fault_moment m) {
+  switch (m) {
+    case fault_moment::step: return "step";
+    case fault_moment::replan: return "replan";
+    case fault_moment::migration: return "migration";
+    case fault_moment::sum: return "sum";
+    case fault_moment::checkpoint: return "checkpoint";
+  }
+  return "?";
+}
+
+bool moment_of(const std::string& text, fault_moment& out) {
+  for (auto m : {fault_moment::step, fault_moment::replan, fault_moment::migration, fault_moment::sum, fault_moment::checkpoint})
+    if (text == name(m)) {
+      out = m;
+      return true;
+    }
+  return false;
+}
+
 std::vector<fault> expand(const fault_plan& plan, std::int64_t steps, std::uint64_t seed) {
   std::vector<fault> out = plan.at;
   const auto& r = plan.random;

@@ -15,6 +15,17 @@ enum class fault_kind { kill, slow, pause, partition, corrupt };
 
 const char* name(fault_kind k);
 
+// When in its step a kill lands (docs/RELIABILITY.md, "Fault plans"). `step`: at a random
+// moment of the step. The others wait, from their step on, for the next such moment of the
+// run: `replan` the first step whose plan change moved layers (at a random moment of it),
+// `migration` while those layers move, `sum` once every stage of a step has reported (the
+// holders' sums under way), `checkpoint` while a consistent cut copies the layers.
+enum class fault_moment { step, replan, migration, sum, checkpoint };
+
+const char* name(fault_moment m);
+// The moment named `text`, or false.
+bool moment_of(const std::string& text, fault_moment& out);
+
 struct fault {
   std::int64_t step = 0;
   fault_kind kind = fault_kind::kill;
@@ -22,6 +33,7 @@ struct fault {
   double factor = 1;        // slow: speed multiplier in (0, 1]
   int steps = 0;            // slow: how many steps
   double seconds = 0;       // pause, partition: how long the device is hung / cut off
+  fault_moment moment = fault_moment::step;  // kill: when in the step (above)
 };
 
 // Faults at random steps in [from_step, to_step] (to_step -1: the run's last step), each on

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
 
 #include "sim/chaos.hpp"
 #include "sim/faults.hpp"
@@ -56,7 +57,7 @@ TEST_CASE("a chaos experiment is a pure function of its seed, within the run", "
   c.steps = 60;
   c.slot_steps = 5;
   c.devices = {0, 1, 2, 3};
-  int restarts = 0, leaves = 0, kinds[5] = {0, 0, 0, 0, 0};
+  int restarts = 0, leaves = 0, doubles = 0, kinds[5] = {0, 0, 0, 0, 0}, moments[5] = {0, 0, 0, 0, 0};
   for (std::uint64_t seed = 1; seed <= 200; ++seed) {
     const auto a = sim::draw_chaos(c, seed), b = sim::draw_chaos(c, seed);
     REQUIRE(a.describe() == b.describe());
@@ -67,7 +68,13 @@ TEST_CASE("a chaos experiment is a pure function of its seed, within the run", "
       CHECK(a.faults[i].step < c.steps - 2);
       if (i > 0) CHECK(a.faults[i - 1].step <= a.faults[i].step);
       ++kinds[static_cast<int>(a.faults[i].kind)];
+      ++moments[static_cast<int>(a.faults[i].moment)];
+      if (a.faults[i].moment != sim::fault_moment::step) CHECK(a.faults[i].kind == sim::fault_kind::kill);
     }
+    std::map<std::int64_t, int> kills_at;
+    for (const auto& f : a.faults)
+      if (f.kind == sim::fault_kind::kill) ++kills_at[f.step];
+    for (const auto& [at, n] : kills_at) doubles += n >= 2;
     if (!a.events.empty()) {
       ++leaves;
       REQUIRE(a.events.size() == 2);
@@ -89,5 +96,11 @@ TEST_CASE("a chaos experiment is a pure function of its seed, within the run", "
   CHECK(leaves < 180);
   for (int k = 0; k < 4; ++k) CHECK(kinds[k] > 20);
   CHECK(kinds[4] == 0);  // no corruption: a chaos run must stay exact
+  // Kills land on every hard moment, and some runs lose two devices in one step.
+  for (int m = 0; m < 5; ++m) CHECK(moments[m] > 20);
+  CHECK(doubles > 20);
+  c.hard_moments = false;
+  for (std::uint64_t seed = 1; seed <= 50; ++seed)
+    for (const auto& f : sim::draw_chaos(c, seed).faults) CHECK(f.moment == sim::fault_moment::step);
   CHECK(sim::draw_chaos(c, 1).describe() != sim::draw_chaos(c, 2).describe());
 }

@@ -54,6 +54,7 @@ result<std::string> write_job(const std::string& from, const sim::chaos_experime
     YAML::Node e;
     e["step"] = f.step;
     e["kind"] = sim::name(f.kind);
+    if (f.moment != sim::fault_moment::step) e["moment"] = sim::name(f.moment);
     if (f.kind == sim::fault_kind::slow) {
       e["factor"] = f.factor;
       e["steps"] = f.steps;

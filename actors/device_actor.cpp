@@ -474,6 +474,9 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
       [=](reduce_atom, reduce_task& t) -> caf::result<sum_held> {
         auto& s = self->state;
         auto done = self->make_response_promise<sum_held>();
+        // The stage of this step failed: no partial sums will come; the answer says why.
+        if (t.step == s.task.step && !s.active && !s.report.error.empty())
+          return done.deliver(caf::make_error(caf::sec::runtime_error, s.report.error + " (so its sums of the step never started)")), done;
         // Sent with the step, it waits for this device's stage of that step to end.
         if (t.step > s.task.step || (t.step == s.task.step && (s.active || open(s)))) s.deferred.emplace_back(std::move(t), done);
         else start_reduce(self, std::move(t), done);

@@ -93,18 +93,21 @@ status driver::update_membership(std::int64_t slot, bool& changed) {
   return ok_status();
 }
 
-status driver::await_devices(std::int64_t slot, std::int64_t t, bool& changed) {
-  logging::get("train")->warn("step {}: no device left; waiting up to {:.0f} s for devices to join", t, s_.rejoin_wait_s);
+// Waits up to rejoin_wait_s for more devices than the `have` joined now: replacements for
+// lost ones (`why`: what the run cannot do with those it has).
+status driver::await_devices(std::int64_t slot, std::int64_t t, bool& changed, const std::string& why) {
+  const auto have = joined_.size();
+  logging::get("train")->warn("step {}: {}; waiting up to {:.0f} s for devices to join", t, why, s_.rejoin_wait_s);
   const auto until = clock::now() + std::chrono::duration<double>(s_.rejoin_wait_s);
-  while (joined_.empty() && clock::now() < until) {
+  while (joined_.size() <= have && clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     if (actors_.remote) remote_departures();
     if (auto st = update_membership(slot, changed); !st) return st;
   }
-  if (joined_.empty())
-    return make_error("no_devices", "every device was lost and none joined within " + std::to_string(s_.rejoin_wait_s).substr(0, 4) +
-                                        " s (step " + std::to_string(t) + ")");
-  return ok_status();
+  if (joined_.size() > have) return ok_status();
+  const auto waited = std::to_string(s_.rejoin_wait_s).substr(0, 4);
+  if (have == 0) return make_error("no_devices", "every device was lost and none joined within " + waited + " s (step " + std::to_string(t) + ")");
+  return make_error("no_devices", why + ", and no device joined within " + waited + " s");
 }
 
 namespace {
@@ -185,6 +188,14 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
         .receive([&](bool) { ++pending; }, [&](caf::error& e) { failure_ = text(e); });
   }
   double bytes = 0;
+  // A lost node sends no down message: its devices are looked at every 100 ms, as in a step.
+  const auto give_up_at = clock::now() + timeout_;
+  const auto moving_lost = [&] {
+    for (const auto& mv : diff.moves)
+      for (int id : {mv.from, mv.to})
+        if (id >= 0 && actors_.remote && actors_.remote->lost(id)) return id;
+    return -1;
+  };
   for (int k = 0; k < pending && failure_.empty();)
     self_->receive(
         [&](moved_atom, int, int, int, std::size_t b) {
@@ -197,7 +208,10 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
           for (const auto& mv : diff.moves)
             if (dead_.count(mv.to) || dead_.count(mv.from)) failure_ = "a device stopped while layers moved";
         },
-        caf::after(timeout_) >> [&] { failure_ = "a layer did not arrive"; });
+        caf::after(std::chrono::milliseconds(100)) >> [&] {
+          if (const int id = moving_lost(); id >= 0) failure_ = "device " + std::to_string(id) + "'s node was lost while layers moved";
+          else if (clock::now() >= give_up_at) failure_ = "a layer did not arrive";
+        });
   if (auto st = check("migrating layers before step " + std::to_string(t)); !st) return st;
   for (const auto& [dev, layer] : diff.drops)
     if (actors_.devices.count(dev)) self_->send(actors_.devices.at(dev), drop_atom::value, layer);

@@ -325,8 +325,16 @@ result<training::train_outcome> driver::run() {
       continue;
     }
     if (joined_.empty())
-      if (auto st = await_devices(slot, t, changed); !st) return st.err();
+      if (auto st = await_devices(slot, t, changed, "no device left"); !st) return st.err();
     auto next = next_plan(t, changed);
+    if (!next && actors_.controller && !joined_.empty() && out_.devices_lost > 0) {
+      // Those left after a loss cannot run the model (too little memory among them):
+      // replacements may come.
+      if (auto st = await_devices(slot, t, changed, next.err().message); !st) return st.err();
+      force_replan_ = true;
+      --t;  // the loop's ++t: plan step t again
+      continue;
+    }
     if (!next) return next.err();
     bool moved = false;  // this step's plan change moved layers
     if (*next) {

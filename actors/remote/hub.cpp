@@ -90,7 +90,7 @@ void remote_devices::impl::handle(comm::packet p) {
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = nodes.find(p.route); it != nodes.end()) {
-      it->second = clock::now();
+      it->second.heard(now_s());
       known = true;
     }
   }

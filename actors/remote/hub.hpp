@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 
+#include "control/silence.hpp"
 #include "actors/session.hpp"
 #include "comm/keys.hpp"
 #include "data/source.hpp"
@@ -34,10 +35,12 @@ struct remote_config {
   // flood of identities cannot grow the controller's tables without bound.
   std::size_t max_routes = 4096;
   double heartbeat_s = 0.5;                 // to every node, so that nodes notice a dead controller
-  // A node silent this long is lost: its devices leave the run, and every call waiting on
-  // them fails at once (no wait until the step timeout). Checked every ~50 ms, so a crash
-  // is known at most this long after the node's last message.
-  double node_timeout_s = 2;
+  // A node silent too long is lost: its devices leave the run, and every call waiting on
+  // them fails at once (no wait until the step timeout). How long: `node_timeout_s` if > 0,
+  // else adapted to the gaps between each node's own messages (control::silence_detector;
+  // nodes beat every 0.1 s). Checked every ~50 ms.
+  double node_timeout_s = 0;
+  control::silence_config silence;
   // What a node needs to hold layers: the model it rebuilds itself and the optimizer.
   std::string model;
   std::uint64_t seed = 1;

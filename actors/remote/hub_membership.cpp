@@ -64,7 +64,9 @@ void remote_devices::impl::on_join(const std::string& route, const std::string& 
   }
   {
     std::lock_guard<std::mutex> lock(mu);
-    nodes[route] = clock::now();
+    control::silence_config c = cfg.silence;
+    if (cfg.node_timeout_s > 0) c.floor_s = c.cap_s = c.initial_s = cfg.node_timeout_s;  // fixed
+    nodes.insert_or_assign(route, control::silence_detector(c, now_s()));
     // The key the node proved (ROLE:NAME from the handshake) is what its peers pin.
     std::string key;
     if (cfg.keys)
@@ -125,17 +127,17 @@ void remote_devices::impl::on_leave(const std::string& route, const wire::leave_
 // Nodes that went silent: their devices are lost (issue 8 recovers from that; today the
 // step fails at once with an error naming the node).
 void remote_devices::impl::check_nodes() {
-  const auto now = clock::now();
   std::vector<std::pair<std::string, remote_device_handle>> notify;
   {
     std::lock_guard<std::mutex> lock(mu);
+    const double now = now_s();
     for (auto it = nodes.begin(); it != nodes.end();) {
-      const double silent = std::chrono::duration<double>(now - it->second).count();
-      if (silent <= cfg.node_timeout_s) {
+      if (!it->second.lost(now)) {
         ++it;
         continue;
       }
-      const std::string why = "node '" + it->first + "' lost (no message for " + std::to_string(silent).substr(0, 4) + " s)";
+      const std::string why = "node '" + it->first + "' lost (no message for " + std::to_string(now - it->second.last_s()).substr(0, 4) +
+                              " s, " + std::to_string(it->second.allowed_s()).substr(0, 4) + " s allowed)";
       log->warn("{}", why);
       for (auto& [id, e] : devices)
         if (e.route == it->first && !e.lost) {

@@ -40,7 +40,9 @@ struct remote_devices::impl {
   std::uint64_t next_gen = 1;
   mutable std::mutex mu;
   std::map<int, entry> devices;
-  std::map<std::string, std::chrono::steady_clock::time_point> nodes;  // last heard from
+  std::map<std::string, control::silence_detector> nodes;  // when each was last heard from, and how long it may be silent
+  const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  double now_s() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); }
   std::map<std::string, std::chrono::steady_clock::time_point> told_rejoin;  // unknown nodes, when last told to join again
   std::vector<sim::fault> faults;                  // dynapar inject: for the driver
   // The data plane: each node's data socket and the key it proved (CURVE), handed to every

@@ -25,7 +25,7 @@ struct node_config {
   std::optional<comm::client_keys> keys;  // CURVE: this node's key, the controller's pinned (docs/SECURITY.md)
   double connect_timeout_s = 10;      // for the controller's welcome
   double controller_timeout_s = 10;   // silence (no heartbeat) before giving up
-  double heartbeat_s = 0.5;           // the controller declares a node lost after 2 s of silence
+  double heartbeat_s = 0.1;           // the controller's node-loss deadline adapts to these gaps (control::silence_detector)
   int scheduler_threads = 2;          // the bridge and stubs (devices are detached threads)
   std::string place = "cpu";          // where its devices compute: "cpu" or "cuda:N" (checked)
   // A TorchScript model is loaded from here (the file of the controller's name) when set,

@@ -44,7 +44,7 @@ struct controller_options {
   int local_nodes = 0;      // launch: node processes to start
   std::vector<int> local_devices;  // launch: the devices they host (empty: the job's)
   double respawn_s = -1;    // launch: restart a node that crashed after this many seconds (< 0: never)
-  double node_timeout_s = 2;  // a node silent this long is lost
+  double node_timeout_s = 0;  // > 0: a node silent this long is lost; 0: adapted to each node's gaps
   std::string keys;           // --keys DIR: serve CURVE (docs/SECURITY.md); launch: also the nodes' keys
   bool no_keys = false;       // launch: plain TCP on loopback instead of throwaway keys
   bool central_sum = false;   // the driver gathers and adds the gradients (not the holders)
@@ -287,8 +287,10 @@ void add_controller_flags(CLI::App* sub, controller_options& o) {
       ->check(CLI::Range(1, 100000));
   sub->add_flag("--allow-remote", o.allow_remote, "Allow a --bind address beyond loopback (needs --keys)");
   sub->add_option("--keys", o.keys, "Serve CURVE with DIR/controller.key, admitting the keys in DIR/authorized/ (docs/SECURITY.md)");
-  sub->add_option("--node-timeout-s", o.node_timeout_s, "Seconds of silence after which a node is lost (default 2)")
-      ->check(CLI::Range(0.6, 3600.0));
+  sub->add_option("--node-timeout-s", o.node_timeout_s,
+                  "Seconds of silence after which a node is lost (default: adapted to each node's gaps between messages, "
+                  "0.5-10 s; docs/RELIABILITY.md)")
+      ->check(CLI::Range(0.2, 3600.0));
   sub->add_flag("--central-sum", o.central_sum,
                 "Gather every holder's gradients here and send the sums back, instead of the holders adding among themselves "
                 "(the same bits; for comparison)");

@@ -46,17 +46,18 @@ struct controller_options {
   double respawn_s = -1;    // launch: restart a node that crashed after this many seconds (< 0: never)
   double node_timeout_s = 0;  // > 0: a node silent this long is lost; 0: adapted to each node's gaps
   std::string keys;           // --keys DIR: serve CURVE (docs/SECURITY.md); launch: also the nodes' keys
-  bool no_keys = false;       // launch: plain TCP on loopback instead of throwaway keys
+  bool no_keys = false;       // plain TCP on loopback instead of throwaway keys
   bool central_sum = false;   // the driver gathers and adds the gradients (not the holders)
   bool send_inputs = false;   // inputs and targets travel as tensors (not as sample ids)
   std::string inexact_sum = "auto";  // exact: false: "gloo", "holders", or auto (Gloo where it may run)
   std::optional<comm::server_keys> server;  // loaded from `keys`
 };
 
-// --keys DIR for the controller; launch without it makes throwaway keys in OUT/keys (so that
-// the common path is the secure one) unless --no-keys.
+// --keys DIR for the controller; without it, throwaway keys in OUT/keys (so that the common
+// path is the secure one: no other local account can join, read layers or inject faults)
+// unless --no-keys. The caller checked the endpoint first: beyond loopback needs real keys.
 status load_keys(controller_options& o) {
-  if (o.local_nodes > 0 && o.keys.empty() && !o.no_keys) {
+  if (o.keys.empty() && !o.no_keys) {
     o.keys = o.train.out + "/keys";
     if (auto st = comm::write_local_keys(o.keys); !st) return st;
   }
@@ -286,7 +287,10 @@ void add_controller_flags(CLI::App* sub, controller_options& o) {
                   "Start once nodes host this many of the devices available at slot 0 (default all); the others join when their nodes come")
       ->check(CLI::Range(1, 100000));
   sub->add_flag("--allow-remote", o.allow_remote, "Allow a --bind address beyond loopback (needs --keys)");
-  sub->add_option("--keys", o.keys, "Serve CURVE with DIR/controller.key, admitting the keys in DIR/authorized/ (docs/SECURITY.md)");
+  sub->add_option("--keys", o.keys,
+                  "Serve CURVE with DIR/controller.key, admitting the keys in DIR/authorized/ (default: throwaway keys in "
+                  "OUT/keys, which nodes on this machine pass as --keys; docs/SECURITY.md)");
+  sub->add_flag("--no-keys", o.no_keys, "Plain TCP on loopback instead of throwaway CURVE keys in OUT/keys");
   sub->add_option("--node-timeout-s", o.node_timeout_s,
                   "Seconds of silence after which a node is lost (default: adapted to each node's gaps between messages, "
                   "0.5-10 s; docs/RELIABILITY.md)")
@@ -342,9 +346,10 @@ void add_distributed(CLI::App& app, runner& run) {
   ctl->add_option("--bind", c->bind, "ZeroMQ endpoint to listen on (default tcp://127.0.0.1:5555)");
   ctl->callback([c, &run] {
     run = [c] {
-      // Refused before the job is loaded: a bad address should not cost a profiling run.
+      // Refused before the job is loaded (a bad address should not cost a profiling run), and
+      // before throwaway keys are written: beyond loopback needs keys of its own.
+      if (auto st = comm::check_endpoint(c->bind, c->allow_remote, !c->keys.empty()); !st) return report(st.err());
       if (auto st = load_keys(*c); !st) return report(st.err());
-      if (auto st = comm::check_endpoint(c->bind, c->allow_remote, c->server.has_value()); !st) return report(st.err());
       return train_main(c->train, [c](training::prepared_job& p, const training::train_callbacks& cb) { return train_remote(p, cb, *c); });
     };
   });
@@ -359,13 +364,12 @@ void add_distributed(CLI::App& app, runner& run) {
       ->check(CLI::Range(1, 64));
   launch->add_option("--bind", l->bind, "Endpoint for the nodes, so that more can join (default tcp://127.0.0.1:0, any free port)");
   launch->add_option("--devices", l->local_devices, "The job's devices the local nodes host (default all)")->delimiter(',');
-  launch->add_flag("--no-keys", l->no_keys, "Plain TCP on loopback instead of throwaway CURVE keys in OUT/keys");
   launch->add_option("--respawn-s", l->respawn_s, "Restart a node that crashed after this many seconds (default: never)")
       ->check(CLI::Range(0.0, 3600.0));
   launch->callback([l, &run] {
     run = [l] {
-      // Checked before the throwaway keys are written: launch has keys unless --no-keys alone.
-      if (auto st = comm::check_endpoint(l->bind, l->allow_remote, !l->keys.empty() || !l->no_keys); !st) return report(st.err());
+      // Checked before the throwaway keys are written, as for the controller.
+      if (auto st = comm::check_endpoint(l->bind, l->allow_remote, !l->keys.empty()); !st) return report(st.err());
       if (auto st = load_keys(*l); !st) return report(st.err());
       return train_main(l->train, [l](training::prepared_job& p, const training::train_callbacks& cb) { return train_remote(p, cb, *l); });
     };

@@ -23,10 +23,11 @@ for policy in ${POLICIES:-joint_lyapunov pipeline_even dp_even}; do
   echo "== $policy: controller at $addr; node A: device 0 on cuda:0; node B: devices 1-4 on the CPU"
   "$bin/dynapar" controller "$job" --bind "$addr" --verify --out "$out/nodes_$policy" > "$out/nodes_$policy.log" 2>&1 &
   ctl=$!
-  sleep 1
-  "$bin/dynapar" node --controller "$addr" --place cuda:0 --device 0:h100 > "$out/nodes_${policy}_gpu.log" 2>&1 &
+  sleep 1  # its throwaway keys are in OUT/keys by then
+  keys=$out/nodes_$policy/keys
+  "$bin/dynapar" node --controller "$addr" --keys "$keys" --place cuda:0 --device 0:h100 > "$out/nodes_${policy}_gpu.log" 2>&1 &
   gpu=$!
-  "$bin/dynapar" node --controller "$addr" --device 1 --device 2 --device 3 --device 4 > "$out/nodes_${policy}_cpu.log" 2>&1 &
+  "$bin/dynapar" node --controller "$addr" --keys "$keys" --device 1 --device 2 --device 3 --device 4 > "$out/nodes_${policy}_cpu.log" 2>&1 &
   cpu=$!
   wait $ctl || rc=$?
   wait $gpu || rc=$((rc ? rc : $?))

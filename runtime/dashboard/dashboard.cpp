@@ -26,6 +26,17 @@ bool host_allowed(const std::string& host_header) {
   return inet_pton(AF_INET, name.c_str(), &v4) == 1 || inet_pton(AF_INET6, name.c_str(), &v6) == 1;
 }
 
+bool token_allowed(const std::string& token, const std::string& authorization_header, const std::string& query_token) {
+  if (token.empty()) return true;
+  const std::string bearer = "Bearer ";
+  const std::string given =
+      authorization_header.rfind(bearer, 0) == 0 ? authorization_header.substr(bearer.size()) : query_token;
+  if (given.size() != token.size()) return false;
+  unsigned char diff = 0;  // every byte compared: no early exit a timing could reveal
+  for (std::size_t i = 0; i < token.size(); ++i) diff |= static_cast<unsigned char>(given[i] ^ token[i]);
+  return diff == 0;
+}
+
 struct server::impl {
   httplib::Server http;
   std::thread thread;
@@ -39,10 +50,17 @@ result<std::unique_ptr<server>> server::start(const dashboard_config& c) {
   // DNS rebinding: a web page of another site that gets its name pointed at this machine
   // reaches the dashboard from the user's own browser, with its own name as Host. Only
   // addresses and localhost are served.
-  p->http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (host_allowed(req.get_header_value("Host"))) return httplib::Server::HandlerResponse::Unhandled;
-    res.status = 403;
-    res.set_content("dynapar dashboard: this Host is not served (open it by address: http://127.0.0.1:PORT/)\n", "text/plain");
+  p->http.set_pre_routing_handler([token = c.token](const httplib::Request& req, httplib::Response& res) {
+    if (!host_allowed(req.get_header_value("Host"))) {
+      res.status = 403;
+      res.set_content("dynapar dashboard: this Host is not served (open it by address: http://127.0.0.1:PORT/)\n", "text/plain");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (token_allowed(token, req.get_header_value("Authorization"), req.get_param_value("token")))
+      return httplib::Server::HandlerResponse::Unhandled;
+    res.status = 401;
+    res.set_content("dynapar dashboard: this run's dashboard needs its token (?token=TOKEN, or Authorization: Bearer TOKEN)\n",
+                    "text/plain");
     return httplib::Server::HandlerResponse::Handled;
   });
   p->http.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content(page_html(), "text/html; charset=utf-8"); });

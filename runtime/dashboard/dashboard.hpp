@@ -20,6 +20,8 @@ namespace dynapar::dashboard {
 struct dashboard_config {
   std::string host = "127.0.0.1";  // loopback unless asked otherwise
   int port = 8265;                 // 0: any free port (port() tells which)
+  // Non-empty: every request must carry it (token_allowed); required beyond loopback.
+  std::string token;
 };
 
 class server {
@@ -43,6 +45,10 @@ class server {
 // Whether a request's Host header names this machine by address or as localhost (never a DNS
 // name another site could point here: DNS rebinding).
 bool host_allowed(const std::string& host_header);
+// Whether a request carries the dashboard's token: `Authorization: Bearer TOKEN` (Prometheus'
+// `authorization` setting) or `?token=TOKEN` (a browser; the page passes it on). Compared in
+// constant time. An empty `token` lets every request through.
+bool token_allowed(const std::string& token, const std::string& authorization_header, const std::string& query_token);
 std::string prometheus_text(const nlohmann::json& state);
 
 // The page served at / (self-contained: no files, no external scripts).

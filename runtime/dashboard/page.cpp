@@ -75,7 +75,7 @@ function render(s){
    const td=document.createElement('td');td.textContent=v;tr.appendChild(td);});tb.appendChild(tr);});
  document.getElementById('events').textContent=(s.events||[]).slice().reverse().join('\n');
 }
-async function poll(){try{const r=await fetch('/api/state',{cache:'no-store'});render(await r.json());}catch(e){}
+async function poll(){try{const r=await fetch('/api/state'+location.search,{cache:'no-store'});render(await r.json());}catch(e){}
  setTimeout(poll,500);}
 poll();
 </script></body></html>

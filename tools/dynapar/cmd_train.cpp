@@ -107,15 +107,18 @@ int train_main(const train_options& o, const train_fn& how) {
   std::ofstream plans(fs::path(o.out) / "plans.jsonl");
   std::unique_ptr<live_dashboard> board;
   if (o.dashboard_port >= 0) {
-    auto srv = dashboard::server::start({o.dashboard_host, o.dashboard_port});
+    if (!comm::is_loopback(o.dashboard_host) && o.dashboard_token.empty())
+      return report(make_error("bad_flag", "--dashboard-host " + o.dashboard_host +
+                                               " is reachable beyond this machine: the run's state needs --dashboard-token TOKEN "
+                                               "(or bind 127.0.0.1)"));
+    auto srv = dashboard::server::start({o.dashboard_host, o.dashboard_port, o.dashboard_token});
     if (!srv) return report(srv.err());
     board = std::make_unique<live_dashboard>(std::move(*srv), *prep);
     const std::string url = "http://" + o.dashboard_host + ":" + std::to_string(board->port()) + "/";
-    std::ofstream(fs::path(o.out) / "dashboard.url") << url << "\n";
-    log->info("dashboard: {} (JSON at {}api/state, Prometheus at {}metrics)", url, url, url);
-    const auto& h = o.dashboard_host;
-    if (!comm::is_loopback(h))
-      log->warn("dashboard: bound to {}: anyone who can reach it sees the run's state (no authentication)", h);
+    // The file (in the user's own directory) has the address to open; the log never shows the token.
+    std::ofstream(fs::path(o.out) / "dashboard.url") << url << (o.dashboard_token.empty() ? "" : "?token=" + o.dashboard_token) << "\n";
+    log->info("dashboard: {} (JSON at {}api/state, Prometheus at {}metrics{})", url, url, url,
+              o.dashboard_token.empty() ? "" : "; each with the token");
   }
   // The live status: one line kept up to date on a terminal, plain lines in a log.
   const bool tty = isatty(STDERR_FILENO);
@@ -225,6 +228,8 @@ void add_dashboard_flags(CLI::App* sub, train_options& o) {
                   "Serve a live dashboard (web page, /api/state JSON, /metrics for Prometheus) on this port; 0: any free port")
       ->check(CLI::Range(0, 65535));
   sub->add_option("--dashboard-host", o.dashboard_host, "Address the dashboard binds (default 127.0.0.1, loopback only)");
+  sub->add_option("--dashboard-token", o.dashboard_token,
+                  "A secret every dashboard request must carry (?token= or Authorization: Bearer); required beyond loopback");
 }
 
 void add_checkpoint_flags(CLI::App* sub, train_options& o) {

@@ -31,6 +31,7 @@ struct train_options {
   // written to OUT/dashboard.url).
   int dashboard_port = -1;
   std::string dashboard_host = "127.0.0.1";
+  std::string dashboard_token;  // required beyond loopback
 };
 
 using train_fn = std::function<result<training::train_outcome>(training::prepared_job&, const training::train_callbacks&)>;

@@ -77,7 +77,13 @@ status driver::update_membership(std::int64_t slot, bool& changed) {
       for (int k = 0; k < 3 && failure_.empty(); ++k)
         self_->request(a, timeout_, probe_atom::value)
             .receive([&](double v) { probe_s = std::min(probe_s, v); }, [&](caf::error& e) { failure_ = text(e); });
-      if (auto st = check("device " + std::to_string(id) + " joining"); !st) return st;
+      if (!failure_.empty()) {  // lost while joining (its node went silent): it did not join
+        logging::get("train")->warn("device {} did not join: {}", id, failure_);
+        failure_.clear();
+        self_->demonitor(a.address());
+        actors_.devices.erase(id);
+        continue;
+      }
       if (actors_.controller) self_->send(actors_.controller, join_atom::value, id, announced_speed(id, probe_s));
       joined_.insert(id);
       leaving_.erase(id);

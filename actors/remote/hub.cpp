@@ -107,7 +107,8 @@ void remote_devices::impl::handle(comm::packet p) {
   if (cfg.keys)
     if (auto why = remote::refusal(comm::peer_role(p.peer), u->env.msg)) return refuse(p, u->env.msg, *why);
   if (const auto* j = std::get_if<wire::join_msg>(&u->env.msg)) return on_join(p.route, p.peer, *j);
-  if (const auto* l = std::get_if<wire::leave_msg>(&u->env.msg)) return on_leave(p.route, *l);
+  if (const auto* l = std::get_if<wire::leave_msg>(&u->env.msg))
+    return on_leave(p.route, *l, comm::peer_role(p.peer));
   if (const auto* f = std::get_if<wire::fault_command>(&u->env.msg)) return on_fault(p.route, *f);
   if (!known) {
     // A node this controller does not know: it restarted, or it declared the node lost (a
@@ -145,7 +146,15 @@ void remote_devices::impl::handle(comm::packet p) {
     if (auto st = comm::send_packet(router, std::move(p), true); !st) log->warn("{}", st.err().message);
     return;
   }
+  // A node speaks only for the devices it hosts (docs/SECURITY.md, "Per-node authority"):
+  // answers and reports name the device that answers, an arrival the device the layer
+  // reached. An error with call id 0 is the controller's own word that a node is lost.
   const auto* moved = std::get_if<wire::ops::moved>(&c->op);
+  if (c->id == 0 && std::holds_alternative<wire::ops::error>(c->op))
+    return log->warn("dropped an error call with id 0 from node '{}': only this controller says a node is lost", p.route);
+  const int speaker = moved ? moved->to : c->device;
+  if (auto sp = devices.find(speaker); sp == devices.end() || sp->second.route != p.route || sp->second.lost)
+    return log->warn("dropped a message from node '{}' for device {}, which it does not host", p.route, speaker);
   const int to = moved ? moved->from : c->device;  // an arrival goes to the proxy that started the move
   auto it = devices.find(to);
   if (it == devices.end() || !it->second.proxy) return log->warn("dropped an answer for device {}, which no node hosts", to);

@@ -97,7 +97,7 @@ void remote_devices::impl::on_join(const std::string& route, const std::string& 
   broadcast_peers();
 }
 
-void remote_devices::impl::on_leave(const std::string& route, const wire::leave_msg& m) {
+void remote_devices::impl::on_leave(const std::string& route, const wire::leave_msg& m, std::optional<comm::key_role> role) {
   wire::welcome_msg w;
   std::string problem;
   {
@@ -106,8 +106,13 @@ void remote_devices::impl::on_leave(const std::string& route, const wire::leave_
     if (ids.empty())
       for (const auto& [id, e] : devices)
         if (e.route == route) ids.push_back(id);
+    // A node key or a joined node retires only its own devices; an operator, or (without
+    // keys, where nobody is authenticated) a client that hosts nothing, may name any.
+    const bool own_only = role != comm::key_role::operator_ && (role == comm::key_role::node || nodes.count(route) > 0);
     for (int id : ids)
       if (!devices.count(id)) problem = "device " + std::to_string(id) + " is not in the run";
+      else if (own_only && devices.at(id).route != route)
+        problem = "device " + std::to_string(id) + " is hosted by another node: a node retires only its own devices";
     if (problem.empty())
       for (int id : ids) devices[id].leaving = true;
     w.devices = ids;

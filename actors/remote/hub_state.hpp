@@ -81,7 +81,9 @@ struct remote_devices::impl {
   void handle(comm::packet p);
   void on_join(const std::string& route, const std::string& peer, const wire::join_msg& m);
   void broadcast_peers();  // from the network thread only
-  void on_leave(const std::string& route, const wire::leave_msg& m);
+  // `role`: the key the sender proved (none without CURVE). An operator may retire any
+  // device; a node key, or a joined node, only those its route hosts.
+  void on_leave(const std::string& route, const wire::leave_msg& m, std::optional<comm::key_role> role);
   void on_fault(const std::string& route, const wire::fault_command& f);
   void refuse(const comm::packet& p, const wire::body& b, const std::string& why);
 };

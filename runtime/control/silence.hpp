@@ -11,7 +11,8 @@ namespace dynapar::control {
 struct silence_config {
   double floor_s = 0.5;    // never less: scheduling hiccups of a healthy machine
   double cap_s = 10;       // never more: a node stuck this long is lost however it behaved
-  double initial_s = 2;    // until `warmup` gaps are known (a joining node builds its model)
+  double initial_s = 6;    // until `warmup` gaps are known: a joining node builds its model,
+                           // and a loaded machine can starve it for seconds
   double factor = 4;       // allowed: this many times the largest recent gap
   int window = 64;         // recent gaps remembered
   int warmup = 8;

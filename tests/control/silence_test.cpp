@@ -6,13 +6,13 @@
 using namespace dynapar;
 
 TEST_CASE("a silent node is lost after a multiple of its largest recent gap, within floor and cap", "[unit][control]") {
-  control::silence_config c;  // floor 0.5, cap 10, initial 2, factor 4, window 64, warmup 8
+  control::silence_config c;  // floor 0.5, cap 10, initial 6, factor 4, window 64, warmup 8
   control::silence_detector d(c, 0);
   // Before the warm-up: the initial allowance, however often the node talks.
   for (int k = 1; k < 8; ++k) d.heard(0.1 * k);
-  CHECK(d.allowed_s() == 2);
-  CHECK_FALSE(d.lost(0.7 + 1.99));
-  CHECK(d.lost(0.7 + 2.01));
+  CHECK(d.allowed_s() == 6);
+  CHECK_FALSE(d.lost(0.7 + 5.99));
+  CHECK(d.lost(0.7 + 6.01));
   // Eight gaps of 0.1 s: 4 x 0.1 = 0.4 s, raised to the floor.
   d.heard(0.8);
   CHECK(d.allowed_s() == Approx(0.5));

@@ -45,7 +45,8 @@ void driver::drain_stale() {
   bool more = true;
   while (more)
     self_->receive([](const group_report&) {}, [](const device_gradients&) {}, [](bool) {}, [](const applied&) {},
-                   [](caf::error&) {},
+                   [](caf::error&) {}, [](moved_atom, int, int, int, std::size_t) {},
+                   [](moved_atom, int, int, int, const std::string&) {},
                    [&](caf::down_msg& d) { note_down(d, false); },  // the next attempt finds out
                    caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
 }

@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "actors/controller_actor.hpp"
 #include "actors/device_actor.hpp"
@@ -179,6 +180,10 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
     fire_armed(sim::fault_moment::migration, t, ends, 0.005);
   }
   int pending = 0;
+  // The arrivals this diff waits for. An arrival of an earlier, failed migration can still be
+  // on its way (its target survived): it must not count for this one, whose layer may not
+  // have arrived yet (chaos seed 2036: a stage then ran without its layer).
+  std::multiset<std::tuple<int, int, int>> expected;
   for (const auto& mv : diff.moves) {
     if (mv.from >= 0 ? !actors_.devices.count(mv.from) : current_.has_value())  // recover() rolls back first
       return make_error("internal", "layer " + std::to_string(mv.layer) + " has no surviving holder to come from");
@@ -191,7 +196,12 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
       continue;
     }
     self_->request(actors_.devices.at(mv.from), timeout_, migrate_atom::value, mv.layer, mv.to, device_peer{target}, link(mv.from, mv.to), me)
-        .receive([&](bool) { ++pending; }, [&](caf::error& e) { failure_ = text(e); });
+        .receive(
+            [&](bool) {
+              ++pending;
+              expected.emplace(mv.layer, mv.from, mv.to);
+            },
+            [&](caf::error& e) { failure_ = text(e); });
   }
   double bytes = 0;
   // A lost node sends no down message: its devices are looked at every 100 ms, as in a step.
@@ -204,11 +214,16 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
   };
   for (int k = 0; k < pending && failure_.empty();)
     self_->receive(
-        [&](moved_atom, int, int, int, std::size_t b) {
+        [&](moved_atom, int layer, int from, int to, std::size_t b) {
+          const auto it = expected.find({layer, from, to});
+          if (it == expected.end()) return;  // an earlier migration's
+          expected.erase(it);
           bytes += static_cast<double>(b);
           ++k;
         },
-        [&](moved_atom, int, int, int, const std::string& refused) { failure_ = refused; },  // out of memory
+        [&](moved_atom, int layer, int from, int to, const std::string& refused) {  // out of memory
+          if (expected.count({layer, from, to})) failure_ = refused;
+        },
         [&](caf::down_msg& d) {  // a source or target of this diff stopped
           note_down(d, false);
           for (const auto& mv : diff.moves)

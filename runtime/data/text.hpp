@@ -10,7 +10,7 @@
 
 namespace dynapar::data {
 
-inline const char* fortunes_dir = "/usr/share/games/fortunes";
+inline const char* fortunes_dir = DYNAPAR_FORTUNES_DIR;  // CMake: DYNAPAR_FORTUNES_DIR
 
 struct text_options {
   int window = 32;       // characters a sample

@@ -31,5 +31,5 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$PREFIX/usr;$torch_prefix" \
   -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_CUDA_ARCHITECTURES=native \
   -DNCCL_ROOT="$nccl_root" -DDYNAPAR_WITH_NCCL=AUTO \
-  -DDYNAPAR_DATASET_DIR="$PREFIX/usr/share/datasets/fashion-mnist"
+  -DDYNAPAR_DATASET_DIR="$PREFIX/usr/share/datasets/fashion-mnist" -DDYNAPAR_FORTUNES_DIR="$PREFIX/usr/share/games/fortunes"
 cmake --build "$build" -j "${JOBS:-$(nproc)}" -- -k 0 "$@"

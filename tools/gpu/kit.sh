@@ -11,7 +11,7 @@ cd "$out"
 
 wanted=(libcaf-dev libzmq3-dev cppzmq-dev capnproto libcapnp-dev libspdlog-dev libfmt-dev catch2 libyaml-cpp-dev
         libcli11-dev nlohmann-json3-dev zlib1g-dev libcpp-httplib-dev pkgconf
-        dataset-fashion-mnist)
+        dataset-fashion-mnist fortunes)
 # What any Linux with a C++ compiler has already (the C library, the compiler's runtime),
 # and development packages of dependencies we never link directly (their .so stays): taking
 # these along would only shadow the machine's own or bloat the kit.

@@ -77,7 +77,10 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
   f.holders = holders_;
   f.wiped = wiped_;
   f.lost = lost;
-  f.late = why.code == "deadline";
+  // A Gloo communicator broken under a holder (a peer's process went away, or was cut off,
+  // mid all-reduce) with every device answering is transient: the attempt re-runs on the next
+  // generation's communicators, as a late one does.
+  f.late = why.code == "deadline" || why.message.find("Gloo's all-reduce") != std::string::npos;
   f.committed = committed;
   f.controller = static_cast<bool>(actors_.controller);
   f.step = t;

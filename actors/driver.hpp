@@ -113,8 +113,9 @@ class driver {
   // speed: no step measures them, and a speed learnt before they went idle may be stale
   // (docs/RUNTIME.md, "Idle devices").
   void reprobe_idle();
-  // With every device lost (a whole cluster crashed at once): waits up to rejoin_wait_s for
-  // replacements to join (respawned nodes, or in one process fresh actors).
+  // With every device lost (a whole cluster crashed at once), or too few left to hold the
+  // model: waits up to rejoin_wait_s for replacements to join (respawned nodes, or in one
+  // process fresh actors).
   status await_devices(std::int64_t slot, std::int64_t t, bool& changed, const std::string& why);
   result<std::optional<control::decision>> next_plan(std::int64_t t, bool availability_changed);
   status apply(const control::decision& decision, std::int64_t t, std::int64_t slot, training::step_record& rec);

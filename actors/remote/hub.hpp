@@ -14,9 +14,9 @@
 #include <set>
 #include <string>
 
-#include "control/silence.hpp"
 #include "actors/session.hpp"
 #include "comm/keys.hpp"
+#include "control/silence.hpp"
 #include "data/source.hpp"
 #include "model/api.hpp"
 

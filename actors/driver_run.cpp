@@ -191,7 +191,8 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
           }
           ready_s[r.device] = since(started);
           if (s_.overlap_sums) work->ready(r.device);
-          if (ready_s.size() == plan_devices().size()) fire_armed(sim::fault_moment::sum, t, plan_devices(), 0.002);  // every sum under way
+          if (!armed_.empty() && ready_s.size() == plan_devices().size())  // every sum under way
+            fire_armed(sim::fault_moment::sum, t, plan_devices(), 0.002);
         },
         [&](const group_report& r) {
           if (r.step != tag_) return;  // an abandoned attempt's

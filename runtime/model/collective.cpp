@@ -42,7 +42,7 @@ struct group_impl : gloo_group {
       }
       return out;
     } catch (const std::exception& e) {
-      return make_error("gloo", std::string("Gloo's all-reduce: ") + e.what());
+      return make_error("gloo", gloo_failure + std::string(e.what()));
     }
   }
 };

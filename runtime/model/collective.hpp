@@ -16,6 +16,11 @@ namespace dynapar::model {
 
 bool have_gloo();
 
+// What starts the error of a failed all-reduce (a peer's process went away or was cut off):
+// it reaches the driver as text, through device actors and nodes, and marks a broken
+// communicator that the next generation replaces (actors/driver_faults.cpp).
+inline constexpr const char* gloo_failure = "Gloo's all-reduce: ";
+
 // The rendezvous a Gloo group meets at: a c10d TCPStore server on `host`, any free port.
 // The controller hosts one for the run.
 class gloo_store {

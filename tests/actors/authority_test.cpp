@@ -7,55 +7,9 @@
 #include <thread>
 
 #include "actors/device_actor.hpp"
-#include "actors/remote/frames.hpp"
-#include "actors/remote/hub.hpp"
-#include "wire/codec.hpp"
+#include "support/raw_node.hpp"
 
 using namespace dynapar;
-namespace remote = dynapar::actors::remote;
-
-namespace {
-
-// A node speaking the wire protocol by hand on a DEALER socket.
-struct raw_node {
-  raw_node(zmq::context_t& ctx, const std::string& ep, std::string name) : s(ctx, zmq::socket_type::dealer), name(std::move(name)) {
-    s.set(zmq::sockopt::linger, 0);
-    s.set(zmq::sockopt::routing_id, this->name);
-    s.connect(ep);
-  }
-  void send(wire::body b) {
-    wire::envelope e;
-    e.sender = name;
-    e.msg = std::move(b);
-    comm::packet p;
-    p.header = wire::encode(e);
-    REQUIRE(comm::send_packet(s, std::move(p), false));
-  }
-  // The next message of type T from the controller, skipping heartbeats and peer lists.
-  template <class T>
-  T next() {
-    for (int i = 0; i < 100; ++i) {
-      auto got = comm::recv_packet(s, false, std::chrono::milliseconds(5000));
-      REQUIRE(got);
-      REQUIRE(*got);
-      auto u = remote::unpack(**got);
-      REQUIRE(u);
-      if (auto* x = std::get_if<T>(&u->env.msg)) return *x;
-    }
-    FAIL("no such message");
-    return T{};
-  }
-  void join(int device) {
-    planner::device_spec d;
-    d.id = device;
-    send(wire::join_msg{name, {d}, ""});
-    REQUIRE(next<wire::welcome_msg>().accepted);
-  }
-  zmq::socket_t s;
-  std::string name;
-};
-
-}  // namespace
 
 TEST_CASE("a node cannot answer, report lost or retire for a device it does not host", "[remote]") {
   caf::actor_system_config cfg;
@@ -63,10 +17,7 @@ TEST_CASE("a node cannot answer, report lost or retire for a device it does not 
   caf::actor_system sys{cfg};
   auto m = model::make_model("mlp", 1);
   REQUIRE(m);
-  actors::remote_config rc;
-  rc.model = "mlp";
-  rc.devices = {0, 1};
-  auto hub = actors::remote_devices::start(sys, *m, rc);
+  auto hub = actors::remote_devices::start(sys, *m, mlp_job({0, 1}));
   REQUIRE(hub);
   zmq::context_t ctx{1};
   raw_node a(ctx, (*hub)->endpoint(), "node-a"), b(ctx, (*hub)->endpoint(), "node-b");

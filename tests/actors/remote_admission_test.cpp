@@ -17,6 +17,7 @@
 #include "data/dataset.hpp"
 #include "data/source.hpp"
 #include "support/loopback.hpp"
+#include "support/raw_node.hpp"
 #include "wire/codec.hpp"
 
 using namespace dynapar;
@@ -33,14 +34,6 @@ actors::node_config node_of(const std::string& ep, int id, double timeout_s) {
   dev.id = id;
   n.devices = {dev};
   return n;
-}
-
-// A controller's settings for the built-in mlp over these devices.
-actors::remote_config mlp_job(std::set<int> devices) {
-  actors::remote_config rc;
-  rc.model = "mlp";
-  rc.devices = std::move(devices);
-  return rc;
 }
 
 }  // namespace
@@ -115,36 +108,11 @@ TEST_CASE("a node gets sample ids only once its heartbeat proves the controller'
   REQUIRE(hub);
 
   zmq::context_t ctx{1};
-  zmq::socket_t s(ctx, zmq::socket_type::dealer);
-  s.set(zmq::sockopt::linger, 0);
-  s.set(zmq::sockopt::routing_id, std::string("raw-node"));
-  s.connect((*hub)->endpoint());
-  auto send = [&](wire::body b) {
-    wire::envelope e;
-    e.sender = "raw-node";
-    e.msg = std::move(b);
-    comm::packet p;
-    p.header = wire::encode(e);
-    REQUIRE(comm::send_packet(s, std::move(p), false));
-  };
-  // The next message of type T from the controller, skipping heartbeats and peer lists.
-  auto next = [&](auto want) {
-    using T = decltype(want);
-    for (int i = 0; i < 50; ++i) {
-      auto got = comm::recv_packet(s, false, std::chrono::milliseconds(5000));
-      REQUIRE(got);
-      REQUIRE(*got);
-      auto u = remote::unpack(**got);
-      REQUIRE(u);
-      if (auto* x = std::get_if<T>(&u->env.msg)) return std::make_pair(*x, u->tensors);
-    }
-    FAIL("no such message");
-    return std::make_pair(T{}, std::vector<model::tensor>{});
-  };
+  raw_node n(ctx, (*hub)->endpoint(), "raw-node");
   planner::device_spec dev;
   dev.id = 0;
-  send(wire::join_msg{"raw-node", {dev}, ""});
-  const auto w = next(wire::welcome_msg{}).first;
+  n.send(wire::join_msg{"raw-node", {dev}, ""});
+  const auto w = n.next<wire::welcome_msg>();
   REQUIRE(w.accepted);
   CHECK((w.data == "synthetic" && w.data_samples == 64 && w.data_hash == rc.data_hash));
 
@@ -159,15 +127,15 @@ TEST_CASE("a node gets sample ids only once its heartbeat proves the controller'
   // A heartbeat, then a request answered on the same connection: once the answer is here,
   // the controller has seen the heartbeat.
   auto beat = [&](std::uint64_t hash) {
-    send(wire::heartbeat_msg{"raw-node", 0, hash});
-    send(wire::leave_msg{"raw-node", {99}, "sync"});
-    CHECK(next(wire::welcome_msg{}).first.reason.find("device 99 is not in the run") != std::string::npos);
+    n.send(wire::heartbeat_msg{"raw-node", 0, hash});
+    n.send(wire::leave_msg{"raw-node", {99}, "sync"});
+    CHECK(n.next<wire::welcome_msg>().reason.find("device 99 is not in the run") != std::string::npos);
   };
   const auto proxy = (*hub)->proxy(0);
   for (const std::uint64_t hash : {rc.data_hash + 1, rc.data_hash}) {
     beat(hash);
     caf::anon_send(proxy, actors::step_atom::value, t);
-    auto [call, tensors] = next(wire::device_call{});
+    auto [call, tensors] = n.next_with_tensors<wire::device_call>();
     const auto& st = std::get<wire::ops::step>(call.op);
     const bool proved = hash == rc.data_hash;
     CHECK(st.inputs_from_samples == proved);

@@ -36,7 +36,7 @@ struct device_config {
 using device_handle = device_peer::extend<
     caf::replies_to<hold_atom, int, model::layer_copy>::with<bool>,  // place a layer (at start, or restored)
     caf::replies_to<migrate_atom, int, int, device_peer, comm::link_spec, migration_sink>::with<bool>,
-    caf::reacts_to<drop_atom, int>, caf::reacts_to<memory_atom, double>, caf::reacts_to<speed_atom, double>,
+    caf::replies_to<drop_atom, int>::with<bool>, caf::reacts_to<memory_atom, double>, caf::reacts_to<speed_atom, double>,
     caf::reacts_to<timing_atom, std::vector<double>>, caf::replies_to<probe_atom>::with<double>,
     caf::reacts_to<step_atom, stage_task>,
     caf::replies_to<grads_atom, std::int64_t, std::vector<int>>::with<device_gradients>,

@@ -1,6 +1,6 @@
 // The training driver's class (actors/trainer.hpp describes what it does), implemented in
-// driver_run.cpp (the step loop and one attempt at a step), driver_plans.cpp (membership and
-// plan changes) and driver_faults.cpp (crash recovery, checkpoints, replica checks; the
+// driver_run.cpp (the run loop), driver_step.cpp (one attempt at a step), driver_plans.cpp
+// (membership and plan changes) and driver_faults.cpp (crash recovery, checkpoints, replica checks; the
 // recovery decision itself is runtime/control/recovery.*). Internal: only those files
 // include it.
 #pragma once
@@ -119,6 +119,8 @@ class driver {
   status await_devices(std::int64_t slot, std::int64_t t, bool& changed, const std::string& why);
   result<std::optional<control::decision>> next_plan(std::int64_t t, bool availability_changed);
   status apply(const control::decision& decision, std::int64_t t, std::int64_t slot, training::step_record& rec);
+  // Drops layers and waits until every device answered (the first error, or empty).
+  std::string drop_layers(const std::vector<std::pair<int, int>>& drops);
   void retire_leavers();
   // Announced departure: the device keeps serving its layers until a plan without it has
   // moved them away (retire_leavers).

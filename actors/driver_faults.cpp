@@ -122,9 +122,10 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
   force_replan_ = true;
   if (d.what == action::roll_back) {
     for (std::int64_t u : d.undone) ledger.undo(u / sampler.steps_per_epoch(), sampler.step_samples(u));
+    std::vector<std::pair<int, int>> all;
     for (const auto& [l, ids] : holders_)
-      for (int id : ids)
-        if (actors_.devices.count(id)) self_->send(actors_.devices.at(id), drop_atom::value, l);
+      for (int id : ids) all.emplace_back(id, l);
+    drop_layers(all);  // answered before the cut's layers are placed, which need the memory
     fresh_ = cut_.layers;
     current_.reset();
     how = "rolled back to the last checkpoint";

@@ -179,6 +179,33 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
     ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
     fire_armed(sim::fault_moment::migration, t, ends, 0.005);
   }
+  // Layers that no move reads are dropped first, and answered, so that the memory they free
+  // is there for the layers moving in (CI: resnet18's layer 8 reached device 1 before the
+  // layers it was giving up went, and did not fit). Over nodes a drop and a layer travel on
+  // different connections: only the answers order them.
+  std::vector<std::pair<int, int>> early, late;
+  for (const auto& d : diff.drops) {
+    const bool read = std::any_of(diff.moves.begin(), diff.moves.end(),
+                                  [&](const auto& mv) { return mv.from == d.first && mv.layer == d.second; });
+    (read ? late : early).push_back(d);
+  }
+  // If this diff fails, a device that dropped layers no longer matches the plan in force: it
+  // counts as holding nothing (recovery takes its layers from other holders or the cut).
+  const auto undo_early = [&] {
+    std::set<int> droppers;
+    for (const auto& d : early) droppers.insert(d.first);
+    std::vector<std::pair<int, int>> all;
+    for (const auto& [l, ids] : holders_)
+      for (int id : ids)
+        if (droppers.count(id)) all.emplace_back(id, l);
+    drop_layers(all);
+    wiped_.insert(droppers.begin(), droppers.end());
+  };
+  failure_ = drop_layers(early);
+  if (auto st = check("dropping layers before step " + std::to_string(t)); !st) {
+    undo_early();
+    return st;
+  }
   int pending = 0;
   // The arrivals this diff waits for. An arrival of an earlier, failed migration can still be
   // on its way (its target survived): it must not count for this one, whose layer may not
@@ -233,9 +260,11 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
           if (const int id = moving_lost(); id >= 0) failure_ = "device " + std::to_string(id) + "'s node was lost while layers moved";
           else if (clock::now() >= give_up_at) failure_ = "a layer did not arrive";
         });
-  if (auto st = check("migrating layers before step " + std::to_string(t)); !st) return st;
-  for (const auto& [dev, layer] : diff.drops)
-    if (actors_.devices.count(dev)) self_->send(actors_.devices.at(dev), drop_atom::value, layer);
+  if (auto st = check("migrating layers before step " + std::to_string(t)); !st) {
+    undo_early();
+    return st;
+  }
+  drop_layers(late);  // a device that does not answer is found lost by the step
   for (auto& g : groups_) self_->send_exit(g, caf::exit_reason::user_shutdown);
   groups_.clear();
   holders_.clear();
@@ -263,6 +292,20 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
   sync_stale_ = true;
   if (cb_.on_plan) cb_.on_plan(pr);
   return ok_status();
+}
+
+std::string driver::drop_layers(const std::vector<std::pair<int, int>>& drops) {
+  using handle = decltype(self_->request(device_handle{}, timeout_, drop_atom::value, 0));
+  std::vector<handle> asked;  // all go out at once: one round trip, not one per layer
+  for (const auto& [dev, layer] : drops)
+    if (auto it = actors_.devices.find(dev); it != actors_.devices.end())
+      asked.push_back(self_->request(it->second, timeout_, drop_atom::value, layer));
+  std::string failed;
+  for (auto& h : asked)
+    h.receive([](bool) {}, [&](caf::error& e) {
+      if (failed.empty()) failed = text(e);
+    });
+  return failed;
 }
 
 void driver::retire_leavers() {

@@ -357,7 +357,7 @@ struct DeviceCall {
   device @1 :Int32;           # the device it is for (an answer: the one answering)
   tensors @2 :List(TensorMeta);
   op :union {
-    ack @3 :Void;             # answer: hold, migrate, apply or commit done
+    ack @3 :Void;             # answer: hold, migrate, drop, apply or commit done
     error @4 :Text;           # answer: the call failed, and why
     hold @5 :LayerCopy;       # answer to copy, too
     migrate @6 :Migrate;

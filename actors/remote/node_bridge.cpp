@@ -127,7 +127,12 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
                           migration_sink{s.upstream})
                 .then(ack, on_error);
           },
-          [&](const ops::drop& d) { self->send(dev, drop_atom::value, d.layer); },
+          [&](const ops::drop& d) {
+            // id 0: a caller that waits for nothing.
+            self->request(dev, caf::infinite, drop_atom::value, d.layer)
+                .then([sh, c](bool) { if (c.id != 0) sh->answer(c, wire::ops::ack{}); },
+                      [sh, c](caf::error& e) { if (c.id != 0) sh->fail(c, to_string(e)); });
+          },
           [&](const ops::perturb& p) { self->send(dev, perturb_atom::value, p.layer); },
           [&](const ops::speed& v) { self->send(dev, speed_atom::value, v.factor); },
           [&](const ops::memory& m) { self->send(dev, memory_atom::value, m.bytes); },

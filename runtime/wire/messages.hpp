@@ -21,7 +21,8 @@ namespace dynapar::wire {
 // 11: nodes load the job's data set (Welcome.data, Heartbeat.dataHash); a step names its
 // samples (StageTask.samples) instead of carrying inputs and targets.
 // 12: a reduce adds a bucket of layers (Reduce.layers) in one exchange.
-inline constexpr std::uint16_t protocol_version = 13;
+// 14: a drop is answered (ack) once the layer is gone: a re-plan waits for it before layers move in.
+inline constexpr std::uint16_t protocol_version = 14;
 
 // A plan with the model size and batch it was made for, so a receiver can check it alone.
 struct plan_msg {

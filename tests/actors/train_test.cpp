@@ -9,6 +9,7 @@
 #include "train_helpers.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 using namespace dynapar;
 using test::diff_from_one_device;
@@ -536,6 +537,42 @@ TEST_CASE("a device's emulated memory: a layer that does not fit is refused, nam
     REQUIRE(out);
     CHECK(diff_from_one_device(**m, d, s, out->final_layers, 16) == 0);
   }
+}
+
+TEST_CASE("a re-plan that swaps a device's layers fits its memory: the layers it gives up go first", "[actor][train]") {
+  // Device 0 holds the whole model; devices 1 and 2 pipeline it, then swap halves. Each half
+  // fits devices 1 and 2, both halves do not: the old half must be gone before the new one
+  // arrives. Links are equal, so each layer comes from its first holder, device 0: no move reads
+  // what 1 and 2 give up.
+  model::set_threads(1);
+  const auto d = data::synthetic(400, 2);
+  auto m = model::make_model("cnn", 3);
+  REQUIRE(m);
+  const model::optimizer_config adam{"adam", 1e-3, 0.9, 0};
+  std::vector<std::size_t> b;
+  for (int l = 0; l < 4; ++l) b.push_back(model::resident_bytes(model::copy_layer(**m, l), adam));
+  // The cut that makes the two halves closest in size: each alone fits, together they do not.
+  int cut = 1;
+  auto half = [&](int from, int to) { return std::accumulate(b.begin() + from, b.begin() + to, std::size_t{0}); };
+  for (int c = 2; c < 4; ++c)
+    if (std::max(half(0, c), half(c, 4)) < std::max(half(0, cut), half(cut, 4))) cut = c;
+  const double cap = 1.01 * static_cast<double>(std::max(half(0, cut), half(cut, 4)));
+  REQUIRE(static_cast<double>(half(0, 4)) > cap);
+  training::train_settings s;
+  s.steps = 4;
+  s.optimizer = adam;
+  s.hash_every = 1;
+  s.emulated = emulate({1, 1, 1});
+  s.emulated.cluster.devices[1].memory_bytes = cap;
+  s.emulated.cluster.devices[2].memory_bytes = cap;
+  s.plan.groups = {{{0}, {0, 4}, 32, 16}, {{1, 2}, {0, cut, 4}, 32, 16}};
+  planner::plan swapped = s.plan;
+  swapped.groups[1].devices = {2, 1};
+  s.replans = {{2, swapped}};
+  auto out = actors::train(**m, d, s);
+  REQUIRE(out);
+  CHECK(out->layers_moved == 4);
+  CHECK(diff_from_one_device(**m, d, s, out->final_layers, 16) == 0);
 }
 
 TEST_CASE("a parameterless first layer (Flatten) trains exactly on any split, alone on a stage or not", "[actor][train]") {

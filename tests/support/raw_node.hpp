@@ -23,7 +23,7 @@ inline dynapar::actors::remote_config mlp_job(std::set<int> devices) {
 }
 
 struct raw_node {
-  raw_node(zmq::context_t& ctx, const std::string& ep, std::string name) : s(ctx, zmq::socket_type::dealer), name(std::move(name)) {
+  raw_node(zmq::context_t& ctx, const std::string& ep, std::string id) : s(ctx, zmq::socket_type::dealer), name(std::move(id)) {
     s.set(zmq::sockopt::linger, 0);
     s.set(zmq::sockopt::routing_id, this->name);
     s.connect(ep);

@@ -92,7 +92,7 @@ void remote_devices::impl::on_join(const std::string& route, const std::string& 
     w.data_samples = cfg.data.synthetic_samples;
     w.data_hash = cfg.data_hash;
   }
-  log->info("node '{}' joined with {} device(s)", m.node, ids.size());
+  log->info("node '{}' joined with {} device(s){}", m.node, ids.size(), peer.empty() ? "" : ", key " + peer);
   reply(route, w);
   broadcast_peers();
 }

@@ -42,7 +42,9 @@ void node_mesh::update(const wire::peers_msg& m) {
   for (const auto& p : m.peers) {
     peers_[p.node] = p;
     for (int d : p.devices) host_of_[d] = p.node;
-    if (!p.public_key.empty()) admitted.push_back({p.node, comm::key_role::node, p.public_key});
+    // Named by the key itself: a packet then says which key sent it (packet::peer), whatever
+    // routing id it came under, and nodes that share a key need no name for it.
+    if (!p.public_key.empty()) admitted.push_back({p.public_key, comm::key_role::node, p.public_key});
   }
   if (auth_) auth_->authorize(std::move(admitted));
   for (auto it = links_.begin(); it != links_.end();) {
@@ -108,9 +110,13 @@ result<std::optional<comm::packet>> node_mesh::receive(std::chrono::milliseconds
   for (int dropped = 0; dropped < 64; ++dropped) {
     auto p = comm::recv_packet(router_, true, wait);
     if (!p || !*p) return p;
-    // Over CURVE the handler admitted the key when it connected; the sender must still be a
-    // member now (a node the controller declared lost is fenced at once).
-    if (peers_.count((*p)->route) && (!keys_ || !(*p)->peer.empty())) return p;
+    // The sender must still be a member now (a node the controller declared lost is fenced at
+    // once). Over CURVE the handler admitted its key when it connected, and that key must be
+    // the one the controller lists for the routing id it sends under: a member cannot speak
+    // for another.
+    const auto it = peers_.find((*p)->route);
+    if (it != peers_.end() && (!keys_ || (*p)->peer == comm::to_string(comm::key_role::node) + ":" + it->second.public_key))
+      return p;
     ++refused_;
     logging::get("node")->warn("dropped data from '{}', not a current peer (membership generation {})", (*p)->route, generation_);
     wait = std::chrono::milliseconds(0);

@@ -206,10 +206,13 @@ result<client_keys> load_client_keys(const std::string& dir, const std::vector<s
   return make_error("bad_keys", "no key file (" + tried + "); make one with `dynapar keygen --out " + dir + " --role ROLE --name NAME`");
 }
 
-status write_local_keys(const std::string& dir) {
+status write_local_keys(const std::string& dir, int nodes) {
   const auto authorized = (fs::path(dir) / "authorized").string();
-  for (auto role : {key_role::controller, key_role::node, key_role::operator_}) {
-    auto k = make_key_pair(to_string(role), role);
+  std::vector<std::pair<std::string, key_role>> pairs = {
+      {"controller", key_role::controller}, {"node", key_role::node}, {"operator", key_role::operator_}};
+  for (int i = 0; i < nodes; ++i) pairs.emplace_back("node-" + std::to_string(i), key_role::node);
+  for (const auto& [name, role] : pairs) {
+    auto k = make_key_pair(name, role);
     if (!k) return k.err();
     if (auto st = write_key_pair(dir, *k); !st) return st;
     if (role != key_role::controller)

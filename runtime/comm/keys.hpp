@@ -58,9 +58,11 @@ result<server_keys> load_server_keys(const std::string& dir);
 // operator key or, failing that, the node's own), and DIR/controller.pub.
 result<client_keys> load_client_keys(const std::string& dir, const std::vector<std::string>& names);
 
-// A whole deployment on one machine in DIR (launch --local's throwaway keys): controller,
-// node and operator pairs, controller.pub, and authorized/ with the node's and operator's keys.
-status write_local_keys(const std::string& dir);
+// A whole deployment on one machine in DIR (throwaway keys): controller, node and operator
+// pairs, controller.pub, and authorized/ with the nodes' and operator's keys. `nodes` > 0
+// adds one pair per node launch starts, node-0 .. node-(nodes-1): each node proves a key of
+// its own, so that no node can speak for another (docs/SECURITY.md).
+status write_local_keys(const std::string& dir, int nodes = 0);
 
 // SHA-256 of a file's bytes, in hex (what a node checks a TorchScript model against).
 result<std::string> file_sha256(const std::string& path);

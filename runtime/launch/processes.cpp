@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
+
 namespace dynapar::launch {
 
 pid_t spawn_self(std::vector<std::string> args, const std::string& log, bool own_group) {
@@ -30,7 +32,12 @@ pid_t spawn_self(std::vector<std::string> args, const std::string& log, bool own
 
 int posix_nodes::start(const std::string& name, const std::vector<int>& devices) {
   std::vector<std::string> args = {"dynapar", "node", "--controller", endpoint_, "--name", name};
-  if (!keys_.empty()) args.insert(args.end(), {"--keys", keys_});
+  if (!keys_.empty()) {
+    args.insert(args.end(), {"--keys", keys_});
+    // The node's own key where the directory has one (throwaway keys do); else DIR/node.key.
+    const auto own = name.substr(0, name.find("-r"));  // node-3, respawned as node-3-r2: node-3.key
+    if (std::filesystem::exists(keys_ + "/" + own + ".key")) args.insert(args.end(), {"--key-name", own});
+  }
   for (int d : devices) args.insert(args.end(), {"--device", std::to_string(d)});
   return spawn_self(std::move(args));
 }

@@ -97,7 +97,7 @@ TEST_CASE("node to node over CURVE: a key the controller did not list cannot con
   REQUIRE(a->send(1, p));
   auto got = await(*b, 3000);
   REQUIRE(got);
-  CHECK(got->peer == "node:node-a");
+  CHECK(got->peer == "node:" + ka.pub.key);  // the key that sent it
 
   // node-c claims to be node-a, but its key is not node-a's: the handshake is refused.
   auto d = mesh(cd, "node-a", comm::client_keys{kc, ctl});
@@ -106,8 +106,22 @@ TEST_CASE("node to node over CURVE: a key the controller did not list cannot con
   REQUIRE(d->send(1, q));
   CHECK_FALSE(await(*b, 800));
 
+  // node-c is a member, with its own key, and sends under node-a's routing id: its key is not
+  // the one listed for node-a, nothing arrives.
+  zmq::context_t ce{1};
+  auto e = mesh(ce, "node-a", comm::client_keys{kc, ctl});
+  const wire::peers_msg three{2, {{"node-a", a->endpoint(), ka.pub.key, {0}}, {"node-b", b->endpoint(), kb.pub.key, {1}},
+                                  {"node-c", e->endpoint(), kc.pub.key, {2}}}};
+  b->update(three);
+  e->update(three);
+  const auto refused = b->refused();
+  auto f = packet_of("as node-a");
+  REQUIRE(e->send(1, f));
+  CHECK_FALSE(await(*b, 800));
+  CHECK(b->refused() > refused);
+
   // Pinning the wrong key for b: b's handshake cannot prove it, nothing arrives.
-  a->update(wire::peers_msg{2, {{"node-a", a->endpoint(), ka.pub.key, {0}}, {"node-b", b->endpoint(), kc.pub.key, {1}}}});
+  a->update(wire::peers_msg{3, {{"node-a", a->endpoint(), ka.pub.key, {0}}, {"node-b", b->endpoint(), kc.pub.key, {1}}}});
   auto r = packet_of("to an impostor?");
   REQUIRE(a->send(1, r));
   CHECK_FALSE(await(*b, 800));

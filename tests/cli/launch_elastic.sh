@@ -36,6 +36,12 @@ wait_plan left 1
 kill -TERM "$node3"
 wait "$node3"
 wait "$launch"
+# Each node launch started proved a key of its own (node-0, -1, -2: no node can speak for
+# another); the node started by hand, the shared node key.
+for k in node-0 node-1 node-2; do
+  [ "$(grep -c "joined with .*, key node:$k\$" "$out/launch.log")" = 1 ] || { echo "no node joined with key $k:"; grep "joined" "$out/launch.log"; exit 1; }
+done
+grep -q "'late-node' joined with 1 device(s), key node:node\$" "$out/launch.log" || { echo "late-node did not use the node key"; exit 1; }
 /usr/bin/python3 - "$out/run" <<'PY'
 import json, sys
 d = sys.argv[1]

@@ -59,7 +59,7 @@ struct controller_options {
 status load_keys(controller_options& o) {
   if (o.keys.empty() && !o.no_keys) {
     o.keys = o.train.out + "/keys";
-    if (auto st = comm::write_local_keys(o.keys); !st) return st;
+    if (auto st = comm::write_local_keys(o.keys, o.local_nodes); !st) return st;
   }
   if (o.keys.empty()) return ok_status();
   auto k = comm::load_server_keys(o.keys);

@@ -24,6 +24,8 @@ packages=(
   chromium chromium-driver python3-selenium   # its test in a real headless browser
   python3-torch python3-torchvision python3-numpy   # tools/export (your own model) and its eager PyTorch reference
 )
+# The tests' fuzzers need clang with its libFuzzer runtime (tests/fuzz).
+[[ $mode == test ]] && packages+=(clang libclang-rt-14-dev)
 
 install_packages() {
   local missing=()
@@ -41,20 +43,20 @@ install_packages() {
   fi
 }
 
-build() {
+build() {  # extra arguments go to cmake
   local jobs
   jobs=$(nproc)
   export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
   # LibTorch's precompiled header (runtime/model) is cacheable only with these.
   export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
-    -DCMAKE_C_COMPILER_LAUNCHER=ccache
+    -DCMAKE_C_COMPILER_LAUNCHER=ccache "$@"
   # Torch translation units take ~1.5 GB each: cap parallelism by memory as well as cores.
   cmake --build build -j "$jobs"
 }
 
 install_packages
-build
+if [[ $mode == test ]]; then build -DDYNAPAR_FUZZ=ON; else build; fi
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 case "$mode" in
   demo)

@@ -39,11 +39,10 @@ result<unpacked> unpack(const comm::packet& p) {
   if (!env) return env.err();
   unpacked out{std::move(*env), {}};
   const auto* call = std::get_if<wire::device_call>(&out.env.msg);
-  const std::size_t want = call ? call->tensors.size() : 0;
-  if (p.blobs.size() != want)
-    return make_error("malformed", "the message announces " + std::to_string(want) + " tensors but carries " +
-                                       std::to_string(p.blobs.size()) + " data frames");
-  for (std::size_t i = 0; i < want; ++i) {
+  std::vector<std::size_t> sizes;
+  for (const auto& b : p.blobs) sizes.push_back(b.size);
+  if (auto st = wire::check_tensor_frames(call ? *call : wire::device_call{}, sizes); !st) return st.err();
+  for (std::size_t i = 0; call && i < call->tensors.size(); ++i) {
     auto t = model::from_blob({call->tensors[i].dtype, call->tensors[i].shape}, p.blobs[i]);
     if (!t) return make_error(t.err().code, "tensor " + std::to_string(i) + ": " + t.err().message);
     out.tensors.push_back(std::move(*t));

@@ -73,7 +73,8 @@ result<cluster_file> parse_cluster(const YAML::Node& doc, std::initializer_list<
     cluster_file out;
     auto& cfg = out.planner;
     cfg.batch = top.integer("batch", cfg.batch);
-    if (cfg.batch < 1) throw field_error{"field 'batch' must be >= 1"};
+    // Upper bounds keep a mistyped file from asking for memory or search time no run needs.
+    if (cfg.batch < 1 || cfg.batch > (1 << 20)) throw field_error{"field 'batch' must be in 1..1048576"};
     if (top.has("schedule")) {
       auto s = planner::parse_schedule(top.text("schedule"));
       if (!s) throw field_error{"field 'schedule': " + s.err().message};
@@ -85,11 +86,12 @@ result<cluster_file> parse_cluster(const YAML::Node& doc, std::initializer_list<
     }
     cfg.v = top.positive("v", cfg.v);
     cfg.eval_budget = top.integer("eval_budget", cfg.eval_budget);
-    if (cfg.eval_budget < 1) throw field_error{"field 'eval_budget' must be >= 1"};
+    if (cfg.eval_budget < 1 || cfg.eval_budget > 10'000'000) throw field_error{"field 'eval_budget' must be in 1..10000000"};
     cfg.warm_eval_budget = top.integer("warm_eval_budget", cfg.warm_eval_budget);
-    if (cfg.warm_eval_budget < 1) throw field_error{"field 'warm_eval_budget' must be >= 1"};
+    if (cfg.warm_eval_budget < 1 || cfg.warm_eval_budget > 10'000'000)
+      throw field_error{"field 'warm_eval_budget' must be in 1..10000000"};
     cfg.max_stages = top.integer("max_stages", cfg.max_stages);
-    if (cfg.max_stages < 1) throw field_error{"field 'max_stages' must be >= 1"};
+    if (cfg.max_stages < 1 || cfg.max_stages > 1024) throw field_error{"field 'max_stages' must be in 1..1024"};
     cfg.seed = static_cast<std::uint64_t>(top.integer("seed", 1));
     cfg.overlap_sums = top.boolean("overlap_sums", cfg.overlap_sums);
     cfg.dispatch_probe = top.number("dispatch_probe", cfg.dispatch_probe);

@@ -95,7 +95,9 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
     if (j.data != "fashion_mnist" && j.data != "synthetic" && j.data != "fortunes")
       throw field_error{"field 'data' must be fashion_mnist, synthetic or fortunes"};
     j.synthetic_samples = top.integer("synthetic_samples", j.synthetic_samples);
-    if (j.synthetic_samples < 1) throw field_error{"field 'synthetic_samples' must be >= 1"};
+    // Upper bounds keep a mistyped file from asking for memory no run needs.
+    if (j.synthetic_samples < 1 || j.synthetic_samples > 1'000'000)
+      throw field_error{"field 'synthetic_samples' must be in 1..1000000 (784 MB of images)"};
     j.steps = top.integer("steps", 0);
     if (j.steps < 0) throw field_error{"field 'steps' must be >= 0"};
     j.epochs = top.number("epochs", j.epochs);
@@ -114,7 +116,7 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
     if (auto p = planner::make_policy(j.policy); !p) throw field_error{"field 'policy': " + p.err().message};
     j.hash_every = top.integer("hash_every", j.hash_every);
     j.threads = top.integer("threads", j.threads);
-    if (j.hash_every < 0 || j.threads < 1) throw field_error{"hash_every must be >= 0 and threads >= 1"};
+    if (j.hash_every < 0 || j.threads < 1 || j.threads > 1024) throw field_error{"hash_every must be >= 0 and threads in 1..1024"};
     j.exact = top.boolean("exact", j.exact);
     j.hysteresis = top.boolean("hysteresis", j.hysteresis);
     j.verify_tolerance = top.number("verify_tolerance", j.exact ? 0.0 : 0.05);
@@ -123,7 +125,8 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
     j.replan_every = top.integer("replan_every", 0);
     if (j.replan_every < 0) throw field_error{"field 'replan_every' must be >= 0"};
     j.emulate_cores = top.number("emulate_cores", 0);
-    if (j.emulate_cores < 0) throw field_error{"field 'emulate_cores' must be >= 0 (0: this machine's hardware threads)"};
+    if (!(j.emulate_cores >= 0 && j.emulate_cores <= 4096))
+      throw field_error{"field 'emulate_cores' must be in 0..4096 (0: this machine's hardware threads)"};
     j.profile = top.text("profile", j.profile);
     j.emulate_compute = top.text("emulate_compute", j.emulate_compute);
     if (j.emulate_compute != "cpu" && j.emulate_compute != "profile")

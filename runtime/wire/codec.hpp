@@ -28,5 +28,9 @@ result<envelope> decode(const std::uint8_t* data, std::size_t size, const decode
 status validate_body(const body& b, const decode_limits& limits = {});
 // The device call's part of it (validate_call.cpp).
 status validate_call(const device_call& c);
+// The data frames that came with a call, by their sizes: one per tensor the call announces,
+// each holding exactly its element type's size times its shape's elements (at most 2^34).
+// Checked before any frame is read as a tensor.
+status check_tensor_frames(const device_call& c, const std::vector<std::size_t>& frame_bytes);
 
 }  // namespace dynapar::wire

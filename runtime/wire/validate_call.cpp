@@ -39,6 +39,9 @@ status check_tensors(const device_call& m) {
   return ok_status();
 }
 
+constexpr std::size_t element_bytes[] = {4, 8, 8, 4, 1};  // dtype codes 0-4: f32, f64, i64, i32, u8
+constexpr std::int64_t max_elements = std::int64_t{1} << 34;
+
 status want_tensors(const device_call& m, std::size_t n, const std::string& op) {
   if (m.tensors.size() == n) return ok_status();
   return bad("call." + op, "needs " + std::to_string(n) + " tensors but the call announces " + std::to_string(m.tensors.size()));
@@ -160,6 +163,25 @@ status check_op(const device_call& m) {
 status validate_call(const device_call& m) {
   if (auto s = check_tensors(m); !s) return s;
   return check_op(m);
+}
+
+status check_tensor_frames(const device_call& c, const std::vector<std::size_t>& frame_bytes) {
+  if (frame_bytes.size() != c.tensors.size())
+    return make_error("malformed", "the message announces " + std::to_string(c.tensors.size()) + " tensors but carries " +
+                                       std::to_string(frame_bytes.size()) + " data frames");
+  if (auto st = check_tensors(c); !st) return st;
+  for (std::size_t i = 0; i < c.tensors.size(); ++i) {
+    std::int64_t n = 1;
+    for (auto d : c.tensors[i].shape) {
+      if (d > 0 && n > max_elements / d) return bad("call.tensors[" + std::to_string(i) + "].shape", "has more than 2^34 elements");
+      n *= d;
+    }
+    const auto want = static_cast<std::size_t>(n) * element_bytes[c.tensors[i].dtype];
+    if (want != frame_bytes[i])
+      return make_error("malformed", "tensor " + std::to_string(i) + ": its shape needs " + std::to_string(want) +
+                                         " bytes but its frame has " + std::to_string(frame_bytes[i]));
+  }
+  return ok_status();
 }
 
 }  // namespace dynapar::wire

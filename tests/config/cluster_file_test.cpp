@@ -81,6 +81,12 @@ TEST_CASE("mistakes in a cluster file name the field", "[unit][config]") {
   CHECK(parse_error("budget: {energy_per_slot: {7: 10}}\ndevices: [{}]").find("unknown device id 7") != std::string::npos);
   CHECK(parse_error("budget: {slot_slack: -1}\ndevices: [{}]").find("budget.slot_slack") != std::string::npos);
   CHECK(parse_error("- 1\n- 2").find("must be a map") != std::string::npos);
+  // Sizes no run needs (a typo of a few digits) are refused before anything is allocated.
+  CHECK(parse_error("batch: 1048576\ndevices: [{}]").empty());
+  CHECK(parse_error("batch: 1048577\ndevices: [{}]").find("'batch' must be in 1..1048576") != std::string::npos);
+  CHECK(parse_error("eval_budget: 10000001\ndevices: [{}]").find("eval_budget") != std::string::npos);
+  CHECK(parse_error("warm_eval_budget: 2e9\ndevices: [{}]").find("warm_eval_budget") != std::string::npos);
+  CHECK(parse_error("max_stages: 1025\ndevices: [{}]").find("max_stages") != std::string::npos);
   for (const char* bad : {"gpu", "cuda", "cuda:", "cuda:x", "cuda:-1", "cuda:1234"})
     CHECK(parse_error(std::string("devices: [{place: \"") + bad + "\"}]").find("devices[0].place") != std::string::npos);
 }
@@ -139,6 +145,11 @@ TEST_CASE("job files: dynamics in the scenario format, and the mistakes a job ca
   CHECK(job_error(base + "replan_every: 5\ndynamics: {events: [{slot: 3, kind: leave, device: 7}]}").find("unknown device id 7") !=
         std::string::npos);
   CHECK(job_error(base + "emulate_cores: -1").find("emulate_cores") != std::string::npos);
+  CHECK(job_error(base + "emulate_cores: 1e9").find("emulate_cores") != std::string::npos);
+  CHECK(job_error(base + "data: synthetic\nsynthetic_samples: 1000000\nsteps: 1").empty());
+  CHECK(job_error(base + "data: synthetic\nsynthetic_samples: 2e9\nsteps: 1").find("'synthetic_samples' must be in 1..1000000") !=
+        std::string::npos);
+  CHECK(job_error(base + "threads: 100000\nsteps: 1").find("threads in 1..1024") != std::string::npos);
   CHECK(job_error(base + "emulate_compute: gpu").find("emulate_compute") != std::string::npos);
   CHECK(config::parse_job(YAML::Load(base + "emulate_compute: profile"), "t")->emulate_compute == "profile");
 }

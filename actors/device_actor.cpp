@@ -1,95 +1,17 @@
+// A device actor: its stage program (schedule/runner), the layers it holds and their
+// migration; the holders' sum is in device_sum.cpp.
 #include "actors/device_actor.hpp"
 
 #include <algorithm>
 #include <cstdio>
-#include <chrono>
-#include <map>
-#include <optional>
 #include <thread>
 
-#include "actors/device_clock.hpp"
-#include "actors/gloo_lanes.hpp"
-#include "actors/messages.hpp"
-#include "schedule/runner.hpp"
+#include "actors/device_state.hpp"
 
 namespace dynapar::actors {
 
-struct device_state {
-  device_config cfg;
-  std::unique_ptr<model::device_worker> worker;
-  stage_task task;
-  schedule::stage_runner runner;
-  // Received activations and gradients by (step tag, micro-batch): a re-run of a step after a
-  // failure has a new tag, so late messages of the abandoned attempt are never used.
-  std::map<std::pair<std::int64_t, int>, model::tensor> acts, grads;
-  std::map<int, model::tensor> outputs, input_grads;
-  model::tensor current;           // the input of the next forward
-  stage_report report;
-  bool active = false;
-  bool told_forward = false;       // a probe's first forward was reported
-  std::optional<stage_task> rest;  // a probe's rest that came before the probe ended
-  std::chrono::steady_clock::time_point wait_since;
-  device_clock speed{1};                        // emulated speed, CPU- or profile-timed
-  comm::link_shaper to_next, to_prev;          // this device's side of its pipeline links
-  std::map<int, comm::link_shaper> migration;  // by target device
-  std::map<int, std::size_t> held_bytes;       // layer -> its bytes with optimizer state
-  // The decentralised sum (reduce_task): in progress by bucket (named by its first layer),
-  // chunks that came before their task (by step tag and bucket), and sums held until the
-  // driver commits the step.
-  struct bucket {
-    std::vector<int> layers;
-    std::vector<std::size_t> counts;  // each layer's parameters, to cut the sum back
-  };
-  struct layer_sum {
-    reduce_task task;
-    bucket b;
-    std::unique_ptr<model::peer_sum> sum;
-    caf::response_promise done;
-    std::int64_t bytes_in = 0;  // of the other holders' chunks
-  };
-  std::map<int, layer_sum> sums;
-  std::map<std::pair<std::int64_t, int>, std::vector<model::chunk_msg>> early;
-  std::vector<std::pair<reduce_task, caf::response_promise>> deferred;  // before their step's stage ended
-  struct held_sum {
-    std::int64_t step = 0;
-    bucket b;
-    std::vector<model::tensor> sum;
-  };
-  std::map<int, held_sum> summed;
-  // exact: false through Gloo: the communicators, and the sums in flight by bucket.
-  std::unique_ptr<gloo_lanes> gloo;
-  struct gloo_wait {
-    std::int64_t step = 0;
-    bucket b;
-    caf::response_promise done;
-    std::int64_t bytes_in = 0;  // what the ring brings this rank: 2 (P - 1) / P of the bucket
-  };
-  std::map<int, gloo_wait> gloo_waiting;
-  static inline const char* name = "device";
-};
-
 namespace {
-// Its own messages besides: the delayed halves of a fault (self-sent).
-using device_impl = device_handle::extend<caf::reacts_to<fail_atom>, caf::reacts_to<pause_atom, double>,
-                                          caf::reacts_to<gloo_atom, std::int64_t, int, std::vector<model::tensor>, std::string>>;
-using device_self = device_impl::stateful_pointer<device_state>;
-using clock = std::chrono::steady_clock;
-double since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
-double now_s() { return std::chrono::duration<double>(clock::now().time_since_epoch()).count(); }
-
-// Sends over an emulated link: delivered when the shaper says the bytes have arrived.
-template <class Handle, class... Ts>
-void send_shaped(device_self self, comm::link_shaper& link, const comm::link_spec& spec,
-                 const Handle& to, double bytes, Ts&&... xs) {
-  const double now = now_s();
-  const double delay = link.offer(spec, now, bytes) - now;
-  if (delay <= 0) {
-    self->send(to, std::forward<Ts>(xs)...);
-  } else {
-    self->delayed_send(to, std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(delay)),
-                       std::forward<Ts>(xs)...);
-  }
-}
+using namespace device_detail;
 
 void finish_report(device_state& s) {
   auto add = [&](comm::link_shaper& l, int to) {
@@ -98,120 +20,6 @@ void finish_report(device_state& s) {
   };
   add(s.to_next, s.task.next_id);
   add(s.to_prev, s.task.prev_id);
-}
-
-// The optimizer step of a layer with its summed gradients, at the device's emulated speed.
-caf::result<applied> apply_sum(device_state& s, std::int64_t step, int layer, const std::vector<model::tensor>& sum, double divisor) {
-  const device_clock::work_start w;
-  auto st = s.worker->apply(layer, sum, divisor);
-  s.speed.finish(w, s.speed.update_s(layer));
-  if (!st) return caf::make_error(caf::sec::runtime_error, st.err().message);
-  return applied{s.cfg.id, step, layer};
-}
-
-// A reduce_task's bucket: its layers' partial sums joined into one list.
-result<std::vector<model::grad_part>> bucket_parts(device_state& s, const reduce_task& t, device_state::bucket& b) {
-  b.layers = t.layers.empty() ? std::vector<int>{t.layer} : t.layers;
-  std::vector<std::vector<model::grad_part>> per_layer;
-  for (int l : b.layers) {
-    per_layer.push_back(s.worker->partial_gradients(l));
-    b.counts.push_back(per_layer.back().empty() ? 0 : per_layer.back().front().grads.size());
-  }
-  return model::join_layers(std::move(per_layer));
-}
-
-// The decentralised sum of a layer: sends what peer_sum says, and once it is complete holds
-// the sum for the commit and answers the driver; an error answers at once.
-void sum_progress(device_self self, int layer, result<std::vector<model::chunk_send>> out) {
-  auto& s = self->state;
-  auto it = s.sums.find(layer);
-  if (it == s.sums.end()) return;
-  auto& e = it->second;
-  auto fail = [&](const std::string& why) {
-    e.done.deliver(caf::make_error(caf::sec::runtime_error, "device " + std::to_string(s.cfg.id) + ", layer " + std::to_string(layer) + ": " + why));
-    s.sums.erase(it);
-  };
-  if (!out) return fail(out.err().message);
-  for (auto& m : *out) self->send(e.task.peers[static_cast<std::size_t>(m.to)], part_atom::value, reduce_part{e.task.step, layer, std::move(m.msg)});
-  if (!e.sum->done()) return;
-  auto total = e.sum->sum();
-  if (!total) return fail(total.err().message);
-  s.summed[layer] = {e.task.step, std::move(e.b), std::move(*total)};
-  e.done.deliver(sum_held{s.cfg.id, e.task.step, layer, e.bytes_in});
-  s.sums.erase(it);
-}
-
-// exact: false through Gloo: the holder's gradients of the layer, flattened (a copy), all-reduced
-// on the communicator's lane; the answer comes back as a gloo_atom message.
-void gloo_reduce(device_self self, const reduce_task& t, int rank, caf::response_promise done) {
-  auto& s = self->state;
-  auto fail = [&](const std::string& why) {
-    done.deliver(caf::make_error(caf::sec::runtime_error, "device " + std::to_string(s.cfg.id) + ", layer " + std::to_string(t.layer) + ": " + why));
-  };
-  device_state::bucket b;
-  auto parts = bucket_parts(s, t, b);
-  if (!parts) return fail(parts.err().message);
-  auto flat = model::flatten(*parts);
-  if (!flat) return fail(flat.err().message);
-  if (!s.gloo) s.gloo = std::make_unique<gloo_lanes>(s.cfg.gloo_host, s.cfg.gloo_timeout_s);
-  const auto p = static_cast<double>(t.holders.size());
-  auto& w = s.gloo_waiting[t.layer];
-  w = {t.step, std::move(b), std::move(done), static_cast<std::int64_t>(2 * (p - 1) / p * static_cast<double>(model::bytes(flat->flat)))};
-  auto me = caf::actor_cast<device_impl>(self);
-  s.gloo->start(t.store, t.generation, t.holders, rank, std::move(*flat), [me, step = t.step, layer = t.layer](result<std::vector<model::tensor>> r) {
-    if (r) caf::anon_send(me, gloo_atom::value, step, layer, std::move(*r), std::string{});
-    else caf::anon_send(me, gloo_atom::value, step, layer, std::vector<model::tensor>{}, r.err().message);
-  });
-}
-
-// Another holder's chunk message for the sum in progress of `layer`.
-void sum_take(device_self self, int layer, model::chunk_msg m) {
-  auto& e = self->state.sums.at(layer);
-  for (const auto& p : m.parts) e.bytes_in += static_cast<std::int64_t>(model::bytes(p.grads));
-  sum_progress(self, layer, e.sum->take(std::move(m)));
-}
-
-// A bucket's sum among its holders, once this device's partial sums of the step are final;
-// `done` is answered when it holds the sum.
-void start_reduce(device_self self, reduce_task t, caf::response_promise done) {
-  auto& s = self->state;
-  // An abandoned attempt's sum: dropped unanswered (nobody waits for it any more; an
-  // answer would only reach the next attempt's wait).
-  s.sums.erase(t.layer);
-  for (auto it = s.early.begin(); it != s.early.end();) it = it->first.first < t.step ? s.early.erase(it) : std::next(it);
-  s.summed.erase(t.layer);
-  s.gloo_waiting.erase(t.layer);
-  const auto me = std::find(t.holders.begin(), t.holders.end(), s.cfg.id);
-  if (me == t.holders.end() || t.peers.size() != t.holders.size())
-    return done.deliver(caf::make_error(caf::sec::runtime_error, "device " + std::to_string(s.cfg.id) + " is not among the holders it was given")), void();
-  if (!t.store.empty()) return gloo_reduce(self, t, static_cast<int>(me - t.holders.begin()), std::move(done));
-  const int layer = t.layer;
-  auto& e = s.sums[layer];
-  e.sum = std::make_unique<model::peer_sum>(static_cast<int>(me - t.holders.begin()), static_cast<int>(t.holders.size()), t.micro_batches, t.exact);
-  e.done = std::move(done);
-  auto parts = bucket_parts(s, t, e.b);
-  e.task = std::move(t);
-  const auto key = std::make_pair(e.task.step, layer);
-  sum_progress(self, layer, parts ? e.sum->start(*parts) : result<std::vector<model::chunk_send>>(parts.err()));
-  if (auto it = s.early.find(key); it != s.early.end()) {
-    auto msgs = std::move(it->second);
-    s.early.erase(it);
-    for (auto& m : msgs) {
-      if (!s.sums.count(layer)) break;
-      sum_take(self, layer, std::move(m));
-    }
-  }
-}
-
-// The sums that waited for this device's stage of the step that just ended.
-void start_deferred(device_self self) {
-  auto& s = self->state;
-  auto waiting = std::move(s.deferred);
-  s.deferred.clear();
-  for (auto& [t, done] : waiting) {
-    if (t.step <= s.task.step) start_reduce(self, std::move(t), std::move(done));
-    else s.deferred.emplace_back(std::move(t), std::move(done));
-  }
 }
 
 void advance(device_self self);
@@ -379,6 +187,7 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
       [=](drop_atom, int layer) {
         self->state.worker->drop(layer);
         self->state.held_bytes.erase(layer);
+        return true;
       },
       [=](memory_atom, double bytes) { self->state.cfg.memory_bytes = std::max(0.0, bytes); },
       [=](speed_atom, double speed) { self->state.speed.set_speed(speed); },

@@ -1,0 +1,108 @@
+// A device actor's state and the pieces its two files share (actors/device_actor.cpp: the
+// stage program, layers and migration; actors/device_sum.cpp: the holders' sum). Internal to
+// those two files.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "actors/device_actor.hpp"
+#include "actors/device_clock.hpp"
+#include "actors/gloo_lanes.hpp"
+#include "actors/messages.hpp"
+#include "schedule/runner.hpp"
+
+namespace dynapar::actors {
+
+struct device_state {
+  device_config cfg;
+  std::unique_ptr<model::device_worker> worker;
+  stage_task task;
+  schedule::stage_runner runner;
+  // Received activations and gradients by (step tag, micro-batch): a re-run of a step after a
+  // failure has a new tag, so late messages of the abandoned attempt are never used.
+  std::map<std::pair<std::int64_t, int>, model::tensor> acts, grads;
+  std::map<int, model::tensor> outputs, input_grads;
+  model::tensor current;           // the input of the next forward
+  stage_report report;
+  bool active = false;
+  bool told_forward = false;       // a probe's first forward was reported
+  std::optional<stage_task> rest;  // a probe's rest that came before the probe ended
+  std::chrono::steady_clock::time_point wait_since;
+  device_clock speed{1};                        // emulated speed, CPU- or profile-timed
+  comm::link_shaper to_next, to_prev;          // this device's side of its pipeline links
+  std::map<int, comm::link_shaper> migration;  // by target device
+  std::map<int, std::size_t> held_bytes;       // layer -> its bytes with optimizer state
+  // The decentralised sum (reduce_task): in progress by bucket (named by its first layer),
+  // chunks that came before their task (by step tag and bucket), and sums held until the
+  // driver commits the step.
+  struct bucket {
+    std::vector<int> layers;
+    std::vector<std::size_t> counts;  // each layer's parameters, to cut the sum back
+  };
+  struct layer_sum {
+    reduce_task task;
+    bucket b;
+    std::unique_ptr<model::peer_sum> sum;
+    caf::response_promise done;
+    std::int64_t bytes_in = 0;  // of the other holders' chunks
+  };
+  std::map<int, layer_sum> sums;
+  std::map<std::pair<std::int64_t, int>, std::vector<model::chunk_msg>> early;
+  std::vector<std::pair<reduce_task, caf::response_promise>> deferred;  // before their step's stage ended
+  struct held_sum {
+    std::int64_t step = 0;
+    bucket b;
+    std::vector<model::tensor> sum;
+  };
+  std::map<int, held_sum> summed;
+  // exact: false through Gloo: the communicators, and the sums in flight by bucket.
+  std::unique_ptr<gloo_lanes> gloo;
+  struct gloo_wait {
+    std::int64_t step = 0;
+    bucket b;
+    caf::response_promise done;
+    std::int64_t bytes_in = 0;  // what the ring brings this rank: 2 (P - 1) / P of the bucket
+  };
+  std::map<int, gloo_wait> gloo_waiting;
+  static inline const char* name = "device";
+};
+
+namespace device_detail {
+// Its own messages besides: the delayed halves of a fault (self-sent).
+using device_impl = device_handle::extend<caf::reacts_to<fail_atom>, caf::reacts_to<pause_atom, double>,
+                                          caf::reacts_to<gloo_atom, std::int64_t, int, std::vector<model::tensor>, std::string>>;
+using device_self = device_impl::stateful_pointer<device_state>;
+using clock = std::chrono::steady_clock;
+inline double since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
+inline double now_s() { return std::chrono::duration<double>(clock::now().time_since_epoch()).count(); }
+
+// Sends over an emulated link: delivered when the shaper says the bytes have arrived.
+template <class Handle, class... Ts>
+void send_shaped(device_self self, comm::link_shaper& link, const comm::link_spec& spec,
+                 const Handle& to, double bytes, Ts&&... xs) {
+  const double now = now_s();
+  const double delay = link.offer(spec, now, bytes) - now;
+  if (delay <= 0) {
+    self->send(to, std::forward<Ts>(xs)...);
+  } else {
+    self->delayed_send(to, std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(delay)),
+                       std::forward<Ts>(xs)...);
+  }
+}
+
+// The holders' sum (device_sum.cpp).
+// The optimizer step of a layer with its summed gradients, at the device's emulated speed.
+caf::result<applied> apply_sum(device_state& s, std::int64_t step, int layer, const std::vector<model::tensor>& sum, double divisor);
+// A bucket's sum among its holders, once this device's partial sums of the step are final;
+// `done` is answered when it holds the sum.
+void start_reduce(device_self self, reduce_task t, caf::response_promise done);
+// Another holder's chunk message for the sum in progress of `layer`.
+void sum_take(device_self self, int layer, model::chunk_msg m);
+// The sums that waited for this device's stage of the step that just ended.
+void start_deferred(device_self self);
+
+}  // namespace device_detail
+}  // namespace dynapar::actors

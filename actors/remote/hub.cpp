@@ -94,6 +94,12 @@ void remote_devices::impl::handle(comm::packet p) {
       known = true;
     }
   }
+  if (!known && !strangers.allow(p.route, now_s())) {
+    if (strangers_refused++ % 1000 == 0)
+      log->warn("dropped a message from '{}', which has not joined: over the rate such peers may send ({} dropped so far)",
+                p.route, strangers_refused.load());
+    return;
+  }
   auto u = remote::unpack(p);
   if (!u) {
     log->warn("dropped a message: {}", u.err().message);
@@ -300,6 +306,8 @@ std::map<std::string, double> remote_devices::tensor_bytes() const {
           {"inputs", static_cast<double>(impl_->inputs.load())},
           {"gradients", static_cast<double>(impl_->gradients.load())}};
 }
+
+std::uint64_t remote_devices::strangers_refused() const { return impl_->strangers_refused.load(); }
 
 std::set<int> remote_devices::present_ids() const {
   std::set<int> out;

@@ -17,6 +17,7 @@
 #include "actors/session.hpp"
 #include "comm/keys.hpp"
 #include "control/silence.hpp"
+#include "common/rate_limit.hpp"
 #include "data/source.hpp"
 #include "model/api.hpp"
 
@@ -34,6 +35,10 @@ struct remote_config {
   // Routes (nodes and short-lived clients) remembered at once; a join beyond is refused, so a
   // flood of identities cannot grow the controller's tables without bound.
   std::size_t max_routes = 4096;
+  // What routes that have not joined (new nodes, fenced ones, `inject` and `node --leave`)
+  // may send, by route and all together; the rest is dropped before it is decoded, so that a
+  // flood cannot hold the network thread.
+  rate_limit_config strangers;
   double heartbeat_s = 0.5;                 // to every node, so that nodes notice a dead controller
   // A node silent too long is lost: its devices leave the run, and every call waiting on
   // them fails at once (no wait until the step timeout). How long: `node_timeout_s` if > 0,
@@ -71,6 +76,8 @@ class remote_devices : public device_directory {
   // "inputs" sent to nodes (a step's inputs and targets, to a node without the data set),
   // "sent" to nodes (gradient sums, layers placed from here).
   std::map<std::string, double> tensor_bytes() const;
+  // Messages from routes that have not joined, dropped over remote_config::strangers.
+  std::uint64_t strangers_refused() const;
   // Stops the network thread after sending what is queued (device retirements included).
   void stop();
 

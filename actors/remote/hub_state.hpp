@@ -44,6 +44,8 @@ struct remote_devices::impl {
   const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   double now_s() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); }
   std::map<std::string, std::chrono::steady_clock::time_point> told_rejoin;  // unknown nodes, when last told to join again
+  rate_limit strangers{cfg.strangers};  // what routes that have not joined may send (network thread only)
+  std::atomic<std::uint64_t> strangers_refused{0};
   std::vector<sim::fault> faults;                  // dynapar inject: for the driver
   // The data plane: each node's data socket and the key it proved (CURVE), handed to every
   // node as a peers_msg whenever membership changes (broadcast_peers).

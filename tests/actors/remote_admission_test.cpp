@@ -393,6 +393,25 @@ TEST_CASE("a slow, flooding or oversized peer does not stall the controller", "[
   CHECK(accepted == 1);
   CHECK(refused == 99);
   CHECK(answers());
+
+  // One identity that has not joined sends 1000 heartbeats at once: past its burst they are
+  // dropped before they are decoded (remote_config::strangers), and the controller answers.
+  zmq::socket_t chatty(ctx, zmq::socket_type::dealer);
+  chatty.set(zmq::sockopt::linger, 0);
+  chatty.connect(ep);
+  const auto before = (*hub)->strangers_refused();
+  for (int i = 0; i < 1000; ++i) {
+    wire::envelope h;
+    h.sender = "chatty";
+    h.msg = wire::heartbeat_msg{};
+    comm::packet hp;
+    hp.header = wire::encode(h);
+    REQUIRE(comm::send_packet(chatty, std::move(hp), false));
+  }
+  for (int i = 0; i < 100 && (*hub)->strangers_refused() - before < 900; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // 1000 less the burst (40) and what the rate (20/s) refilled meanwhile.
+  CHECK((*hub)->strangers_refused() - before >= 900);
+  CHECK(answers());
   done = true;
   trickle.join();
   ::close(slow);

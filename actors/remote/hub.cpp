@@ -26,7 +26,17 @@ void remote_devices::impl::reply(const std::string& route, wire::body b) {
   comm::packet p;
   p.route = route;
   p.header = wire::encode(e);
-  if (auto st = comm::send_packet(router, std::move(p), true); !st) log->warn("{}", st.err().message);
+  send_out(std::move(p));
+}
+
+void remote_devices::impl::send_out(comm::packet p) {
+  auto st = comm::send_packet(router, std::move(p), true, true);
+  if (st) return;
+  if (st.err().code == "unreachable") {
+    ++dropped_unreachable;
+  } else if (st.err().code != "full" || dropped_full++ % 1000 == 0) {
+    log->warn("{} ({} dropped for full queues so far)", st.err().message, dropped_full);
+  }
 }
 
 // dynapar inject (docs/RELIABILITY.md). A leave is a graceful departure, taken at once.
@@ -149,7 +159,7 @@ void remote_devices::impl::handle(comm::packet p) {
     if (it == devices.end()) return log->warn("dropped a message for device {}, which no node hosts", c->device);
     p.route = it->second.route;
     for (const auto& t : u->tensors) relayed += model::bytes(t);
-    if (auto st = comm::send_packet(router, std::move(p), true); !st) log->warn("{}", st.err().message);
+    send_out(std::move(p));
     return;
   }
   // A node speaks only for the devices it hosts (docs/SECURITY.md, "Per-node authority"):
@@ -175,7 +185,7 @@ void remote_devices::impl::loop() {
     while (true) {
       auto p = comm::recv_packet(pull, true, std::chrono::milliseconds(0));
       if (!p || !*p) return;
-      if (auto st = comm::send_packet(router, std::move(**p), true); !st) log->warn("{}", st.err().message);
+      send_out(std::move(**p));
     }
   };
   while (!stopping) {
@@ -230,7 +240,10 @@ result<std::shared_ptr<remote_devices>> remote_devices::start(caf::actor_system&
   }
   try {
     h->router.set(zmq::sockopt::linger, 1000);
-    h->router.set(zmq::sockopt::router_mandatory, 0);
+    // Strict, and bounded: a send to a route that is gone or to a full queue fails at once
+    // (send_out counts it) instead of vanishing or blocking the network thread.
+    h->router.set(zmq::sockopt::router_mandatory, 1);
+    h->router.set(zmq::sockopt::sndhwm, comm::queue_messages);
     h->router.set(zmq::sockopt::maxmsgsize, h->cfg.max_frame_bytes);
     h->router.bind(h->cfg.bind);
     h->endpoint = h->router.get(zmq::sockopt::last_endpoint);

@@ -66,9 +66,10 @@ zmq::socket_t* node_mesh::dealer_for(const wire::peer_entry& p) {
     auto s = std::make_unique<zmq::socket_t>(ctx_, zmq::socket_type::dealer);
     s->set(zmq::sockopt::routing_id, name_);
     s->set(zmq::sockopt::linger, 0);
-    // Never block the network thread: a peer that is slow to drain queues here; one that died
-    // is dropped from the membership by the controller, and its queue with it.
-    s->set(zmq::sockopt::sndhwm, 0);
+    // Never block the network thread: a peer that is slow to drain queues here, up to a bound
+    // (send() drops and counts past it); one that died is dropped from the membership by the
+    // controller, and its queue with it.
+    s->set(zmq::sockopt::sndhwm, comm::queue_messages);
     if (keys_) {
       if (p.public_key.empty()) {
         logging::get("node")->warn("peer '{}' has no key while this node speaks CURVE: its devices are reached through the controller",
@@ -99,8 +100,8 @@ bool node_mesh::send(int device, comm::packet& p) {
   if (h == host_of_.end()) return false;
   auto* s = dealer_for(peers_.at(h->second));
   if (!s) return false;
-  if (auto st = comm::send_packet(*s, std::move(p), false); !st)
-    logging::get("node")->warn("to device {} on '{}': {}", device, h->second, st.err().message);
+  if (auto st = comm::send_packet(*s, std::move(p), false, true); !st && (st.err().code != "full" || full_++ % 1000 == 0))
+    logging::get("node")->warn("to device {} on '{}': {} ({} dropped for a full queue so far)", device, h->second, st.err().message, full_);
   return true;
 }
 

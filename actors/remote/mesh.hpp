@@ -54,6 +54,7 @@ class node_mesh {
   // dropped and counted (`refused`). Nothing: none waiting (or only strangers' so far).
   result<std::optional<comm::packet>> receive(std::chrono::milliseconds wait);
   std::uint64_t refused() const { return refused_; }
+  std::uint64_t dropped_full() const { return full_; }  // sends past a peer's bound (comm::queue_messages)
 
  private:
   node_mesh(zmq::context_t& ctx, std::string name) : ctx_(ctx), name_(std::move(name)), router_(ctx, zmq::socket_type::router) {}
@@ -73,7 +74,7 @@ class node_mesh {
     std::unique_ptr<zmq::socket_t> socket;
   };
   std::map<std::string, link> links_;  // by node name, made on first send
-  std::uint64_t refused_ = 0;
+  std::uint64_t refused_ = 0, full_ = 0;
 };
 
 }  // namespace dynapar::actors

@@ -143,6 +143,7 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
   auto b = spawn_node_bridge(sys, sh, devices);
   auto last_heard = clock::now(), last_beat = clock::now();
   bool leave_sent = false;
+  std::uint64_t full = 0;  // data dropped for a full queue to the controller
   std::optional<error> failure;
   session_end end = session_end::done;
   while (sh->live > 0) {
@@ -166,7 +167,9 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
         pk.route.clear();
         if (mesh.send(device, pk)) continue;  // else through the controller, which relays it
       }
-      if (auto st = comm::send_packet(dealer, std::move(pk), false); !st) log->warn("{}", st.err().message);
+      // Not waiting: a controller that stopped reading must not hold this thread (heartbeats).
+      if (auto st = comm::send_packet(dealer, std::move(pk), false, true); !st && (st.err().code != "full" || full++ % 1000 == 0))
+        log->warn("{} ({} dropped for a full queue so far)", st.err().message, full);
     }
     // From other nodes; a bounded batch per turn, so that a busy peer cannot starve the
     // controller's messages and the heartbeat.
@@ -259,6 +262,7 @@ result<node_outcome> run_node(const node_config& cfg, const std::atomic<bool>& l
   zmq::socket_t dealer(ctx, zmq::socket_type::dealer), pull(ctx, zmq::socket_type::pull);
   dealer.set(zmq::sockopt::routing_id, name);
   dealer.set(zmq::sockopt::linger, 1000);
+  dealer.set(zmq::sockopt::sndhwm, comm::queue_messages);
   if (cfg.keys)
     if (auto st = comm::make_curve_client(dealer, *cfg.keys); !st) return st.err();
   comm::handshake_watch watch(ctx, dealer, cfg.keys.has_value());

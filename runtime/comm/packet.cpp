@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <cerrno>
 #include <memory>
 
 namespace dynapar::comm {
@@ -18,15 +19,20 @@ zmq::message_t frame(const blob& b) {
 
 }  // namespace
 
-status send_packet(zmq::socket_t& s, packet p, bool routed) {
+status send_packet(zmq::socket_t& s, packet p, bool routed, bool dont_wait) {
   try {
-    if (routed) s.send(zmq::buffer(p.route), zmq::send_flags::sndmore);
+    // The first frame decides: once it is queued, ZeroMQ takes the message's other frames.
+    const auto first = dont_wait ? zmq::send_flags::dontwait : zmq::send_flags::none;
     const auto more = p.blobs.empty() ? zmq::send_flags::none : zmq::send_flags::sndmore;
-    s.send(zmq::buffer(p.header), more);
+    const bool queued = routed ? s.send(zmq::buffer(p.route), zmq::send_flags::sndmore | first).has_value()
+                               : s.send(zmq::buffer(p.header), more | first).has_value();
+    if (!queued) return make_error("full", "the queue to '" + p.route + "' is full (its send HWM): a message was dropped");
+    if (routed) s.send(zmq::buffer(p.header), more);
     for (std::size_t i = 0; i < p.blobs.size(); ++i)
       s.send(frame(p.blobs[i]), i + 1 < p.blobs.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
     return ok_status();
   } catch (const zmq::error_t& e) {
+    if (e.num() == EHOSTUNREACH) return make_error("unreachable", "no peer '" + p.route + "' is connected: a message was dropped");
     return make_error("send", std::string("sending a message failed: ") + e.what());
   }
 }

@@ -30,7 +30,14 @@ struct packet_limits {
   std::size_t max_bytes = 1u << 30;   // all frames together (one frame: ZMQ_MAXMSGSIZE on the socket)
 };
 
-status send_packet(zmq::socket_t& s, packet p, bool routed);
+// Messages a socket queues for one peer (ZMQ_SNDHWM) before it refuses more: bounded, so
+// that a peer that stopped reading costs bounded memory; each side counts what it drops.
+inline constexpr int queue_messages = 10000;
+
+// With `dont_wait`, a peer whose queue is full gets nothing (error "full") instead of the
+// call blocking, and on a ROUTER with ZMQ_ROUTER_MANDATORY a route it does not know is
+// "unreachable"; other failures are "send".
+status send_packet(zmq::socket_t& s, packet p, bool routed, bool dont_wait = false);
 // Waits up to `wait` (0: does not wait). Nothing: no message within the wait. A message
 // with too many frames or bytes is read to its end and reported as an error.
 result<std::optional<packet>> recv_packet(zmq::socket_t& s, bool routed, std::chrono::milliseconds wait,

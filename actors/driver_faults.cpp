@@ -202,7 +202,7 @@ void driver::strike(const sim::fault& f, const char* source, std::int64_t t, std
   int id = f.device;
   if (id < 0) {
     among.erase(std::remove_if(among.begin(), among.end(), [&](int d) { return failing_.count(d) > 0; }), among.end());
-    if (among.empty()) return;
+    if (among.empty()) return log->warn("step {}: fault {} skipped: no device of the plan left to hit", t, sim::name(f.kind));
     id = among[std::uniform_int_distribution<std::size_t>(0, among.size() - 1)(fault_rng_)];
   }
   const char* kind = sim::name(f.kind);

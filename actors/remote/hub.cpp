@@ -31,12 +31,9 @@ void remote_devices::impl::reply(const std::string& route, wire::body b) {
 
 void remote_devices::impl::send_out(comm::packet p) {
   auto st = comm::send_packet(router, std::move(p), true, true);
-  if (st) return;
-  if (st.err().code == "unreachable") {
-    ++dropped_unreachable;
-  } else if (st.err().code != "full" || dropped_full++ % 1000 == 0) {
+  if (st || st.err().code == "unreachable") return;
+  if (st.err().code != "full" || dropped_full++ % 1000 == 0)
     log->warn("{} ({} dropped for full queues so far)", st.err().message, dropped_full);
-  }
 }
 
 // dynapar inject (docs/RELIABILITY.md). A leave is a graceful departure, taken at once.

@@ -77,9 +77,9 @@ struct remote_devices::impl {
   void reply(const std::string& route, wire::body b);  // from the network thread only
   // Every message out of the router (network thread only): never waits for a node that
   // stopped reading; what a full queue drops is counted and logged, what goes to a route
-  // that is gone (a lost node, a client that left) only counted.
+  // that is gone (a lost node, a client that left) is dropped without a word, as before.
   void send_out(comm::packet p);
-  std::uint64_t dropped_full = 0, dropped_unreachable = 0;
+  std::uint64_t dropped_full = 0;
   // A proxy stopped. Its node (if the device is still its node's: a lost node's devices may
   // have joined again from elsewhere) retires the device.
   void retired(int id, std::uint64_t gen);

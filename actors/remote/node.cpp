@@ -80,16 +80,23 @@ result<std::string> model_source(const node_config& cfg, const wire::welcome_msg
 std::uint64_t load_data(const wire::welcome_msg& w, node_shared& sh) {
   if (w.data_hash == 0 || w.data.empty()) return 0;
   auto log = logging::get("node");
-  auto d = data::load(data::source{w.data, w.data_samples, w.seed}, true);
+  auto src = data::decode(w.data);
+  if (!src) {
+    log->warn("the controller's data source: {}; it sends each step's inputs instead", src.err().message);
+    return 0;
+  }
+  src->seed = w.seed;
+  src->synthetic_samples = w.data_samples;
+  auto d = data::load(*src, true);
   if (!d) {
-    log->warn("the job's data set '{}': {}; the controller sends each step's inputs instead", w.data, d.err().message);
+    log->warn("the job's data set '{}': {}; the controller sends each step's inputs instead", src->kind, d.err().message);
     return 0;
   }
   const auto h = data::fingerprint(*d);
   if (h != w.data_hash) {
     log->warn("this node's copy of '{}' differs from the controller's (fingerprint {:x}, not {:x}); the controller sends each "
               "step's inputs instead",
-              w.data, h, w.data_hash);
+              src->kind, h, w.data_hash);
     return 0;
   }
   sh.data = std::make_shared<const data::dataset>(std::move(*d));

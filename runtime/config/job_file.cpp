@@ -77,6 +77,41 @@ sim::fault_plan parse_faults(const fields& top, const planner::cluster_state& cl
   return plan;
 }
 
+// `data: KIND` or `data: {kind, path, ...}`; synthetic_samples stays a top-level field.
+void parse_data(const fields& top, data::source& d) {
+  d.synthetic_samples = 6000;
+  if (top.has("data") && top.child("data").IsMap()) {
+    fields f(top.child("data"), "data");
+    f.only({"kind", "path", "val_share", "mean", "std", "classes", "token_type", "window", "stride", "vocab"});
+    d.kind = f.text("kind");
+    d.path = f.text("path", "");
+    d.val_share = f.number("val_share", d.val_share);
+    d.mean = f.number("mean", d.mean);
+    d.std_dev = f.number("std", d.std_dev);
+    d.classes = f.integer("classes", d.classes);
+    d.token_type = f.text("token_type", d.token_type);
+    d.window = f.integer("window", d.window);
+    d.stride = f.integer("stride", d.stride);
+    d.vocab = f.integer("vocab", d.vocab);
+    if ((d.kind == "npy" || d.kind == "tokens") && d.path.empty()) throw field_error{"field 'data.path' is required for kind " + d.kind};
+    if (d.path.find('\n') != std::string::npos) throw field_error{"field 'data.path' holds a newline"};
+    if (!(d.val_share > 0 && d.val_share < 1)) throw field_error{"field 'data.val_share' must be in (0, 1)"};
+    if (!(d.std_dev > 0)) throw field_error{"field 'data.std' must be > 0"};
+    if (d.classes < 0 || d.classes > 1'000'000 || d.vocab < 0 || d.vocab > 1 << 24 || d.window < 1 || d.window > 1 << 16 || d.stride < 0)
+      throw field_error{"data: classes in 0..1000000, vocab in 0..2^24, window in 1..65536, stride >= 0"};
+    if (d.token_type != "uint16" && d.token_type != "uint32") throw field_error{"field 'data.token_type' must be uint16 or uint32"};
+    if (d.kind == "tokens" && d.vocab < 2) throw field_error{"field 'data.vocab' is required for tokens (every id is below it)"};
+  } else {
+    d.kind = top.text("data", d.kind);
+  }
+  if (d.kind != "fashion_mnist" && d.kind != "synthetic" && d.kind != "fortunes" && d.kind != "npy" && d.kind != "tokens")
+    throw field_error{"field 'data' must be fashion_mnist, synthetic, fortunes, or a map with kind npy or tokens"};
+  d.synthetic_samples = top.integer("synthetic_samples", d.synthetic_samples);
+  // Upper bounds keep a mistyped file from asking for memory no run needs.
+  if (d.synthetic_samples < 1 || d.synthetic_samples > 1'000'000)
+    throw field_error{"field 'synthetic_samples' must be in 1..1000000 (784 MB of images)"};
+}
+
 }  // namespace
 
 result<job> parse_job(const YAML::Node& doc, const std::string& name) {
@@ -91,13 +126,8 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
     j.cluster = std::move(*base);
     j.model = j.cluster.model.empty() ? j.model : j.cluster.model;
     j.seed = j.cluster.planner.seed;
-    j.data = top.text("data", j.data);
-    if (j.data != "fashion_mnist" && j.data != "synthetic" && j.data != "fortunes")
-      throw field_error{"field 'data' must be fashion_mnist, synthetic or fortunes"};
-    j.synthetic_samples = top.integer("synthetic_samples", j.synthetic_samples);
-    // Upper bounds keep a mistyped file from asking for memory no run needs.
-    if (j.synthetic_samples < 1 || j.synthetic_samples > 1'000'000)
-      throw field_error{"field 'synthetic_samples' must be in 1..1000000 (784 MB of images)"};
+    j.data.seed = j.seed;
+    parse_data(top, j.data);
     j.steps = top.integer("steps", 0);
     if (j.steps < 0) throw field_error{"field 'steps' must be >= 0"};
     j.epochs = top.number("epochs", j.epochs);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "config/cluster_file.hpp"
+#include "data/source.hpp"
 #include "sim/faults.hpp"
 #include "sim/scenario.hpp"
 
@@ -15,8 +16,9 @@ namespace dynapar::config {
 struct job {
   std::string name;
   std::string model = "cnn";           // built-in model (model/api.hpp)
-  std::string data = "fashion_mnist";  // or "synthetic", or "fortunes" (text: data/text.hpp)
-  int synthetic_samples = 6000;
+  // `data: KIND` (fashion_mnist, synthetic, fortunes) or `data: {kind: npy|tokens, path: DIR,
+  // ...}` (docs/FORMATS.md, "Data"); synthetic_samples defaults to 6000, seed is the job's.
+  data::source data;
   std::int64_t steps = 0;              // 0: from epochs
   double epochs = 1;
   std::string optimizer = "adam";      // or "sgd"

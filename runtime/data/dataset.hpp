@@ -1,8 +1,10 @@
-// An in-memory classification set: Fashion-MNIST from its Debian package, seeded synthetic
-// data of the same shape for benchmarks, or text windows (data/text.hpp).
+// A classification set: in memory (Fashion-MNIST from its Debian package, seeded synthetic
+// data of the same shape for benchmarks, text windows: data/text.hpp), or read sample by
+// sample from the user's files (data/files.hpp).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,12 +12,28 @@
 
 namespace dynapar::data {
 
+// Samples that stay in their files: each read when a batch needs it.
+class sample_store {
+ public:
+  virtual ~sample_store() = default;
+  virtual int size() const = 0;
+  // Sample i's channels * rows * cols values, as the model takes them (normalised as the job
+  // says; token ids as they are).
+  virtual void values(int i, float* out) const = 0;
+  virtual std::int64_t label(int i) const = 0;
+  // Over the shape and every byte the samples come from (data/source.hpp's fingerprint).
+  virtual std::uint64_t fingerprint() const = 0;
+  // Samples read so far, by values(): what a test counts to show a node reads only its own.
+  virtual std::int64_t samples_read() const = 0;
+};
+
 struct dataset {
-  int rows = 28, cols = 28, classes = 10;
-  std::vector<std::uint8_t> images;  // n * rows * cols
+  int channels = 1, rows = 28, cols = 28, classes = 10;
+  std::vector<std::uint8_t> images;  // n * rows * cols, when in memory (one channel)
   std::vector<std::uint8_t> labels;  // n
-  bool tokens = false;  // images are token ids, not pixels: a model takes them as they are
-  int size() const { return static_cast<int>(labels.size()); }
+  bool tokens = false;  // the values are token ids, not pixels: a model takes them as they are
+  std::shared_ptr<const sample_store> store;  // set: the samples are read from files, not images/labels
+  int size() const { return store ? store->size() : static_cast<int>(labels.size()); }
 };
 
 // Where Debian's dataset-fashion-mnist puts it; a build for another prefix (tools/gpu/build.sh)

@@ -1,7 +1,9 @@
 #include "data/source.hpp"
 
 #include <algorithm>
+#include <sstream>
 
+#include "data/files.hpp"
 #include "data/text.hpp"
 
 namespace dynapar::data {
@@ -13,10 +15,56 @@ result<dataset> load(const source& s, bool train) {
   }
   if (s.kind == "fortunes") return load_text(fortunes_dir, train ? "train" : "test");
   if (s.kind == "fashion_mnist") return load_fashion_mnist(fashion_mnist_dir, train ? "train" : "t10k");
-  return make_error("bad_data", "unknown data set '" + s.kind + "' (fashion_mnist, synthetic or fortunes)");
+  if (s.kind == "npy") return load_npy(s, train);
+  if (s.kind == "tokens") return load_tokens(s, train);
+  return make_error("bad_data", "unknown data set '" + s.kind + "' (fashion_mnist, synthetic, fortunes, npy or tokens)");
+}
+
+// One "key=value" line a field; a path holds no newline (the job file's loader refuses one).
+std::string encode(const source& s) {
+  std::ostringstream o;
+  o.precision(17);
+  o << "kind=" << s.kind << "\nsynthetic_samples=" << s.synthetic_samples << "\nseed=" << s.seed << "\npath=" << s.path
+    << "\nval_share=" << s.val_share << "\nmean=" << s.mean << "\nstd=" << s.std_dev << "\nclasses=" << s.classes
+    << "\ntoken_type=" << s.token_type << "\nwindow=" << s.window << "\nstride=" << s.stride << "\nvocab=" << s.vocab << "\n";
+  return o.str();
+}
+
+result<source> decode(const std::string& text) {
+  source s;
+  if (text.find('=') == std::string::npos) {
+    s.kind = text;
+    return s;
+  }
+  std::istringstream in(text);
+  std::string line;
+  try {
+    while (std::getline(in, line)) {
+      const auto eq = line.find('=');
+      if (eq == std::string::npos) return make_error("bad_data", "a data source line without '=': " + line.substr(0, 40));
+      const std::string k = line.substr(0, eq), v = line.substr(eq + 1);
+      if (k == "kind") s.kind = v;
+      else if (k == "synthetic_samples") s.synthetic_samples = std::stoi(v);
+      else if (k == "seed") s.seed = std::stoull(v);
+      else if (k == "path") s.path = v;
+      else if (k == "val_share") s.val_share = std::stod(v);
+      else if (k == "mean") s.mean = std::stod(v);
+      else if (k == "std") s.std_dev = std::stod(v);
+      else if (k == "classes") s.classes = std::stoi(v);
+      else if (k == "token_type") s.token_type = v;
+      else if (k == "window") s.window = std::stoi(v);
+      else if (k == "stride") s.stride = std::stoi(v);
+      else if (k == "vocab") s.vocab = std::stoi(v);
+      else return make_error("bad_data", "a data source field not known: " + k.substr(0, 40));
+    }
+  } catch (const std::exception&) {
+    return make_error("bad_data", "a data source field is not a number: " + line.substr(0, 60));
+  }
+  return s;
 }
 
 std::uint64_t fingerprint(const dataset& d) {
+  if (d.store) return d.store->fingerprint();
   std::uint64_t h = 1469598103934665603ull;
   auto add = [&h](std::uint64_t byte) {
     h ^= byte;

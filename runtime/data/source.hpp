@@ -11,13 +11,30 @@
 namespace dynapar::data {
 
 struct source {
-  std::string kind = "fashion_mnist";  // or "synthetic", "fortunes" (config::job_file::data)
+  std::string kind = "fashion_mnist";  // or "synthetic", "fortunes"; the user's files: "npy", "tokens"
   int synthetic_samples = 0;           // synthetic: the training set's size (the test set: a sixth, at least 1000)
   std::uint64_t seed = 1;              // synthetic: the job's seed
+  // npy and tokens (docs/FORMATS.md, "Data"): a folder. npy: train_inputs.npy and
+  // train_labels.npy, optionally val_inputs.npy and val_labels.npy; tokens: train.bin,
+  // optionally val.bin.
+  std::string path;
+  double val_share = 0.1;        // without validation files, this last share of the training files is held out
+  double mean = 0, std_dev = 1;  // npy: a value x is fed as (x - mean) / std_dev (job: mean, std)
+  int classes = 0;               // npy: labels are below it (0: the largest label + 1)
+  std::string token_type = "uint16";  // tokens: the ids' type, uint16 or uint32
+  int window = 32;               // tokens: ids a sample; its label is the id after them
+  int stride = 0;                // tokens: between the starts of two samples (0: window)
+  int vocab = 0;                 // tokens: every id is below it
 };
 
-// The training (train = true) or test split; an error names a kind it does not know.
+// The training (train = true) or validation split; an error names a kind it does not know,
+// and for the user's files, the file and the sample that is wrong.
 result<dataset> load(const source& s, bool train);
+
+// A source as one text (the controller's welcome carries it to nodes), and back; decode takes
+// a bare kind too.
+std::string encode(const source& s);
+result<source> decode(const std::string& text);
 
 // FNV-1a over the shape and every byte: equal sets give equal values, and one changed pixel
 // or label another (with overwhelming likelihood). Never 0, which means "no data".

@@ -13,6 +13,13 @@ namespace dynapar::model {
 
 tensor inputs(const data::dataset& d, const std::vector<int>& samples, int lo, int hi) {
   const int n = hi - lo, px = d.rows * d.cols;
+  if (d.store) {
+    auto t = torch::empty({n, d.channels, d.rows, d.cols}, torch::kFloat32);
+    auto* out = t.data_ptr<float>();
+    const std::size_t each = static_cast<std::size_t>(d.channels) * px;
+    for (int i = 0; i < n; ++i) d.store->values(samples[lo + i], out + i * each);
+    return box(t);
+  }
   auto t = torch::empty({n, 1, d.rows, d.cols}, torch::kUInt8);
   auto* out = t.data_ptr<std::uint8_t>();
   for (int i = 0; i < n; ++i)
@@ -25,7 +32,7 @@ tensor inputs(const data::dataset& d, const std::vector<int>& samples, int lo, i
 tensor targets(const data::dataset& d, const std::vector<int>& samples, int lo, int hi) {
   auto t = torch::empty({hi - lo}, torch::kInt64);
   auto* out = t.data_ptr<std::int64_t>();
-  for (int i = lo; i < hi; ++i) out[i - lo] = d.labels[samples[i]];
+  for (int i = lo; i < hi; ++i) out[i - lo] = d.store ? d.store->label(samples[i]) : d.labels[samples[i]];
   return box(t);
 }
 

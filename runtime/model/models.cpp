@@ -229,14 +229,14 @@ std::size_t param_bytes(const model_chain& m, int layer) {
 status check_data(const model_chain& m, const data::dataset& d) {
   const auto& io = m.io;
   const bool tokens = io.vocab > 0;
-  // Samples as [channels, rows, cols] (the data's images have one channel).
+  // Samples as [channels, rows, cols].
   auto what = [](bool t, int channels, int rows, int cols) {
     return t ? "text windows of " + std::to_string(cols) + " tokens"
              : "images of [" + std::to_string(channels) + ", " + std::to_string(rows) + ", " + std::to_string(cols) + "]";
   };
-  if (tokens != d.tokens || io.channels != 1 || io.rows != d.rows || io.cols != d.cols || (io.classes > 0 && io.classes != d.classes))
+  if (tokens != d.tokens || io.channels != d.channels || io.rows != d.rows || io.cols != d.cols || (io.classes > 0 && d.classes > io.classes))
     return make_error("bad_job", "model '" + m.name + "' takes " + what(tokens, io.channels, io.rows, io.cols) + " in " +
-                                     std::to_string(io.classes) + " classes; the data are " + what(d.tokens, 1, d.rows, d.cols) + " in " +
+                                     std::to_string(io.classes) + " classes; the data are " + what(d.tokens, d.channels, d.rows, d.cols) + " in " +
                                      std::to_string(d.classes) + " classes");
   return ok_status();
 }

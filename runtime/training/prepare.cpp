@@ -106,7 +106,7 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, co
   const auto& job = p.job;
   model::set_threads(job.threads);
   const model::optimizer_config opt{job.optimizer, job.lr, job.momentum, job.weight_decay};
-  const data::source src{job.data, job.synthetic_samples, job.seed};
+  const data::source& src = job.data;
   auto train = data::load(src, true);
   if (!train) return train.err();
   auto test = data::load(src, false);

@@ -102,7 +102,7 @@ TEST_CASE("a node gets sample ids only once its heartbeat proves the controller'
   REQUIRE(m);
   const auto d = data::synthetic(64, 4);
   auto rc = mlp_job({0});
-  rc.data = {"synthetic", 64, 4};
+  rc.data.kind = "synthetic", rc.data.synthetic_samples = 64, rc.data.seed = 4;
   rc.data_hash = data::fingerprint(d);
   auto hub = actors::remote_devices::start(sys, *m, rc);
   REQUIRE(hub);
@@ -114,7 +114,7 @@ TEST_CASE("a node gets sample ids only once its heartbeat proves the controller'
   n.send(wire::join_msg{"raw-node", {dev}, ""});
   const auto w = n.next<wire::welcome_msg>();
   REQUIRE(w.accepted);
-  CHECK((w.data == "synthetic" && w.data_samples == 64 && w.data_hash == rc.data_hash));
+  CHECK((data::decode(w.data)->kind == "synthetic" && data::decode(w.data)->seed == 4 && w.data_samples == 64 && w.data_hash == rc.data_hash));
 
   const std::vector<int> order = {5, 9, 2};
   actors::stage_task t;

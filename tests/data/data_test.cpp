@@ -23,6 +23,12 @@ using namespace dynapar;
 using namespace dynapar::data;
 
 namespace {
+source src(const std::string& kind, int samples, std::uint64_t seed) {
+  source s;
+  s.kind = kind, s.synthetic_samples = samples, s.seed = seed;
+  return s;
+}
+
 std::string write_gz(const std::vector<unsigned char>& bytes, const std::string& name) {
   const std::string path = "/tmp/dynapar_test_" + name + ".gz";
   gzFile f = gzopen(path.c_str(), "wb");
@@ -60,8 +66,8 @@ TEST_CASE("Fashion-MNIST loads from the Debian package", "[unit][data]") {
 TEST_CASE("a data source loads what the job names; the fingerprint tells copies apart", "[unit][data]") {
   // Synthetic: the same set as data::synthetic with the job's size and seed, the test split
   // a sixth of it (at least 1000) from the next seed.
-  auto train = load(source{"synthetic", 1200, 7}, true);
-  auto test = load(source{"synthetic", 1200, 7}, false);
+  auto train = load(src("synthetic", 1200, 7), true);
+  auto test = load(src("synthetic", 1200, 7), false);
   REQUIRE(train);
   REQUIRE(test);
   const auto ref = synthetic(1200, 7);
@@ -81,8 +87,8 @@ TEST_CASE("a data source loads what the job names; the fingerprint tells copies 
   auto fm = load(source{}, true);
   REQUIRE(fm);
   CHECK(fm->size() == 60000);
-  CHECK(load(source{"imagenet", 0, 1}, true).err().message.find("unknown data set 'imagenet'") != std::string::npos);
-  CHECK(load(source{"synthetic", 0, 1}, true).err().message.find("synthetic_samples") != std::string::npos);
+  CHECK(load(src("imagenet", 0, 1), true).err().message.find("unknown data set 'imagenet'") != std::string::npos);
+  CHECK(load(src("synthetic", 0, 1), true).err().message.find("synthetic_samples") != std::string::npos);
 }
 
 TEST_CASE("text windows: the next character is the label, the splits are disjoint, indexes are skipped", "[unit][data]") {
@@ -166,4 +172,165 @@ TEST_CASE("the ledger proves exactly-once use and catches loss and duplication",
   CHECK(g.duplicated == 0);
   CHECK(lost.check(s, 10).lost == 32);
   CHECK(dup.check(s, 10).duplicated == 32);
+}
+
+// The user's files. Each .npy is written here byte by byte from NumPy's format description
+// (magic, version 1.0, little-endian header length, the dict padded to 64 bytes with '\n'), so
+// that the reader is checked against the format, not against itself.
+namespace {
+std::string npy_bytes(const std::string& descr, const std::string& shape, const std::string& fortran, const std::string& body) {
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': " + fortran + ", 'shape': " + shape + ", }";
+  while ((10 + dict.size() + 1) % 64 != 0) dict += ' ';
+  dict += '\n';
+  std::string out = "\x93NUMPY";
+  out += '\x01';
+  out += '\x00';
+  out += static_cast<char>(dict.size() & 0xff);
+  out += static_cast<char>(dict.size() >> 8);
+  return out + dict + body;
+}
+template <class T>
+std::string raw(const std::vector<T>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+std::string fresh_dir(const std::string& name) {
+  const std::string dir = "/tmp/dynapar_test_" + name + "_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+source npy_source(const std::string& dir) {
+  source s;
+  s.kind = "npy", s.path = dir, s.val_share = 0.2;
+  return s;
+}
+}  // namespace
+
+TEST_CASE("npy data: samples read in place, in the file's shape, split and normalised as the job says", "[unit][data]") {
+  const auto dir = fresh_dir("npy");
+  // 5 samples of [2, 3, 4] float32: sample i, element k = i + k / 100.
+  std::vector<float> x;
+  for (int i = 0; i < 5; ++i)
+    for (int k = 0; k < 24; ++k) x.push_back(static_cast<float>(i + k / 100.0));
+  write_file(dir + "/train_inputs.npy", npy_bytes("<f4", "(5, 2, 3, 4)", "False", raw(x)));
+  write_file(dir + "/train_labels.npy", npy_bytes("<i8", "(5,)", "False", raw(std::vector<std::int64_t>{3, 0, 6, 1, 2})));
+  auto train = load(npy_source(dir), true);
+  auto val = load(npy_source(dir), false);
+  REQUIRE(train);
+  REQUIRE(val);
+  // The last fifth (one sample) is held out; the classes are the largest label + 1.
+  CHECK((train->size() == 4 && val->size() == 1));
+  CHECK((train->channels == 2 && train->rows == 3 && train->cols == 4 && train->classes == 7 && !train->tokens));
+  std::vector<float> got(24);
+  train->store->values(2, got.data());
+  CHECK(got[0] == x[48]);
+  CHECK(got[23] == x[71]);
+  CHECK(train->store->label(2) == 6);
+  val->store->values(0, got.data());
+  CHECK((got[5] == x[4 * 24 + 5] && val->store->label(0) == 2));
+  CHECK(train->store->samples_read() == 1);  // what a node reads is counted
+  // uint8 images [n, rows, cols] with mean and std: (x - mean) / std, one channel.
+  std::vector<std::uint8_t> px{0, 10, 20, 30, 40, 50, 60, 70};
+  write_file(dir + "/train_inputs.npy", npy_bytes("|u1", "(2, 2, 2)", "False", raw(px)));
+  write_file(dir + "/train_labels.npy", npy_bytes("<i4", "(2,)", "False", raw(std::vector<std::int32_t>{1, 0})));
+  auto s = npy_source(dir);
+  s.mean = 20, s.std_dev = 4, s.classes = 10;
+  auto u8 = load(s, true);
+  REQUIRE(u8);
+  CHECK((u8->channels == 1 && u8->rows == 2 && u8->cols == 2 && u8->classes == 10 && u8->size() == 1));
+  u8->store->values(0, got.data());
+  CHECK((got[0] == -5.0f && got[3] == 2.5f));
+  // Validation files of its own, when given, instead of a share of the training files.
+  write_file(dir + "/val_inputs.npy", npy_bytes("|u1", "(3, 2, 2)", "False", raw(std::vector<std::uint8_t>(12, 7))));
+  write_file(dir + "/val_labels.npy", npy_bytes("|u1", "(3,)", "False", raw(std::vector<std::uint8_t>{0, 1, 2})));
+  auto own = load(s, false);
+  REQUIRE(own);
+  CHECK((own->size() == 3 && own->store->label(2) == 2));
+}
+
+TEST_CASE("npy data: the fingerprint follows every byte; bad files are errors naming the file and sample", "[unit][data]") {
+  const auto dir = fresh_dir("npy_bad");
+  std::vector<float> x(40, 0.5f);
+  const auto labels = npy_bytes("<i8", "(10,)", "False", raw(std::vector<std::int64_t>{0, 1, 2, 3, 0, 1, 2, 3, 0, 1}));
+  write_file(dir + "/train_labels.npy", labels);
+  auto load_with = [&](const std::string& inputs, source s = source{}) {
+    write_file(dir + "/train_inputs.npy", inputs);
+    if (s.kind != "npy") s = npy_source(dir);
+    return load(s, true);
+  };
+  auto base = load_with(npy_bytes("<f4", "(10, 4)", "False", raw(x)));
+  REQUIRE(base);
+  const auto fp = fingerprint(*base);
+  CHECK(fp == fingerprint(*load_with(npy_bytes("<f4", "(10, 4)", "False", raw(x)))));
+  auto y = x;
+  y[13] = 0.25f;  // sample 3
+  CHECK(fp != fingerprint(*load_with(npy_bytes("<f4", "(10, 4)", "False", raw(y)))));
+  CHECK(fp != fingerprint(*load_with(npy_bytes("<f4", "(10, 2, 2)", "False", raw(x)))));  // same bytes, another shape
+  auto message = [&](const std::string& inputs, source s = source{}) {
+    auto r = load_with(inputs, s);
+    return r ? std::string("loaded") : r.err().message;
+  };
+  const std::string body = raw(x);
+  CHECK(message(npy_bytes("<f4", "(10, 4)", "False", body.substr(0, 150))).find("truncated") != std::string::npos);
+  CHECK(message(npy_bytes("<f4", "(10, 4)", "False", body + "xx")).find("2 bytes after the array") != std::string::npos);
+  CHECK(message(npy_bytes(">f4", "(10, 4)", "False", body)).find("big-endian") != std::string::npos);
+  CHECK(message(npy_bytes("<f4", "(10, 4)", "True", body)).find("Fortran") != std::string::npos);
+  CHECK(message(npy_bytes("<c8", "(5, 4)", "False", body)).find("<c8 is not read") != std::string::npos);
+  CHECK(message("not an array at all").find("not a .npy file") != std::string::npos);
+  CHECK(message(npy_bytes("<f4", "(8, 5)", "False", body)).find("labels must be one per input") != std::string::npos);
+  y = x;
+  y[29] = std::numeric_limits<float>::quiet_NaN();  // sample 7
+  const auto nan = message(npy_bytes("<f4", "(10, 4)", "False", raw(y)));
+  CHECK(nan.find("train_inputs.npy: sample 7 holds a value that is not finite") != std::string::npos);
+  auto three = npy_source(dir);
+  three.classes = 3;
+  CHECK(message(npy_bytes("<f4", "(10, 4)", "False", body), three).find("train_labels.npy: sample 3 has label 3, outside 0..2") != std::string::npos);
+  write_file(dir + "/train_labels.npy", npy_bytes("<f4", "(10,)", "False", raw(std::vector<float>(10, 1.0f))));
+  CHECK(message(npy_bytes("<f4", "(10, 4)", "False", body)).find("labels must be integers") != std::string::npos);
+  std::filesystem::remove(dir + "/train_labels.npy");
+  CHECK(message(npy_bytes("<f4", "(10, 4)", "False", body)).find("train_labels.npy: No such file") != std::string::npos);
+}
+
+TEST_CASE("token files: next-token windows over a flat array of ids, checked against the vocabulary", "[unit][data]") {
+  const auto dir = fresh_dir("tokens");
+  std::vector<std::uint16_t> ids;
+  for (int i = 0; i < 100; ++i) ids.push_back(static_cast<std::uint16_t>((i * 7) % 50));
+  write_file(dir + "/train.bin", raw(ids));
+  source s;
+  s.kind = "tokens", s.path = dir, s.vocab = 50, s.window = 8, s.stride = 4, s.val_share = 0.2;
+  auto train = load(s, true);
+  auto val = load(s, false);
+  REQUIRE(train);
+  REQUIRE(val);
+  // Training: ids 0..79, windows at 0, 4, ... whose label (start + 8) is below 80: 18 of them.
+  CHECK((train->size() == 18 && train->tokens && train->rows == 1 && train->cols == 8 && train->classes == 50));
+  std::vector<float> w(8);
+  train->store->values(5, w.data());
+  CHECK((w[0] == ids[20] && w[7] == ids[27] && train->store->label(5) == ids[28]));
+  // Validation: ids 80..99, windows at 80, 84, ... with a label: 3.
+  CHECK(val->size() == 3);
+  val->store->values(2, w.data());
+  CHECK((w[0] == ids[88] && val->store->label(2) == ids[96]));
+  // uint32 ids read as such; a file of another length, or an id past the vocabulary, is named.
+  std::vector<std::uint32_t> wide(ids.begin(), ids.end());
+  wide[90] = 70000;
+  write_file(dir + "/train.bin", raw(wide));
+  s.token_type = "uint32", s.vocab = 80000;
+  auto big = load(s, true);
+  REQUIRE(big);
+  CHECK(load(s, false));
+  s.vocab = 50;
+  CHECK(load(s, false).err().message.find("train.bin: id 70000 at position 90 is not below vocab 50") != std::string::npos);
+  write_file(dir + "/train.bin", raw(wide) + "x");
+  CHECK(load(s, true).err().message.find("not a whole number of uint32 ids") != std::string::npos);
+  // A source travels as text to node processes and comes back the same.
+  auto back = decode(encode(s));
+  REQUIRE(back);
+  CHECK((back->kind == "tokens" && back->path == dir && back->vocab == 50 && back->window == 8 && back->stride == 4 &&
+         back->token_type == "uint32" && back->val_share == 0.2));
+  CHECK(decode("synthetic")->kind == "synthetic");
+  CHECK_FALSE(decode("kind=npy\nwindow=eight\n"));
 }

@@ -181,9 +181,10 @@ int chaos_main(const chaos_options& o) {
   if (!j) return report(j.err());
   if (j->replan_every < 1) return report(make_error("bad_job", o.job + ": chaos needs a controller to re-plan around faults: set replan_every"));
   std::int64_t steps = o.steps > 0 ? o.steps : j->steps;
-  if (steps == 0 && j->data == "fortunes") return report(make_error("bad_job", o.job + ": chaos on text needs steps, not epochs"));
+  if (steps == 0 && j->data.kind != "synthetic" && j->data.kind != "fashion_mnist")
+    return report(make_error("bad_job", o.job + ": chaos on data of kind " + j->data.kind + " needs steps, not epochs"));
   if (steps == 0) {
-    const double samples = j->data == "synthetic" ? j->synthetic_samples : 60000;  // Fashion-MNIST's training set
+    const double samples = j->data.kind == "synthetic" ? j->data.synthetic_samples : 60000;  // Fashion-MNIST's training set
     steps = static_cast<std::int64_t>(j->epochs * std::floor(samples / j->cluster.planner.batch));
   }
   if (steps < 6) return report(make_error("bad_usage", "chaos needs a run of at least 6 steps"));

@@ -1,0 +1,210 @@
+#include "data/files.hpp"
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "data/npy.hpp"
+
+namespace dynapar::data {
+
+namespace {
+
+// FNV-1a's constants over 8-byte words: one changed byte changes the value, at a word a step.
+struct hasher {
+  std::uint64_t h = 1469598103934665603ull;
+  void add(std::uint64_t v) {
+    h ^= v;
+    h *= 1099511628211ull;
+  }
+  void add(const std::uint8_t* p, std::size_t n) {
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      std::uint64_t w;
+      std::memcpy(&w, p + i, 8);
+      add(w);
+    }
+    for (; i < n; ++i) add(p[i]);
+  }
+  std::uint64_t value() const { return h == 0 ? 1 : h; }
+};
+
+// Runs check(first, last) over [lo, hi) of `f`'s bytes in chunks, hashing them, and lets each
+// chunk's pages go after: a pass over a file larger than memory stays small.
+template <class Check>
+status pass(const mapped_file& f, std::size_t lo, std::size_t hi, hasher& h, Check check) {
+  constexpr std::size_t chunk = 64u << 20;
+  for (std::size_t at = lo; at < hi; at += chunk) {
+    const std::size_t n = std::min(chunk, hi - at);
+    h.add(f.bytes() + at, n);
+    if (auto st = check(at, at + n); !st) return st;
+    f.release(at, n);
+  }
+  return ok_status();
+}
+
+class npy_samples final : public sample_store {
+ public:
+  npy_samples(npy_array x, npy_array y, std::int64_t first, std::int64_t count, double mean, double sd, std::uint64_t fp)
+      : x_(std::move(x)), y_(std::move(y)), first_(first), count_(count), mean_(mean), sd_(sd), fp_(fp) {}
+  int size() const override { return static_cast<int>(count_); }
+  void values(int i, float* out) const override {
+    reads_.fetch_add(1, std::memory_order_relaxed);
+    const auto* row = x_.row(first_ + i);
+    const std::size_t n = x_.row_elements();
+    if (x_.type == dtype::f32 && mean_ == 0 && sd_ == 1) {
+      std::memcpy(out, row, n * sizeof(float));
+      return;
+    }
+    for (std::size_t k = 0; k < n; ++k) out[k] = static_cast<float>((element(x_.type, row, k) - mean_) / sd_);
+  }
+  std::int64_t label(int i) const override { return static_cast<std::int64_t>(element(y_.type, y_.row(first_ + i), 0)); }
+  std::uint64_t fingerprint() const override { return fp_; }
+  std::int64_t samples_read() const override { return reads_.load(); }
+
+ private:
+  npy_array x_, y_;
+  std::int64_t first_, count_;
+  double mean_, sd_;
+  std::uint64_t fp_;
+  mutable std::atomic<std::int64_t> reads_{0};
+};
+
+class token_samples final : public sample_store {
+ public:
+  token_samples(std::shared_ptr<const mapped_file> f, dtype t, std::size_t first, std::size_t n, int window, int stride, std::uint64_t fp)
+      : f_(std::move(f)), t_(t), first_(first), n_(n), window_(window), stride_(stride), fp_(fp) {}
+  int size() const override {
+    return n_ <= static_cast<std::size_t>(window_) ? 0 : static_cast<int>((n_ - window_ - 1) / stride_ + 1);
+  }
+  void values(int i, float* out) const override {
+    reads_.fetch_add(1, std::memory_order_relaxed);
+    const std::size_t at = first_ + static_cast<std::size_t>(i) * stride_;
+    for (int k = 0; k < window_; ++k) out[k] = static_cast<float>(element(t_, f_->bytes(), at + k));
+  }
+  std::int64_t label(int i) const override {
+    return static_cast<std::int64_t>(element(t_, f_->bytes(), first_ + static_cast<std::size_t>(i) * stride_ + window_));
+  }
+  std::uint64_t fingerprint() const override { return fp_; }
+  std::int64_t samples_read() const override { return reads_.load(); }
+
+ private:
+  std::shared_ptr<const mapped_file> f_;
+  dtype t_;
+  std::size_t first_, n_;
+  int window_, stride_;
+  std::uint64_t fp_;
+  mutable std::atomic<std::int64_t> reads_{0};
+};
+
+bool exists(const std::string& p) {
+  std::error_code ec;
+  return std::filesystem::exists(p, ec);
+}
+
+// The [first, first + count) of n rows that a split takes: the whole of its own file, or the
+// training file less (train) or only (validation) its last val_share.
+std::pair<std::int64_t, std::int64_t> split(std::int64_t n, bool own_file, bool train, double val_share) {
+  if (own_file) return {0, n};
+  const auto val = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::floor(static_cast<double>(n) * val_share)));
+  return train ? std::pair{std::int64_t{0}, n - val} : std::pair{n - val, val};
+}
+
+}  // namespace
+
+result<dataset> load_npy(const source& s, bool train) {
+  const bool own = !train && exists(s.path + "/val_inputs.npy");
+  const std::string stem = s.path + (train || !own ? "/train_" : "/val_");
+  if (!own && !train && exists(s.path + "/val_labels.npy")) return make_error("bad_data", s.path + ": val_labels.npy without val_inputs.npy");
+  auto x = open_npy(stem + "inputs.npy");
+  if (!x) return x.err();
+  auto y = open_npy(stem + "labels.npy");
+  if (!y) return y.err();
+  const std::string xf = stem + "inputs.npy", yf = stem + "labels.npy";
+  const auto n = x->rows();
+  if (x->shape.size() < 2 || x->shape.size() > 4)
+    return make_error("bad_data", xf + ": inputs must be [n, channels, rows, cols], [n, rows, cols] or [n, features], not " + std::to_string(x->shape.size()) + "-D");
+  if (y->shape.size() != 1 || y->rows() != n)
+    return make_error("bad_data", yf + ": labels must be one per input ([" + std::to_string(n) + "]), not of shape with " + std::to_string(y->shape.size()) + " axes and " + std::to_string(y->rows()) + " rows");
+  if (is_float(y->type)) return make_error("bad_data", yf + ": labels must be integers (class ids), not " + dtype_name(y->type));
+  if (n < 2) return make_error("bad_data", xf + ": fewer than 2 samples");
+  if (!(s.std_dev > 0) || !std::isfinite(s.mean)) return make_error("bad_data", "data: std must be > 0 and mean finite");
+  const auto [first, count] = split(n, own, train, s.val_share);
+  dataset d;
+  const auto& sh = x->shape;
+  d.channels = sh.size() == 4 ? static_cast<int>(sh[1]) : 1;
+  d.rows = sh.size() == 4 ? static_cast<int>(sh[2]) : sh.size() == 3 ? static_cast<int>(sh[1]) : 1;
+  d.cols = static_cast<int>(sh.back());
+  // Labels: small, read whole; the largest sets the classes unless the job gives them.
+  std::int64_t top = 0;
+  for (std::int64_t i = first; i < first + count; ++i) {
+    const double l = element(y->type, y->row(i), 0);
+    if (l < 0 || (s.classes > 0 && l >= s.classes))
+      return make_error("bad_data", yf + ": sample " + std::to_string(i) + " has label " + std::to_string(static_cast<long long>(l)) +
+                                        (s.classes > 0 ? ", outside 0.." + std::to_string(s.classes - 1) : ", below 0"));
+    top = std::max(top, static_cast<std::int64_t>(l));
+  }
+  d.classes = s.classes > 0 ? s.classes : static_cast<int>(top + 1);
+  // Inputs: finite, hashed with the shape and labels.
+  hasher h;
+  for (auto v : sh) h.add(static_cast<std::uint64_t>(v));
+  h.add(static_cast<std::uint64_t>(x->type));
+  h.add(static_cast<std::uint64_t>(first));
+  h.add(static_cast<std::uint64_t>(count));
+  h.add(y->row(first), static_cast<std::size_t>(count) * item_bytes(y->type));
+  const std::size_t row_bytes = x->row_elements() * item_bytes(x->type);
+  const std::size_t lo = x->data_offset + static_cast<std::size_t>(first) * row_bytes, hi = lo + static_cast<std::size_t>(count) * row_bytes;
+  const auto t = x->type;
+  auto finite = [&](std::size_t a, std::size_t b) -> status {
+    if (!is_float(t)) return ok_status();
+    const std::size_t step = item_bytes(t);
+    for (std::size_t at = a; at < b; at += step)
+      if (!std::isfinite(element(t, x->file->bytes() + at, 0)))
+        return make_error("bad_data", xf + ": sample " + std::to_string((at - x->data_offset) / row_bytes) + " holds a value that is not finite");
+    return ok_status();
+  };
+  if (auto st = pass(*x->file, lo, hi, h, finite); !st) return st.err();
+  h.add(static_cast<std::uint64_t>(std::llround(s.mean * 1e9)));
+  h.add(static_cast<std::uint64_t>(std::llround(s.std_dev * 1e9)));
+  d.store = std::make_shared<npy_samples>(std::move(*x), std::move(*y), first, count, s.mean, s.std_dev, h.value());
+  return d;
+}
+
+result<dataset> load_tokens(const source& s, bool train) {
+  auto t = parse_dtype(s.token_type);
+  if (!t) return t.err();
+  if (*t != dtype::u16 && *t != dtype::u32) return make_error("bad_data", "data: token_type must be uint16 or uint32, not " + s.token_type);
+  if (s.vocab < 2) return make_error("bad_data", "data: tokens need vocab >= 2 (every id is below it)");
+  if (s.window < 1) return make_error("bad_data", "data: window must be >= 1");
+  const int stride = s.stride > 0 ? s.stride : s.window;
+  const bool own = !train && exists(s.path + "/val.bin");
+  const std::string file = s.path + (own ? "/val.bin" : "/train.bin");
+  auto f = mapped_file::open(file);
+  if (!f) return f.err();
+  const std::size_t item = item_bytes(*t);
+  if ((*f)->size() % item != 0)
+    return make_error("bad_data", file + ": " + std::to_string((*f)->size()) + " bytes is not a whole number of " + s.token_type + " ids (truncated, or another token_type)");
+  const auto total = static_cast<std::int64_t>((*f)->size() / item);
+  const auto [first, count] = split(total, own, train, s.val_share);
+  if (count <= s.window) return make_error("bad_data", file + ": " + std::to_string(count) + " ids are too few for one window of " + std::to_string(s.window) + " and its label");
+  hasher h;
+  for (std::uint64_t v : {std::uint64_t(*t), std::uint64_t(first), std::uint64_t(count), std::uint64_t(s.window), std::uint64_t(stride), std::uint64_t(s.vocab)}) h.add(v);
+  const auto& m = **f;
+  auto in_range = [&](std::size_t a, std::size_t b) -> status {
+    for (std::size_t at = a; at < b; at += item) {
+      const double id = element(*t, m.bytes() + at, 0);
+      if (id >= s.vocab)
+        return make_error("bad_data", file + ": id " + std::to_string(static_cast<long long>(id)) + " at position " + std::to_string(at / item) +
+                                          " is not below vocab " + std::to_string(s.vocab));
+    }
+    return ok_status();
+  };
+  if (auto st = pass(m, static_cast<std::size_t>(first) * item, static_cast<std::size_t>(first + count) * item, h, in_range); !st) return st.err();
+  dataset d;
+  d.channels = 1, d.rows = 1, d.cols = s.window, d.classes = s.vocab, d.tokens = true;
+  d.store = std::make_shared<token_samples>(*f, *t, static_cast<std::size_t>(first), static_cast<std::size_t>(count), s.window, stride, h.value());
+  return d;
+}
+
+}  // namespace dynapar::data

@@ -254,6 +254,10 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
     auto p = comm::recv_packet(pull, true, std::chrono::milliseconds(0));
     if (!p || !*p) break;
   }
+  // Data that stays in its files is read sample by sample: what this node read, its devices
+  // needed (tests/cli/own_data.sh sums it over nodes).
+  if (sh->data && sh->data->store)
+    log->info("node '{}' read {} samples of the job's {}", name, sh->data->store->samples_read(), sh->data->size());
   if (failure) return *failure;
   return end;
 }

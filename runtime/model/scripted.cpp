@@ -226,6 +226,7 @@ result<std::shared_ptr<const model_chain>> load_torchscript(const std::string& p
   // The sample's shape and the classes: the exporter writes them; a hand-made file is taken
   // as images of 1x28x28 (Fashion-MNIST).
   std::vector<std::int64_t> input{1, 28, 28};
+  std::int64_t vocab = 0;  // > 0: the samples are token ids below it
   if (!extra["dynapar.json"].empty()) {
     const auto meta = nlohmann::json::parse(extra["dynapar.json"], nullptr, /*allow_exceptions=*/false);
     if (meta.is_discarded() || !meta.contains("input") || !meta["input"].is_array())
@@ -235,6 +236,11 @@ result<std::shared_ptr<const model_chain>> load_torchscript(const std::string& p
       if (!d.is_number_integer() || d.get<std::int64_t>() <= 0 || d.get<std::int64_t>() > (1 << 16))
         return make_error("bad_model", path + ": dynapar.json: the input shape must be positive integers");
       input.push_back(d.get<std::int64_t>());
+    }
+    if (meta.contains("vocab")) {
+      if (!meta["vocab"].is_number_integer() || meta["vocab"].get<std::int64_t>() < 0 || meta["vocab"].get<std::int64_t>() > (1 << 24))
+        return make_error("bad_model", path + ": dynapar.json: vocab must be an integer in 0..2^24");
+      vocab = meta["vocab"].get<std::int64_t>();
     }
   }
   if (input.size() != 3) return refuse("its samples are " + shape_of(input) + "; dynapar feeds images [channels, rows, cols]");
@@ -265,7 +271,7 @@ result<std::shared_ptr<const model_chain>> load_torchscript(const std::string& p
     torch::jit::setGraphExecutorOptimize(false);
     std::lock_guard<std::mutex> lock(draw_mutex());
     torch::manual_seed(seed);
-    const auto x = torch::randn(batch);
+    const auto x = vocab > 0 ? torch::randint(0, vocab, batch).to(torch::kFloat32) : torch::randn(batch);
     auto whole = top.deepcopy();
     whole.train(true);
     torch::manual_seed(seed + 1);
@@ -309,6 +315,7 @@ result<std::shared_ptr<const model_chain>> load_torchscript(const std::string& p
   m->io.rows = static_cast<int>(input[1]);
   m->io.cols = static_cast<int>(input[2]);
   m->io.classes = static_cast<int>(want.size(1));
+  m->io.vocab = static_cast<int>(vocab);
   for (std::size_t k = 0; k < children.size(); ++k) {
     m->names.push_back(names[k]);
     m->layers.push_back(torch::nn::Sequential(Scripted(children[k], running[k], draws[k] != 0, seed, static_cast<int>(k))));

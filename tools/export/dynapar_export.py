@@ -236,6 +236,8 @@ def main(argv=None):
     ap.add_argument("--input", required=True, help="one sample's shape, e.g. 1,28,28")
     ap.add_argument("--kwargs", default="{}", help="JSON keyword arguments for the model's constructor")
     ap.add_argument("--in-channels", type=int, help="give the first Conv2d this many input channels")
+    ap.add_argument("--vocab", type=int, default=0,
+                    help="the samples are token ids below this (fed as floats: call .long() in the model), e.g. --input 1,1,64")
     ap.add_argument("--seed", type=int, default=0, help="torch.manual_seed before the model is built (its initial weights)")
     ap.add_argument("--out", required=True, help="the TorchScript file to write (.pt)")
     args = ap.parse_args(argv)
@@ -265,7 +267,10 @@ def main(argv=None):
         raise ExportError(f"torch.fx cannot trace the model's forward: {e}")
     gm = fx.GraphModule(model, graph)
     gen = torch.Generator().manual_seed(args.seed)
-    example = torch.randn([2] + shape, generator=gen)
+    if args.vocab < 0:
+        raise ExportError("--vocab must be > 0 (token ids) or left out (values)")
+    example = (torch.randint(0, args.vocab, [2] + shape, generator=gen).float() if args.vocab
+               else torch.randn([2] + shape, generator=gen))
     segs, order, pos, last_use, result, units = segments_of(model, gm, example)
     chain = OrderedDict()
     rows = []
@@ -308,6 +313,7 @@ def main(argv=None):
     if want.dim() != 2:
         raise ExportError(f"the model gives {tuple(want.shape)} per batch; dynapar trains class scores [batch, classes]")
     meta = {"format": "dynapar-chain", "version": 1, "source": args.model, "input": shape, "classes": int(want.shape[1]),
+            "vocab": args.vocab,
             "segments": [{"name": n, "parameters": p, "output": o} for n, p, o in rows]}
     torch.jit.save(top, args.out, _extra_files={"dynapar.json": json.dumps(meta)})
     total = sum(p for _, p, _ in rows)

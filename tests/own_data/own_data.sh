@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The user's own data (docs/FORMATS.md, "Data"), end to end: NumPy arrays with the user's CNN
+# and a token file with the user's language model, each exported by tools/export, each over
+# a heterogeneous job whose plans pipeline layers and re-plan:
+# - `dynapar train --verify` and `dynapar launch --local 3 --verify` equal one plain device
+#   (max relative difference 0);
+# - over node processes each node reads only the samples its devices train on: the nodes'
+#   reads add up to steps x batch, no more;
+# - bad data is exit 2 naming the file and the sample: a label past `classes`, a value that is
+#   not finite, a truncated array, an id past `vocab`, data of another shape than the model's.
+set -euo pipefail
+dynapar=$1
+out=$2
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+py=/usr/bin/python3
+export_py=$here/../../tools/export/dynapar_export.py
+rm -rf "$out" && mkdir -p "$out/npy" "$out/tokens" && cd "$out"
+export OPENBLAS_NUM_THREADS=1
+
+$py "$here/make_data.py" .
+$py "$export_py" "$here/user_nets.py:small_cnn" --input 3,16,16 --out cnn.pt > /dev/null 2>&1
+$py "$export_py" "$here/user_nets.py:tiny_lm" --input 1,1,32 --vocab 128 --out lm.pt > /dev/null 2>&1
+job() {  # NAME MODEL DATA: a job file from own_data.yaml
+  sed -e "s|^model: MODEL|model: $2|" -e "s|^data: DATA|data: $3|" -e "s|^name: own_data|name: $1|" "$here/own_data.yaml" > "$1.yaml"
+}
+job npy cnn.pt "{kind: npy, path: npy}"
+job tokens lm.pt "{kind: tokens, path: tokens, vocab: 128, window: 32, stride: 16}"
+
+check() {  # RUN_DIR [LOG]: verified, re-planned, pipelined; with LOG, the nodes' reads
+  $py - "$@" <<'PY'
+import json, re, sys
+d = sys.argv[1]
+s = json.load(open(d + "/summary.json"))
+assert s["reference_max_rel_diff"] == 0, s["reference_max_rel_diff"]
+assert s["samples_lost"] == 0 and s["samples_duplicated"] == 0, s
+assert s["replans"] >= 1, s
+plans = [json.loads(l) for l in open(d + "/plans.jsonl")]
+assert any(len(g["devices"]) >= 2 for p in plans for g in p["plan"]["groups"]), "no pipeline group in any plan"
+line = f"{d}: diff 0, {s['replans']} re-plans, pipelined"
+if len(sys.argv) > 2:
+    reads = [(int(a), int(b)) for a, b in re.findall(r"read (\d+) samples of the job's (\d+)", open(sys.argv[2]).read())]
+    assert len(reads) == 3, reads
+    want = s["steps"] * 64
+    assert sum(r for r, _ in reads) == want, (reads, want)
+    assert all(r < total for r, total in reads), reads
+    line += f"; nodes read {[r for r, _ in reads]} samples, {want} in all"
+print("ok:", line)
+PY
+}
+for kind in npy tokens; do
+  "$dynapar" train $kind.yaml --verify --out run_$kind > /dev/null 2> run_$kind.log || { cat run_$kind.log; exit 1; }
+  check run_$kind
+  "$dynapar" launch --local 3 $kind.yaml --verify --out nodes_$kind > /dev/null 2> nodes_$kind.log || { tail -20 nodes_$kind.log; exit 1; }
+  check nodes_$kind nodes_$kind.log
+done
+
+refused() {  # JOB PATTERN: `dynapar train JOB` exits 2 with PATTERN in its message
+  local rc=0
+  "$dynapar" train "$1" --steps 1 > /dev/null 2> refused.txt || rc=$?
+  [ "$rc" = 2 ] || { echo "FAIL: $1 exited $rc, want 2:"; cat refused.txt; exit 1; }
+  grep -q -- "$2" refused.txt || { echo "FAIL: '$2' not in:"; cat refused.txt; exit 1; }
+  echo "refused as it should be: $(tail -1 refused.txt)"
+}
+job few_classes cnn.pt "{kind: npy, path: npy, classes: 5}"
+refused few_classes.yaml "npy/train_labels.npy: sample [0-9]* has label [5-9], outside 0..4"
+mkdir -p nan && cp npy/train_labels.npy nan/
+$py -c "import numpy as np; x = np.load('npy/train_inputs.npy'); x[7, 1, 2, 3] = np.nan; np.save('nan/train_inputs.npy', x)"
+job nan cnn.pt "{kind: npy, path: nan}"
+refused nan.yaml "nan/train_inputs.npy: sample 7 holds a value that is not finite"
+mkdir -p short && cp npy/train_labels.npy short/ && head -c 1000000 npy/train_inputs.npy > short/train_inputs.npy
+job short cnn.pt "{kind: npy, path: short}"
+refused short.yaml "short/train_inputs.npy: truncated"
+job small_vocab lm.pt "{kind: tokens, path: tokens, vocab: 100, window: 32}"
+refused small_vocab.yaml "tokens/train.bin: id [0-9]* at position [0-9]* is not below vocab 100"
+job cnn_on_tokens cnn.pt "{kind: tokens, path: tokens, vocab: 128, window: 32}"
+refused cnn_on_tokens.yaml "takes images of \[3, 16, 16\].*the data are text windows of 32 tokens"

@@ -1,0 +1,27 @@
+# The user's own PyTorch models for tests/own_data/own_data.sh, as a user would write them:
+# a small CNN for [3, 16, 16] arrays, and a language model over token ids.
+import torch
+import torch.nn as nn
+
+
+def small_cnn(classes=10):
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(),
+        nn.Flatten(), nn.Linear(16 * 8 * 8, 64), nn.ReLU(), nn.Linear(64, classes))
+
+
+class Embed(nn.Module):
+    """Token ids (dynapar feeds them as floats, [n, 1, 1, window]) to vectors, plus a learned position."""
+
+    def __init__(self, vocab, dim, window):
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, dim)
+        self.position = nn.Parameter(torch.zeros(window, dim))
+
+    def forward(self, x):
+        return self.tokens(x.long().flatten(1)) + self.position
+
+
+def tiny_lm(vocab=128, dim=16, window=32):
+    return nn.Sequential(Embed(vocab, dim, window), nn.Flatten(), nn.Linear(window * dim, 64), nn.ReLU(), nn.Linear(64, vocab))

@@ -62,7 +62,7 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
     for (std::size_t j = 0; j + 1 < gp.devices.size(); ++j) task.links.push_back(link(gp.devices[j], gp.devices[j + 1]));
     for (int a = lo; a < hi; a += gp.micro_batch) {
       const int b = std::min(hi, a + gp.micro_batch);
-      task.inputs.push_back(model::inputs(d_, samples, a, b));
+      task.inputs.push_back(model::inputs(d_, samples, a, b, t));
       task.targets.push_back(model::targets(d_, samples, a, b));
       task.samples.emplace_back(samples.begin() + a, samples.begin() + b);
     }

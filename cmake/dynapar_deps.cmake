@@ -12,6 +12,7 @@ find_package(ZLIB REQUIRED)
 # libsodium: libzmq's own cryptography; dynapar hashes model files with it (docs/SECURITY.md).
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
+pkg_check_modules(STB REQUIRED IMPORTED_TARGET stb)  # images of your own (runtime/data/images.cpp)
 if(DYNAPAR_BUILD_TESTS)
   find_package(Catch2 2 REQUIRED)
 endif()

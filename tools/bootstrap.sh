@@ -20,6 +20,7 @@ packages=(
   libspdlog-dev catch2 libyaml-cpp-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
   dataset-fashion-mnist gnuplot-nox
   fortunes                                    # the text corpus (data: fortunes)
+  libstb-dev                                  # images of your own (data: {kind: images}) decode with stb_image
   libcpp-httplib-dev                          # the live dashboard
   chromium chromium-driver python3-selenium   # its test in a real headless browser
   python3-torch python3-torchvision python3-numpy   # tools/export (your own model) and its eager PyTorch reference

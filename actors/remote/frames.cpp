@@ -119,10 +119,14 @@ result<stage_task> task_from(const wire::ops::step& s, const std::vector<model::
   const std::size_t m = s.samples.size();
   if ((s.inputs_from_samples && !t.inputs.empty()) || (s.targets_from_samples && !t.targets.empty()))
     return bad("a step", "carries tensors for what it says comes from samples");
-  for (std::size_t k = 0; k < m; ++k) {
-    const int n = static_cast<int>(s.samples[k].size());
-    if (s.inputs_from_samples) t.inputs.push_back(model::inputs(*d, s.samples[k], 0, n));
-    if (s.targets_from_samples) t.targets.push_back(model::targets(*d, s.samples[k], 0, n));
+  try {
+    for (std::size_t k = 0; k < m; ++k) {
+      const int n = static_cast<int>(s.samples[k].size());
+      if (s.inputs_from_samples) t.inputs.push_back(model::inputs(*d, s.samples[k], 0, n, s.train_step));
+      if (s.targets_from_samples) t.targets.push_back(model::targets(*d, s.samples[k], 0, n));
+    }
+  } catch (const std::exception& e) {  // a data file that changed under the run (data/dataset.hpp)
+    return bad("a step", std::string("reads its samples: ") + e.what());
   }
   t.samples = s.samples;
   return t;

@@ -82,7 +82,7 @@ void parse_data(const fields& top, data::source& d) {
   d.synthetic_samples = 6000;
   if (top.has("data") && top.child("data").IsMap()) {
     fields f(top.child("data"), "data");
-    f.only({"kind", "path", "val_share", "mean", "std", "classes", "token_type", "window", "stride", "vocab"});
+    f.only({"kind", "path", "val_share", "mean", "std", "classes", "token_type", "window", "stride", "vocab", "size", "channels", "crop_pad", "flip"});
     d.kind = f.text("kind");
     d.path = f.text("path", "");
     d.val_share = f.number("val_share", d.val_share);
@@ -93,7 +93,22 @@ void parse_data(const fields& top, data::source& d) {
     d.window = f.integer("window", d.window);
     d.stride = f.integer("stride", d.stride);
     d.vocab = f.integer("vocab", d.vocab);
-    if ((d.kind == "npy" || d.kind == "tokens") && d.path.empty()) throw field_error{"field 'data.path' is required for kind " + d.kind};
+    // images: size N (square) or [rows, cols]
+    if (f.has("size")) {
+      const auto sz = f.child("size");
+      if (sz.IsSequence() && sz.size() == 2) {
+        d.image_rows = sz[0].as<int>(), d.image_cols = sz[1].as<int>();
+      } else {
+        d.image_rows = d.image_cols = f.integer("size");
+      }
+    }
+    d.image_channels = f.integer("channels", d.image_channels);
+    d.crop_pad = f.integer("crop_pad", d.crop_pad);
+    d.flip = f.boolean("flip", d.flip);
+    if (d.image_rows < 1 || d.image_cols < 1 || d.image_rows > 4096 || d.image_cols > 4096) throw field_error{"field 'data.size' must be in 1..4096"};
+    if (d.image_channels != 1 && d.image_channels != 3) throw field_error{"field 'data.channels' must be 1 or 3"};
+    if (d.crop_pad < 0 || d.crop_pad > 1024) throw field_error{"field 'data.crop_pad' must be in 0..1024"};
+    if ((d.kind == "npy" || d.kind == "tokens" || d.kind == "images") && d.path.empty()) throw field_error{"field 'data.path' is required for kind " + d.kind};
     if (d.path.find('\n') != std::string::npos) throw field_error{"field 'data.path' holds a newline"};
     if (!(d.val_share > 0 && d.val_share < 1)) throw field_error{"field 'data.val_share' must be in (0, 1)"};
     if (!(d.std_dev > 0)) throw field_error{"field 'data.std' must be > 0"};
@@ -104,8 +119,8 @@ void parse_data(const fields& top, data::source& d) {
   } else {
     d.kind = top.text("data", d.kind);
   }
-  if (d.kind != "fashion_mnist" && d.kind != "synthetic" && d.kind != "fortunes" && d.kind != "npy" && d.kind != "tokens")
-    throw field_error{"field 'data' must be fashion_mnist, synthetic, fortunes, or a map with kind npy or tokens"};
+  if (d.kind != "fashion_mnist" && d.kind != "synthetic" && d.kind != "fortunes" && d.kind != "npy" && d.kind != "tokens" && d.kind != "images")
+    throw field_error{"field 'data' must be fashion_mnist, synthetic, fortunes, or a map with kind npy, tokens or images"};
   d.synthetic_samples = top.integer("synthetic_samples", d.synthetic_samples);
   // Upper bounds keep a mistyped file from asking for memory no run needs.
   if (d.synthetic_samples < 1 || d.synthetic_samples > 1'000'000)

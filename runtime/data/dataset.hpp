@@ -18,8 +18,10 @@ class sample_store {
   virtual ~sample_store() = default;
   virtual int size() const = 0;
   // Sample i's channels * rows * cols values, as the model takes them (normalised as the job
-  // says; token ids as they are).
-  virtual void values(int i, float* out) const = 0;
+  // says; token ids as they are). `step`: the training step that reads it, which seeds its
+  // augmentation (the same draws on every device and plan); < 0: evaluation, none. Throws
+  // std::runtime_error naming the file when it no longer reads as it did when loaded.
+  virtual void values(int i, std::int64_t step, float* out) const = 0;
   virtual std::int64_t label(int i) const = 0;
   // Over the shape and every byte the samples come from (data/source.hpp's fingerprint).
   virtual std::uint64_t fingerprint() const = 0;

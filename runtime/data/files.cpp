@@ -49,7 +49,7 @@ class npy_samples final : public sample_store {
   npy_samples(npy_array x, npy_array y, std::int64_t first, std::int64_t count, double mean, double sd, std::uint64_t fp)
       : x_(std::move(x)), y_(std::move(y)), first_(first), count_(count), mean_(mean), sd_(sd), fp_(fp) {}
   int size() const override { return static_cast<int>(count_); }
-  void values(int i, float* out) const override {
+  void values(int i, std::int64_t, float* out) const override {
     reads_.fetch_add(1, std::memory_order_relaxed);
     const auto* row = x_.row(first_ + i);
     const std::size_t n = x_.row_elements();
@@ -78,7 +78,7 @@ class token_samples final : public sample_store {
   int size() const override {
     return n_ <= static_cast<std::size_t>(window_) ? 0 : static_cast<int>((n_ - window_ - 1) / stride_ + 1);
   }
-  void values(int i, float* out) const override {
+  void values(int i, std::int64_t, float* out) const override {
     reads_.fetch_add(1, std::memory_order_relaxed);
     const std::size_t at = first_ + static_cast<std::size_t>(i) * stride_;
     for (int k = 0; k < window_; ++k) out[k] = static_cast<float>(element(t_, f_->bytes(), at + k));

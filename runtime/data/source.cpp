@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "data/files.hpp"
+#include "data/images.hpp"
 #include "data/text.hpp"
 
 namespace dynapar::data {
@@ -17,7 +18,8 @@ result<dataset> load(const source& s, bool train) {
   if (s.kind == "fashion_mnist") return load_fashion_mnist(fashion_mnist_dir, train ? "train" : "t10k");
   if (s.kind == "npy") return load_npy(s, train);
   if (s.kind == "tokens") return load_tokens(s, train);
-  return make_error("bad_data", "unknown data set '" + s.kind + "' (fashion_mnist, synthetic, fortunes, npy or tokens)");
+  if (s.kind == "images") return load_images(s, train);
+  return make_error("bad_data", "unknown data set '" + s.kind + "' (fashion_mnist, synthetic, fortunes, npy, tokens or images)");
 }
 
 // One "key=value" line a field; a path holds no newline (the job file's loader refuses one).
@@ -26,7 +28,8 @@ std::string encode(const source& s) {
   o.precision(17);
   o << "kind=" << s.kind << "\nsynthetic_samples=" << s.synthetic_samples << "\nseed=" << s.seed << "\npath=" << s.path
     << "\nval_share=" << s.val_share << "\nmean=" << s.mean << "\nstd=" << s.std_dev << "\nclasses=" << s.classes
-    << "\ntoken_type=" << s.token_type << "\nwindow=" << s.window << "\nstride=" << s.stride << "\nvocab=" << s.vocab << "\n";
+    << "\ntoken_type=" << s.token_type << "\nwindow=" << s.window << "\nstride=" << s.stride << "\nvocab=" << s.vocab << "\nimage_rows=" << s.image_rows << "\nimage_cols=" << s.image_cols
+    << "\nimage_channels=" << s.image_channels << "\ncrop_pad=" << s.crop_pad << "\nflip=" << s.flip << "\n";
   return o.str();
 }
 
@@ -55,6 +58,11 @@ result<source> decode(const std::string& text) {
       else if (k == "window") s.window = std::stoi(v);
       else if (k == "stride") s.stride = std::stoi(v);
       else if (k == "vocab") s.vocab = std::stoi(v);
+      else if (k == "image_rows") s.image_rows = std::stoi(v);
+      else if (k == "image_cols") s.image_cols = std::stoi(v);
+      else if (k == "image_channels") s.image_channels = std::stoi(v);
+      else if (k == "crop_pad") s.crop_pad = std::stoi(v);
+      else if (k == "flip") s.flip = std::stoi(v) != 0;
       else return make_error("bad_data", "a data source field not known: " + k.substr(0, 40));
     }
   } catch (const std::exception&) {

@@ -11,7 +11,7 @@
 namespace dynapar::data {
 
 struct source {
-  std::string kind = "fashion_mnist";  // or "synthetic", "fortunes"; the user's files: "npy", "tokens"
+  std::string kind = "fashion_mnist";  // or "synthetic", "fortunes"; the user's files: "npy", "tokens", "images"
   int synthetic_samples = 0;           // synthetic: the training set's size (the test set: a sixth, at least 1000)
   std::uint64_t seed = 1;              // synthetic: the job's seed
   // npy and tokens (docs/FORMATS.md, "Data"): a folder. npy: train_inputs.npy and
@@ -25,6 +25,13 @@ struct source {
   int window = 32;               // tokens: ids a sample; its label is the id after them
   int stride = 0;                // tokens: between the starts of two samples (0: window)
   int vocab = 0;                 // tokens: every id is below it
+  // images (torchvision's ImageFolder layout: train/CLASS/FILE, optionally val/CLASS/FILE; PNG
+  // or JPEG): decoded, resized to rows x cols with `channels` (1 grey, 3 RGB), scaled to
+  // [0, 1], then (x - mean) / std_dev; in training, a seeded crop from the image padded by
+  // `crop_pad` pixels and a mirror image half of the time (flip).
+  int image_rows = 32, image_cols = 32, image_channels = 3;
+  int crop_pad = 0;
+  bool flip = false;
 };
 
 // The training (train = true) or validation split; an error names a kind it does not know,

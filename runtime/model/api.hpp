@@ -107,7 +107,8 @@ class device_worker {
 std::unique_ptr<device_worker> make_worker(const optimizer_config& opt, const std::string& place = "cpu");
 
 // Host side (the training driver).
-tensor inputs(const data::dataset& d, const std::vector<int>& samples, int lo, int hi);   // [n, channels, rows, cols], normalised
+// [n, channels, rows, cols], normalised; `step` seeds augmentation (< 0: evaluation, none).
+tensor inputs(const data::dataset& d, const std::vector<int>& samples, int lo, int hi, std::int64_t step = -1);
 tensor targets(const data::dataset& d, const std::vector<int>& samples, int lo, int hi);  // [n] int64
 // The step's gradient sum over its `micro_batches` from every holder's partial sums, in the
 // fixed tree's order (the same bits whatever the plan); an error if a micro-batch is missing

@@ -11,13 +11,13 @@
 
 namespace dynapar::model {
 
-tensor inputs(const data::dataset& d, const std::vector<int>& samples, int lo, int hi) {
+tensor inputs(const data::dataset& d, const std::vector<int>& samples, int lo, int hi, std::int64_t step) {
   const int n = hi - lo, px = d.rows * d.cols;
   if (d.store) {
     auto t = torch::empty({n, d.channels, d.rows, d.cols}, torch::kFloat32);
     auto* out = t.data_ptr<float>();
     const std::size_t each = static_cast<std::size_t>(d.channels) * px;
-    for (int i = 0; i < n; ++i) d.store->values(samples[lo + i], out + i * each);
+    for (int i = 0; i < n; ++i) d.store->values(samples[lo + i], step, out + i * each);
     return box(t);
   }
   auto t = torch::empty({n, 1, d.rows, d.cols}, torch::kUInt8);

@@ -42,7 +42,7 @@ double reference::step(const data::dataset& d, const std::vector<int>& samples, 
   std::int64_t micro = 0;
   for (int lo = 0; lo < n; lo += u, ++micro) {
     const int hi = std::min(n, lo + u);
-    torch::Tensor x = inputs(d, samples, lo, hi)->t.to(impl_->device);
+    torch::Tensor x = inputs(d, samples, lo, hi, step)->t.to(impl_->device);
     set_draws(step, micro);
     std::vector<torch::Tensor> running;  // after the gradients, in the same tree
     for (std::size_t l = 0; l < impl_->layers.size(); ++l) {

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <zlib.h>
+#include <stb_image_write.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -225,11 +226,11 @@ TEST_CASE("npy data: samples read in place, in the file's shape, split and norma
   CHECK((train->size() == 4 && val->size() == 1));
   CHECK((train->channels == 2 && train->rows == 3 && train->cols == 4 && train->classes == 7 && !train->tokens));
   std::vector<float> got(24);
-  train->store->values(2, got.data());
+  train->store->values(2, 0, got.data());
   CHECK(got[0] == x[48]);
   CHECK(got[23] == x[71]);
   CHECK(train->store->label(2) == 6);
-  val->store->values(0, got.data());
+  val->store->values(0, 0, got.data());
   CHECK((got[5] == x[4 * 24 + 5] && val->store->label(0) == 2));
   CHECK(train->store->samples_read() == 1);  // what a node reads is counted
   // uint8 images [n, rows, cols] with mean and std: (x - mean) / std, one channel.
@@ -241,7 +242,7 @@ TEST_CASE("npy data: samples read in place, in the file's shape, split and norma
   auto u8 = load(s, true);
   REQUIRE(u8);
   CHECK((u8->channels == 1 && u8->rows == 2 && u8->cols == 2 && u8->classes == 10 && u8->size() == 1));
-  u8->store->values(0, got.data());
+  u8->store->values(0, 0, got.data());
   CHECK((got[0] == -5.0f && got[3] == 2.5f));
   // Validation files of its own, when given, instead of a share of the training files.
   write_file(dir + "/val_inputs.npy", npy_bytes("|u1", "(3, 2, 2)", "False", raw(std::vector<std::uint8_t>(12, 7))));
@@ -308,11 +309,11 @@ TEST_CASE("token files: next-token windows over a flat array of ids, checked aga
   // Training: ids 0..79, windows at 0, 4, ... whose label (start + 8) is below 80: 18 of them.
   CHECK((train->size() == 18 && train->tokens && train->rows == 1 && train->cols == 8 && train->classes == 50));
   std::vector<float> w(8);
-  train->store->values(5, w.data());
+  train->store->values(5, 0, w.data());
   CHECK((w[0] == ids[20] && w[7] == ids[27] && train->store->label(5) == ids[28]));
   // Validation: ids 80..99, windows at 80, 84, ... with a label: 3.
   CHECK(val->size() == 3);
-  val->store->values(2, w.data());
+  val->store->values(2, 0, w.data());
   CHECK((w[0] == ids[88] && val->store->label(2) == ids[96]));
   // uint32 ids read as such; a file of another length, or an id past the vocabulary, is named.
   std::vector<std::uint32_t> wide(ids.begin(), ids.end());
@@ -333,4 +334,58 @@ TEST_CASE("token files: next-token windows over a flat array of ids, checked aga
          back->token_type == "uint32" && back->val_share == 0.2));
   CHECK(decode("synthetic")->kind == "synthetic");
   CHECK_FALSE(decode("kind=npy\nwindow=eight\n"));
+}
+
+TEST_CASE("image folders: classes by folder name, pixels as CHW in [0, 1] normalised, seeded augmentation, bad images named", "[unit][data]") {
+  const auto dir = fresh_dir("images");
+  // 2 x 2 RGB images: pixel (y, x) channel k = 10 * (2 * y + x) + k + 50 * class + image.
+  auto png = [&](const std::string& path, int cls, int image) {
+    std::vector<unsigned char> px;
+    for (int y = 0; y < 2; ++y)
+      for (int x = 0; x < 2; ++x)
+        for (int k = 0; k < 3; ++k) px.push_back(static_cast<unsigned char>(10 * (2 * y + x) + k + 50 * cls + image));
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    REQUIRE(stbi_write_png(path.c_str(), 2, 2, 3, px.data(), 6) == 1);
+  };
+  for (int c = 0; c < 2; ++c)
+    for (int i = 0; i < 5; ++i) png(dir + "/train/" + (c == 0 ? "cat" : "dog") + "/" + std::to_string(i) + ".png", c, i);
+  write_file(dir + "/train/dog/notes.txt", "not an image, not listed");
+  source s;
+  s.kind = "images", s.path = dir, s.image_rows = 2, s.image_cols = 2, s.val_share = 0.2, s.mean = 0.5, s.std_dev = 0.25;
+  auto train = load(s, true);
+  auto val = load(s, false);
+  REQUIRE(train);
+  REQUIRE(val);
+  // Every 5th image held out (cat/4, dog/4): 8 train, 2 validation; 2 classes in name order.
+  CHECK((train->size() == 8 && val->size() == 2 && train->classes == 2 && train->channels == 3));
+  CHECK((train->store->label(0) == 0 && train->store->label(7) == 1 && val->store->label(1) == 1));
+  std::vector<float> got(12);
+  train->store->values(5, -1, got.data());  // dog/1
+  auto want = [](int cls, int image, int y, int x, int k) { return static_cast<float>(((10 * (2 * y + x) + k + 50 * cls + image) / 255.0 - 0.5) / 0.25); };
+  CHECK(got[0] == want(1, 1, 0, 0, 0));
+  CHECK(got[1] == want(1, 1, 0, 1, 0));   // channel 0, (0, 1)
+  CHECK(got[4 + 3] == want(1, 1, 1, 1, 1));  // channel 1, (1, 1)
+  // A flip is a mirror image, drawn by the step: the same step draws the same, and over
+  // 16 steps both ways occur; evaluation (step -1) never flips.
+  s.flip = true;
+  auto flips = load(s, true);
+  REQUIRE(flips);
+  int mirrored = 0;
+  for (std::int64_t step = 0; step < 16; ++step) {
+    std::vector<float> a(12), b(12);
+    flips->store->values(5, step, a.data());
+    flips->store->values(5, step, b.data());
+    CHECK(a == b);
+    if (a[0] == want(1, 1, 0, 1, 0) && a[1] == want(1, 1, 0, 0, 0)) ++mirrored;
+    else CHECK(a == got);
+  }
+  CHECK((mirrored > 0 && mirrored < 16));
+  flips->store->values(5, -1, got.data());
+  CHECK(got[0] == want(1, 1, 0, 0, 0));
+  // A file that does not decode is named; so is a validation class training lacks.
+  write_file(dir + "/train/cat/9.png", "\x89PNG but truncated");
+  CHECK(load(s, true).err().message.find("train/cat/9.png: does not decode") != std::string::npos);
+  std::filesystem::remove(dir + "/train/cat/9.png");
+  png(dir + "/val/bird/0.png", 0, 0);
+  CHECK(load(s, false).err().message.find("val/bird: a class the training folder does not have") != std::string::npos);
 }

@@ -1,0 +1,182 @@
+#include "data/images.hpp"
+
+#include <stb_image.h>
+#include <stb_image_resize.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <stdexcept>
+
+#include "common/rng.hpp"
+
+namespace dynapar::data {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct image_file {
+  std::string path;
+  int label = 0;
+};
+
+result<std::string> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error("io", path + ": cannot read it");
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Decodes `bytes` to rows x cols x channels bytes (HWC); "" when they are not an image.
+std::string decode(const std::string& bytes, const source& s, std::string* why = nullptr) {
+  int w = 0, h = 0, got = 0;
+  unsigned char* px = stbi_load_from_memory(reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()), &w, &h,
+                                            &got, s.image_channels);
+  if (!px) {
+    if (why) *why = stbi_failure_reason() ? stbi_failure_reason() : "not an image";
+    return "";
+  }
+  std::string out(static_cast<std::size_t>(s.image_rows) * s.image_cols * s.image_channels, '\0');
+  if (w == s.image_cols && h == s.image_rows) {  // as it is: a resize to its own size would blur it
+    std::copy(px, px + out.size(), out.begin());
+    stbi_image_free(px);
+    return out;
+  }
+  const bool ok = stbir_resize_uint8(px, w, h, 0, reinterpret_cast<unsigned char*>(out.data()), s.image_cols, s.image_rows, 0, s.image_channels) == 1;
+  stbi_image_free(px);
+  if (!ok) {
+    if (why) *why = "cannot resize it";
+    return "";
+  }
+  return out;
+}
+
+class image_samples final : public sample_store {
+ public:
+  image_samples(std::vector<image_file> files, source s, std::uint64_t fp) : files_(std::move(files)), s_(std::move(s)), fp_(fp) {}
+  int size() const override { return static_cast<int>(files_.size()); }
+  void values(int i, std::int64_t step, float* out) const override {
+    reads_.fetch_add(1, std::memory_order_relaxed);
+    const int R = s_.image_rows, C = s_.image_cols, K = s_.image_channels;
+    std::fill(out, out + static_cast<std::size_t>(R) * C * K, static_cast<float>((0.0 - s_.mean) / s_.std_dev));
+    // Each decoded when listed; one that no longer does is a named error at run time (the
+    // driver's run ends with it; a node refuses the step), never a blank image trained on.
+    auto bytes = read_bytes(files_[i].path);
+    const std::string px = bytes ? decode(*bytes, s_) : "";
+    if (px.empty()) throw std::runtime_error(files_[i].path + ": no longer reads as the image it was when the run began");
+    // Augmentation drawn from the job's seed, the sample and the step only: every device and
+    // plan, and the single-device reference, draw the same.
+    int dy = 0, dx = 0;
+    bool mirror = false;
+    if (step >= 0 && (s_.crop_pad > 0 || s_.flip)) {
+      rng r(s_.seed ^ (static_cast<std::uint64_t>(i) * 0x9e3779b97f4a7c15ULL) ^ (static_cast<std::uint64_t>(step) * 0xc2b2ae3d27d4eb4fULL));
+      if (s_.crop_pad > 0) {
+        dy = static_cast<int>(r.below(2 * s_.crop_pad + 1)) - s_.crop_pad;
+        dx = static_cast<int>(r.below(2 * s_.crop_pad + 1)) - s_.crop_pad;
+      }
+      mirror = s_.flip && r.below(2) == 1;
+    }
+    // HWC bytes to CHW floats; a crop's pixels outside the image stay the padding (zero).
+    for (int y = 0; y < R; ++y)
+      for (int x = 0; x < C; ++x) {
+        const int sy = y + dy, sx0 = x + dx;
+        if (sy < 0 || sy >= R || sx0 < 0 || sx0 >= C) continue;
+        const int sx = mirror ? C - 1 - sx0 : sx0;
+        for (int k = 0; k < K; ++k) {
+          const double v = static_cast<unsigned char>(px[(static_cast<std::size_t>(sy) * C + sx) * K + k]) / 255.0;
+          out[(static_cast<std::size_t>(k) * R + y) * C + x] = static_cast<float>((v - s_.mean) / s_.std_dev);
+        }
+      }
+  }
+  std::int64_t label(int i) const override { return files_[i].label; }
+  std::uint64_t fingerprint() const override { return fp_; }
+  std::int64_t samples_read() const override { return reads_.load(); }
+
+ private:
+  std::vector<image_file> files_;
+  source s_;
+  std::uint64_t fp_;
+  mutable std::atomic<std::int64_t> reads_{0};
+};
+
+bool image_name(const fs::path& p) {
+  std::string e = p.extension().string();
+  std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return e == ".png" || e == ".jpg" || e == ".jpeg";
+}
+
+// Class folders in name order, each one's images in name order.
+result<std::vector<std::pair<std::string, std::vector<std::string>>>> list(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return make_error("bad_data", dir + ": no such folder (images want train/CLASS/FILE)");
+  std::vector<std::pair<std::string, std::vector<std::string>>> classes;
+  for (const auto& c : fs::directory_iterator(dir, ec)) {
+    if (!c.is_directory()) continue;
+    std::vector<std::string> files;
+    for (const auto& f : fs::directory_iterator(c.path(), ec))
+      if (f.is_regular_file() && image_name(f.path())) files.push_back(f.path().string());
+    std::sort(files.begin(), files.end());
+    classes.emplace_back(c.path().filename().string(), std::move(files));
+  }
+  if (ec) return make_error("io", dir + ": " + ec.message());
+  std::sort(classes.begin(), classes.end());
+  if (classes.empty()) return make_error("bad_data", dir + ": no class folders (images want train/CLASS/FILE)");
+  return classes;
+}
+
+}  // namespace
+
+result<dataset> load_images(const source& s, bool train) {
+  if (s.image_channels != 1 && s.image_channels != 3) return make_error("bad_data", "data: channels must be 1 or 3");
+  if (s.image_rows < 1 || s.image_cols < 1 || s.image_rows > 4096 || s.image_cols > 4096) return make_error("bad_data", "data: size must be in 1..4096");
+  auto names = list(s.path + "/train");
+  if (!names) return names.err();
+  std::error_code ec;
+  const bool own = !train && fs::is_directory(s.path + "/val", ec);
+  std::vector<image_file> files;
+  if (own) {
+    auto val = list(s.path + "/val");
+    if (!val) return val.err();
+    for (const auto& [name, list] : *val) {
+      const auto at = std::find_if(names->begin(), names->end(), [&](const auto& c) { return c.first == name; });
+      if (at == names->end()) return make_error("bad_data", s.path + "/val/" + name + ": a class the training folder does not have");
+      for (const auto& f : list) files.push_back({f, static_cast<int>(at - names->begin())});
+    }
+  } else {
+    const int every = std::max(2, static_cast<int>(std::lround(1.0 / s.val_share)));
+    int k = 0;
+    for (std::size_t c = 0; c < names->size(); ++c)
+      for (const auto& f : (*names)[c].second)
+        if (((k++ % every) == every - 1) != train) files.push_back({f, static_cast<int>(c)});
+  }
+  if (files.size() < 2) return make_error("bad_data", s.path + (own ? "/val" : "/train") + ": fewer than 2 images");
+  // Each image decoded once: one that does not is named now, not met mid-run.
+  std::uint64_t h = 1469598103934665603ull;
+  auto add = [&h](std::uint64_t v) {
+    h ^= v;
+    h *= 1099511628211ull;
+  };
+  for (std::uint64_t v : {std::uint64_t(s.image_rows), std::uint64_t(s.image_cols), std::uint64_t(s.image_channels), std::uint64_t(s.crop_pad),
+                          std::uint64_t(s.flip), std::uint64_t(std::llround(s.mean * 1e9)), std::uint64_t(std::llround(s.std_dev * 1e9))})
+    add(v);
+  for (const auto& f : files) {
+    auto bytes = read_bytes(f.path);
+    if (!bytes) return bytes.err();
+    std::string why;
+    if (decode(*bytes, s, &why).empty()) return make_error("bad_data", f.path + ": does not decode as PNG or JPEG (" + why + ")");
+    add(static_cast<std::uint64_t>(f.label));
+    add(bytes->size());
+    for (unsigned char b : *bytes) add(b);
+  }
+  dataset d;
+  d.channels = s.image_channels, d.rows = s.image_rows, d.cols = s.image_cols;
+  d.classes = static_cast<int>(names->size());
+  d.store = std::make_shared<image_samples>(std::move(files), s, h == 0 ? 1 : h);
+  return d;
+}
+
+}  // namespace dynapar::data

@@ -1,0 +1,15 @@
+// The user's images in torchvision's ImageFolder layout (data/source.hpp, kind "images"):
+// one folder a class, its name the class (classes in name order), PNG and JPEG files decoded
+// with stb_image (Debian's libstb) when a batch reads them.
+#pragma once
+
+#include "data/source.hpp"
+
+namespace dynapar::data {
+
+// Lists path/train (or path/val; without it, every round(1 / val_share)-th training image
+// is held out) and decodes each image once to check it, keeping only names and labels.
+// Errors name the file: one that does not decode, a val class train lacks, an empty folder.
+result<dataset> load_images(const source& s, bool train);
+
+}  // namespace dynapar::data

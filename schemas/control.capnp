@@ -158,7 +158,7 @@ struct Welcome {
                               # declared the node lost): join again, with fresh devices
   modelHash @10 :Text;        # a TorchScript model's SHA-256 (hex): the node loads the file only
                               # if its bytes hash to this; empty for a built-in model
-  data @11 :Text;             # the job's data set (fashion_mnist, synthetic, fortunes); empty: none
+  data @11 :Text;             # the job's data source, key=value lines (data::encode); empty: none
   dataSamples @12 :UInt32;    # synthetic: the training set's size (seed: the job's)
   dataHash @13 :UInt64;       # the controller's fingerprint of the training set
 }

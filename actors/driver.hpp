@@ -121,6 +121,7 @@ class driver {
   status apply(const control::decision& decision, std::int64_t t, std::int64_t slot, training::step_record& rec);
   // Drops layers and waits until every device answered (the first error, or empty).
   std::string drop_layers(const std::vector<std::pair<int, int>>& drops);
+  double move_layers(const std::vector<planner::layer_move>& moves, std::int64_t t);
   void retire_leavers();
   // Announced departure: the device keeps serving its layers until a plan without it has
   // moved them away (retire_leavers).

@@ -170,7 +170,6 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
   const auto diff = planner::diff(
       current_ ? &*current_ : nullptr, next, [&](int from, int to) { return comm::transfer_s(link(from, to), 1e6); },
       wiped_);
-  const auto me = caf::actor_cast<migration_sink>(self_);  // the driver receives moved_atom
   std::vector<int> ends;  // the devices layers move between: where a kill "during a migration" lands
   for (const auto& mv : diff.moves)
     if (mv.from >= 0) ends.insert(ends.end(), {mv.from, mv.to});
@@ -206,60 +205,34 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
     undo_early();
     return st;
   }
-  int pending = 0;
-  // The arrivals this diff waits for. An arrival of an earlier, failed migration can still be
-  // on its way (its target survived): it must not count for this one, whose layer may not
-  // have arrived yet (chaos seed 2036: a stage then ran without its layer).
-  std::multiset<std::tuple<int, int, int>> expected;
-  for (const auto& mv : diff.moves) {
-    if (mv.from >= 0 ? !actors_.devices.count(mv.from) : current_.has_value())  // recover() rolls back first
-      return make_error("internal", "layer " + std::to_string(mv.layer) + " has no surviving holder to come from");
-    const auto& target = actors_.devices.at(mv.to);
-    if (mv.from < 0) {  // the first plan: fresh layers
-      // The first plan: fresh layers, or a resumed run's saved ones.
-      const auto layer = fresh_.empty() ? model::copy_layer(m_, mv.layer) : fresh_.at(mv.layer);
-      self_->request(target, timeout_, hold_atom::value, mv.layer, layer)
-          .receive([](bool) {}, [&](caf::error& e) { failure_ = text(e); });
-      continue;
-    }
-    self_->request(actors_.devices.at(mv.from), timeout_, migrate_atom::value, mv.layer, mv.to, device_peer{target}, link(mv.from, mv.to), me)
-        .receive(
-            [&](bool) {
-              ++pending;
-              expected.emplace(mv.layer, mv.from, mv.to);
-            },
-            [&](caf::error& e) { failure_ = text(e); });
-  }
   double bytes = 0;
-  // A lost node sends no down message: its devices are looked at every 100 ms, as in a step.
-  const auto give_up_at = clock::now() + timeout_;
-  const auto moving_lost = [&] {
-    for (const auto& mv : diff.moves)
-      for (int id : {mv.from, mv.to})
-        if (id >= 0 && actors_.remote && actors_.remote->lost(id)) return id;
-    return -1;
-  };
-  for (int k = 0; k < pending && failure_.empty();)
-    self_->receive(
-        [&](moved_atom, int layer, int from, int to, std::size_t b) {
-          const auto it = expected.find({layer, from, to});
-          if (it == expected.end()) return;  // an earlier migration's
-          expected.erase(it);
-          bytes += static_cast<double>(b);
-          ++k;
-        },
-        [&](moved_atom, int layer, int from, int to, const std::string& refused) {  // out of memory
-          if (expected.count({layer, from, to})) failure_ = refused;
-        },
-        [&](caf::down_msg& d) {  // a source or target of this diff stopped
-          note_down(d, false);
-          for (const auto& mv : diff.moves)
-            if (dead_.count(mv.to) || dead_.count(mv.from)) failure_ = "a device stopped while layers moved";
-        },
-        caf::after(std::chrono::milliseconds(100)) >> [&] {
-          if (const int id = moving_lost(); id >= 0) failure_ = "device " + std::to_string(id) + "'s node was lost while layers moved";
-          else if (clock::now() >= give_up_at) failure_ = "a layer did not arrive";
-        });
+  // Moves go in waves, so that a device giving layers away has sent and dropped them before
+  // layers come in (own_data test: device 5 held a layer on its way to device 4 when layer 1
+  // arrived, and the two did not fit its memory at once). A move is ready when its target
+  // holds nothing still to be sent; layers whose moves are done are dropped between waves. A
+  // cycle (two devices trading layers) leaves no move ready: the rest goes at once.
+  std::vector<planner::layer_move> waiting(diff.moves.begin(), diff.moves.end());
+  while (!waiting.empty() && failure_.empty()) {
+    std::vector<planner::layer_move> wave, later;
+    for (const auto& mv : waiting) {
+      const bool gives = std::any_of(late.begin(), late.end(), [&](const auto& d) { return d.first == mv.to; });
+      (gives ? later : wave).push_back(mv);
+    }
+    if (wave.empty()) wave.swap(later);
+    bytes += move_layers(wave, t);
+    waiting.swap(later);
+    // Drop what no waiting move still reads.
+    std::vector<std::pair<int, int>> sent, kept;
+    for (const auto& d : late) {
+      const bool read = std::any_of(waiting.begin(), waiting.end(), [&](const auto& mv) { return mv.from == d.first && mv.layer == d.second; });
+      (read ? kept : sent).push_back(d);
+    }
+    if (failure_.empty() && !waiting.empty() && !sent.empty()) {
+      failure_ = drop_layers(sent);
+      early.insert(early.end(), sent.begin(), sent.end());  // undone as the early drops are
+      late.swap(kept);
+    }
+  }
   if (auto st = check("migrating layers before step " + std::to_string(t)); !st) {
     undo_early();
     return st;
@@ -292,6 +265,68 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
   sync_stale_ = true;
   if (cb_.on_plan) cb_.on_plan(pr);
   return ok_status();
+}
+
+// Sends `moves` and waits for every arrival; a failure is left in failure_. Returns the bytes
+// that arrived.
+double driver::move_layers(const std::vector<planner::layer_move>& moves, std::int64_t t) {
+  const auto me = caf::actor_cast<migration_sink>(self_);  // the driver receives moved_atom
+  int pending = 0;
+  // The arrivals this diff waits for. An arrival of an earlier, failed migration can still be
+  // on its way (its target survived): it must not count for this one, whose layer may not
+  // have arrived yet (chaos seed 2036: a stage then ran without its layer).
+  std::multiset<std::tuple<int, int, int>> expected;
+  for (const auto& mv : moves) {
+    if (mv.from >= 0 ? !actors_.devices.count(mv.from) : current_.has_value()) {  // recover() rolls back first
+      failure_ = "layer " + std::to_string(mv.layer) + " has no surviving holder to come from (before step " + std::to_string(t) + ")";
+      return 0;
+    }
+    const auto& target = actors_.devices.at(mv.to);
+    if (mv.from < 0) {  // the first plan: fresh layers, or a resumed run's saved ones
+      const auto layer = fresh_.empty() ? model::copy_layer(m_, mv.layer) : fresh_.at(mv.layer);
+      self_->request(target, timeout_, hold_atom::value, mv.layer, layer)
+          .receive([](bool) {}, [&](caf::error& e) { failure_ = text(e); });
+      continue;
+    }
+    self_->request(actors_.devices.at(mv.from), timeout_, migrate_atom::value, mv.layer, mv.to, device_peer{target}, link(mv.from, mv.to), me)
+        .receive(
+            [&](bool) {
+              ++pending;
+              expected.emplace(mv.layer, mv.from, mv.to);
+            },
+            [&](caf::error& e) { failure_ = text(e); });
+  }
+  double bytes = 0;
+  // A lost node sends no down message: its devices are looked at every 100 ms, as in a step.
+  const auto give_up_at = clock::now() + timeout_;
+  const auto moving_lost = [&] {
+    for (const auto& mv : moves)
+      for (int id : {mv.from, mv.to})
+        if (id >= 0 && actors_.remote && actors_.remote->lost(id)) return id;
+    return -1;
+  };
+  for (int k = 0; k < pending && failure_.empty();)
+    self_->receive(
+        [&](moved_atom, int layer, int from, int to, std::size_t b) {
+          const auto it = expected.find({layer, from, to});
+          if (it == expected.end()) return;  // an earlier migration's
+          expected.erase(it);
+          bytes += static_cast<double>(b);
+          ++k;
+        },
+        [&](moved_atom, int layer, int from, int to, const std::string& refused) {  // out of memory
+          if (expected.count({layer, from, to})) failure_ = refused;
+        },
+        [&](caf::down_msg& d) {  // a source or target of this diff stopped
+          note_down(d, false);
+          for (const auto& mv : moves)
+            if (dead_.count(mv.to) || dead_.count(mv.from)) failure_ = "a device stopped while layers moved";
+        },
+        caf::after(std::chrono::milliseconds(100)) >> [&] {
+          if (const int id = moving_lost(); id >= 0) failure_ = "device " + std::to_string(id) + "'s node was lost while layers moved";
+          else if (clock::now() >= give_up_at) failure_ = "a layer did not arrive";
+        });
+  return bytes;
 }
 
 std::string driver::drop_layers(const std::vector<std::pair<int, int>>& drops) {

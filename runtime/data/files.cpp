@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 
 #include "data/npy.hpp"
 
@@ -34,7 +35,7 @@ struct hasher {
 // chunk's pages go after: a pass over a file larger than memory stays small.
 template <class Check>
 status pass(const mapped_file& f, std::size_t lo, std::size_t hi, hasher& h, Check check) {
-  constexpr std::size_t chunk = 64u << 20;
+  constexpr std::size_t chunk = 16u << 20;
   for (std::size_t at = lo; at < hi; at += chunk) {
     const std::size_t n = std::min(chunk, hi - at);
     h.add(f.bytes() + at, n);
@@ -51,19 +52,25 @@ class npy_samples final : public sample_store {
   int size() const override { return static_cast<int>(count_); }
   void values(int i, std::int64_t, float* out) const override {
     reads_.fetch_add(1, std::memory_order_relaxed);
-    const auto* row = x_.row(first_ + i);
-    const std::size_t n = x_.row_elements();
+    const std::size_t n = x_.row_elements(), bytes = n * item_bytes(x_.type);
+    const std::size_t at = x_.data_offset + static_cast<std::size_t>(first_ + i) * bytes;
     if (x_.type == dtype::f32 && mean_ == 0 && sd_ == 1) {
-      std::memcpy(out, row, n * sizeof(float));
+      if (!x_.file->read(at, bytes, out)) fail(i);
       return;
     }
-    for (std::size_t k = 0; k < n; ++k) out[k] = static_cast<float>((element(x_.type, row, k) - mean_) / sd_);
+    thread_local std::vector<std::uint8_t> row;
+    row.resize(bytes);
+    if (!x_.file->read(at, bytes, row.data())) fail(i);
+    for (std::size_t k = 0; k < n; ++k) out[k] = static_cast<float>((element(x_.type, row.data(), k) - mean_) / sd_);
   }
   std::int64_t label(int i) const override { return static_cast<std::int64_t>(element(y_.type, y_.row(first_ + i), 0)); }
   std::uint64_t fingerprint() const override { return fp_; }
   std::int64_t samples_read() const override { return reads_.load(); }
 
  private:
+  [[noreturn]] void fail(int i) const {
+    throw std::runtime_error(x_.file->path() + ": sample " + std::to_string(first_ + i) + " cannot be read (the file shrank or failed since it was checked)");
+  }
   npy_array x_, y_;
   std::int64_t first_, count_;
   double mean_, sd_;
@@ -80,16 +87,22 @@ class token_samples final : public sample_store {
   }
   void values(int i, std::int64_t, float* out) const override {
     reads_.fetch_add(1, std::memory_order_relaxed);
-    const std::size_t at = first_ + static_cast<std::size_t>(i) * stride_;
-    for (int k = 0; k < window_; ++k) out[k] = static_cast<float>(element(t_, f_->bytes(), at + k));
+    const auto ids = window(i);
+    for (int k = 0; k < window_; ++k) out[k] = static_cast<float>(element(t_, ids.data(), k));
   }
-  std::int64_t label(int i) const override {
-    return static_cast<std::int64_t>(element(t_, f_->bytes(), first_ + static_cast<std::size_t>(i) * stride_ + window_));
-  }
+  std::int64_t label(int i) const override { return static_cast<std::int64_t>(element(t_, window(i).data(), window_)); }
   std::uint64_t fingerprint() const override { return fp_; }
   std::int64_t samples_read() const override { return reads_.load(); }
 
  private:
+  // The window's ids and its label's, read from the file.
+  std::vector<std::uint8_t> window(int i) const {
+    const std::size_t item = item_bytes(t_), at = (first_ + static_cast<std::size_t>(i) * stride_) * item;
+    std::vector<std::uint8_t> out((static_cast<std::size_t>(window_) + 1) * item);
+    if (!f_->read(at, out.size(), out.data()))
+      throw std::runtime_error(f_->path() + ": window " + std::to_string(i) + " cannot be read (the file shrank or failed since it was checked)");
+    return out;
+  }
   std::shared_ptr<const mapped_file> f_;
   dtype t_;
   std::size_t first_, n_;

@@ -29,14 +29,25 @@ result<std::shared_ptr<const mapped_file>> mapped_file::open(const std::string& 
       return make_error("io", path + ": cannot map it: " + std::strerror(e));
     }
   }
-  ::close(fd);  // the mapping keeps the file
-  // Samples are read in no order a read-ahead could guess.
-  if (p) ::madvise(p, size, MADV_RANDOM);
-  return std::shared_ptr<const mapped_file>(new mapped_file(path, static_cast<const std::uint8_t*>(p), size));
+  // The checking pass reads it in order.
+  if (p) ::madvise(p, size, MADV_SEQUENTIAL);
+  return std::shared_ptr<const mapped_file>(new mapped_file(path, fd, static_cast<const std::uint8_t*>(p), size));
 }
 
 mapped_file::~mapped_file() {
   if (bytes_) ::munmap(const_cast<std::uint8_t*>(bytes_), size_);
+  ::close(fd_);
+}
+
+bool mapped_file::read(std::size_t offset, std::size_t n, void* out) const {
+  auto* to = static_cast<char*>(out);
+  while (n > 0) {
+    const auto got = ::pread(fd_, to, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    to += got, offset += static_cast<std::size_t>(got), n -= static_cast<std::size_t>(got);
+  }
+  return true;
 }
 
 void mapped_file::release(std::size_t offset, std::size_t n) const {

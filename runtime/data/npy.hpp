@@ -1,6 +1,7 @@
-// Files mapped into memory, read in place: NumPy's .npy arrays and flat token files (nanoGPT's
-// train.bin). Only the pages a step's samples touch are read from disk; nothing holds a
-// whole file in memory.
+// The user's data files: NumPy's .npy arrays and flat token files (nanoGPT's train.bin),
+// mapped for the one pass that checks them, then read sample by sample with pread: nothing
+// holds a whole file in memory, and a sample's read does not map its neighbours (the kernel's
+// fault-around would count 64 KiB of them in the process's resident set for each).
 #pragma once
 
 #include <cstddef>
@@ -26,10 +27,14 @@ class mapped_file {
   // Tells the kernel that [offset, offset + n) is not needed soon, so that a pass over the
   // whole file (checks, the fingerprint) does not stay resident in this process.
   void release(std::size_t offset, std::size_t n) const;
+  // Copies [offset, offset + n) out of the file (not the mapping); false on a read error or a
+  // file that shrank since it was opened.
+  bool read(std::size_t offset, std::size_t n, void* out) const;
 
  private:
-  mapped_file(std::string path, const std::uint8_t* bytes, std::size_t size) : path_(std::move(path)), bytes_(bytes), size_(size) {}
+  mapped_file(std::string path, int fd, const std::uint8_t* bytes, std::size_t size) : path_(std::move(path)), fd_(fd), bytes_(bytes), size_(size) {}
   std::string path_;
+  int fd_ = -1;
   const std::uint8_t* bytes_ = nullptr;
   std::size_t size_ = 0;
 };

@@ -575,6 +575,44 @@ TEST_CASE("a re-plan that swaps a device's layers fits its memory: the layers it
   CHECK(diff_from_one_device(**m, d, s, out->final_layers, 16) == 0);
 }
 
+TEST_CASE("a device that gives a layer away and takes another sends first: moves go in waves", "[actor][train]") {
+  // Devices 1, 2 and 3 share a node; device 0, on another rack, holds the whole model too, so
+  // layers move between 1, 2 and 3. Device 1 gives its first half to device 3 and takes the
+  // second half from device 2; a half fits device 1, both halves do not: the half must be
+  // sent and dropped before the other arrives (the own_data test met this: device 5 out of
+  // memory with a layer still on its way out). Before the waves every move went at once and
+  // what moves read was dropped after all of them arrived.
+  model::set_threads(1);
+  const auto d = data::synthetic(400, 2);
+  auto m = model::make_model("cnn", 3);
+  REQUIRE(m);
+  const model::optimizer_config adam{"adam", 1e-3, 0.9, 0};
+  std::vector<std::size_t> b;
+  for (int l = 0; l < 4; ++l) b.push_back(model::resident_bytes(model::copy_layer(**m, l), adam));
+  int cut = 1;
+  auto half = [&](int from, int to) { return std::accumulate(b.begin() + from, b.begin() + to, std::size_t{0}); };
+  for (int c = 2; c < 4; ++c)
+    if (std::max(half(0, c), half(c, 4)) < std::max(half(0, cut), half(cut, 4))) cut = c;
+  const double cap = 1.01 * static_cast<double>(std::max(half(0, cut), half(cut, 4)));
+  REQUIRE(static_cast<double>(half(0, 4)) > cap);
+  training::train_settings s;
+  s.steps = 4;
+  s.optimizer = adam;
+  s.hash_every = 1;
+  s.emulated = emulate({1, 1, 1, 1});
+  s.emulated.cluster.devices[0].node = 1;
+  s.emulated.cluster.devices[0].rack = 1;
+  for (int id : {1, 2, 3}) s.emulated.cluster.devices[id].memory_bytes = cap;
+  s.plan.groups = {{{0}, {0, 4}, 32, 16}, {{1, 2}, {0, cut, 4}, 32, 16}};
+  planner::plan next = s.plan;
+  next.groups[1].devices = {3, 1};
+  s.replans = {{2, next}};
+  auto out = actors::train(**m, d, s);
+  REQUIRE(out);
+  CHECK(out->layers_moved == 4);
+  CHECK(diff_from_one_device(**m, d, s, out->final_layers, 16) == 0);
+}
+
 TEST_CASE("a parameterless first layer (Flatten) trains exactly on any split, alone on a stage or not", "[actor][train]") {
   // examples/models/mlp_flatten.pt (examples/export_torchscript.py): Flatten, then five
   // layers of Linear with LayerNorm, GELU and Tanh. Before the fix a lone Flatten stage

@@ -20,8 +20,20 @@ class Embed(nn.Module):
         self.position = nn.Parameter(torch.zeros(window, dim))
 
     def forward(self, x):
-        return self.tokens(x.long().flatten(1)) + self.position
+        return (self.tokens(x.long().flatten(1)) + self.position).flatten(1)
+
+
+class Dense(nn.Module):
+    """A block: linear and ReLU (the exporter cuts between blocks)."""
+
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        self.linear = nn.Linear(n_in, n_out)
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        return self.act(self.linear(x))
 
 
 def tiny_lm(vocab=128, dim=16, window=32):
-    return nn.Sequential(Embed(vocab, dim, window), nn.Flatten(), nn.Linear(window * dim, 64), nn.ReLU(), nn.Linear(64, vocab))
+    return nn.Sequential(Embed(vocab, dim, window), Dense(window * dim, 128), Dense(128, 128), nn.Linear(128, vocab))

@@ -6,6 +6,7 @@
 #include <caf/all.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -77,7 +78,7 @@ result<std::string> model_source(const node_config& cfg, const wire::welcome_msg
 // The job's training set, loaded here so that a step's inputs need only sample ids on the
 // wire. Returns the fingerprint to prove in heartbeats: the controller's when this node's
 // copy has the same bytes, else 0 (and the controller keeps sending tensors).
-std::uint64_t load_data(const wire::welcome_msg& w, node_shared& sh) {
+std::uint64_t load_data(const node_config& cfg, const wire::welcome_msg& w, node_shared& sh) {
   if (w.data_hash == 0 || w.data.empty()) return 0;
   auto log = logging::get("node");
   auto src = data::decode(w.data);
@@ -87,6 +88,23 @@ std::uint64_t load_data(const wire::welcome_msg& w, node_shared& sh) {
   }
   src->seed = w.seed;
   src->synthetic_samples = w.data_samples;
+  // A controller names a folder of the user's files; the node reads the folder of that name in
+  // its own --data-dir, never a path the controller chose (docs/SECURITY.md).
+  if (!src->path.empty()) {
+    if (cfg.data_dir.empty()) {
+      log->warn("the controller names data files ({}); this node reads data files only with --data-dir: the controller sends each "
+                "step's inputs instead",
+                src->path);
+      return 0;
+    }
+    std::filesystem::path named(src->path);
+    if (!named.has_filename()) named = named.parent_path();
+    if (named.filename() == "." || named.filename() == ".." || named.filename().empty()) {
+      log->warn("the controller names data files as '{}', not a folder's name: the controller sends each step's inputs instead", src->path);
+      return 0;
+    }
+    src->path = (std::filesystem::path(cfg.data_dir) / named.filename()).string();
+  }
   auto d = data::load(*src, true);
   if (!d) {
     log->warn("the job's data set '{}': {}; the controller sends each step's inputs instead", src->kind, d.err().message);
@@ -132,7 +150,7 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
   sh->out = std::make_unique<comm::outbox>(ctx, outbox_address);
   sh->model = *m;
   sh->name = name;
-  const std::uint64_t data_hash = load_data(*w, *sh);
+  const std::uint64_t data_hash = load_data(cfg, *w, *sh);
   // At once, so that the controller knows before the first step whether to send sample ids.
   if (auto st = send_body(dealer, name, wire::heartbeat_msg{name, 0, data_hash}); !st) return st.err();
   out.devices = static_cast<int>(w->devices.size());

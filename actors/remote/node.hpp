@@ -32,6 +32,9 @@ struct node_config {
   // else from the path the controller names; either way only if it hashes to the Welcome's
   // modelHash.
   std::string model_dir;
+  // The job's own data files (kinds npy, tokens, images) are read only from here: the folder
+  // of the controller's name in it. Empty: not read (the controller sends each step's inputs).
+  std::string data_dir;
   // Where this node takes data from other nodes (mesh.hpp): activations, gradients and
   // layers go node to node, not through the controller. Port 0: any free port.
   std::string data_bind = "tcp://127.0.0.1:0";

@@ -20,13 +20,16 @@ pid_t spawn_self(std::vector<std::string> args, const std::string& log = "", boo
 // `dynapar node --controller ENDPOINT --name NAME [--keys DIR] --device ID ...`, one process each.
 class posix_nodes : public process_table {
  public:
-  posix_nodes(std::string endpoint, std::string keys) : endpoint_(std::move(endpoint)), keys_(std::move(keys)) {}
+  // `extra`: arguments every node gets (--data-dir DIR for the job's own data files).
+  posix_nodes(std::string endpoint, std::string keys, std::vector<std::string> extra = {})
+      : endpoint_(std::move(endpoint)), keys_(std::move(keys)), extra_(std::move(extra)) {}
   int start(const std::string& name, const std::vector<int>& devices) override;
   state poll(int handle) override;
   void kill(int handle) override;
 
  private:
   std::string endpoint_, keys_;
+  std::vector<std::string> extra_;
 };
 
 }  // namespace dynapar::launch

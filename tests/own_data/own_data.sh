@@ -3,7 +3,8 @@
 # and a token file with the user's language model, each exported by tools/export, each over
 # a heterogeneous job whose plans pipeline layers and re-plan:
 # - `dynapar train --verify` and `dynapar launch --local 3 --verify` equal one plain device
-#   (max relative difference 0);
+#   (max relative difference 0); so does a node started by hand, which reads the files only
+#   from its --data-dir (else the controller sends the inputs);
 # - over node processes each node reads only the samples its devices train on: the nodes'
 #   reads add up to steps x batch, no more;
 # - bad data is exit 2 naming the file and the sample: a label past `classes`, a value that is
@@ -53,6 +54,29 @@ for kind in npy tokens; do
   "$dynapar" launch --local 3 $kind.yaml --verify --out nodes_$kind > /dev/null 2> nodes_$kind.log || { tail -20 nodes_$kind.log; exit 1; }
   check nodes_$kind nodes_$kind.log
 done
+
+# A node started by hand reads the user's files only from its --data-dir (the folder of the
+# controller's name in it); without one the controller sends each step's inputs. Either way
+# the run equals one device.
+hand() {  # NAME [NODE ARGS...]
+  local name=$1 port=$((20000 + RANDOM % 20000))
+  shift
+  "$dynapar" controller npy.yaml --bind tcp://127.0.0.1:$port --out $name --steps 6 --verify > /dev/null 2> $name.log &
+  local ctl=$!
+  for _ in $(seq 100); do [ -f $name/keys/controller.key ] && break; sleep 0.1; done
+  "$dynapar" node --controller tcp://127.0.0.1:$port --keys $name/keys "$@" --device 0 --device 1 --device 2 --device 3 \
+    --device 4 --device 5 > /dev/null 2> $name.node.log
+  wait $ctl || { tail -20 $name.log; exit 1; }
+  $py -c "import json, sys; d = json.load(open('$name/summary.json'))['reference_max_rel_diff']; assert d == 0, d"
+}
+hand by_hand
+grep -q "reads data files only with --data-dir: the controller sends each step's inputs instead" by_hand.node.log ||
+  { echo "FAIL: a node without --data-dir read the controller's path"; cat by_hand.node.log; exit 1; }
+mkdir -p elsewhere && cp -r npy elsewhere/
+hand by_hand_dir --data-dir "$PWD/elsewhere"
+grep -q "read [0-9]* samples of the job's 1620" by_hand_dir.node.log ||
+  { echo "FAIL: a node with --data-dir did not read its own copy"; cat by_hand_dir.node.log; exit 1; }
+echo "ok: by hand, a node reads the user's files only from --data-dir; both runs verified 0"
 
 refused() {  # JOB PATTERN: `dynapar train JOB` exits 2 with PATTERN in its message
   local rc=0

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <atomic>
 #include <chrono>
 #include <iostream>
@@ -142,7 +143,15 @@ result<training::train_outcome> train_remote(training::prepared_job& p, const tr
   auto remote = actors::remote_devices::start(sys, p.model, rc);
   if (!remote) return remote.err();
   log->info("listening on {}", (*remote)->endpoint());
-  launch::posix_nodes os((*remote)->endpoint(), o.keys);
+  // Local nodes read the job's own data files where this process does (a node started by
+  // hand reads them only with --data-dir: docs/SECURITY.md, "What a node loads").
+  std::vector<std::string> node_args;
+  if (!p.job.data.path.empty()) {
+    auto folder = std::filesystem::absolute(p.job.data.path).lexically_normal();
+    if (!folder.has_filename()) folder = folder.parent_path();
+    node_args = {"--data-dir", folder.parent_path().string()};
+  }
+  launch::posix_nodes os((*remote)->endpoint(), o.keys, node_args);
   launch::supervisor_config sc;
   sc.nodes = o.local_nodes;
   sc.only = o.local_devices;
@@ -389,6 +398,9 @@ void add_distributed(CLI::App& app, runner& run) {
   node->add_option("--key-name", n->key_name, "Use DIR/NAME.key instead");
   node->add_option("--model-dir", n->node.model_dir,
                    "Load a TorchScript model only from this directory (the file of the controller's name; its hash is checked either way)");
+  node->add_option("--data-dir", n->node.data_dir,
+                   "Read the job's own data files (npy, tokens, images) only from this directory: the folder of the controller's name "
+                   "in it (its fingerprint is checked either way); without it the controller sends each step's inputs");
   node->add_option("--connect-timeout-s", n->node.connect_timeout_s, "Seconds to wait for the controller's answer (default 10)")
       ->check(CLI::Range(0.1, 3600.0));
   node->add_option("--controller-timeout-s", n->node.controller_timeout_s,

@@ -112,8 +112,8 @@ void parse_data(const fields& top, data::source& d) {
     if (d.path.find('\n') != std::string::npos) throw field_error{"field 'data.path' holds a newline"};
     if (!(d.val_share > 0 && d.val_share < 1)) throw field_error{"field 'data.val_share' must be in (0, 1)"};
     if (!(d.std_dev > 0)) throw field_error{"field 'data.std' must be > 0"};
-    if (d.classes < 0 || d.classes > 1'000'000 || d.vocab < 0 || d.vocab > 1 << 24 || d.window < 1 || d.window > 1 << 16 || d.stride < 0)
-      throw field_error{"data: classes in 0..1000000, vocab in 0..2^24, window in 1..65536, stride >= 0"};
+    if (d.classes < 0 || d.classes > 1'000'000 || d.vocab < 0 || d.vocab > 1 << 24 || d.window < 1 || d.window > 1 << 16 || d.stride < 0 || d.stride > 1 << 16)
+      throw field_error{"data: classes in 0..1000000, vocab in 0..2^24, window in 1..65536, stride in 0..65536"};
     if (d.token_type != "uint16" && d.token_type != "uint32") throw field_error{"field 'data.token_type' must be uint16 or uint32"};
     if (d.kind == "tokens" && d.vocab < 2) throw field_error{"field 'data.vocab' is required for tokens (every id is below it)"};
   } else {

@@ -68,6 +68,12 @@ result<source> decode(const std::string& text) {
   } catch (const std::exception&) {
     return make_error("bad_data", "a data source field is not a number: " + line.substr(0, 60));
   }
+  // The job file's bounds (config/job_file.cpp), for a source that came off the network.
+  if (s.synthetic_samples < 0 || s.synthetic_samples > 1'000'000 || !(s.val_share > 0 && s.val_share < 1) || !(s.std_dev > 0) ||
+      s.classes < 0 || s.classes > 1'000'000 || s.vocab < 0 || s.vocab > (1 << 24) || s.window < 1 || s.window > (1 << 16) ||
+      s.stride < 0 || s.stride > (1 << 16) || s.image_rows < 1 || s.image_rows > 4096 || s.image_cols < 1 || s.image_cols > 4096 ||
+      (s.image_channels != 1 && s.image_channels != 3) || s.crop_pad < 0 || s.crop_pad > 1024)
+    return make_error("bad_data", "a data source with a field out of range (data::decode)");
   return s;
 }
 

@@ -334,6 +334,8 @@ TEST_CASE("token files: next-token windows over a flat array of ids, checked aga
          back->token_type == "uint32" && back->val_share == 0.2));
   CHECK(decode("synthetic")->kind == "synthetic");
   CHECK_FALSE(decode("kind=npy\nwindow=eight\n"));
+  CHECK(decode("kind=images\ncrop_pad=2000000000\n").err().message.find("out of range") != std::string::npos);
+  CHECK_FALSE(decode("kind=tokens\nwindow=-3\n"));
 }
 
 TEST_CASE("image folders: classes by folder name, pixels as CHW in [0, 1] normalised, seeded augmentation, bad images named", "[unit][data]") {

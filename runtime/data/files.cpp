@@ -2,34 +2,17 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
 
+#include "data/hash.hpp"
 #include "data/npy.hpp"
 
 namespace dynapar::data {
 
 namespace {
-
-// FNV-1a's constants over 8-byte words: one changed byte changes the value, at a word a step.
-struct hasher {
-  std::uint64_t h = 1469598103934665603ull;
-  void add(std::uint64_t v) {
-    h ^= v;
-    h *= 1099511628211ull;
-  }
-  void add(const std::uint8_t* p, std::size_t n) {
-    std::size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-      std::uint64_t w;
-      std::memcpy(&w, p + i, 8);
-      add(w);
-    }
-    for (; i < n; ++i) add(p[i]);
-  }
-  std::uint64_t value() const { return h == 0 ? 1 : h; }
-};
 
 // Runs check(first, last) over [lo, hi) of `f`'s bytes in chunks, hashing them, and lets each
 // chunk's pages go after: a pass over a file larger than memory stays small.
@@ -142,6 +125,9 @@ result<dataset> load_npy(const source& s, bool train) {
     return make_error("bad_data", yf + ": labels must be one per input ([" + std::to_string(n) + "]), not of shape with " + std::to_string(y->shape.size()) + " axes and " + std::to_string(y->rows()) + " rows");
   if (is_float(y->type)) return make_error("bad_data", yf + ": labels must be integers (class ids), not " + dtype_name(y->type));
   if (n < 2) return make_error("bad_data", xf + ": fewer than 2 samples");
+  if (n > INT32_MAX) return make_error("bad_data", xf + ": more than 2^31 - 1 samples");
+  for (std::size_t k = 1; k < x->shape.size(); ++k)
+    if (x->shape[k] < 1 || x->shape[k] > (1 << 16)) return make_error("bad_data", xf + ": a sample's sizes must be in 1..65536");
   if (!(s.std_dev > 0) || !std::isfinite(s.mean)) return make_error("bad_data", "data: std must be > 0 and mean finite");
   const auto [first, count] = split(n, own, train, s.val_share);
   dataset d;
@@ -199,6 +185,7 @@ result<dataset> load_tokens(const source& s, bool train) {
   if ((*f)->size() % item != 0)
     return make_error("bad_data", file + ": " + std::to_string((*f)->size()) + " bytes is not a whole number of " + s.token_type + " ids (truncated, or another token_type)");
   const auto total = static_cast<std::int64_t>((*f)->size() / item);
+  if (total / std::max(1, stride) > INT32_MAX) return make_error("bad_data", file + ": more than 2^31 - 1 windows");
   const auto [first, count] = split(total, own, train, s.val_share);
   if (count <= s.window) return make_error("bad_data", file + ": " + std::to_string(count) + " ids are too few for one window of " + std::to_string(s.window) + " and its label");
   hasher h;

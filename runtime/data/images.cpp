@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "common/rng.hpp"
+#include "data/hash.hpp"
 
 namespace dynapar::data {
 
@@ -155,27 +156,23 @@ result<dataset> load_images(const source& s, bool train) {
   }
   if (files.size() < 2) return make_error("bad_data", s.path + (own ? "/val" : "/train") + ": fewer than 2 images");
   // Each image decoded once: one that does not is named now, not met mid-run.
-  std::uint64_t h = 1469598103934665603ull;
-  auto add = [&h](std::uint64_t v) {
-    h ^= v;
-    h *= 1099511628211ull;
-  };
+  hasher h;
   for (std::uint64_t v : {std::uint64_t(s.image_rows), std::uint64_t(s.image_cols), std::uint64_t(s.image_channels), std::uint64_t(s.crop_pad),
                           std::uint64_t(s.flip), std::uint64_t(std::llround(s.mean * 1e9)), std::uint64_t(std::llround(s.std_dev * 1e9))})
-    add(v);
+    h.add(v);
   for (const auto& f : files) {
     auto bytes = read_bytes(f.path);
     if (!bytes) return bytes.err();
     std::string why;
     if (decode(*bytes, s, &why).empty()) return make_error("bad_data", f.path + ": does not decode as PNG or JPEG (" + why + ")");
-    add(static_cast<std::uint64_t>(f.label));
-    add(bytes->size());
-    for (unsigned char b : *bytes) add(b);
+    h.add(static_cast<std::uint64_t>(f.label));
+    h.add(bytes->size());
+    h.add(reinterpret_cast<const std::uint8_t*>(bytes->data()), bytes->size());
   }
   dataset d;
   d.channels = s.image_channels, d.rows = s.image_rows, d.cols = s.image_cols;
   d.classes = static_cast<int>(names->size());
-  d.store = std::make_shared<image_samples>(std::move(files), s, h == 0 ? 1 : h);
+  d.store = std::make_shared<image_samples>(std::move(files), s, h.value());
   return d;
 }
 

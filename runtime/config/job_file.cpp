@@ -105,17 +105,6 @@ void parse_data(const fields& top, data::source& d) {
     d.image_channels = f.integer("channels", d.image_channels);
     d.crop_pad = f.integer("crop_pad", d.crop_pad);
     d.flip = f.boolean("flip", d.flip);
-    if (d.image_rows < 1 || d.image_cols < 1 || d.image_rows > 4096 || d.image_cols > 4096) throw field_error{"field 'data.size' must be in 1..4096"};
-    if (d.image_channels != 1 && d.image_channels != 3) throw field_error{"field 'data.channels' must be 1 or 3"};
-    if (d.crop_pad < 0 || d.crop_pad > 1024) throw field_error{"field 'data.crop_pad' must be in 0..1024"};
-    if ((d.kind == "npy" || d.kind == "tokens" || d.kind == "images") && d.path.empty()) throw field_error{"field 'data.path' is required for kind " + d.kind};
-    if (d.path.find('\n') != std::string::npos) throw field_error{"field 'data.path' holds a newline"};
-    if (!(d.val_share > 0 && d.val_share < 1)) throw field_error{"field 'data.val_share' must be in (0, 1)"};
-    if (!(d.std_dev > 0)) throw field_error{"field 'data.std' must be > 0"};
-    if (d.classes < 0 || d.classes > 1'000'000 || d.vocab < 0 || d.vocab > 1 << 24 || d.window < 1 || d.window > 1 << 16 || d.stride < 0 || d.stride > 1 << 16)
-      throw field_error{"data: classes in 0..1000000, vocab in 0..2^24, window in 1..65536, stride in 0..65536"};
-    if (d.token_type != "uint16" && d.token_type != "uint32") throw field_error{"field 'data.token_type' must be uint16 or uint32"};
-    if (d.kind == "tokens" && d.vocab < 2) throw field_error{"field 'data.vocab' is required for tokens (every id is below it)"};
   } else {
     d.kind = top.text("data", d.kind);
   }
@@ -125,6 +114,7 @@ void parse_data(const fields& top, data::source& d) {
   // Upper bounds keep a mistyped file from asking for memory no run needs.
   if (d.synthetic_samples < 1 || d.synthetic_samples > 1'000'000)
     throw field_error{"field 'synthetic_samples' must be in 1..1000000 (784 MB of images)"};
+  if (auto st = data::check(d); !st) throw field_error{st.err().message};
 }
 
 }  // namespace

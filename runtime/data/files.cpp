@@ -128,7 +128,6 @@ result<dataset> load_npy(const source& s, bool train) {
   if (n > INT32_MAX) return make_error("bad_data", xf + ": more than 2^31 - 1 samples");
   for (std::size_t k = 1; k < x->shape.size(); ++k)
     if (x->shape[k] < 1 || x->shape[k] > (1 << 16)) return make_error("bad_data", xf + ": a sample's sizes must be in 1..65536");
-  if (!(s.std_dev > 0) || !std::isfinite(s.mean)) return make_error("bad_data", "data: std must be > 0 and mean finite");
   const auto [first, count] = split(n, own, train, s.val_share);
   dataset d;
   const auto& sh = x->shape;
@@ -173,9 +172,6 @@ result<dataset> load_npy(const source& s, bool train) {
 result<dataset> load_tokens(const source& s, bool train) {
   auto t = parse_dtype(s.token_type);
   if (!t) return t.err();
-  if (*t != dtype::u16 && *t != dtype::u32) return make_error("bad_data", "data: token_type must be uint16 or uint32, not " + s.token_type);
-  if (s.vocab < 2) return make_error("bad_data", "data: tokens need vocab >= 2 (every id is below it)");
-  if (s.window < 1) return make_error("bad_data", "data: window must be >= 1");
   const int stride = s.stride > 0 ? s.stride : s.window;
   const bool own = !train && exists(s.path + "/val.bin");
   const std::string file = s.path + (own ? "/val.bin" : "/train.bin");

@@ -132,8 +132,6 @@ result<std::vector<std::pair<std::string, std::vector<std::string>>>> list(const
 }  // namespace
 
 result<dataset> load_images(const source& s, bool train) {
-  if (s.image_channels != 1 && s.image_channels != 3) return make_error("bad_data", "data: channels must be 1 or 3");
-  if (s.image_rows < 1 || s.image_cols < 1 || s.image_rows > 4096 || s.image_cols > 4096) return make_error("bad_data", "data: size must be in 1..4096");
   auto names = list(s.path + "/train");
   if (!names) return names.err();
   std::error_code ec;

@@ -1,15 +1,37 @@
 #include "data/source.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "data/files.hpp"
+#include "data/hash.hpp"
 #include "data/images.hpp"
 #include "data/text.hpp"
 
 namespace dynapar::data {
 
+status check(const source& s) {
+  auto bad = [](const std::string& what) { return make_error("bad_data", "field 'data." + what); };
+  const bool files = s.kind == "npy" || s.kind == "tokens" || s.kind == "images";
+  if (files && s.path.empty()) return bad("path' is required for kind " + s.kind);
+  if (s.path.find('\n') != std::string::npos) return bad("path' holds a newline");
+  if (s.synthetic_samples < 0 || s.synthetic_samples > 1'000'000) return make_error("bad_data", "field 'synthetic_samples' must be in 1..1000000");
+  if (!(s.val_share > 0 && s.val_share < 1)) return bad("val_share' must be in (0, 1)");
+  if (!(s.std_dev > 0) || !std::isfinite(s.mean)) return bad("std' must be > 0 and 'data.mean' finite");
+  if (s.classes < 0 || s.classes > 1'000'000) return bad("classes' must be in 0..1000000");
+  if (s.vocab < 0 || s.vocab > (1 << 24)) return bad("vocab' must be in 0..2^24");
+  if (s.kind == "tokens" && s.vocab < 2) return bad("vocab' is required for tokens (every id is below it)");
+  if (s.window < 1 || s.window > (1 << 16) || s.stride < 0 || s.stride > (1 << 16)) return bad("window' must be in 1..65536 and 'data.stride' in 0..65536");
+  if (s.token_type != "uint16" && s.token_type != "uint32") return bad("token_type' must be uint16 or uint32");
+  if (s.image_rows < 1 || s.image_cols < 1 || s.image_rows > 4096 || s.image_cols > 4096) return bad("size' must be in 1..4096");
+  if (s.image_channels != 1 && s.image_channels != 3) return bad("channels' must be 1 or 3");
+  if (s.crop_pad < 0 || s.crop_pad > 1024) return bad("crop_pad' must be in 0..1024");
+  return ok_status();
+}
+
 result<dataset> load(const source& s, bool train) {
+  if (auto st = check(s); !st) return st.err();
   if (s.kind == "synthetic") {
     if (s.synthetic_samples < 1) return make_error("bad_data", "synthetic data needs synthetic_samples >= 1");
     return train ? synthetic(s.synthetic_samples, s.seed) : synthetic(std::max(1000, s.synthetic_samples / 6), s.seed + 1);
@@ -68,28 +90,19 @@ result<source> decode(const std::string& text) {
   } catch (const std::exception&) {
     return make_error("bad_data", "a data source field is not a number: " + line.substr(0, 60));
   }
-  // The job file's bounds (config/job_file.cpp), for a source that came off the network.
-  if (s.synthetic_samples < 0 || s.synthetic_samples > 1'000'000 || !(s.val_share > 0 && s.val_share < 1) || !(s.std_dev > 0) ||
-      s.classes < 0 || s.classes > 1'000'000 || s.vocab < 0 || s.vocab > (1 << 24) || s.window < 1 || s.window > (1 << 16) ||
-      s.stride < 0 || s.stride > (1 << 16) || s.image_rows < 1 || s.image_rows > 4096 || s.image_cols < 1 || s.image_cols > 4096 ||
-      (s.image_channels != 1 && s.image_channels != 3) || s.crop_pad < 0 || s.crop_pad > 1024)
-    return make_error("bad_data", "a data source with a field out of range (data::decode)");
+  if (auto st = check(s); !st) return make_error("bad_data", "a data source with a field out of range: " + st.err().message);
   return s;
 }
 
 std::uint64_t fingerprint(const dataset& d) {
   if (d.store) return d.store->fingerprint();
-  std::uint64_t h = 1469598103934665603ull;
-  auto add = [&h](std::uint64_t byte) {
-    h ^= byte;
-    h *= 1099511628211ull;
-  };
+  hasher h;
   for (const std::uint64_t v : {std::uint64_t(d.rows), std::uint64_t(d.cols), std::uint64_t(d.classes), std::uint64_t(d.tokens),
                                 std::uint64_t(d.images.size()), std::uint64_t(d.labels.size())})
-    for (int i = 0; i < 8; ++i) add((v >> (8 * i)) & 0xff);
-  for (auto b : d.images) add(b);
-  for (auto b : d.labels) add(b);
-  return h == 0 ? 1 : h;
+    h.add(v);
+  h.add(d.images.data(), d.images.size());
+  h.add(d.labels.data(), d.labels.size());
+  return h.value();
 }
 
 }  // namespace dynapar::data

@@ -34,6 +34,10 @@ struct source {
   bool flip = false;
 };
 
+// The bounds every source keeps, from a job file or off the network: errors name the job
+// file's field (data.vocab, ...).
+status check(const source& s);
+
 // The training (train = true) or validation split; an error names a kind it does not know,
 // and for the user's files, the file and the sample that is wrong.
 result<dataset> load(const source& s, bool train);

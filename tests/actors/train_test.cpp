@@ -539,6 +539,20 @@ TEST_CASE("a device's emulated memory: a layer that does not fit is refused, nam
   }
 }
 
+// The CNN cut in two halves as close in size as can be, and a memory cap 1 % over the larger:
+// each half alone fits a device with that cap, both together do not.
+std::pair<int, double> halves(const model::model_chain& m, const model::optimizer_config& opt) {
+  std::vector<std::size_t> b;
+  for (int l = 0; l < 4; ++l) b.push_back(model::resident_bytes(model::copy_layer(m, l), opt));
+  auto half = [&](int from, int to) { return std::accumulate(b.begin() + from, b.begin() + to, std::size_t{0}); };
+  int cut = 1;
+  for (int c = 2; c < 4; ++c)
+    if (std::max(half(0, c), half(c, 4)) < std::max(half(0, cut), half(cut, 4))) cut = c;
+  const double cap = 1.01 * static_cast<double>(std::max(half(0, cut), half(cut, 4)));
+  REQUIRE(static_cast<double>(half(0, 4)) > cap);
+  return {cut, cap};
+}
+
 TEST_CASE("a re-plan that swaps a device's layers fits its memory: the layers it gives up go first", "[actor][train]") {
   // Device 0 holds the whole model; devices 1 and 2 pipeline it, then swap halves. Each half
   // fits devices 1 and 2, both halves do not: the old half must be gone before the new one
@@ -549,15 +563,7 @@ TEST_CASE("a re-plan that swaps a device's layers fits its memory: the layers it
   auto m = model::make_model("cnn", 3);
   REQUIRE(m);
   const model::optimizer_config adam{"adam", 1e-3, 0.9, 0};
-  std::vector<std::size_t> b;
-  for (int l = 0; l < 4; ++l) b.push_back(model::resident_bytes(model::copy_layer(**m, l), adam));
-  // The cut that makes the two halves closest in size: each alone fits, together they do not.
-  int cut = 1;
-  auto half = [&](int from, int to) { return std::accumulate(b.begin() + from, b.begin() + to, std::size_t{0}); };
-  for (int c = 2; c < 4; ++c)
-    if (std::max(half(0, c), half(c, 4)) < std::max(half(0, cut), half(cut, 4))) cut = c;
-  const double cap = 1.01 * static_cast<double>(std::max(half(0, cut), half(cut, 4)));
-  REQUIRE(static_cast<double>(half(0, 4)) > cap);
+  const auto [cut, cap] = halves(**m, adam);
   training::train_settings s;
   s.steps = 4;
   s.optimizer = adam;
@@ -587,14 +593,7 @@ TEST_CASE("a device that gives a layer away and takes another sends first: moves
   auto m = model::make_model("cnn", 3);
   REQUIRE(m);
   const model::optimizer_config adam{"adam", 1e-3, 0.9, 0};
-  std::vector<std::size_t> b;
-  for (int l = 0; l < 4; ++l) b.push_back(model::resident_bytes(model::copy_layer(**m, l), adam));
-  int cut = 1;
-  auto half = [&](int from, int to) { return std::accumulate(b.begin() + from, b.begin() + to, std::size_t{0}); };
-  for (int c = 2; c < 4; ++c)
-    if (std::max(half(0, c), half(c, 4)) < std::max(half(0, cut), half(cut, 4))) cut = c;
-  const double cap = 1.01 * static_cast<double>(std::max(half(0, cut), half(cut, 4)));
-  REQUIRE(static_cast<double>(half(0, 4)) > cap);
+  const auto [cut, cap] = halves(**m, adam);
   training::train_settings s;
   s.steps = 4;
   s.optimizer = adam;

@@ -70,21 +70,25 @@ class token_samples final : public sample_store {
   }
   void values(int i, std::int64_t, float* out) const override {
     reads_.fetch_add(1, std::memory_order_relaxed);
-    const auto ids = window(i);
+    thread_local std::vector<std::uint8_t> ids;
+    ids.resize(static_cast<std::size_t>(window_) * item_bytes(t_));
+    read(first_ + static_cast<std::size_t>(i) * stride_, window_, ids.data());
     for (int k = 0; k < window_; ++k) out[k] = static_cast<float>(element(t_, ids.data(), k));
   }
-  std::int64_t label(int i) const override { return static_cast<std::int64_t>(element(t_, window(i).data(), window_)); }
+  std::int64_t label(int i) const override {  // the one id after the window, not the window again
+    std::uint8_t id[4];
+    read(first_ + static_cast<std::size_t>(i) * stride_ + window_, 1, id);
+    return static_cast<std::int64_t>(element(t_, id, 0));
+  }
   std::uint64_t fingerprint() const override { return fp_; }
   std::int64_t samples_read() const override { return reads_.load(); }
 
  private:
-  // The window's ids and its label's, read from the file.
-  std::vector<std::uint8_t> window(int i) const {
-    const std::size_t item = item_bytes(t_), at = (first_ + static_cast<std::size_t>(i) * stride_) * item;
-    std::vector<std::uint8_t> out((static_cast<std::size_t>(window_) + 1) * item);
-    if (!f_->read(at, out.size(), out.data()))
-      throw std::runtime_error(f_->path() + ": window " + std::to_string(i) + " cannot be read (the file shrank or failed since it was checked)");
-    return out;
+  // `n` ids from id `at`, read from the file.
+  void read(std::size_t at, int n, std::uint8_t* out) const {
+    const std::size_t item = item_bytes(t_);
+    if (!f_->read(at * item, static_cast<std::size_t>(n) * item, out))
+      throw std::runtime_error(f_->path() + ": ids from " + std::to_string(at) + " cannot be read (the file shrank or failed since it was checked)");
   }
   std::shared_ptr<const mapped_file> f_;
   dtype t_;

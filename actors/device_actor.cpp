@@ -269,6 +269,7 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
       // while. Blocking is the point: nothing is handled or sent meanwhile. The device runs
       // on its own thread, so nobody else is held up.
       [=](pause_atom, int after_us, double seconds, bool /* cut off */) {
+        if (after_us <= 0) return std::this_thread::sleep_for(std::chrono::duration<double>(seconds));  // hung now
         self->delayed_send(self, std::chrono::microseconds(after_us), pause_atom::value, seconds);
       },
       [=](pause_atom, double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); },

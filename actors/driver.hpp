@@ -154,7 +154,10 @@ class driver {
   probe_layout probe_plan() const;
   status run_step(std::int64_t t, const std::vector<int>& samples, training::step_record& rec, control::measurement& measure);
   status check_replicas(std::int64_t t);
-  void request_layers(std::vector<model::layer_copy>& out);
+  // One copy of each layer from its first holder, waiting at most `wait`.
+  void request_layers(std::vector<model::layer_copy>& out, std::chrono::milliseconds wait, const char* what);
+  std::chrono::milliseconds between_steps() const;
+  void answer_failed(const caf::error& e, clock::time_point started, const char* what);
   status take_checkpoint(std::int64_t steps_done);
   // A device actor stopped: fatal for the step in flight if the plan uses it.
   void note_down(const caf::down_msg& d, bool fatal = true) {

@@ -156,14 +156,13 @@ void driver::fire_faults(std::int64_t t) {
   if (actors_.remote)
     for (const auto& f : actors_.remote->injected()) due.emplace_back(f, "inject");
   for (auto& [f, source] : due) {
-    if (f.kind == sim::fault_kind::kill && f.moment != sim::fault_moment::step) {
+    if (f.moment != sim::fault_moment::step) {
       armed_.push_back(f);
-      logging::get("train")->info("step {}: a kill waits for the next {}", t, sim::name(f.moment));
+      logging::get("train")->info("step {}: a {} waits for the next {}", t, sim::name(f.kind), sim::name(f.moment));
       continue;
     }
-    // A kill lands anywhere in the step; a hang within its pipelines, where the step deadline
-    // covers it. (A hang that began during the replica hash check or a checkpoint would only
-    // delay the run, by the control calls' long timeout: docs/RELIABILITY.md.)
+    // A kill lands anywhere in the step; a hang within about its pipelines. Either is found
+    // at the step's deadline, or at the calls' after it (between_steps).
     strike(f, source, t, plan_devices(), f.kind == sim::fault_kind::kill ? last_step_s_ : last_pipeline_s_, "step");
   }
   for (int id : cluster_.slow_downs_over(t)) {
@@ -191,7 +190,9 @@ void driver::fire_armed(sim::fault_moment m, std::int64_t t, const std::vector<i
     }
     const auto f = *it;
     it = armed_.erase(it);
-    strike(f, "plan", t, among, window_s, sim::name(m));
+    // A pause lands at once (0 us): the device hangs before it answers the sum's or the
+    // checkpoint's next message.
+    strike(f, "plan", t, among, f.kind == sim::fault_kind::pause ? 0 : window_s, sim::name(m));
   }
 }
 
@@ -211,7 +212,7 @@ void driver::strike(const sim::fault& f, const char* source, std::int64_t t, std
     return;
   }
   const auto& dev = actors_.devices.at(id);
-  const int after_us = static_cast<int>(std::uniform_real_distribution<double>(0, window_s)(fault_rng_) * 1e6);
+  const int after_us = window_s > 0 ? static_cast<int>(std::uniform_real_distribution<double>(0, window_s)(fault_rng_) * 1e6) : 0;
   const std::string into = std::to_string(after_us) + " us into the " + when;
   std::string detail;
   switch (f.kind) {
@@ -251,7 +252,7 @@ status driver::take_checkpoint(std::int64_t steps_done) {
   training::checkpoint c;
   c.step = steps_done;
   fire_armed(sim::fault_moment::checkpoint, steps_done - 1, plan_devices(), 0.002);
-  request_layers(c.layers);
+  request_layers(c.layers, between_steps(), "the checkpoint");
   if (actors_.controller)
     self_->request(actors_.controller, timeout_, snapshot_atom::value)
         .receive([&](control::controller_snapshot& x) { c.controller = std::move(x); }, [&](caf::error& e) { failure_ = text(e); });
@@ -264,34 +265,55 @@ status driver::take_checkpoint(std::int64_t steps_done) {
 }
 
 // One replica of every layer (from its first holder) into `out`; failures land in failure_.
-void driver::request_layers(std::vector<model::layer_copy>& out) {
-  for (int l = 0; l < L_; ++l)
-    self_->request(actors_.devices.at(holders_.at(l).front()), timeout_, copy_atom::value, l)
-        .receive([&](model::layer_copy& x) { out.push_back(std::move(x)); }, [&](caf::error& e) { failure_ = text(e); });
+void driver::request_layers(std::vector<model::layer_copy>& out, std::chrono::milliseconds wait, const char* what) {
+  using handle = decltype(self_->request(device_handle{}, timeout_, copy_atom::value, 0));
+  const auto started = clock::now();
+  std::vector<handle> asked;  // all at once: a hung holder costs one wait, not one per layer
+  for (int l = 0; l < L_; ++l) asked.push_back(self_->request(actors_.devices.at(holders_.at(l).front()), wait, copy_atom::value, l));
+  for (auto& h : asked)
+    h.receive([&](model::layer_copy& x) { out.push_back(std::move(x)); }, [&](caf::error& e) { answer_failed(e, started, what); });
 }
 
 // Replicas of a layer must stay bit-identical (FORMULATION invariant 3) among devices on
 // the same place: a CPU's and a GPU's optimizer round differently, so across places
 // replicas agree only to rounding (docs/GPU.md; --verify measures how far).
 status driver::check_replicas(std::int64_t t) {
-  for (const auto& [l, ids] : holders_) {
-    std::map<std::string, std::uint64_t> first;  // place -> the first replica's hash there
-    for (int id : ids)
-      self_->request(actors_.devices.at(id), timeout_, hash_atom::value, l)
-          .receive(
-              [&](std::uint64_t v) {
-                const auto [it, fresh] = first.emplace(place_of(id), v);
-                if (!fresh && it->second != v && failure_.empty())
-                  failure_ = "replicas of layer " + std::to_string(l) + " (" + model::layer_name(m_, l) + ") differ after step " +
-                             std::to_string(t);
-              },
-              [&](caf::error& e) { failure_ = text(e); });
-  }
+  using handle = decltype(self_->request(device_handle{}, timeout_, hash_atom::value, 0));
+  const auto started = clock::now();
+  const char* what = "the replica check";
+  const auto wait = between_steps();
+  std::vector<std::tuple<int, int, handle>> asked;  // layer, holder, answer: all at once
+  for (const auto& [l, ids] : holders_)
+    for (int id : ids) asked.emplace_back(l, id, self_->request(actors_.devices.at(id), wait, hash_atom::value, l));
+  std::map<std::pair<int, std::string>, std::uint64_t> first;  // (layer, place) -> the first replica's hash there
+  std::string differ;
+  for (auto& [l, id, h] : asked)
+    h.receive(
+        [&, l = l, id = id](std::uint64_t v) {
+          const auto [it, fresh] = first.emplace(std::make_pair(l, place_of(id)), v);
+          if (!fresh && it->second != v && differ.empty())
+            differ = "replicas of layer " + std::to_string(l) + " (" + model::layer_name(m_, l) + ") differ after step " +
+                     std::to_string(t);
+        },
+        [&](caf::error& e) { answer_failed(e, started, what); });
   ++out_.hash_checks;
-  if (failure_.empty()) return ok_status();
-  auto e = make_error("replica_mismatch", failure_);
-  failure_.clear();
-  return e;
+  if (!failure_.empty()) return check("after step " + std::to_string(t));  // a device to recover from, first
+  if (differ.empty()) return ok_status();
+  return make_error("replica_mismatch", differ);
+}
+
+// Calls between steps wait as long as a step may (its deadline): a device hung there is then
+// found by the probes as in a step, not after the step_timeout_s that migrations get.
+std::chrono::milliseconds driver::between_steps() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(step_deadline());
+}
+
+// An answer that did not come: past the deadline it is a late device (recover() probes who),
+// else the error as it came.
+void driver::answer_failed(const caf::error& e, clock::time_point started, const char* what) {
+  if (!failure_.empty()) return;
+  if (e == caf::sec::request_timeout) return missed(started, what);
+  failure_ = text(e);
 }
 
 }  // namespace dynapar::actors::detail

@@ -200,7 +200,7 @@ result<training::train_outcome> driver::run() {
     if (after && s_.checkpoint_every > 0 && (t + 1) % s_.checkpoint_every == 0) after = take_checkpoint(t + 1);
     if (after && cb_.on_epoch && (t + 1) % sampler.steps_per_epoch() == 0) {
       std::vector<model::layer_copy> layers;
-      request_layers(layers);
+      request_layers(layers, between_steps(), "collecting the layers at the epoch's end");
       after = check("collecting the layers after epoch " + std::to_string((t + 1) / sampler.steps_per_epoch()));
       if (after) cb_.on_epoch((t + 1) / sampler.steps_per_epoch(), layers);
     }
@@ -210,7 +210,7 @@ result<training::train_outcome> driver::run() {
       t = resume_at - 1;
     }
   }
-  request_layers(out_.final_layers);
+  request_layers(out_.final_layers, timeout_, "collecting the trained layers");
   if (auto st = check("collecting the trained layers"); !st) return st.err();
   out_.final_plan = *current_;
   out_.steps = s_.steps;

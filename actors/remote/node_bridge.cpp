@@ -87,11 +87,15 @@ void silence_node(const std::shared_ptr<node_shared>& sh, const wire::ops::pause
   const double seconds = p.seconds;
   logging::get("node")->warn("fault injection: node {} goes silent ({}) for {:.1f} s in {} us", sh->name, cut ? "cut off" : "hung",
                              seconds, after.count());
-  std::thread([sh, after, cut, seconds] {
-    std::this_thread::sleep_for(after);
+  auto go_silent = [sh, cut, seconds] {
     sh->cut_off = cut;
     const auto until = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(seconds));
     sh->silent_until_us = std::chrono::duration_cast<std::chrono::microseconds>(until.time_since_epoch()).count();
+  };
+  if (after.count() == 0) return go_silent();  // now, before the next call (a pause at a sum or checkpoint)
+  std::thread([after, go_silent] {
+    std::this_thread::sleep_for(after);
+    go_silent();
   }).detach();
 }
 

@@ -15,7 +15,8 @@ enum class fault_kind { kill, slow, pause, partition, corrupt };
 
 const char* name(fault_kind k);
 
-// When in its step a kill lands (docs/RELIABILITY.md, "Fault plans"). `step`: at a random
+// When in its step a kill (or a pause: sum, checkpoint) lands (docs/RELIABILITY.md, "Fault
+// plans"). `step`: at a random
 // moment of the step. The others wait, from their step on, for the next such moment of the
 // run: `replan` the first step whose plan change moved layers (at a random moment of it),
 // `migration` while those layers move, `sum` once every stage of a step has reported (the
@@ -33,7 +34,7 @@ struct fault {
   double factor = 1;        // slow: speed multiplier in (0, 1]
   int steps = 0;            // slow: how many steps
   double seconds = 0;       // pause, partition: how long the device is hung / cut off
-  fault_moment moment = fault_moment::step;  // kill: when in the step (above)
+  fault_moment moment = fault_moment::step;  // kill, pause: when in the step (above)
 };
 
 // Faults at random steps in [from_step, to_step] (to_step -1: the run's last step), each on

@@ -187,6 +187,37 @@ TEST_CASE("a hung device misses the step deadline: found by the probes, recovere
   CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers) == 0);
 }
 
+TEST_CASE("a device hung in the holders' sum or in a checkpoint is found at the step deadline, and the run equals one device",
+          "[actor][fault]") {
+  // The checkpoint is a call between steps: it waited step_timeout_s (120 s) for a hung
+  // device, which then woke up and nobody was found lost (CI at 62b6154).
+  for (const auto moment : {sim::fault_moment::sum, sim::fault_moment::checkpoint}) {
+    INFO("moment: " << sim::name(moment));
+    fixture f;
+    auto s = job(f.profile, 4, {});
+    s.step_deadline_s = 2;
+    sim::fault hang{4, sim::fault_kind::pause, 1, 1, 0, 6};  // longer than deadline + probe
+    hang.moment = moment;
+    s.faults.push_back(hang);
+    std::vector<std::string> order;
+    std::int64_t injected_at = -1;
+    training::train_callbacks cb;
+    cb.on_fault = [&](const training::fault_record& r) {
+      if (r.device == 1 || r.event == "recovered") order.push_back(r.event);
+      if (r.event == "injected") injected_at = r.step;
+    };
+    auto out = actors::train(*f.m, f.d, s, cb);
+    REQUIRE(out);
+    // Armed at step 4: it hangs in the sum of step 4, or in the checkpoint after step 5
+    // (every 3 steps).
+    CHECK(injected_at == (moment == sim::fault_moment::sum ? 4 : 5));
+    CHECK(order == std::vector<std::string>{"injected", "lost", "recovered"});
+    CHECK(out->ledger.lost == 0);
+    CHECK(out->ledger.duplicated == 0);
+    CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers) == 0);
+  }
+}
+
 TEST_CASE("a device late but still answering: the step re-runs, nothing is lost, the run equals one device", "[actor][fault]") {
   fixture f;
   auto s = job(f.profile, 4, {});

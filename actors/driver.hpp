@@ -75,10 +75,14 @@ class driver {
     failure_ = std::string(what) + " missed the step deadline (" + std::to_string(since(started)).substr(0, 5) + " s)";
     late_ = true;
   }
-  // Waits in a step wake up every 100 ms with node processes, to notice a lost node at once
-  // even when no message of the step would tell (a stage already done, its peers waiting).
+  // Waits in a step wake up at least every 100 ms: with node processes, to notice a lost
+  // node at once even when no message of the step would tell (a stage already done, its peers
+  // waiting); and always because CAF restarts a receive's timeout on any message it skips,
+  // such as an answered request's timeout arriving late (the calls between steps wait the
+  // step deadline, so theirs land in a later step): a wait of the whole deadline would end
+  // up to a deadline late.
   std::chrono::milliseconds slice(clock::time_point deadline) const {
-    return actors_.remote ? std::min(left(deadline), std::chrono::milliseconds(100)) : left(deadline);
+    return std::min(left(deadline), std::chrono::milliseconds(100));
   }
   void tick(clock::time_point started, clock::time_point deadline, const char* what) {
     if (clock::now() >= deadline) return missed(started, what);

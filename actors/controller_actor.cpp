@@ -54,6 +54,7 @@ controller_actor::behavior_type controller(controller_actor::stateful_pointer<co
         auto d = self->state.core->decide(slot);
         if (!d) return caf::make_error(caf::sec::runtime_error, d.err().message);
         if (!d->kept_why.empty()) logging::get("controller")->info("slot {}: {}", slot, d->kept_why);
+        if (!d->reverted_why.empty()) logging::get("controller")->warn("slot {}: {}", slot, d->reverted_why);
         return std::move(*d);
       },
   };

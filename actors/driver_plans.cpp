@@ -150,6 +150,7 @@ result<std::optional<control::decision>> driver::next_plan(std::int64_t t, bool 
     return e;
   }
   out_.plans_kept = got->kept_plans;
+  out_.plans_reverted = got->reverted_plans;
   predicted_s_ = got->predicted_s;
   queue_ = got->queue;
   // The same plan is no change, unless devices it uses were lost and must be refilled.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "planner/evaluate.hpp"
@@ -42,7 +43,10 @@ void controller::observe(const measurement& m) {
   slot_cost_ += m.cost;
   for (const auto& [id, j] : m.energy_j) slot_energy_[id] += j;
   ++slot_steps_;
-  if (!first_step_ && m.time_s > 0) slot_times_.push_back(m.time_s);
+  if (!first_step_ && m.time_s > 0) {
+    slot_times_.push_back(m.time_s);
+    slot_costs_.push_back(m.cost);
+  }
   first_step_ = false;
 }
 
@@ -101,6 +105,62 @@ void controller::update_bias() {
   noise_ = step_noise_ + 1.48 * median(std::move(dev));
 }
 
+regret_verdict judge_regret(const std::vector<double>& before_s, const std::vector<double>& before_cost,
+                            const std::vector<double>& after_s, const std::vector<double>& after_cost, double floor,
+                            double noise) {
+  regret_verdict v;
+  if (before_s.size() < 2 || after_s.size() < 2) return v;
+  auto mean = [](const std::vector<double>& x) {
+    double m = 0;
+    for (double e : x) m += e / static_cast<double>(x.size());
+    return m;
+  };
+  auto var = [&](const std::vector<double>& x) {  // the sample variance
+    const double m = mean(x);
+    double s = 0;
+    for (double e : x) s += (e - m) * (e - m);
+    return s / static_cast<double>(x.size() - 1);
+  };
+  v.before_s = mean(before_s);
+  v.after_s = mean(after_s);
+  if (!(v.before_s > 0)) return v;
+  const double least = noise * v.before_s * noise * v.before_s;
+  const double se = std::sqrt(std::max(var(before_s), least) / static_cast<double>(before_s.size()) +
+                              std::max(var(after_s), least) / static_cast<double>(after_s.size()));
+  v.margin = std::max(floor, 2 * se / v.before_s);
+  const double cost_before = mean(before_cost), cost_after = mean(after_cost);
+  const bool cheaper = cost_before > 0 && 1 - cost_after / cost_before > v.margin;
+  v.undo = v.after_s / v.before_s - 1 > v.margin && !cheaper;
+  return v;
+}
+
+// The change on trial gets its verdict once it has run 2 steady steps (over one or more
+// slots), if no device came or went meanwhile (then it is not judged: the world changed).
+std::optional<planner::plan> controller::judge_trial(const std::vector<double>& times, const std::vector<double>& costs,
+                                                     std::string& why) {
+  if (!trial_) return std::nullopt;
+  if (!events_.empty()) {
+    trial_.reset();
+    return std::nullopt;
+  }
+  trial_->times.insert(trial_->times.end(), times.begin(), times.end());
+  trial_->costs.insert(trial_->costs.end(), costs.begin(), costs.end());
+  if (trial_->times.size() < 2) return std::nullopt;
+  const trial t = std::move(*trial_);
+  trial_.reset();
+  const auto v = judge_regret(t.before_s, t.before_cost, t.times, t.costs, cfg_.planner.replan_margin, step_noise_);
+  if (!v.undo) return std::nullopt;
+  for (const auto& g : t.before.groups)  // the plan before must still be possible
+    for (int id : g.devices)
+      for (const auto& d : cfg_.cluster.devices)
+        if (d.id == id && !d.available) return std::nullopt;
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "undid the last change: it measured %.2f ms a step against %.2f ms under the plan before (margin %.1f %%)",
+                v.after_s * 1e3, v.before_s * 1e3, 100 * v.margin);
+  why = buf;
+  return t.before;
+}
+
 planner::queue_state controller::planning_state() const {
   auto q = queues_.state();
   if (!recent_bias_.empty()) q.time_ratio = std::exp(log_bias_);
@@ -110,6 +170,8 @@ planner::queue_state controller::planning_state() const {
 result<decision> controller::decide(std::int64_t slot, const std::vector<int>& hidden) {
   if (!policy_) return make_error("bad_policy", "the controller has no policy");
   close_slot();
+  const std::vector<double> times = slot_times_, costs = std::move(slot_costs_);  // the slot's steady steps
+  slot_costs_.clear();
   update_bias();
   const planner::queue_state q = planning_state();
   const planner::cluster_state view = estimates_.view(cfg_.cluster, hidden);
@@ -118,8 +180,40 @@ result<decision> controller::decide(std::int64_t slot, const std::vector<int>& h
   auto next = policy_->decide({p, previous, q, slot});
   if (!next) return next.err();
   decision d;
-  // Hysteresis, unless devices came or went since the last decision.
-  if (cfg_.hysteresis && current_ && events_.empty()) {
+  auto same_layout = [](const planner::plan& a, const planner::plan& b) {
+    if (a.groups.size() != b.groups.size()) return false;
+    for (std::size_t g = 0; g < a.groups.size(); ++g)
+      if (a.groups[g].devices != b.groups[g].devices || a.groups[g].splits != b.groups[g].splits) return false;
+    return true;
+  };
+  // The layout undone is refused for a while, unless the world changed: devices came or went,
+  // or an estimate moved by 15 %.
+  auto speeds = [&] {
+    std::vector<double> v;
+    for (const auto& dev : view.devices) v.push_back(dev.available ? dev.speed : 0.0);
+    return v;
+  };
+  if (refused_) {
+    bool moved = !events_.empty() || slot >= refused_->until;
+    const auto now = speeds();
+    for (std::size_t i = 0; i < now.size() && i < refused_->speeds.size(); ++i)
+      moved = moved || std::abs(now[i] - refused_->speeds[i]) > 0.15 * refused_->speeds[i];
+    if (moved) refused_.reset();
+  }
+  const auto back = cfg_.regret ? judge_trial(times, costs, d.reverted_why) : std::nullopt;
+  if (back) {
+    ++reverted_;
+    refused_ = refused{*current_, slot + cfg_.regret_hold_slots, speeds()};
+    *next = *back;
+  } else if (refused_ && current_ && same_layout(*next, refused_->plan) && !(next->groups == current_->groups)) {
+    ++kept_;
+    d.kept_why = "kept the plan: the proposed layout measured slower and was undone (until slot " + std::to_string(refused_->until) + ")";
+    *next = *current_;
+  } else if (const auto why = doubted_drop(view, *next); !why.empty()) {
+    ++kept_;
+    d.kept_why = why + " (proposed " + planner::describe(*next) + ")";
+    *next = *current_;
+  } else if (cfg_.hysteresis && current_ && events_.empty()) {  // hysteresis, unless devices came or went
     const double noise = std::max(cfg_.planner.replan_margin, noise_);
     const auto c = planner::check_switch(p, *current_, *next, q, cfg_.plan_lifetime_steps, noise);
     if (c.keep || c.instead) {
@@ -129,13 +223,17 @@ result<decision> controller::decide(std::int64_t slot, const std::vector<int>& h
     }
   }
   d.plan = *next;
-  if (cfg_.explain) d.reason = explain(p, *next);
+  if (cfg_.explain) d.reason = (d.reverted_why.empty() ? "" : d.reverted_why + "; ") + explain(p, *next);
   if (auto r = planner::evaluate(p, *next, previous, q)) d.predicted_s = r->batch_time_s;
   d.queue = queues_.cost_backlog();
   d.kept_plans = kept_;
+  d.reverted_plans = reverted_;
+  // A change goes on trial against what the plan before it measured this slot.
+  const bool changed = current_ && !(current_->groups == next->groups);
+  if (changed) trial_.reset();
+  if (changed && !back && cfg_.regret && events_.empty() && times.size() >= 2) trial_ = trial{*current_, times, costs, {}, {}};
   events_.clear();
-  decided_speeds_.clear();
-  for (const auto& dev : view.devices) decided_speeds_.push_back(dev.available ? dev.speed : 0.0);
+  decided_speeds_ = speeds();
   if (!current_ || !(current_->groups == next->groups)) first_step_ = true;
   if (auto steady = planner::evaluate(p, *next, &*next, q)) decided_pred_ = steady->batch_time_s;
   before_ = current_;
@@ -143,8 +241,34 @@ result<decision> controller::decide(std::int64_t slot, const std::vector<int>& h
   return d;
 }
 
+// One noisy slot never drops a device: a proposal that leaves out a device of the plan in
+// force, still available, whose estimate fell by more than a quarter over the last slot alone
+// keeps the plan; if the next slot measures the device slow too, the drop goes ahead.
+std::string controller::doubted_drop(const planner::cluster_state& view, const planner::plan& next) {
+  auto in = [](const planner::plan& p, int id) {
+    for (const auto& g : p.groups)
+      if (std::count(g.devices.begin(), g.devices.end(), id)) return true;
+    return false;
+  };
+  std::string why;
+  if (current_ && events_.empty())
+    for (std::size_t i = 0; i < view.devices.size() && i < decided_speeds_.size(); ++i) {
+      const auto& dev = view.devices[i];
+      const double was = decided_speeds_[i];
+      if (dev.available && in(*current_, dev.id) && !in(next, dev.id) && was > 0 && dev.speed < 0.75 * was && !doubted_.count(dev.id)) {
+        doubted_.insert(dev.id);
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "kept device %d: measured at speed %.3g (was %.3g) in one slot only", dev.id, dev.speed, was);
+        why += (why.empty() ? "" : "; ") + std::string(buf);
+      }
+    }
+  if (why.empty()) doubted_.clear();
+  return why;
+}
+
 void controller::revoke(const std::string& why) {
   current_ = before_;
+  trial_.reset();
   first_step_ = true;
   events_.push_back(why);
 }

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,12 @@ struct controller_config {
   // predictions' measured noise plus its migration spread over `plan_lifetime_steps`.
   bool hysteresis = false;
   double plan_lifetime_steps = 20;
+  // Regret check: a plan change whose steady steps measured slower than the plan before it,
+  // by more than the noise (and not cheaper by as much), is undone at the next decision; the
+  // layout undone is not taken again for `regret_hold_slots` decisions unless devices come
+  // or go. Off: changes stand whatever they measured.
+  bool regret = true;
+  int regret_hold_slots = 5;
   bool explain = true;             // fill decision::reason (the simulator does not need it)
 };
 
@@ -44,7 +51,24 @@ struct decision {
   double queue = 0;                // cost queue backlog, in budgets
   int kept_plans = 0;              // changes turned down by hysteresis so far
   std::string kept_why;            // this one turned down: why, and what was proposed
+  int reverted_plans = 0;          // changes undone by the regret check so far
+  std::string reverted_why;        // this decision undid the last change: what each measured
 };
+
+// The regret check's arithmetic (controller_config::regret): the steady steps' times and
+// costs under the plan before a change and under the change. The margin is the larger of
+// `floor` and twice the standard error of the difference of the mean times, relative to the
+// mean before; each side's variance is at least that of a relative step-to-step `noise`
+// (what the machine showed before: two steps that happen to agree prove little). Undo when
+// the change is slower by more than the margin and not cheaper by more than it. Fewer than 2
+// steps on either side: no verdict (undo false, margin 0).
+struct regret_verdict {
+  bool undo = false;
+  double before_s = 0, after_s = 0, margin = 0;
+};
+regret_verdict judge_regret(const std::vector<double>& before_s, const std::vector<double>& before_cost,
+                            const std::vector<double>& after_s, const std::vector<double>& after_cost, double floor,
+                            double noise);
 
 // What the controller has learnt, for checkpoints: its queues and estimates.
 struct controller_snapshot {
@@ -105,6 +129,27 @@ class controller {
   double decided_pred_ = 0;        // the plan in force's steady step, as predicted when decided
   bool first_step_ = true;                 // of the plan in force: it carries the migration
   int kept_ = 0;
+  // The regret check: the steady steps' costs beside slot_times_; the last change on trial
+  // (the plan before it and what that measured, and the change's own steady steps so far);
+  // the layout last undone, refused until `until` unless devices come or go.
+  std::vector<double> slot_costs_;
+  struct trial {
+    planner::plan before;
+    std::vector<double> before_s, before_cost, times, costs;
+  };
+  std::optional<trial> trial_;
+  struct refused {
+    planner::plan plan;
+    std::int64_t until = 0;
+    std::vector<double> speeds;  // the estimates when it was undone: a move of 15 % lifts it
+  };
+  std::optional<refused> refused_;
+  int reverted_ = 0;
+  std::set<int> doubted_;  // devices kept once against a proposal that dropped them
+  std::string doubted_drop(const planner::cluster_state& view, const planner::plan& next);
+  // The plan to go back to, when the change on trial is to be undone (its verdict comes once
+  // it has 2 steady steps); why in `why`.
+  std::optional<planner::plan> judge_trial(const std::vector<double>& times, const std::vector<double>& costs, std::string& why);
 };
 
 }  // namespace dynapar::control

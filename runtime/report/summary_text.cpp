@@ -44,6 +44,7 @@ std::string human_summary(const json& s, const std::string& out_dir) {
          fmt("%.1f", num(s, "bytes_migrated") / 1e6) + " MB of layers moved, " + std::to_string(static_cast<int>(num(s, "joins"))) +
          " joins, " + std::to_string(static_cast<int>(num(s, "leaves"))) + " leaves";
   if (num(s, "plans_kept") > 0) out += ", " + std::to_string(static_cast<int>(num(s, "plans_kept"))) + " changes not worth it";
+  if (num(s, "plans_reverted") > 0) out += ", " + std::to_string(static_cast<int>(num(s, "plans_reverted"))) + " changes undone";
   out += "\n";
   if (s.contains("compare") && s["compare"].is_array() && !s["compare"].empty()) {
     const auto& c = s["compare"];

@@ -80,7 +80,8 @@ struct train_outcome {
   int messages_per_step = 0;
   int replans = 0;                   // plan changes after the first plan
   int layers_moved = 0;              // (device, layer) placements a device did not hold before
-  int plans_kept = 0;                // plan changes the controller turned down (hysteresis)
+  int plans_kept = 0;                // plan changes the controller turned down (hysteresis, regret)
+  int plans_reverted = 0;            // plan changes undone after they measured slower (regret check)
   double bytes_migrated = 0;
   double avg_cost = 0;               // per step
   std::map<int, double> avg_energy_j; // per step, by device (power_w x compute time)

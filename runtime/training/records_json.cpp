@@ -78,6 +78,7 @@ json summary_json(const config::job& j, int batch, const train_outcome& o, const
             {"replans", o.replans},
             {"layers_moved", o.layers_moved},
             {"plans_kept", o.plans_kept},
+            {"plans_reverted", o.plans_reverted},
             {"bytes_migrated", o.bytes_migrated},
             {"joins", o.joins},
             {"leaves", o.leaves},

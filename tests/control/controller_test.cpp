@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 
 #include "control/controller.hpp"
 #include "planner/evaluate.hpp"
@@ -205,6 +206,7 @@ struct priced {
     t4 = planner::evaluate(p, *even, nullptr, {})->batch_time_s;
     cfg.budget.cost_per_slot = 9 * t4;
     cfg.budget.horizon_slots = 10;
+    cfg.regret = false;  // the steps below cost the same whatever the plan: no plan to regret
   }
   // The cost a step of joint_lyapunov's plan after slots of 8 steps, each step measured at
   // `ratios[slot]` times its prediction and spending the budget exactly, so that what is left
@@ -249,6 +251,150 @@ TEST_CASE("one surprising slot leaves the cost allowance alone; a lasting bias s
   CHECK(trusted > 4.5 * w.t4);
   // Every slot at 2x: a lasting bias halves the allowance, as in the case above.
   CHECK(w.cost_after({2, 2, 2}) <= 4.5 * w.t4 * (1 + 1e-9));
+}
+
+TEST_CASE("the regret check's verdict, by hand", "[unit][control]") {
+  // 20 % slower, costs alike, no spread: over the 2 % floor.
+  auto v = judge_regret({1.0, 1.0}, {2, 2}, {1.2, 1.2}, {2, 2}, 0.02, 0);
+  CHECK(v.undo);
+  CHECK(v.margin == Approx(0.02));
+  CHECK(v.before_s == Approx(1.0));
+  CHECK(v.after_s == Approx(1.2));
+  // Means 1.1 and 1.3, sample variances 0.02 each: standard error sqrt(0.02/2 + 0.02/2) =
+  // 0.1414, margin 2 x 0.1414 / 1.1 = 0.2571 > 0.1818 slower: kept.
+  v = judge_regret({1.0, 1.2}, {2, 2}, {1.2, 1.4}, {2, 2}, 0.02, 0);
+  CHECK_FALSE(v.undo);
+  CHECK(v.margin == Approx(2 * std::sqrt(0.02) / 1.1));
+  // Two steps that agree prove little on a machine that showed 20 % step-to-step noise:
+  // variances at least 0.04, standard error 0.2, margin 0.4.
+  v = judge_regret({1.0, 1.0}, {2, 2}, {1.2, 1.2}, {2, 2}, 0.02, 0.2);
+  CHECK_FALSE(v.undo);
+  CHECK(v.margin == Approx(0.4));
+  // Slower but half the cost (a budget's choice): kept.
+  CHECK_FALSE(judge_regret({1.0, 1.0}, {2, 2}, {1.2, 1.2}, {1, 1}, 0.02, 0).undo);
+  // One step is no verdict.
+  v = judge_regret({1.0, 1.0}, {2, 2}, {1.2}, {2}, 0.02, 0);
+  CHECK_FALSE(v.undo);
+  CHECK(v.margin == 0);
+}
+
+TEST_CASE("a change that measured slower is undone at the next decision and not taken again at once", "[unit][control]") {
+  auto cfg = small_config();
+  controller c(cfg, policy("dp_balanced"));
+  auto p0 = c.decide(0);
+  REQUIRE(p0);
+  // Device 11 measures twice as fast; the slot's steps take 1 s (the first carries the
+  // migration and is not counted).
+  for (int k = 0; k < 3; ++k) c.observe(ran(p0->plan, {1, 2, 1, 1}, 1));
+  auto p1 = c.decide(1);
+  REQUIRE(p1);
+  REQUIRE_FALSE(p1->plan.groups == p0->plan.groups);  // more samples to device 11
+  CHECK(p1->reverted_plans == 0);
+  // Under the new shares each step takes 1.5 s: worse than the plan before, not cheaper.
+  for (int k = 0; k < 3; ++k) {
+    auto m = ran(p1->plan, {1, 2, 1, 1}, 1);
+    m.time_s = 1.5;
+    c.observe(m);
+  }
+  auto p2 = c.decide(2);
+  REQUIRE(p2);
+  CHECK(p2->plan.groups == p0->plan.groups);
+  CHECK(p2->reverted_plans == 1);
+  CHECK(p2->reverted_why.find("1500.00 ms a step against 1000.00 ms") != std::string::npos);
+  CHECK(p2->reason.find("undid the last change") != std::string::npos);
+  // The estimates have not moved: the policy proposes the same shares again, refused.
+  for (int k = 0; k < 3; ++k) c.observe(ran(p2->plan, {1, 2, 1, 1}, 1));
+  auto p3 = c.decide(3);
+  REQUIRE(p3);
+  CHECK(p3->plan.groups == p0->plan.groups);
+  CHECK(p3->kept_why.find("undone") != std::string::npos);
+  // A device leaves: the world changed, the policy's plan is taken.
+  c.leave(13);
+  auto p4 = c.decide(4);
+  REQUIRE(p4);
+  CHECK(p4->plan.groups.size() == 3);
+  // Off: the slower change stands.
+  cfg.regret = false;
+  controller off(cfg, policy("dp_balanced"));
+  auto q0 = off.decide(0);
+  for (int k = 0; k < 3; ++k) off.observe(ran(q0->plan, {1, 2, 1, 1}, 1));
+  auto q1 = off.decide(1);
+  for (int k = 0; k < 3; ++k) {
+    auto m = ran(q1->plan, {1, 2, 1, 1}, 1);
+    m.time_s = 1.5;
+    off.observe(m);
+  }
+  auto q2 = off.decide(2);
+  REQUIRE(q2);
+  CHECK(q2->plan.groups == q1->plan.groups);
+  CHECK(q2->reverted_plans == 0);
+}
+
+TEST_CASE("a change that measured as fast or faster stands", "[unit][control]") {
+  controller c(small_config(), policy("dp_balanced"));
+  auto p0 = c.decide(0);
+  for (int k = 0; k < 3; ++k) c.observe(ran(p0->plan, {1, 2, 1, 1}, 1));
+  auto p1 = c.decide(1);
+  REQUIRE(p1);
+  for (int k = 0; k < 3; ++k) {
+    auto m = ran(p1->plan, {1, 2, 1, 1}, 1);
+    m.time_s = 0.8;
+    c.observe(m);
+  }
+  auto p2 = c.decide(2);
+  REQUIRE(p2);
+  CHECK(p2->plan.groups == p1->plan.groups);
+  CHECK(p2->reverted_plans == 0);
+}
+
+namespace {
+// Every available device estimated at speed 0.5 or more, alone with an even share: a policy
+// that drops slow devices outright, to test what the controller makes of it.
+class fast_only final : public planner::policy {
+ public:
+  std::string name() const override { return "fast_only"; }
+  result<planner::plan> decide(const planner::decision_context& ctx) override {
+    planner::plan out;
+    std::vector<int> ids;
+    for (const auto& d : ctx.prob.cluster.devices)
+      if (d.available && d.speed >= 0.5) ids.push_back(d.id);
+    if (ids.empty()) return make_error("infeasible", "no device");
+    const int L = ctx.prob.num_layers(), share = ctx.prob.cfg.batch / static_cast<int>(ids.size());
+    for (std::size_t k = 0; k < ids.size(); ++k)
+      out.groups.push_back({{ids[k]}, {0, L}, share + (k == 0 ? ctx.prob.cfg.batch % static_cast<int>(ids.size()) : 0), share});
+    return out;
+  }
+};
+}  // namespace
+
+TEST_CASE("one noisy slot never drops a device; a second slot measured slow does", "[unit][control]") {
+  auto cfg = small_config();
+  cfg.regret = false;  // the drop alone
+  controller c(cfg, std::make_shared<fast_only>());
+  auto p0 = c.decide(0);
+  REQUIRE(p0);
+  REQUIRE(p0->plan.groups.size() == 4);
+  // One slot measures device 10 at a tenth of its speed (a load spike, say).
+  c.observe(ran(p0->plan, {0.1, 1, 1, 1}, 1));
+  auto p1 = c.decide(1);
+  REQUIRE(p1);
+  CHECK(p1->plan.groups == p0->plan.groups);
+  CHECK(p1->kept_why.find("kept device 10: measured at speed 0.1 (was 1)") != std::string::npos);
+  // It was a spike: measured fast again, it stays.
+  c.observe(ran(p1->plan, {1, 1, 1, 1}, 1));
+  auto p2 = c.decide(2);
+  REQUIRE(p2);
+  CHECK(p2->plan.groups.size() == 4);
+  // Slow in two slots running: dropped at the second.
+  c.observe(ran(p2->plan, {0.1, 1, 1, 1}, 1));
+  auto p3 = c.decide(3);
+  REQUIRE(p3);
+  CHECK(p3->plan.groups.size() == 4);
+  c.observe(ran(p3->plan, {0.1, 1, 1, 1}, 1));
+  auto p4 = c.decide(4);
+  REQUIRE(p4);
+  CHECK(p4->plan.groups.size() == 3);
+  CHECK(p4->kept_why.empty());
 }
 
 TEST_CASE("a controller without a policy says so", "[unit][control]") {

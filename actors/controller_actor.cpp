@@ -29,6 +29,7 @@ control::controller_config core_config(const training::controller_config& cfg) {
   c.budget = cfg.budget;
   c.smoothing = cfg.smoothing;
   c.hysteresis = cfg.hysteresis;
+  c.regret = cfg.regret;
   c.plan_lifetime_steps = cfg.plan_lifetime_slots * cfg.replan_every;
   return c;
 }

@@ -126,7 +126,7 @@ void parse_data(const fields& top, data::source& d) {
 result<job> parse_job(const YAML::Node& doc, const std::string& name) {
   auto base = parse_cluster(doc, {"name", "data", "synthetic_samples", "steps", "epochs", "optimizer", "policy",
                                   "hash_every", "threads", "plan", "exact", "emulate", "replan_every", "emulate_cores", "emulate_compute", "profile", "dynamics",
-                                  "faults", "step_deadline_s", "verify_tolerance", "hysteresis"});
+                                  "faults", "step_deadline_s", "verify_tolerance", "hysteresis", "regret"});
   if (!base) return base.err();
   try {
     fields top(doc, "");
@@ -158,6 +158,7 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
     if (j.hash_every < 0 || j.threads < 1 || j.threads > 1024) throw field_error{"hash_every must be >= 0 and threads in 1..1024"};
     j.exact = top.boolean("exact", j.exact);
     j.hysteresis = top.boolean("hysteresis", j.hysteresis);
+    j.regret = top.boolean("regret", j.regret);
     j.verify_tolerance = top.number("verify_tolerance", j.exact ? 0.0 : 0.05);
     if (!(j.verify_tolerance >= 0)) throw field_error{"field 'verify_tolerance' must be >= 0"};
     j.emulate = top.boolean("emulate", j.emulate);

@@ -54,6 +54,9 @@ struct job {
   // The controller keeps its plan unless a new one gains more than the predictions' noise
   // plus its migration over two slots (docs/MODEL.md, "Hysteresis").
   bool hysteresis = true;   // measured through the runtime: docs/BENCHMARKS.md, "Hysteresis"
+  // A plan change that measured slower than the plan before it is undone (docs/MODEL.md,
+  // "Regret check and doubted drops").
+  bool regret = true;
 };
 
 result<job> load_job_file(const std::string& path);

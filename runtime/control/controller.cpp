@@ -136,7 +136,11 @@ regret_verdict judge_regret(const std::vector<double>& before_s, const std::vect
 
 // The change on trial gets its verdict once it has run 2 steady steps (over one or more
 // slots), if no device came or went meanwhile (then it is not judged: the world changed).
-std::optional<planner::plan> controller::judge_trial(const std::vector<double>& times, const std::vector<double>& costs,
+// The plan before is judged as it would run now: its measured steps scaled by how its
+// prediction moved with the estimates since the change (a device of it that slowed meanwhile
+// slows it too; the change is not to blame for that).
+std::optional<planner::plan> controller::judge_trial(const planner::problem& p, const planner::queue_state& q,
+                                                     const std::vector<double>& times, const std::vector<double>& costs,
                                                      std::string& why) {
   if (!trial_) return std::nullopt;
   if (!events_.empty()) {
@@ -146,8 +150,11 @@ std::optional<planner::plan> controller::judge_trial(const std::vector<double>& 
   trial_->times.insert(trial_->times.end(), times.begin(), times.end());
   trial_->costs.insert(trial_->costs.end(), costs.begin(), costs.end());
   if (trial_->times.size() < 2) return std::nullopt;
-  const trial t = std::move(*trial_);
+  trial t = std::move(*trial_);
   trial_.reset();
+  const auto now = planner::evaluate(p, t.before, &t.before, q);
+  const double drift = now && t.before_pred > 0 && now->batch_time_s > 0 ? now->batch_time_s / t.before_pred : 1;
+  for (double& s : t.before_s) s *= drift;
   const auto v = judge_regret(t.before_s, t.before_cost, t.times, t.costs, cfg_.planner.replan_margin, step_noise_);
   if (!v.undo) return std::nullopt;
   for (const auto& g : t.before.groups)  // the plan before must still be possible
@@ -155,8 +162,10 @@ std::optional<planner::plan> controller::judge_trial(const std::vector<double>& 
       for (const auto& d : cfg_.cluster.devices)
         if (d.id == id && !d.available) return std::nullopt;
   char buf[200];
-  std::snprintf(buf, sizeof buf, "undid the last change: it measured %.2f ms a step against %.2f ms under the plan before (margin %.1f %%)",
-                v.after_s * 1e3, v.before_s * 1e3, 100 * v.margin);
+  std::snprintf(buf, sizeof buf,
+                "undid the last change: it measured %.2f ms a step against %.2f ms under the plan before (x%.3f for the estimates "
+                "since; margin %.1f %%)",
+                v.after_s * 1e3, v.before_s * 1e3, drift, 100 * v.margin);
   why = buf;
   return t.before;
 }
@@ -200,7 +209,7 @@ result<decision> controller::decide(std::int64_t slot, const std::vector<int>& h
       moved = moved || std::abs(now[i] - refused_->speeds[i]) > 0.15 * refused_->speeds[i];
     if (moved) refused_.reset();
   }
-  const auto back = cfg_.regret ? judge_trial(times, costs, d.reverted_why) : std::nullopt;
+  const auto back = cfg_.regret ? judge_trial(p, q, times, costs, d.reverted_why) : std::nullopt;
   if (back) {
     ++reverted_;
     refused_ = refused{*current_, slot + cfg_.regret_hold_slots, speeds()};
@@ -210,9 +219,11 @@ result<decision> controller::decide(std::int64_t slot, const std::vector<int>& h
     d.kept_why = "kept the plan: the proposed layout measured slower and was undone (until slot " + std::to_string(refused_->until) + ")";
     *next = *current_;
   } else if (const auto why = doubted_drop(view, *next); !why.empty()) {
+    // The layout in force with shares re-solved to the estimates: the device keeps at least
+    // a quantum, the others take the rest.
     ++kept_;
     d.kept_why = why + " (proposed " + planner::describe(*next) + ")";
-    *next = *current_;
+    *next = planner::layout_keeping(p, *current_).value_or(*current_);
   } else if (cfg_.hysteresis && current_ && events_.empty()) {  // hysteresis, unless devices came or went
     const double noise = std::max(cfg_.planner.replan_margin, noise_);
     const auto c = planner::check_switch(p, *current_, *next, q, cfg_.plan_lifetime_steps, noise);
@@ -231,7 +242,10 @@ result<decision> controller::decide(std::int64_t slot, const std::vector<int>& h
   // A change goes on trial against what the plan before it measured this slot.
   const bool changed = current_ && !(current_->groups == next->groups);
   if (changed) trial_.reset();
-  if (changed && !back && cfg_.regret && events_.empty() && times.size() >= 2) trial_ = trial{*current_, times, costs, {}, {}};
+  if (changed && !back && cfg_.regret && events_.empty() && times.size() >= 2) {
+    trial_ = trial{*current_, times, costs, {}, {}, 0};
+    if (auto before = planner::evaluate(p, *current_, &*current_, q)) trial_->before_pred = before->batch_time_s;
+  }
   events_.clear();
   decided_speeds_ = speeds();
   if (!current_ || !(current_->groups == next->groups)) first_step_ = true;
@@ -243,7 +257,7 @@ result<decision> controller::decide(std::int64_t slot, const std::vector<int>& h
 
 // One noisy slot never drops a device: a proposal that leaves out a device of the plan in
 // force, still available, whose estimate fell by more than a quarter over the last slot alone
-// keeps the plan; if the next slot measures the device slow too, the drop goes ahead.
+// keeps the layout (re-shared); if the next slot measures the device slow too, the drop goes ahead.
 std::string controller::doubted_drop(const planner::cluster_state& view, const planner::plan& next) {
   auto in = [](const planner::plan& p, int id) {
     for (const auto& g : p.groups)

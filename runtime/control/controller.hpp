@@ -136,6 +136,7 @@ class controller {
   struct trial {
     planner::plan before;
     std::vector<double> before_s, before_cost, times, costs;
+    double before_pred = 0;  // the plan before's steady step, predicted at the change
   };
   std::optional<trial> trial_;
   struct refused {
@@ -149,7 +150,8 @@ class controller {
   std::string doubted_drop(const planner::cluster_state& view, const planner::plan& next);
   // The plan to go back to, when the change on trial is to be undone (its verdict comes once
   // it has 2 steady steps); why in `why`.
-  std::optional<planner::plan> judge_trial(const std::vector<double>& times, const std::vector<double>& costs, std::string& why);
+  std::optional<planner::plan> judge_trial(const planner::problem& p, const planner::queue_state& q, const std::vector<double>& times,
+                                          const std::vector<double>& costs, std::string& why);
 };
 
 }  // namespace dynapar::control

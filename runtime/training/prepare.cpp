@@ -148,6 +148,7 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, co
   // The run's length is known: the controller paces the cost budget over its slots.
   if (s.controller) {
     s.controller->hysteresis = job.hysteresis;
+    s.controller->regret = job.regret;
     s.controller->budget.horizon_slots = static_cast<int>((s.steps + job.replan_every - 1) / job.replan_every);
   }
   s.seed = job.seed;

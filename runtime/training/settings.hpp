@@ -44,6 +44,7 @@ struct controller_config {
   // (config::job, measured: docs/BENCHMARKS.md, "Hysteresis").
   bool hysteresis = false;
   double plan_lifetime_slots = 2;
+  bool regret = true;  // control::controller_config::regret
 };
 
 // A consistent cut of the run after `step` steps: one copy of every layer with its optimizer

@@ -190,6 +190,10 @@ TEST_CASE("job files: a fault plan, and the mistakes a fault plan can make", "[u
         std::string::npos);
   CHECK(job_error(base + "replan_every: 5\nfaults: {kills: 1}").find("kills") != std::string::npos);  // typo: not under random
   CHECK(job_error(base + "step_deadline_s: -1").find("step_deadline_s") != std::string::npos);
+  // The regret check: on unless `regret: false`.
+  CHECK(config::parse_job(YAML::Load(base), "t")->regret);
+  CHECK_FALSE(config::parse_job(YAML::Load(base + "regret: false\n"), "t")->regret);
+  CHECK(job_error(base + "regret: maybe\n").find("regret") != std::string::npos);
 }
 
 TEST_CASE("scenario files: the controller's hysteresis, off unless asked, and its lifetime checked", "[unit][config]") {

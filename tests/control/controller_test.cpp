@@ -330,6 +330,26 @@ TEST_CASE("a change that measured slower is undone at the next decision and not 
   CHECK(q2->reverted_plans == 0);
 }
 
+TEST_CASE("a change is not blamed for a device of the plan before that slowed meanwhile", "[unit][control]") {
+  controller c(small_config(), policy("dp_balanced"));
+  auto p0 = c.decide(0);
+  for (int k = 0; k < 3; ++k) c.observe(ran(p0->plan, {1, 2, 1, 1}, 1));
+  auto p1 = c.decide(1);
+  REQUIRE(p1);
+  REQUIRE_FALSE(p1->plan.groups == p0->plan.groups);
+  // Device 13 runs at half speed from now on: the new shares measure 1.5 s a step, but the
+  // plan before, with device 13's 16 samples now taking twice as long, would take about 2 s.
+  for (int k = 0; k < 3; ++k) {
+    auto m = ran(p1->plan, {1, 2, 1, 0.5}, 1);
+    m.time_s = 1.5;
+    c.observe(m);
+  }
+  auto p2 = c.decide(2);
+  REQUIRE(p2);
+  CHECK(p2->reverted_plans == 0);
+  CHECK_FALSE(p2->plan.groups == p0->plan.groups);
+}
+
 TEST_CASE("a change that measured as fast or faster stands", "[unit][control]") {
   controller c(small_config(), policy("dp_balanced"));
   auto p0 = c.decide(0);
@@ -378,7 +398,12 @@ TEST_CASE("one noisy slot never drops a device; a second slot measured slow does
   c.observe(ran(p0->plan, {0.1, 1, 1, 1}, 1));
   auto p1 = c.decide(1);
   REQUIRE(p1);
-  CHECK(p1->plan.groups == p0->plan.groups);
+  // The layout stays, re-shared: device 10 keeps the least share, the others take the rest.
+  REQUIRE(p1->plan.groups.size() == 4);
+  for (const auto& g : p1->plan.groups) {
+    CHECK(g.splits == p0->plan.groups[0].splits);
+    if (g.devices[0] == 10) CHECK(g.share < p0->plan.groups[0].share);
+  }
   CHECK(p1->kept_why.find("kept device 10: measured at speed 0.1 (was 1)") != std::string::npos);
   // It was a spike: measured fast again, it stays.
   c.observe(ran(p1->plan, {1, 1, 1, 1}, 1));

@@ -79,9 +79,13 @@ class torch_worker final : public device_worker {
     layers_[layer] = std::move(h);
   }
   bool holds(int layer) const override { return layers_.count(layer) > 0; }
+  // The micro-batches whose forward ran through the layer go too: a backward of an abandoned
+  // attempt arriving after the drop finds no forward, where it would reach for the layer.
   void drop(int layer) override {
     layers_.erase(layer);
     partials_.erase(layer);
+    for (auto it = kept_.begin(); it != kept_.end();)
+      it = it->second.lo <= layer && layer < it->second.hi ? kept_.erase(it) : std::next(it);
   }
 
   void begin_step(std::int64_t step, std::int64_t first_micro, bool accumulate) override {
@@ -270,7 +274,7 @@ class torch_worker final : public device_worker {
         continue;
       }
       std::vector<torch::Tensor> grads;
-      for (auto& p : layers_[l].module->parameters()) {
+      for (auto& p : layers_.at(l).module->parameters()) {  // at(): [] would leave an empty layer behind
         grads.push_back(p.grad().defined() ? p.grad() : torch::zeros_like(p));
         p.mutable_grad() = torch::Tensor();
       }

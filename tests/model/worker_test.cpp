@@ -110,6 +110,33 @@ TEST_CASE("the GPT on text windows, pipelined over two groups, trains the refere
   CHECK(max_rel_diff(train(**m, *d, micro, cuts, steps), ref.layers()) == 0.0);
 }
 
+TEST_CASE("a layer dropped between a micro-batch's forward and its backward: the backward is refused, the next step runs",
+          "[model]") {
+  // A backward of an abandoned attempt may reach a device after a migration took one of its
+  // layers: it once left an empty layer behind, and the next step's zero_grad crashed
+  // (SIGSEGV in cli.hard_moments, a kill at a re-plan).
+  auto m = make_model("cnn", 5);
+  REQUIRE(m);
+  const auto d = data::synthetic(64, 3);
+  data::global_sampler sampler(d.size(), 16, 7);
+  const auto samples = sampler.step_samples(0);
+  const int layers = num_layers(**m);
+  auto w = make_worker(adam);
+  for (int l = 0; l < layers; ++l) w->hold(l, copy_layer(**m, l));
+  w->begin_step(0, 0, false);
+  REQUIRE(w->forward(0, 0, layers, inputs(d, samples, 0, 16)));
+  w->drop(layers - 1);
+  auto lost = w->backward_from_loss(0, targets(d, samples, 0, 16));
+  REQUIRE_FALSE(lost);
+  CHECK(lost.err().code == "no_forward");
+  CHECK_FALSE(w->holds(layers - 1));
+  // The next step, over the layers still held, runs.
+  w->begin_step(1, 0, false);
+  auto y = w->forward(0, 0, layers - 1, inputs(d, samples, 0, 16));
+  REQUIRE(y);
+  CHECK(w->backward(0, *y));  // any gradient of the output's shape
+}
+
 TEST_CASE("a model and data of another kind are refused, naming both", "[model]") {
   const auto images = data::synthetic(16, 1);
   auto text_model = make_model("gpt_text", 1), image_model = make_model("cnn", 1);

@@ -45,7 +45,11 @@ void controller::observe(const measurement& m) {
   ++slot_steps_;
   if (!first_step_ && m.time_s > 0) {
     slot_times_.push_back(m.time_s);
-    slot_costs_.push_back(m.cost);
+    slot_.time_s.push_back(m.time_s);
+    slot_.cost.push_back(m.cost);
+    double joules = 0;
+    for (const auto& [id, j] : m.energy_j) joules += j;
+    slot_.energy_j.push_back(joules);
   }
   first_step_ = false;
 }
@@ -105,13 +109,13 @@ void controller::update_bias() {
   noise_ = step_noise_ + 1.48 * median(std::move(dev));
 }
 
-regret_verdict judge_regret(const std::vector<double>& before_s, const std::vector<double>& before_cost,
-                            const std::vector<double>& after_s, const std::vector<double>& after_cost, double floor,
-                            double noise) {
+regret_verdict judge_regret(const regret_side& before, const regret_side& after, double floor, double noise) {
   regret_verdict v;
+  const auto &before_s = before.time_s, &after_s = after.time_s;
   if (before_s.size() < 2 || after_s.size() < 2) return v;
   auto mean = [](const std::vector<double>& x) {
     double m = 0;
+    if (x.empty()) return m;
     for (double e : x) m += e / static_cast<double>(x.size());
     return m;
   };
@@ -128,8 +132,11 @@ regret_verdict judge_regret(const std::vector<double>& before_s, const std::vect
   const double se = std::sqrt(std::max(var(before_s), least) / static_cast<double>(before_s.size()) +
                               std::max(var(after_s), least) / static_cast<double>(after_s.size()));
   v.margin = std::max(floor, 2 * se / v.before_s);
-  const double cost_before = mean(before_cost), cost_after = mean(after_cost);
-  const bool cheaper = cost_before > 0 && 1 - cost_after / cost_before > v.margin;
+  auto less = [&](const std::vector<double>& b, const std::vector<double>& a) {
+    const double mb = mean(b), ma = mean(a);
+    return mb > 0 && !a.empty() && 1 - ma / mb > v.margin;
+  };
+  const bool cheaper = less(before.cost, after.cost) || less(before.energy_j, after.energy_j);
   v.undo = v.after_s / v.before_s - 1 > v.margin && !cheaper;
   return v;
 }
@@ -139,23 +146,24 @@ regret_verdict judge_regret(const std::vector<double>& before_s, const std::vect
 // The plan before is judged as it would run now: its measured steps scaled by how its
 // prediction moved with the estimates since the change (a device of it that slowed meanwhile
 // slows it too; the change is not to blame for that).
-std::optional<planner::plan> controller::judge_trial(const planner::problem& p, const planner::queue_state& q,
-                                                     const std::vector<double>& times, const std::vector<double>& costs,
+std::optional<planner::plan> controller::judge_trial(const planner::problem& p, const planner::queue_state& q, const regret_side& slot,
                                                      std::string& why) {
   if (!trial_) return std::nullopt;
   if (!events_.empty()) {
     trial_.reset();
     return std::nullopt;
   }
-  trial_->times.insert(trial_->times.end(), times.begin(), times.end());
-  trial_->costs.insert(trial_->costs.end(), costs.begin(), costs.end());
-  if (trial_->times.size() < 2) return std::nullopt;
+  auto& s = trial_->steps;
+  s.time_s.insert(s.time_s.end(), slot.time_s.begin(), slot.time_s.end());
+  s.cost.insert(s.cost.end(), slot.cost.begin(), slot.cost.end());
+  s.energy_j.insert(s.energy_j.end(), slot.energy_j.begin(), slot.energy_j.end());
+  if (s.time_s.size() < 2) return std::nullopt;
   trial t = std::move(*trial_);
   trial_.reset();
   const auto now = planner::evaluate(p, t.before, &t.before, q);
   const double drift = now && t.before_pred > 0 && now->batch_time_s > 0 ? now->batch_time_s / t.before_pred : 1;
-  for (double& s : t.before_s) s *= drift;
-  const auto v = judge_regret(t.before_s, t.before_cost, t.times, t.costs, cfg_.planner.replan_margin, step_noise_);
+  for (double& x : t.before_steps.time_s) x *= drift;
+  const auto v = judge_regret(t.before_steps, t.steps, cfg_.planner.replan_margin, step_noise_);
   if (!v.undo) return std::nullopt;
   for (const auto& g : t.before.groups)  // the plan before must still be possible
     for (int id : g.devices)
@@ -179,8 +187,8 @@ planner::queue_state controller::planning_state() const {
 result<decision> controller::decide(std::int64_t slot, const std::vector<int>& hidden) {
   if (!policy_) return make_error("bad_policy", "the controller has no policy");
   close_slot();
-  const std::vector<double> times = slot_times_, costs = std::move(slot_costs_);  // the slot's steady steps
-  slot_costs_.clear();
+  const regret_side steady = std::move(slot_);  // the slot's steady steps
+  slot_ = {};
   update_bias();
   const planner::queue_state q = planning_state();
   const planner::cluster_state view = estimates_.view(cfg_.cluster, hidden);
@@ -209,7 +217,7 @@ result<decision> controller::decide(std::int64_t slot, const std::vector<int>& h
       moved = moved || std::abs(now[i] - refused_->speeds[i]) > 0.15 * refused_->speeds[i];
     if (moved) refused_.reset();
   }
-  const auto back = cfg_.regret ? judge_trial(p, q, times, costs, d.reverted_why) : std::nullopt;
+  const auto back = cfg_.regret ? judge_trial(p, q, steady, d.reverted_why) : std::nullopt;
   if (back) {
     ++reverted_;
     refused_ = refused{*current_, slot + cfg_.regret_hold_slots, speeds()};
@@ -242,8 +250,8 @@ result<decision> controller::decide(std::int64_t slot, const std::vector<int>& h
   // A change goes on trial against what the plan before it measured this slot.
   const bool changed = current_ && !(current_->groups == next->groups);
   if (changed) trial_.reset();
-  if (changed && !back && cfg_.regret && events_.empty() && times.size() >= 2) {
-    trial_ = trial{*current_, times, costs, {}, {}, 0};
+  if (changed && !back && cfg_.regret && events_.empty() && steady.time_s.size() >= 2) {
+    trial_ = trial{*current_, steady, {}, 0};
     if (auto before = planner::evaluate(p, *current_, &*current_, q)) trial_->before_pred = before->batch_time_s;
   }
   events_.clear();

@@ -55,20 +55,22 @@ struct decision {
   std::string reverted_why;        // this decision undid the last change: what each measured
 };
 
-// The regret check's arithmetic (controller_config::regret): the steady steps' times and
-// costs under the plan before a change and under the change. The margin is the larger of
+// The regret check's arithmetic (controller_config::regret): the steady steps' times, costs
+// and joules (all devices) under the plan before a change and under the change. The margin is the larger of
 // `floor` and twice the standard error of the difference of the mean times, relative to the
 // mean before; each side's variance is at least that of a relative step-to-step `noise`
 // (what the machine showed before: two steps that happen to agree prove little). Undo when
-// the change is slower by more than the margin and not cheaper by more than it. Fewer than 2
-// steps on either side: no verdict (undo false, margin 0).
+// the change is slower by more than the margin and neither cheaper nor using less energy by
+// more than it (a budget's choice). Fewer than 2 steps on either side: no verdict (undo
+// false, margin 0).
+struct regret_side {
+  std::vector<double> time_s, cost, energy_j;  // a steady step's each
+};
 struct regret_verdict {
   bool undo = false;
   double before_s = 0, after_s = 0, margin = 0;
 };
-regret_verdict judge_regret(const std::vector<double>& before_s, const std::vector<double>& before_cost,
-                            const std::vector<double>& after_s, const std::vector<double>& after_cost, double floor,
-                            double noise);
+regret_verdict judge_regret(const regret_side& before, const regret_side& after, double floor, double noise);
 
 // What the controller has learnt, for checkpoints: its queues and estimates.
 struct controller_snapshot {
@@ -132,10 +134,10 @@ class controller {
   // The regret check: the steady steps' costs beside slot_times_; the last change on trial
   // (the plan before it and what that measured, and the change's own steady steps so far);
   // the layout last undone, refused until `until` unless devices come or go.
-  std::vector<double> slot_costs_;
+  regret_side slot_;  // this slot's steady steps (times also in slot_times_)
   struct trial {
     planner::plan before;
-    std::vector<double> before_s, before_cost, times, costs;
+    regret_side before_steps, steps;
     double before_pred = 0;  // the plan before's steady step, predicted at the change
   };
   std::optional<trial> trial_;
@@ -150,8 +152,8 @@ class controller {
   std::string doubted_drop(const planner::cluster_state& view, const planner::plan& next);
   // The plan to go back to, when the change on trial is to be undone (its verdict comes once
   // it has 2 steady steps); why in `why`.
-  std::optional<planner::plan> judge_trial(const planner::problem& p, const planner::queue_state& q, const std::vector<double>& times,
-                                          const std::vector<double>& costs, std::string& why);
+  std::optional<planner::plan> judge_trial(const planner::problem& p, const planner::queue_state& q, const regret_side& slot,
+                                          std::string& why);
 };
 
 }  // namespace dynapar::control

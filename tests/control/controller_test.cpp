@@ -255,25 +255,28 @@ TEST_CASE("one surprising slot leaves the cost allowance alone; a lasting bias s
 
 TEST_CASE("the regret check's verdict, by hand", "[unit][control]") {
   // 20 % slower, costs alike, no spread: over the 2 % floor.
-  auto v = judge_regret({1.0, 1.0}, {2, 2}, {1.2, 1.2}, {2, 2}, 0.02, 0);
+  auto v = judge_regret({{1.0, 1.0}, {2, 2}, {}}, {{1.2, 1.2}, {2, 2}, {}}, 0.02, 0);
   CHECK(v.undo);
   CHECK(v.margin == Approx(0.02));
   CHECK(v.before_s == Approx(1.0));
   CHECK(v.after_s == Approx(1.2));
   // Means 1.1 and 1.3, sample variances 0.02 each: standard error sqrt(0.02/2 + 0.02/2) =
   // 0.1414, margin 2 x 0.1414 / 1.1 = 0.2571 > 0.1818 slower: kept.
-  v = judge_regret({1.0, 1.2}, {2, 2}, {1.2, 1.4}, {2, 2}, 0.02, 0);
+  v = judge_regret({{1.0, 1.2}, {2, 2}, {}}, {{1.2, 1.4}, {2, 2}, {}}, 0.02, 0);
   CHECK_FALSE(v.undo);
   CHECK(v.margin == Approx(2 * std::sqrt(0.02) / 1.1));
   // Two steps that agree prove little on a machine that showed 20 % step-to-step noise:
   // variances at least 0.04, standard error 0.2, margin 0.4.
-  v = judge_regret({1.0, 1.0}, {2, 2}, {1.2, 1.2}, {2, 2}, 0.02, 0.2);
+  v = judge_regret({{1.0, 1.0}, {2, 2}, {}}, {{1.2, 1.2}, {2, 2}, {}}, 0.02, 0.2);
   CHECK_FALSE(v.undo);
   CHECK(v.margin == Approx(0.4));
   // Slower but half the cost (a budget's choice): kept.
-  CHECK_FALSE(judge_regret({1.0, 1.0}, {2, 2}, {1.2, 1.2}, {1, 1}, 0.02, 0).undo);
+  CHECK_FALSE(judge_regret({{1.0, 1.0}, {2, 2}, {}}, {{1.2, 1.2}, {1, 1}, {}}, 0.02, 0).undo);
+  // Slower, the same cost, 30 % fewer joules (an energy budget's choice): kept.
+  CHECK_FALSE(judge_regret({{1.0, 1.0}, {2, 2}, {10, 10}}, {{1.2, 1.2}, {2, 2}, {7, 7}}, 0.02, 0).undo);
+  CHECK(judge_regret({{1.0, 1.0}, {2, 2}, {10, 10}}, {{1.2, 1.2}, {2, 2}, {10, 10}}, 0.02, 0).undo);
   // One step is no verdict.
-  v = judge_regret({1.0, 1.0}, {2, 2}, {1.2}, {2}, 0.02, 0);
+  v = judge_regret({{1.0, 1.0}, {2, 2}, {}}, {{1.2}, {2}, {}}, 0.02, 0);
   CHECK_FALSE(v.undo);
   CHECK(v.margin == 0);
 }

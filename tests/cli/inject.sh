@@ -13,10 +13,10 @@ bin="$1" job="$2" out="$3"
 rm -rf "$out" && mkdir -p "$out"
 port=$((20000 + ($$ % 20000)))
 ep="tcp://127.0.0.1:$port"
-# 600 steps: each `dynapar` process takes 2-3 s to start on a loaded 2-core machine
+# 450 steps: each `dynapar` process takes 2-3 s to start on a loaded 2-core machine
 # (LibTorch), and the run must still be going when the last fault is injected (with the job's
 # 300 it once was not: the refusals took 20 s, the slow-down landed at step 242).
-"$bin" launch --local 3 --devices 0,1,2 --min-devices 3 --bind "$ep" "$job" --steps 600 --verify --out "$out/run" > /dev/null 2> "$out/launch.log" &
+"$bin" launch --local 3 --devices 0,1,2 --min-devices 3 --bind "$ep" "$job" --steps 450 --verify --out "$out/run" > /dev/null 2> "$out/launch.log" &
 launch=$!
 trap 'kill $launch 2>/dev/null || true' EXIT
 count() { if [ -f "$out/run/metrics.jsonl" ]; then grep -c "$1" "$out/run/metrics.jsonl" || true; else echo 0; fi; }

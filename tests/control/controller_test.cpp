@@ -253,6 +253,18 @@ TEST_CASE("one surprising slot leaves the cost allowance alone; a lasting bias s
   CHECK(w.cost_after({2, 2, 2}) <= 4.5 * w.t4 * (1 + 1e-9));
 }
 
+namespace {
+// A slot of three steps under `plan` at `speed`, each taking `time_s` and costing 1 (the
+// first carries the migration and is not counted by the regret check).
+void run_slot(controller& c, const planner::plan& plan, const std::vector<double>& speed, double time_s) {
+  for (int k = 0; k < 3; ++k) {
+    auto m = ran(plan, speed, 1);
+    m.time_s = time_s;
+    c.observe(m);
+  }
+}
+}  // namespace
+
 TEST_CASE("the regret check's verdict, by hand", "[unit][control]") {
   // 20 % slower, costs alike, no spread: over the 2 % floor.
   auto v = judge_regret({{1.0, 1.0}, {2, 2}, {}}, {{1.2, 1.2}, {2, 2}, {}}, 0.02, 0);
@@ -288,17 +300,13 @@ TEST_CASE("a change that measured slower is undone at the next decision and not 
   REQUIRE(p0);
   // Device 11 measures twice as fast; the slot's steps take 1 s (the first carries the
   // migration and is not counted).
-  for (int k = 0; k < 3; ++k) c.observe(ran(p0->plan, {1, 2, 1, 1}, 1));
+  run_slot(c, p0->plan, {1, 2, 1, 1}, 1);
   auto p1 = c.decide(1);
   REQUIRE(p1);
   REQUIRE_FALSE(p1->plan.groups == p0->plan.groups);  // more samples to device 11
   CHECK(p1->reverted_plans == 0);
   // Under the new shares each step takes 1.5 s: worse than the plan before, not cheaper.
-  for (int k = 0; k < 3; ++k) {
-    auto m = ran(p1->plan, {1, 2, 1, 1}, 1);
-    m.time_s = 1.5;
-    c.observe(m);
-  }
+  run_slot(c, p1->plan, {1, 2, 1, 1}, 1.5);
   auto p2 = c.decide(2);
   REQUIRE(p2);
   CHECK(p2->plan.groups == p0->plan.groups);
@@ -306,7 +314,7 @@ TEST_CASE("a change that measured slower is undone at the next decision and not 
   CHECK(p2->reverted_why.find("1500.00 ms a step against 1000.00 ms") != std::string::npos);
   CHECK(p2->reason.find("undid the last change") != std::string::npos);
   // The estimates have not moved: the policy proposes the same shares again, refused.
-  for (int k = 0; k < 3; ++k) c.observe(ran(p2->plan, {1, 2, 1, 1}, 1));
+  run_slot(c, p2->plan, {1, 2, 1, 1}, 1);
   auto p3 = c.decide(3);
   REQUIRE(p3);
   CHECK(p3->plan.groups == p0->plan.groups);
@@ -320,13 +328,9 @@ TEST_CASE("a change that measured slower is undone at the next decision and not 
   cfg.regret = false;
   controller off(cfg, policy("dp_balanced"));
   auto q0 = off.decide(0);
-  for (int k = 0; k < 3; ++k) off.observe(ran(q0->plan, {1, 2, 1, 1}, 1));
+  run_slot(off, q0->plan, {1, 2, 1, 1}, 1);
   auto q1 = off.decide(1);
-  for (int k = 0; k < 3; ++k) {
-    auto m = ran(q1->plan, {1, 2, 1, 1}, 1);
-    m.time_s = 1.5;
-    off.observe(m);
-  }
+  run_slot(off, q1->plan, {1, 2, 1, 1}, 1.5);
   auto q2 = off.decide(2);
   REQUIRE(q2);
   CHECK(q2->plan.groups == q1->plan.groups);
@@ -336,17 +340,13 @@ TEST_CASE("a change that measured slower is undone at the next decision and not 
 TEST_CASE("a change is not blamed for a device of the plan before that slowed meanwhile", "[unit][control]") {
   controller c(small_config(), policy("dp_balanced"));
   auto p0 = c.decide(0);
-  for (int k = 0; k < 3; ++k) c.observe(ran(p0->plan, {1, 2, 1, 1}, 1));
+  run_slot(c, p0->plan, {1, 2, 1, 1}, 1);
   auto p1 = c.decide(1);
   REQUIRE(p1);
   REQUIRE_FALSE(p1->plan.groups == p0->plan.groups);
   // Device 13 runs at half speed from now on: the new shares measure 1.5 s a step, but the
   // plan before, with device 13's 16 samples now taking twice as long, would take about 2 s.
-  for (int k = 0; k < 3; ++k) {
-    auto m = ran(p1->plan, {1, 2, 1, 0.5}, 1);
-    m.time_s = 1.5;
-    c.observe(m);
-  }
+  run_slot(c, p1->plan, {1, 2, 1, 0.5}, 1.5);
   auto p2 = c.decide(2);
   REQUIRE(p2);
   CHECK(p2->reverted_plans == 0);
@@ -356,14 +356,10 @@ TEST_CASE("a change is not blamed for a device of the plan before that slowed me
 TEST_CASE("a change that measured as fast or faster stands", "[unit][control]") {
   controller c(small_config(), policy("dp_balanced"));
   auto p0 = c.decide(0);
-  for (int k = 0; k < 3; ++k) c.observe(ran(p0->plan, {1, 2, 1, 1}, 1));
+  run_slot(c, p0->plan, {1, 2, 1, 1}, 1);
   auto p1 = c.decide(1);
   REQUIRE(p1);
-  for (int k = 0; k < 3; ++k) {
-    auto m = ran(p1->plan, {1, 2, 1, 1}, 1);
-    m.time_s = 0.8;
-    c.observe(m);
-  }
+  run_slot(c, p1->plan, {1, 2, 1, 1}, 0.8);
   auto p2 = c.decide(2);
   REQUIRE(p2);
   CHECK(p2->plan.groups == p1->plan.groups);

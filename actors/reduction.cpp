@@ -1,6 +1,9 @@
 #include "actors/reduction.hpp"
 
+#include <algorithm>
 #include <functional>
+#include <iterator>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -69,28 +72,20 @@ class central_work : public reduction_work {
 };
 
 // The holders add: once every holder of a bucket is ready, each gets the bucket's task and
-// answers when it holds the sum; the commit has each apply it. A bucket is every layer with
-// the same holders (in the same order): one exchange and one commit for all of them, where
-// one per layer cost a round of messages each (docs/RUNTIME.md).
+// answers when it holds the sum; the commit has each apply it. A bucket (bucket_layers) is one
+// exchange and one commit for all its layers, where one per layer cost a round of messages
+// each (docs/RUNTIME.md).
 class peer_work : public reduction_work {
  public:
   peer_work(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact, const peer_options& o,
             const reduction_step& s)
       : self_(self), devices_(devices), exact_(exact), store_(exact ? "" : o.gloo_store), at_start_(o.at_start), s_(s) {
-    std::map<std::vector<int>, std::pair<int, std::size_t>> open;  // holders -> the open bucket's first layer, bytes
-    for (const auto& [l, ids] : *s.holders) {
-      const std::size_t bytes = static_cast<std::size_t>(l) < o.layer_bytes.size() ? o.layer_bytes[static_cast<std::size_t>(l)] : 0;
-      auto it = open.find(ids);
-      if (it != open.end() && (o.bucket_bytes == 0 || it->second.second + bytes <= o.bucket_bytes)) {
-        buckets_[it->second.first].push_back(l);
-        it->second.second += bytes;
-        continue;
-      }
-      open[ids] = {l, bytes};
-      buckets_[l].push_back(l);
-      unready_[l] = static_cast<int>(ids.size());
-      waiting_ += unready_[l];
-      for (int id : ids) buckets_of_[id].push_back(l);
+    for (const auto& span : bucket_layers(*s.holders, o)) {
+      const auto& ids = s.holders->at(span.lo);
+      for (int l = span.lo; l < span.hi; ++l) buckets_[span.lo].push_back(l);
+      unready_[span.lo] = static_cast<int>(ids.size());
+      waiting_ += ids.size();
+      for (int id : ids) buckets_of_[id].push_back(span.lo);
     }
     if (at_start_)
       for (const auto& [l, layers] : buckets_) send_task(l);
@@ -149,6 +144,26 @@ class reduction_of : public gradient_reduction {
 };
 
 }  // namespace
+
+std::vector<planner::layer_span> bucket_layers(const std::map<int, std::vector<int>>& holders, const peer_options& o) {
+  std::vector<std::size_t> below{0};  // parameter bytes of the layers below each, by layer
+  for (std::size_t l = 0; l < o.layer_bytes.size(); ++l) below.push_back(below.back() + o.layer_bytes[l]);
+  const auto bytes = [&](int a, int b) {
+    auto at = [&](int l) { return below[std::min(static_cast<std::size_t>(l), below.size() - 1)]; };
+    return static_cast<double>(at(b) - at(a));
+  };
+  const double least = o.bucket_bytes == 0 ? std::numeric_limits<double>::infinity() : static_cast<double>(o.bucket_bytes);
+  std::vector<planner::layer_span> out;
+  for (auto it = holders.begin(); it != holders.end();) {
+    auto end = std::next(it);  // the run: the next layers, as long as they have the same holders
+    while (end != holders.end() && end->first == std::prev(end)->first + 1 && end->second == it->second) ++end;
+    const int lo = it->first, hi = std::prev(end)->first + 1;
+    auto spans = planner::bucket_spans(lo, hi, least, bytes);
+    out.insert(out.end(), spans.rbegin(), spans.rend());
+    it = end;
+  }
+  return out;
+}
 
 std::unique_ptr<gradient_reduction> central_reduction(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact) {
   return std::make_unique<reduction_of>([&self, &devices, exact](const reduction_step& s) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "actors/device_actor.hpp"
+#include "planner/buckets.hpp"
 #include "common/result.hpp"
 
 namespace dynapar::actors {
@@ -70,12 +71,15 @@ struct peer_options {
   // the driver has heard that all its holders are ready. Starting at once takes the stage
   // report's way to the driver and the task's way back off the step.
   bool at_start = false;
-  // A bucket (the layers with the same holders, added in one exchange) closes once its
-  // layers' parameters reach `bucket_bytes` (0: never), so that a large model's exchanges
-  // overlap each other's adding; `layer_bytes` by layer (empty: no cap).
+  // Buckets (layers added in one exchange) by the time model's rule (planner/buckets.hpp):
+  // each run of consecutive layers with the same holders, from its top layer down, a bucket
+  // closing once its parameters reach `bucket_bytes` (0: the whole run in one), so that a
+  // large model's exchanges overlap each other's adding; `layer_bytes` by layer.
   std::size_t bucket_bytes = 0;
   std::vector<std::size_t> layer_bytes;
 };
+// The buckets of a step's holders (layer -> device ids), lowest layer first.
+std::vector<planner::layer_span> bucket_layers(const std::map<int, std::vector<int>>& holders, const peer_options& o);
 std::unique_ptr<gradient_reduction> peer_reduction(caf::scoped_actor& self, const std::map<int, device_handle>& devices, bool exact,
                                                    const peer_options& o = {});
 

@@ -257,7 +257,7 @@ result<decision> controller::decide(std::int64_t slot, const std::vector<int>& h
   events_.clear();
   decided_speeds_ = speeds();
   if (!current_ || !(current_->groups == next->groups)) first_step_ = true;
-  if (auto steady = planner::evaluate(p, *next, &*next, q)) decided_pred_ = steady->batch_time_s;
+  if (auto ahead = planner::evaluate(p, *next, &*next, q)) decided_pred_ = ahead->batch_time_s;
   before_ = current_;
   current_ = *next;
   return d;

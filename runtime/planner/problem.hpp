@@ -38,13 +38,16 @@ struct planner_config {
   // when the slowest group does (docs/MODEL.md). On by default since 2026-11-25: no example
   // scenario got slower with it (docs/BENCHMARKS.md, "Sums overlapped with backward").
   bool overlap_sums = true;
-  // With overlap_sums, a segment's layers are summed in buckets, filled from its top layer
-  // down (backward's order) and closed at this many bytes of parameters, so that a bucket's
-  // sum starts once backward has passed it (PyTorch DDP's first bucket is 1 MiB too). Each
-  // bucket pays the ring's latency once, so it also holds at least what takes
-  // `sum_bucket_latencies` times that latency to move: on slow or long rings (edge links,
-  // a thousand groups) buckets grow, up to one a segment (docs/BENCHMARKS.md).
-  double sum_bucket_bytes = 1 << 20;
+  // With overlap_sums, a segment's layers are summed in buckets (planner/buckets.hpp), filled
+  // from its top layer down (backward's order) and closed at this many bytes of parameters, so
+  // that a bucket's sum starts once backward has passed it. The runtime sums the same buckets
+  // (training::train_settings::bucket_bytes); 8 MiB ran fastest there, against one bucket a
+  // layer or one for all (docs/RUNTIME.md). Each bucket pays the ring's latency
+  // once, so the model also has it hold at least what takes `sum_bucket_latencies` times that
+  // latency to move: on slow or long rings (edge links, a thousand groups) buckets grow, up to
+  // one a segment (docs/BENCHMARKS.md). The runtime does not know its rings' latency and
+  // keeps to `sum_bucket_bytes` (docs/MODEL.md, "Known gaps").
+  double sum_bucket_bytes = 8 << 20;
   double sum_bucket_latencies = 4;
   // Within-step dispatch (schedule/dispatch.hpp; docs/MODEL.md): single-device groups run this
   // part of their share as a probe, and the rest of their shares goes out when the first probe

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "planner/buckets.hpp"
+
 namespace dynapar::planner {
 
 double stage_time(const problem& p, int dev, int lo, int hi, double x) {
@@ -134,13 +136,10 @@ std::vector<sum_segment> sum_segments(const problem& p, const std::vector<const 
     // Each pays the ring's latency, so a bucket holds enough to take some multiple of it to move.
     const double least = p.cfg.overlap_sums ? std::max(p.cfg.sum_bucket_bytes, p.cfg.sum_bucket_latencies * latency * min_bw / factor)
                                             : unlimited;
-    for (int hi = cuts[s + 1]; hi > cuts[s];) {
-      int lo = hi - 1;
-      while (lo > cuts[s] && p.sums.params(lo, hi) < least) --lo;
+    for (const auto span : bucket_spans(cuts[s], cuts[s + 1], least, [&](int a, int b) { return p.sums.params(a, b); })) {
       sum_segment b = seg;
-      b.lo = lo;
-      b.hi = hi;
-      hi = lo;
+      b.lo = span.lo;
+      b.hi = span.hi;
       const double bytes = p.sums.params(b.lo, b.hi);
       if (bytes <= 0) continue;
       b.seconds = factor * bytes / min_bw + latency;

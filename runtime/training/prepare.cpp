@@ -156,6 +156,8 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, co
   s.hash_every = job.hash_every;
   s.exact = job.exact;
   s.overlap_sums = job.cluster.planner.overlap_sums;
+  // The buckets the planner prices (without overlap: one a holder set).
+  s.bucket_bytes = s.overlap_sums ? static_cast<std::size_t>(job.cluster.planner.sum_bucket_bytes) : 0;
   s.dispatch_probe = job.cluster.planner.dispatch_probe;
   // The emulated cluster: the job's devices at their emulated speeds (all at this machine's
   // without emulation), moved by the job's dynamics slot by slot.

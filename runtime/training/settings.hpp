@@ -114,9 +114,9 @@ struct train_settings {
   // meeting at this c10d TCPStore (HOST:PORT, model::start_gloo_store); empty: the holders'
   // own sum in holder order.
   std::string gloo_store;
-  // With peer_sum: the layers with the same holders are added in buckets of up to this many
-  // bytes of parameters (a layer larger alone; 0: one bucket per holder set), one exchange
-  // each (docs/RUNTIME.md).
+  // With peer_sum: the layers with the same holders are added in buckets of at least this many
+  // bytes of parameters, filled from the top layer down (0: one bucket per holder set), one
+  // exchange each: the time model's buckets (planner_config::sum_bucket_bytes; docs/RUNTIME.md).
   std::size_t bucket_bytes = std::size_t{8} << 20;
   // A holder's sums start when its stage finishes the step's backward, not when every group
   // has (the job's planner `overlap_sums`; docs/RUNTIME.md).

@@ -11,6 +11,7 @@
 
 #include "actors/reduction.hpp"
 #include "model/api.hpp"
+#include "planner/time_model.hpp"
 
 using namespace dynapar;
 using namespace dynapar::actors;
@@ -183,12 +184,12 @@ TEST_CASE("the peer reduction adds the layers of the same holders in one bucket:
   auto& self = f.self;
   auto& log = f.log;
   auto& devices = f.devices;
-  // Layers 0 and 2 on devices 4 then 5; layer 3 on the same devices in the other order
-  // (other ranks: a bucket of its own); layer 1 on device 6.
-  const std::map<int, std::vector<int>> holders = {{0, {4, 5}}, {1, {6}}, {2, {4, 5}}, {3, {5, 4}}};
+  // Layers 0 and 1 on devices 4 then 5; layer 2 on device 6; layer 3 on devices 4 and 5 in
+  // the other order (other ranks: a bucket of its own).
+  const std::map<int, std::vector<int>> holders = {{0, {4, 5}}, {1, {4, 5}}, {2, {6}}, {3, {5, 4}}};
   auto r = peer_reduction(self, devices, true);
   auto work = r->start({5, 8, &holders});
-  const std::map<int, std::vector<int>> buckets = {{0, {0, 2}}, {1, {1}}, {3, {3}}};
+  const std::map<int, std::vector<int>> buckets = {{0, {0, 1}}, {2, {2}}, {3, {3}}};
   CHECK(work->buckets() == buckets);
   int acks = 0;
   REQUIRE(run(*r, self, {5, 8, &holders}, acks));
@@ -201,24 +202,32 @@ TEST_CASE("the peer reduction adds the layers of the same holders in one bucket:
   }
   std::sort(log->commits.begin(), log->commits.end());
   const std::vector<std::tuple<int, std::int64_t, int, double>> want = {
-      {4, 5, 0, 64.0}, {4, 5, 3, 64.0}, {5, 5, 0, 64.0}, {5, 5, 3, 64.0}, {6, 5, 1, 64.0}};
+      {4, 5, 0, 64.0}, {4, 5, 3, 64.0}, {5, 5, 0, 64.0}, {5, 5, 3, 64.0}, {6, 5, 2, 64.0}};
   CHECK(log->commits == want);
 }
 
-TEST_CASE("a bucket closes once its layers reach the byte cap; a larger layer is a bucket alone", "[actor][reduction]") {
+TEST_CASE("buckets fill from a run's top layer down until they reach bucket_bytes; a run of the same holders is cut alone",
+          "[actor][reduction]") {
   fakes f{4, 5};
   auto& self = f.self;
   auto& devices = f.devices;
-  // Five layers on devices 4 and 5; layer 5 on device 4 alone.
-  const std::map<int, std::vector<int>> holders = {{0, {4, 5}}, {1, {4, 5}}, {2, {4, 5}}, {3, {4, 5}}, {4, {4, 5}}, {5, {4}}};
+  // Five layers on devices 4 and 5; layer 5 on device 4 alone; layer 7 on 4 and 5 again
+  // (not next to the others: a run of its own).
+  const std::map<int, std::vector<int>> holders = {{0, {4, 5}}, {1, {4, 5}}, {2, {4, 5}}, {3, {4, 5}},
+                                                   {4, {4, 5}}, {5, {4}},    {7, {4, 5}}};
   peer_options o;
-  o.layer_bytes = {300, 500, 2000, 100, 100, 50};
+  o.layer_bytes = {300, 500, 2000, 100, 100, 50, 10, 20};
   o.bucket_bytes = 1000;
+  // From layer 4 down: 100, 200, then 2200 with layer 2 (closed); 500, 800 with layer 0 (the
+  // run's end).
   CHECK(peer_reduction(self, devices, true, o)->start({1, 2, &holders})->buckets() ==
-        std::map<int, std::vector<int>>{{0, {0, 1}}, {2, {2}}, {3, {3, 4}}, {5, {5}}});
+        std::map<int, std::vector<int>>{{0, {0, 1}}, {2, {2, 3, 4}}, {5, {5}}, {7, {7}}});
+  o.bucket_bytes = 100;  // each layer reaches it alone
+  CHECK(peer_reduction(self, devices, true, o)->start({1, 2, &holders})->buckets() ==
+        std::map<int, std::vector<int>>{{0, {0}}, {1, {1}}, {2, {2}}, {3, {3}}, {4, {4}}, {5, {5}}, {7, {7}}});
   o.bucket_bytes = 0;  // no cap: one bucket per holder set
   CHECK(peer_reduction(self, devices, true, o)->start({1, 2, &holders})->buckets() ==
-        std::map<int, std::vector<int>>{{0, {0, 1, 2, 3, 4}}, {5, {5}}});
+        std::map<int, std::vector<int>>{{0, {0, 1, 2, 3, 4}}, {5, {5}}, {7, {7}}});
 }
 
 TEST_CASE("a reduction asks a holder only once it is ready, and a layer's sum waits for all its holders", "[actor][reduction]") {
@@ -287,7 +296,7 @@ TEST_CASE("the peer reduction at the start sends every bucket's task at once, an
   auto& self = f.self;
   auto& log = f.log;
   auto& devices = f.devices;
-  const std::map<int, std::vector<int>> holders = {{0, {4, 5}}, {1, {6}}, {2, {4, 5}}};
+  const std::map<int, std::vector<int>> holders = {{0, {4, 5}}, {1, {4, 5}}, {2, {6}}};
   peer_options at_start;
   at_start.at_start = true;
   auto work = peer_reduction(self, devices, true, at_start)->start({9, 2, &holders});
@@ -296,13 +305,13 @@ TEST_CASE("the peer reduction at the start sends every bucket's task at once, an
   while (!work->done())
     self->receive([&](const sum_held& h) { held += h.step == 9; work->on(h); },
                   caf::after(std::chrono::seconds(10)) >> [&] { FAIL("no reply"); });
-  CHECK(held == 3);  // devices 4 and 5 for the bucket {0, 2}, device 6 for layer 1
+  CHECK(held == 3);  // devices 4 and 5 for the bucket {0, 1}, device 6 for layer 2
   {
     std::lock_guard<std::mutex> lock(log->m);
     std::vector<int> layers;
     for (const auto& t : log->tasks) layers.push_back(t.layer);
     std::sort(layers.begin(), layers.end());
-    CHECK(layers == std::vector<int>{0, 0, 1});
+    CHECK(layers == std::vector<int>{0, 0, 2});
   }
   work->ready(4);  // said after the tasks went out: nothing more is sent
   REQUIRE(work->finish());
@@ -311,4 +320,42 @@ TEST_CASE("the peer reduction at the start sends every bucket's task at once, an
     self->receive([&](const applied& a) { CHECK(a.step == 9); }, caf::after(std::chrono::seconds(10)) >> [&] { FAIL("no ack"); });
   std::lock_guard<std::mutex> lock(log->m);
   CHECK(log->tasks.size() == 3);
+}
+
+TEST_CASE("the holders' sum runs the buckets the time model prices", "[actor][reduction]") {
+  // Three groups over seven layers of uneven sizes: a two-stage, a three-stage and a
+  // one-stage pipeline. The time model's segments (cut at every group's splits) and their
+  // buckets against the runtime's, worked out from the holders as the driver keeps them.
+  planner::model_profile m;
+  const std::vector<double> mb = {0.5, 3, 2, 9, 1, 0.2, 6};
+  for (double x : mb) m.layers.push_back({"l", 1e-3, 2e-3, 0, 1e3, x * (1 << 20), 1e3});
+  planner::cluster_state c;
+  for (int i = 0; i < 6; ++i) {
+    planner::device_spec d;
+    d.id = i;
+    d.node = 0;
+    c.devices.push_back(d);
+  }
+  c.tiers.same_node = {1e9, 0};  // no latency: the floor alone sizes the buckets
+  for (double floor_mb : {0.1, 1.0, 4.0, 8.0, 100.0}) {  // 0.1: a bucket a layer
+    planner::planner_config cfg;
+    cfg.sum_bucket_bytes = floor_mb * (1 << 20);
+    const planner::problem p(m, c, cfg);
+    const auto a = planner::make_shape(p, {0, 1}, {0, 3, 7}, 4), b = planner::make_shape(p, {2, 3, 4}, {0, 1, 5, 7}, 4),
+               g = planner::make_shape(p, {5}, {0, 7}, 4);
+    std::set<std::pair<int, int>> model_spans;
+    for (const auto& s : planner::sum_segments(p, {&a, &b, &g})) model_spans.insert({s.lo, s.hi});
+    std::map<int, std::vector<int>> holders;  // as actors/driver_plans.cpp builds them
+    for (const auto* gp : {&a, &b, &g})
+      for (std::size_t j = 0; j < gp->devices.size(); ++j)
+        for (int l = gp->splits[j]; l < gp->splits[j + 1]; ++l) holders[l].push_back(gp->devices[j]);
+    peer_options o;
+    o.bucket_bytes = static_cast<std::size_t>(cfg.sum_bucket_bytes);
+    for (double x : mb) o.layer_bytes.push_back(static_cast<std::size_t>(x * (1 << 20)));
+    std::set<std::pair<int, int>> runtime_spans;
+    for (const auto& s : bucket_layers(holders, o)) runtime_spans.insert({s.lo, s.hi});
+    INFO("floor " << floor_mb << " MiB");
+    CHECK(runtime_spans == model_spans);
+    CHECK(runtime_spans.size() >= 4);  // at least the segments: [0,1) [1,3) [3,5) [5,7)
+  }
 }

@@ -1,6 +1,9 @@
 // The time and memory model against formulas worked by hand.
 #include <catch2/catch.hpp>
 
+#include <numeric>
+
+#include "planner/buckets.hpp"
 #include "planner/evaluate.hpp"
 #include "planner/time_model.hpp"
 
@@ -119,7 +122,7 @@ TEST_CASE("sums overlapped with backward start as each holder's stage finishes",
 TEST_CASE("a bucket's sum starts once backward has passed its layers", "[unit][planner]") {
   // Two single-device groups (data parallel) of 4 layers, fwd 1 ms and bwd 2 ms a sample a
   // layer, 1 ms fixed a micro-batch; layer 3 holds 10 MB, the others 0.1 MB; 1 GB/s, no
-  // latency. Buckets of 1 MiB from the top: {3} (10 ms), {0, 1, 2} (0.3 ms).
+  // latency. Buckets of 8 MiB (the default) from the top: {3} (10 ms), {0, 1, 2} (0.3 ms).
   auto m = uniform_model(4, 1e-3, 0.1e6);
   m.layers[3].param_bytes = 10e6;
   for (auto& l : m.layers) l.fixed_s = 1e-3;
@@ -150,17 +153,20 @@ TEST_CASE("a bucket's sum starts once backward has passed its layers", "[unit][p
 }
 
 TEST_CASE("buckets grow until the ring's latency is a small part of their time", "[unit][planner]") {
-  // Two single-device groups, four layers of 2 MB, 1 GB/s. Without latency each layer is a
-  // bucket (over 1 MiB). With 0.625 ms a hop the ring's latency is 1.25 ms, and a bucket must
-  // take 4 times that to move (5 MB): [1,4) from the top, then [0,1).
+  // Two single-device groups, four layers of 2 MB, 1 GB/s, buckets of 1 MiB (not the 8 MiB
+  // default, which alone would make [2,4) and [0,2)). Without latency each layer is a
+  // bucket. With 0.625 ms a hop the ring's latency is 1.25 ms, and a bucket must take 4 times
+  // that to move (5 MB): [1,4) from the top, then [0,1).
   const auto m = uniform_model(4, 1e-3, 2e6);
   auto c = same_node_devices(2);
   c.tiers.same_node = {1e9, 0};
-  problem p(m, c, {});
+  planner_config cfg;
+  cfg.sum_bucket_bytes = 1 << 20;
+  problem p(m, c, cfg);
   auto a = make_shape(p, {0}, {0, 4}, 4), b = make_shape(p, {1}, {0, 4}, 4);
   CHECK(sum_segments(p, {&a, &b}).size() == 4);
   c.tiers.same_node = {1e9, 0.625e-3};
-  problem slow(m, c, {});
+  problem slow(m, c, cfg);
   const auto segs = sum_segments(slow, {&a, &b});
   REQUIRE(segs.size() == 2);
   CHECK(segs[0].lo == 1);
@@ -299,4 +305,33 @@ TEST_CASE("a slot of several steps pays its migration once: plans are scored by 
     const double mean_step = r->compute_s + r->sync_s + r->update_s + 0.04 / k;
     CHECK(r->score == Approx(p.cfg.v * mean_step / r->floor_s));
   }
+}
+
+TEST_CASE("bucket_spans cuts from the top down, each bucket the fewest layers that reach the floor", "[unit][planner]") {
+  // Worked by hand: layers of 3, 1, 1, 5, 2 MB, floor 4 MB: [3,5) (2 + 5), then [0,3) (1 + 1 + 3).
+  const std::vector<double> mb = {3, 1, 1, 5, 2};
+  const auto bytes = [&](int a, int b) { return std::accumulate(mb.begin() + a, mb.begin() + b, 0.0); };
+  CHECK(bucket_spans(0, 5, 4, bytes) == std::vector<layer_span>{{3, 5}, {0, 3}});
+  CHECK(bucket_spans(0, 5, 0, bytes) == std::vector<layer_span>{{4, 5}, {3, 4}, {2, 3}, {1, 2}, {0, 1}});
+  CHECK(bucket_spans(0, 5, unlimited, bytes) == std::vector<layer_span>{{0, 5}});
+  CHECK(bucket_spans(1, 3, 4, bytes) == std::vector<layer_span>{{1, 3}});  // the run's end keeps what is left
+  CHECK(bucket_spans(2, 2, 4, bytes).empty());
+  // Against brute force on every run and floor: the spans tile the run top down, and each but
+  // the bottom one reaches the floor and would not without its lowest layer.
+  for (int lo = 0; lo <= 5; ++lo)
+    for (int hi = lo; hi <= 5; ++hi)
+      for (double least : {0.5, 1.0, 2.0, 4.0, 6.5, 12.0, 100.0}) {
+        const auto spans = bucket_spans(lo, hi, least, bytes);
+        int top = hi;
+        for (std::size_t k = 0; k < spans.size(); ++k) {
+          CHECK(spans[k].hi == top);
+          CHECK(spans[k].lo < spans[k].hi);
+          if (k + 1 < spans.size()) {
+            CHECK(bytes(spans[k].lo, spans[k].hi) >= least);
+            CHECK(bytes(spans[k].lo + 1, spans[k].hi) < least);
+          }
+          top = spans[k].lo;
+        }
+        CHECK(top == lo);
+      }
 }

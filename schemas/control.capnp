@@ -161,6 +161,7 @@ struct Welcome {
   data @11 :Text;             # the job's data source, key=value lines (data::encode); empty: none
   dataSamples @12 :UInt32;    # synthetic: the training set's size (seed: the job's)
   dataHash @13 :UInt64;       # the controller's fingerprint of the training set
+  nesterov @14 :Bool;         # sgd: Nesterov momentum
 }
 
 # Tensor data travels after the envelope, one ZeroMQ frame per tensor, in this list's order.

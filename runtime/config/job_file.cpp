@@ -143,13 +143,17 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
     if (j.steps == 0 && !(j.epochs > 0)) throw field_error{"field 'epochs' must be > 0 (or give 'steps')"};
     if (top.has("optimizer")) {
       fields o(top.child("optimizer"), "optimizer");
-      o.only({"kind", "lr", "momentum", "weight_decay"});
+      o.only({"kind", "lr", "momentum", "weight_decay", "nesterov"});
       j.optimizer = o.text("kind", j.optimizer);
-      if (j.optimizer != "adam" && j.optimizer != "sgd") throw field_error{"field 'optimizer.kind' must be adam or sgd"};
+      if (j.optimizer != "adam" && j.optimizer != "adamw" && j.optimizer != "sgd")
+        throw field_error{"field 'optimizer.kind' must be adam, adamw or sgd"};
       j.lr = o.positive("lr", j.lr);
       j.momentum = o.number("momentum", j.momentum);
-      j.weight_decay = o.number("weight_decay", j.weight_decay);
+      j.weight_decay = o.number("weight_decay", j.optimizer == "adamw" ? 0.01 : j.weight_decay);
+      j.nesterov = o.boolean("nesterov", j.nesterov);
       if (j.momentum < 0 || j.weight_decay < 0) throw field_error{"optimizer momentum and weight_decay must be >= 0"};
+      if (j.nesterov && (j.optimizer != "sgd" || !(j.momentum > 0)))
+        throw field_error{"field 'optimizer.nesterov' needs kind sgd and momentum > 0"};
     }
     j.policy = top.text("policy", j.policy);
     if (auto p = planner::make_policy(j.policy); !p) throw field_error{"field 'policy': " + p.err().message};

@@ -21,8 +21,9 @@ struct job {
   data::source data;
   std::int64_t steps = 0;              // 0: from epochs
   double epochs = 1;
-  std::string optimizer = "adam";      // or "sgd"
-  double lr = 1e-3, momentum = 0.9, weight_decay = 0;
+  std::string optimizer = "adam";      // or "adamw" or "sgd" (model::optimizer_config)
+  double lr = 1e-3, momentum = 0.9, weight_decay = 0;  // adamw: weight_decay 0.01 unless given (PyTorch's)
+  bool nesterov = false;
   std::uint64_t seed = 1;
   std::string policy = "joint_lyapunov";
   int hash_every = 50;

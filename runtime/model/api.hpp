@@ -30,11 +30,16 @@ struct grad_part {
 };
 
 struct optimizer_config {
-  std::string kind = "adam";               // "adam" or "sgd" (with momentum)
+  // "adam" (L2 weight decay, as torch.optim.Adam), "adamw" (decoupled weight decay, as
+  // torch.optim.AdamW) or "sgd" (momentum, as torch.optim.SGD without dampening).
+  std::string kind = "adam";
   double lr = 1e-3;
   double momentum = 0.9;
   double weight_decay = 0;
+  bool nesterov = false;                   // sgd only, with momentum > 0
 };
+// Whether `o` names an optimizer make_optimizer builds; the error names the field.
+status check_optimizer(const optimizer_config& o);
 
 // What a model takes and gives (a TorchScript file: as its exporter wrote, else 1x28x28, the
 // classes from its output): checked against the data before a run, and what profiles feed it.

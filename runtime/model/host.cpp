@@ -115,6 +115,8 @@ std::size_t bytes(const layer_copy& l) {
   for (const auto& st : l->states) {
     if (const auto* a = dynamic_cast<const torch::optim::AdamParamState*>(st.get()))
       n += static_cast<std::size_t>(a->exp_avg().nbytes() + a->exp_avg_sq().nbytes()) + sizeof(std::int64_t);
+    else if (const auto* w = dynamic_cast<const torch::optim::AdamWParamState*>(st.get()))
+      n += static_cast<std::size_t>(w->exp_avg().nbytes() + w->exp_avg_sq().nbytes()) + sizeof(std::int64_t);
     else if (const auto* m = dynamic_cast<const torch::optim::SGDParamState*>(st.get()))
       n += static_cast<std::size_t>(m->momentum_buffer().defined() ? m->momentum_buffer().nbytes() : 0);
   }
@@ -124,7 +126,7 @@ std::size_t bytes(const layer_copy& l) {
 std::size_t resident_bytes(const layer_copy& l, const optimizer_config& opt) {
   std::size_t params = 0;
   for (const auto& p : l->module->parameters()) params += static_cast<std::size_t>(p.nbytes());
-  const std::size_t k = opt.kind == "adam" ? 2 : opt.momentum > 0 ? 1 : 0;
+  const std::size_t k = opt.kind == "sgd" ? (opt.momentum > 0 ? 1 : 0) : 2;
   return std::max(bytes(l), params * (1 + k));
 }
 
@@ -157,11 +159,16 @@ std::vector<torch::Tensor> whole_state(const layer_box& l) {
   auto out = l.module->parameters();
   for (const auto& t : l.module->buffers()) out.push_back(t);
   for (const auto& st : l.states) {
+    auto adam = [&](const auto& a) {
+      out.push_back(torch::tensor(static_cast<double>(a.step()), torch::kFloat64));
+      out.push_back(a.exp_avg());
+      out.push_back(a.exp_avg_sq());
+      if (a.max_exp_avg_sq().defined()) out.push_back(a.max_exp_avg_sq());
+    };
     if (const auto* a = dynamic_cast<const torch::optim::AdamParamState*>(st.get())) {
-      out.push_back(torch::tensor(static_cast<double>(a->step()), torch::kFloat64));
-      out.push_back(a->exp_avg());
-      out.push_back(a->exp_avg_sq());
-      if (a->max_exp_avg_sq().defined()) out.push_back(a->max_exp_avg_sq());
+      adam(*a);
+    } else if (const auto* w = dynamic_cast<const torch::optim::AdamWParamState*>(st.get())) {
+      adam(*w);
     } else if (const auto* g = dynamic_cast<const torch::optim::SGDParamState*>(st.get())) {
       if (g->momentum_buffer().defined()) out.push_back(g->momentum_buffer());
     }

@@ -1,6 +1,7 @@
 // Built-in models as chains of layers; each layer a Sequential so that it clones deeply.
 #include <torch/torch.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "model/boxes.hpp"
@@ -245,9 +246,22 @@ layer_copy copy_layer(const model_chain& m, int layer) {
   return std::make_shared<layer_box>(layer_box{deep_copy(m.layers.at(layer)), {}});
 }
 
+status check_optimizer(const optimizer_config& o) {
+  if (o.kind != "adam" && o.kind != "adamw" && o.kind != "sgd")
+    return make_error("bad_optimizer", "optimizer kind '" + o.kind + "' is not adam, adamw or sgd");
+  if (!(std::isfinite(o.lr) && o.lr > 0)) return make_error("bad_optimizer", "optimizer lr must be > 0");
+  if (!(std::isfinite(o.momentum) && o.momentum >= 0) || !(std::isfinite(o.weight_decay) && o.weight_decay >= 0))
+    return make_error("bad_optimizer", "optimizer momentum and weight_decay must be >= 0");
+  if (o.nesterov && (o.kind != "sgd" || !(o.momentum > 0)))
+    return make_error("bad_optimizer", "optimizer nesterov needs kind sgd and momentum > 0");
+  return ok_status();
+}
+
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tensor> params, const optimizer_config& o) {
   if (o.kind == "sgd")
-    return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay));
+    return std::make_unique<torch::optim::SGD>(
+        params, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay).nesterov(o.nesterov));
+  if (o.kind == "adamw") return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay));
   return std::make_unique<fused_adam>(params, torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
 }
 
@@ -270,6 +284,14 @@ std::unique_ptr<torch::optim::OptimizerParamState> copy_state(const torch::optim
   auto moved = [&](const torch::Tensor& t) { return t.to(to, /*non_blocking=*/false, /*copy=*/true); };
   if (const auto* a = dynamic_cast<const torch::optim::AdamParamState*>(&s)) {
     auto out = std::make_unique<torch::optim::AdamParamState>();
+    out->step(a->step());
+    out->exp_avg(moved(a->exp_avg()));
+    out->exp_avg_sq(moved(a->exp_avg_sq()));
+    if (a->max_exp_avg_sq().defined()) out->max_exp_avg_sq(moved(a->max_exp_avg_sq()));
+    return out;
+  }
+  if (const auto* a = dynamic_cast<const torch::optim::AdamWParamState*>(&s)) {
+    auto out = std::make_unique<torch::optim::AdamWParamState>();
     out->step(a->step());
     out->exp_avg(moved(a->exp_avg()));
     out->exp_avg_sq(moved(a->exp_avg_sq()));

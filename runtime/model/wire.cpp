@@ -13,7 +13,7 @@ struct type_entry {
 constexpr type_entry types[] = {{0, torch::kFloat32}, {1, torch::kFloat64}, {2, torch::kInt64}, {3, torch::kInt32}, {4, torch::kUInt8}};
 
 // Layout codes of a parameter's optimizer state.
-constexpr std::int64_t no_state = 0, adam_state = 1, sgd_state = 2;
+constexpr std::int64_t no_state = 0, adam_state = 1, sgd_state = 2, adamw_state = 3;
 constexpr std::int64_t max_dims = 8, max_elements = std::int64_t{1} << 34;
 
 }  // namespace
@@ -65,12 +65,18 @@ layer_wire to_wire(const layer_copy& l) {
   for (const auto& p : params) w.tensors.push_back(box(p.detach()));
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto* st = i < l->states.size() ? l->states[i].get() : nullptr;
+    // Adam's and AdamW's states hold the same (AdamW's is its own type).
+    auto put_adam = [&](std::int64_t kind, const auto& a) {
+      const bool has_max = a.max_exp_avg_sq().defined();
+      w.layout.insert(w.layout.end(), {kind, a.step(), has_max ? 1 : 0});
+      w.tensors.push_back(box(a.exp_avg()));
+      w.tensors.push_back(box(a.exp_avg_sq()));
+      if (has_max) w.tensors.push_back(box(a.max_exp_avg_sq()));
+    };
     if (const auto* a = dynamic_cast<const torch::optim::AdamParamState*>(st)) {
-      const bool has_max = a->max_exp_avg_sq().defined();
-      w.layout.insert(w.layout.end(), {adam_state, a->step(), has_max ? 1 : 0});
-      w.tensors.push_back(box(a->exp_avg()));
-      w.tensors.push_back(box(a->exp_avg_sq()));
-      if (has_max) w.tensors.push_back(box(a->max_exp_avg_sq()));
+      put_adam(adam_state, *a);
+    } else if (const auto* aw = dynamic_cast<const torch::optim::AdamWParamState*>(st)) {
+      put_adam(adamw_state, *aw);
     } else if (const auto* g = dynamic_cast<const torch::optim::SGDParamState*>(st)) {
       const bool has_buf = g->momentum_buffer().defined();
       w.layout.insert(w.layout.end(), {sgd_state, has_buf ? 1 : 0});
@@ -107,6 +113,22 @@ result<layer_copy> from_wire(const model_chain& m, int layer, const layer_wire& 
       return make_error("bad_layer", where + "a tensor does not match its parameter's shape or type");
     return ok_status();
   };
+  // Adam's or AdamW's state: step, whether it has a maximum (amsgrad), then its tensors.
+  auto take_adam = [&](auto s, const torch::Tensor& p) -> result<std::unique_ptr<torch::optim::OptimizerParamState>> {
+    std::int64_t step = 0, has_max = 0;
+    if (!take_int(step) || !take_int(has_max) || step < 0) return make_error("bad_layer", where + "bad Adam state");
+    s->step(step);
+    torch::Tensor a, b, c;
+    if (auto st = take(p, a); !st) return st.err();
+    if (auto st = take(p, b); !st) return st.err();
+    s->exp_avg(a.clone());
+    s->exp_avg_sq(b.clone());
+    if (has_max) {
+      if (auto st = take(p, c); !st) return st.err();
+      s->max_exp_avg_sq(c.clone());
+    }
+    return std::unique_ptr<torch::optim::OptimizerParamState>(std::move(s));
+  };
   std::int64_t n = 0;
   if (!take_int(n) || n != static_cast<std::int64_t>(params.size()))
     return make_error("bad_layer", where + "the sender's layer has a different number of parameters");
@@ -123,21 +145,11 @@ result<layer_copy> from_wire(const model_chain& m, int layer, const layer_wire& 
     if (!take_int(kind)) return make_error("bad_layer", where + "layout ends early");
     if (kind == no_state) {
       out->states.push_back(nullptr);
-    } else if (kind == adam_state) {
-      std::int64_t step = 0, has_max = 0;
-      if (!take_int(step) || !take_int(has_max) || step < 0) return make_error("bad_layer", where + "bad Adam state");
-      auto s = std::make_unique<torch::optim::AdamParamState>();
-      s->step(step);
-      torch::Tensor a, b, c;
-      if (auto st = take(p, a); !st) return st.err();
-      if (auto st = take(p, b); !st) return st.err();
-      s->exp_avg(a.clone());
-      s->exp_avg_sq(b.clone());
-      if (has_max) {
-        if (auto st = take(p, c); !st) return st.err();
-        s->max_exp_avg_sq(c.clone());
-      }
-      out->states.push_back(std::move(s));
+    } else if (kind == adam_state || kind == adamw_state) {
+      auto s = kind == adam_state ? take_adam(std::make_unique<torch::optim::AdamParamState>(), p)
+                                  : take_adam(std::make_unique<torch::optim::AdamWParamState>(), p);
+      if (!s) return s.err();
+      out->states.push_back(std::move(*s));
     } else if (kind == sgd_state) {
       std::int64_t has_buf = 0;
       if (!take_int(has_buf)) return make_error("bad_layer", where + "bad SGD state");

@@ -159,6 +159,7 @@ body read_body(schema::Envelope::Reader env, const decode_limits& lim) {
       m.lr = r.getLr();
       m.momentum = r.getMomentum();
       m.weight_decay = r.getWeightDecay();
+      m.nesterov = r.getNesterov();
       m.rejoin = r.getRejoin();
       m.model_hash = text(r.getModelHash(), lim, "welcome.modelHash");
       m.data = text(r.getData(), lim, "welcome.data");
@@ -274,6 +275,7 @@ std::vector<std::uint8_t> encode(const envelope& e) {
                    w.setLr(m.lr);
                    w.setMomentum(m.momentum);
                    w.setWeightDecay(m.weight_decay);
+                   w.setNesterov(m.nesterov);
                    w.setRejoin(m.rejoin);
                    w.setModelHash(m.model_hash);
                    w.setData(m.data);

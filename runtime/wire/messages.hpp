@@ -22,7 +22,7 @@ namespace dynapar::wire {
 // samples (StageTask.samples) instead of carrying inputs and targets.
 // 12: a reduce adds a bucket of layers (Reduce.layers) in one exchange.
 // 14: a drop is answered (ack) once the layer is gone: a re-plan waits for it before layers move in.
-inline constexpr std::uint16_t protocol_version = 15;
+inline constexpr std::uint16_t protocol_version = 16;
 
 // A plan with the model size and batch it was made for, so a receiver can check it alone.
 struct plan_msg {
@@ -107,6 +107,7 @@ struct welcome_msg {
   std::uint64_t seed = 0;
   std::string optimizer;
   double lr = 0, momentum = 0, weight_decay = 0;
+  bool nesterov = false;
   bool rejoin = false;
   std::string model_hash;  // a TorchScript file's SHA-256 in hex; empty for built-in models
   // The job's training set, for the node to load itself (data::source; seed: `seed`), and the

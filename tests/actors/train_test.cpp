@@ -127,7 +127,8 @@ TEST_CASE("replicas that drift apart stop the run with an error naming the layer
 }
 
 TEST_CASE("re-plans between steps move layers with their optimizer state, exactly", "[actor][train]") {
-  // Adam keeps per-parameter moments: a layer that moved without them would diverge at once.
+  // Adam and AdamW keep per-parameter moments, Nesterov's SGD a momentum buffer: a layer that
+  // moved without them would diverge at once.
   model::set_threads(1);
   const auto d = data::synthetic(640, 4);
   auto m = model::make_model("cnn", 8);
@@ -135,7 +136,9 @@ TEST_CASE("re-plans between steps move layers with their optimizer state, exactl
   training::train_settings s;
   s.plan = two_groups(4, planner::schedule_kind::one_f_one_b);
   s.steps = 9;
-  s.optimizer = {"adam", 1e-3, 0.9, 0};
+  SECTION("adam") { s.optimizer = {"adam", 1e-3, 0.9, 0}; }
+  SECTION("adamw") { s.optimizer = {"adamw", 1e-3, 0, 0.01}; }
+  SECTION("sgd, nesterov") { s.optimizer = {"sgd", 0.02, 0.9, 1e-4, true}; }
   s.hash_every = 1;
   planner::plan split;  // three single-device groups on other devices: the groups split
   split.groups = {{{5}, {0, 4}, 24, 8}, {{6}, {0, 4}, 24, 8}, {{1}, {0, 4}, 16, 8}};

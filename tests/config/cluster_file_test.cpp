@@ -194,6 +194,17 @@ TEST_CASE("job files: a fault plan, and the mistakes a fault plan can make", "[u
   CHECK(config::parse_job(YAML::Load(base), "t")->regret);
   CHECK_FALSE(config::parse_job(YAML::Load(base + "regret: false\n"), "t")->regret);
   CHECK(job_error(base + "regret: maybe\n").find("regret") != std::string::npos);
+  // Optimizers: AdamW takes PyTorch's weight decay 0.01 unless given; Nesterov needs SGD with momentum.
+  const auto adamw = config::parse_job(YAML::Load(base + "optimizer: {kind: adamw, lr: 0.002}\n"), "t");
+  REQUIRE(adamw);
+  CHECK(adamw->optimizer == "adamw");
+  CHECK(adamw->weight_decay == 0.01);
+  CHECK(config::parse_job(YAML::Load(base + "optimizer: {kind: adamw, weight_decay: 0}\n"), "t")->weight_decay == 0);
+  CHECK(config::parse_job(YAML::Load(base + "optimizer: {kind: adam}\n"), "t")->weight_decay == 0);
+  CHECK(config::parse_job(YAML::Load(base + "optimizer: {kind: sgd, momentum: 0.9, nesterov: true}\n"), "t")->nesterov);
+  CHECK(job_error(base + "optimizer: {kind: adam, nesterov: true}\n").find("optimizer.nesterov") != std::string::npos);
+  CHECK(job_error(base + "optimizer: {kind: sgd, momentum: 0, nesterov: true}\n").find("momentum > 0") != std::string::npos);
+  CHECK(job_error(base + "optimizer: {kind: lamb}\n").find("adam, adamw or sgd") != std::string::npos);
 }
 
 TEST_CASE("scenario files: the controller's hysteresis, off unless asked, and its lifetime checked", "[unit][config]") {

@@ -131,3 +131,24 @@ TEST_CASE("the data plane's membership list round-trips", "[unit][wire]") {
   CHECK(back.peers[1].endpoint == "tcp://10.0.0.7:4002");
   CHECK(back.peers[1].public_key.empty());
 }
+
+TEST_CASE("a Welcome round-trips with its optimizer", "[unit][wire]") {
+  welcome_msg w;
+  w.accepted = true;
+  w.devices = {2, 3};
+  w.model = "cnn";
+  w.seed = 9;
+  w.optimizer = "sgd";
+  w.lr = 0.05;
+  w.momentum = 0.9;
+  w.weight_decay = 1e-4;
+  w.nesterov = true;
+  const auto back = std::get<welcome_msg>(round_trip(wrap(w)).msg);
+  CHECK(back.optimizer == "sgd");
+  CHECK(back.lr == 0.05);
+  CHECK(back.momentum == 0.9);
+  CHECK(back.weight_decay == 1e-4);
+  CHECK(back.nesterov);
+  w.nesterov = false;
+  CHECK_FALSE(std::get<welcome_msg>(round_trip(wrap(w)).msg).nesterov);
+}

@@ -22,6 +22,7 @@
 #include "actors/session.hpp"
 #include "actors/trainer.hpp"
 #include "control/confirmations.hpp"
+#include "control/membership.hpp"
 #include "data/ledger.hpp"
 #include "data/sampler.hpp"
 #include "planner/cluster.hpp"
@@ -131,8 +132,7 @@ class driver {
   // moved them away (retire_leavers).
   void depart(int id) {
     if (actors_.controller) self_->send(actors_.controller, leave_atom::value, id);
-    joined_.erase(id);
-    leaving_.insert(id);
+    members_.depart(id);
     ++out_.leaves;
   }
   // A node asked to leave: its devices depart before the next step, not at the next slot. A
@@ -140,8 +140,8 @@ class driver {
   bool remote_departures() {
     if (!actors_.remote) return false;
     std::vector<int> gone;
-    for (int id : joined_) {
-      if (actors_.remote->lost(id)) dead_.insert(id);  // a crash: recovered, not a leave
+    for (int id : members_.joined_ids()) {
+      if (actors_.remote->lost(id)) members_.stopped(id);  // a crash: recovered, not a leave
       else if (!actors_.remote->present(id)) gone.push_back(id);
     }
     for (int id : gone) depart(id);
@@ -167,7 +167,7 @@ class driver {
   void note_down(const caf::down_msg& d, bool fatal = true) {
     for (const auto& [id, a] : actors_.devices)
       if (a && a.address() == d.source) {
-        dead_.insert(id);
+        members_.stopped(id);
         for (const auto& g : current_ && fatal ? current_->groups : std::vector<planner::group_plan>{})
           if (std::count(g.devices.begin(), g.devices.end(), id) && failure_.empty())
             failure_ = "device " + std::to_string(id) + " stopped (" + to_string(d.reason) + ")";
@@ -212,16 +212,12 @@ class driver {
   std::unique_ptr<gradient_reduction> reduction_;  // where a step's gradients are added
   const bool dispatches_;                         // within-step dispatch (probe_plan)
   schedule::pace_noise paces_;                    // dispatched devices' priors and the trust in probes
-  std::set<int> joined_;                          // devices that joined and have not left
-  std::set<int> leaving_;                         // left, still holding layers until re-planned
+  control::membership members_;                   // joined, leaving, failing, dead, wiped
   double bench_ref_s_ = 0;                        // this machine's time for the benchmark
   std::optional<planner::plan> current_;
   double predicted_s_ = 0, queue_ = 0;            // of the controller's latest decision
   std::vector<group_handle> groups_;
   std::map<int, std::vector<int>> holders_;       // layer -> device ids, plan order
-  // Devices lost since the plan in force was applied: holders_ and current_ still name them,
-  // but they hold nothing (a device back under the same id is a fresh one).
-  std::set<int> wiped_;
   std::string failure_;
   training::train_outcome out_;
   int replan_every_ = 0;
@@ -236,8 +232,6 @@ class driver {
   bool committed_ = false;                        // the attempt in flight reached its apply phase
   std::int64_t comm_generation_ = 0;              // reduce_task::generation: moves on with plans and failures
   control::apply_confirmations confirmed_;        // this attempt's apply phase, as the holders confirmed it
-  std::set<int> failing_;                         // injected: dying this slot, unannounced
-  std::set<int> dead_;                            // device actors seen stopping
   bool force_replan_ = false;
   training::checkpoint cut_;                      // where to roll back when a layer loses every replica
   std::vector<model::layer_copy> fresh_;          // layers the next first plan places (empty: the model's)

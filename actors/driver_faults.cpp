@@ -15,7 +15,7 @@ constexpr int max_late_retries = 4;  // deadlines of 2x, 4x, 8x, 16x before the 
 // After a failed attempt: the devices that stopped (seen going down, or not answering a
 // probe within 2 s; a hung one is stopped here).
 std::set<int> driver::find_lost() {
-  std::set<int> lost = dead_;
+  std::set<int> lost = members_.dead_ids();
   std::vector<int> ids;
   for (const auto& [id, a] : actors_.devices)
     if (!lost.count(id)) ids.push_back(id);
@@ -38,7 +38,7 @@ std::map<int, double> driver::probe_all(const std::vector<int>& ids, std::chrono
 // Holders under the plan in force, still in the run, that have not confirmed this attempt's
 // apply phase.
 std::set<int> driver::unconfirmed() const {
-  return confirmed_.missing(holders_, [&](int id) { return actors_.devices.count(id) && !wiped_.count(id); });
+  return confirmed_.missing(holders_, [&](int id) { return actors_.devices.count(id) && !members_.wiped(id); });
 }
 
 // Messages of abandoned attempts still on their way to the driver.
@@ -76,7 +76,7 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
   const double probe_s = std::chrono::duration<double>(known - started).count();
   control::recovery_facts f;
   f.holders = holders_;
-  f.wiped = wiped_;
+  f.wiped = members_.wiped_ids();
   f.lost = lost;
   // A Gloo communicator broken under a holder (a peer's process went away, or was cut off,
   // mid all-reduce) with every device answering is transient: the attempt re-runs on the next
@@ -100,16 +100,13 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
     self_->send(actors_.controller, leave_atom::value, id);
     note({t, "lost", "crash", id, "", why.message, probe_s});
     cluster_.forget(id);
-    joined_.erase(id);
-    leaving_.erase(id);
-    failing_.erase(id);
-    dead_.erase(id);
+    members_.forget(id);
     ++out_.devices_lost;
   }
   drain_stale();
   const char* how = committed ? "the step had applied" : "the step re-runs";
   if (d.step_applied) ledger.applied(t / sampler.steps_per_epoch(), sampler.step_samples(t));
-  wiped_ = d.wiped;
+  members_.set_wiped(d.wiped);
   if (d.what == action::retry_late) {
     ++late_retries_;
     t = d.next_step;
@@ -202,12 +199,12 @@ void driver::strike(const sim::fault& f, const char* source, std::int64_t t, std
   auto log = logging::get("train");
   int id = f.device;
   if (id < 0) {
-    among.erase(std::remove_if(among.begin(), among.end(), [&](int d) { return failing_.count(d) > 0; }), among.end());
+    among.erase(std::remove_if(among.begin(), among.end(), [&](int d) { return members_.failing(d); }), among.end());
     if (among.empty()) return log->warn("step {}: fault {} skipped: no device of the plan left to hit", t, sim::name(f.kind));
     id = among[std::uniform_int_distribution<std::size_t>(0, among.size() - 1)(fault_rng_)];
   }
   const char* kind = sim::name(f.kind);
-  if (!joined_.count(id) || !actors_.devices.count(id) || failing_.count(id)) {
+  if (!members_.joined(id) || !actors_.devices.count(id) || members_.failing(id)) {
     log->warn("step {}: fault {} on device {} skipped: the device is not in the run", t, kind, id);
     return;
   }
@@ -218,7 +215,7 @@ void driver::strike(const sim::fault& f, const char* source, std::int64_t t, std
   switch (f.kind) {
     case sim::fault_kind::kill:
       self_->send(dev, fail_atom::value, after_us);
-      failing_.insert(id);
+      members_.kill_sent(id);
       detail = "killed " + into;
       break;
     case sim::fault_kind::pause:

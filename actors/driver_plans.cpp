@@ -30,10 +30,10 @@ status driver::enter_slot(std::int64_t slot, bool& changed) {
   // Injected crashes: the device dies at a random moment of about the next step, unannounced;
   // detection and recovery find out (docs/RELIABILITY.md).
   for (int id : cluster_.failing(static_cast<int>(slot)))
-    if (joined_.count(id) && actors_.devices.count(id)) {
+    if (members_.joined(id) && actors_.devices.count(id)) {
       std::uniform_real_distribution<double> moment(0, last_step_s_);
       self_->send(actors_.devices.at(id), fail_atom::value, static_cast<int>(moment(fault_rng_) * 1e6));
-      failing_.insert(id);
+      members_.kill_sent(id);
       ++out_.faults_injected;
       note({slot * s_.slot_steps, "injected", "kill", id, "plan", "the dynamics' fail event at slot " + std::to_string(slot), 0});
     }
@@ -47,8 +47,8 @@ void driver::reprobe_idle() {
   std::set<int> busy;
   for (const auto& g : current_->groups) busy.insert(g.devices.begin(), g.devices.end());
   std::vector<int> idle;
-  for (int id : joined_)
-    if (!busy.count(id) && !failing_.count(id) && actors_.devices.count(id)) idle.push_back(id);
+  for (int id : members_.joined_ids())
+    if (!busy.count(id) && !members_.failing(id) && actors_.devices.count(id)) idle.push_back(id);
   // One that fails or is late is skipped: the fault path, not this, finds devices that are gone.
   for (const auto& [id, probe_s] : probe_all(idle, timeout_))
     self_->send(actors_.controller, join_atom::value, id, announced_speed(id, probe_s));
@@ -57,8 +57,8 @@ void driver::reprobe_idle() {
 status driver::update_membership(std::int64_t slot, bool& changed) {
   for (const auto& dev : cluster_.truth().devices) {
     const int id = dev.id;
-    if (failing_.count(id)) continue;
-    const bool in = joined_.count(id) > 0;
+    if (members_.failing(id)) continue;
+    const bool in = members_.joined(id);
     // Devices in node processes take part while their node hosts them.
     const bool available = dev.available && (!actors_.remote || actors_.remote->present(id));
     if (available && !in) {
@@ -86,8 +86,7 @@ status driver::update_membership(std::int64_t slot, bool& changed) {
         continue;
       }
       if (actors_.controller) self_->send(actors_.controller, join_atom::value, id, announced_speed(id, probe_s));
-      joined_.insert(id);
-      leaving_.erase(id);
+      members_.join(id);
       if (slot > first_slot_) ++out_.joins;
       changed = true;
     } else if (!available && in) {
@@ -103,15 +102,15 @@ status driver::update_membership(std::int64_t slot, bool& changed) {
 // Waits up to rejoin_wait_s for more devices than the `have` joined now: replacements for
 // lost ones (`why`: what the run cannot do with those it has).
 status driver::await_devices(std::int64_t slot, std::int64_t t, bool& changed, const std::string& why) {
-  const auto have = joined_.size();
+  const auto have = members_.joined_count();
   logging::get("train")->warn("step {}: {}; waiting up to {:.0f} s for devices to join", t, why, s_.rejoin_wait_s);
   const auto until = clock::now() + std::chrono::duration<double>(s_.rejoin_wait_s);
-  while (joined_.size() <= have && clock::now() < until) {
+  while (members_.joined_count() <= have && clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     if (actors_.remote) remote_departures();
     if (auto st = update_membership(slot, changed); !st) return st;
   }
-  if (joined_.size() > have) return ok_status();
+  if (members_.joined_count() > have) return ok_status();
   const auto waited = std::to_string(s_.rejoin_wait_s).substr(0, 4);
   if (have == 0) return make_error("no_devices", "every device was lost and none joined within " + waited + " s (step " + std::to_string(t) + ")");
   return make_error("no_devices", why + ", and no device joined within " + waited + " s");
@@ -154,7 +153,7 @@ result<std::optional<control::decision>> driver::next_plan(std::int64_t t, bool 
   predicted_s_ = got->predicted_s;
   queue_ = got->queue;
   // The same plan is no change, unless devices it uses were lost and must be refilled.
-  if (current_ && got->plan.groups == current_->groups && wiped_.empty()) return std::optional<control::decision>{};
+  if (current_ && got->plan.groups == current_->groups && members_.wiped_ids().empty()) return std::optional<control::decision>{};
   return got;
 }
 
@@ -163,14 +162,14 @@ result<std::optional<control::decision>> driver::next_plan(std::int64_t t, bool 
 // longer held are dropped; groups re-form around the devices.
 status driver::apply(const control::decision& decision, std::int64_t t, std::int64_t slot, training::step_record& rec) {
   const auto& next = decision.plan;
-  std::vector<int> live(joined_.begin(), joined_.end());
+  const auto live = members_.joined_ids();
   if (auto v = planner::validate(next, L_, s_.batch, live); !v)
     return make_error(v.err().code, "plan before step " + std::to_string(t) + ": " + v.err().message +
                                         " (devices that joined and have not left: the plan may use only these)");
   const auto started = clock::now();
   const auto diff = planner::diff(
       current_ ? &*current_ : nullptr, next, [&](int from, int to) { return comm::transfer_s(link(from, to), 1e6); },
-      wiped_);
+      members_.wiped_ids());
   std::vector<int> ends;  // the devices layers move between: where a kill "during a migration" lands
   for (const auto& mv : diff.moves)
     if (mv.from >= 0) ends.insert(ends.end(), {mv.from, mv.to});
@@ -199,7 +198,7 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
       for (int id : ids)
         if (droppers.count(id)) all.emplace_back(id, l);
     drop_layers(all);
-    wiped_.insert(droppers.begin(), droppers.end());
+    for (int id : droppers) members_.wipe(id);
   };
   failure_ = drop_layers(early);
   if (auto st = check("dropping layers before step " + std::to_string(t)); !st) {
@@ -262,7 +261,7 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
     rec.bytes_migrated = bytes;
   }
   current_ = next;
-  wiped_.clear();
+  members_.plan_applied();
   sync_stale_ = true;
   if (cb_.on_plan) cb_.on_plan(pr);
   return ok_status();
@@ -321,7 +320,7 @@ double driver::move_layers(const std::vector<planner::layer_move>& moves, std::i
         [&](caf::down_msg& d) {  // a source or target of this diff stopped
           note_down(d, false);
           for (const auto& mv : moves)
-            if (dead_.count(mv.to) || dead_.count(mv.from)) failure_ = "a device stopped while layers moved";
+            if (members_.dead(mv.to) || members_.dead(mv.from)) failure_ = "a device stopped while layers moved";
         },
         caf::after(std::chrono::milliseconds(100)) >> [&] {
           if (const int id = moving_lost(); id >= 0) failure_ = "device " + std::to_string(id) + "'s node was lost while layers moved";
@@ -345,20 +344,17 @@ std::string driver::drop_layers(const std::vector<std::pair<int, int>>& drops) {
 }
 
 void driver::retire_leavers() {
-  for (auto it = leaving_.begin(); it != leaving_.end();) {
+  for (int id : members_.leaving_ids()) {
     bool used = false;
-    for (const auto& g : current_->groups) used = used || std::count(g.devices.begin(), g.devices.end(), *it);
-    if (used) {
-      ++it;
-      continue;
-    }
+    for (const auto& g : current_->groups) used = used || std::count(g.devices.begin(), g.devices.end(), id);
+    if (used) continue;
     // A device its node still hosts left only in the emulated dynamics: its proxy stays, so
     // that it can come back. Otherwise its actor (or its node's device) is retired.
-    if (!actors_.remote || !actors_.remote->present(*it)) {
-      self_->send_exit(actors_.devices.at(*it), caf::exit_reason::user_shutdown);
-      actors_.devices.erase(*it);
+    if (!actors_.remote || !actors_.remote->present(id)) {
+      self_->send_exit(actors_.devices.at(id), caf::exit_reason::user_shutdown);
+      actors_.devices.erase(id);
     }
-    it = leaving_.erase(it);
+    members_.retire(id);
   }
 }
 

@@ -110,18 +110,16 @@ result<training::train_outcome> driver::run() {
     // A device that died between steps (unused, or after the last one) is lost before it is
     // planned again.
     drain_stale();
-    bool died = false;
-    for (int id : dead_) died = died || joined_.count(id) || leaving_.count(id);
-    if (died) {  // step t has not started
+    if (members_.member_died()) {  // step t has not started
       if (auto st = recover(t, false, make_error("device_lost", "a device stopped between steps"), ledger, sampler); !st)
         return st.err();
       --t;  // the loop's ++t: go on at t
       continue;
     }
-    if (joined_.empty())
+    if (members_.joined_count() == 0)
       if (auto st = await_devices(slot, t, changed, "no device left"); !st) return st.err();
     auto next = next_plan(t, changed);
-    if (!next && actors_.controller && !joined_.empty() && out_.devices_lost > 0) {
+    if (!next && actors_.controller && members_.joined_count() > 0 && out_.devices_lost > 0) {
       // Those left after a loss cannot run the model (too little memory among them):
       // replacements may come.
       if (auto st = await_devices(slot, t, changed, next.err().message); !st) return st.err();
@@ -145,7 +143,7 @@ result<training::train_outcome> driver::run() {
     if (!current_) return make_error("bad_job", "no plan before step " + std::to_string(t));
     rec.predicted_s = predicted_s_;
     rec.cost_queue = queue_;
-    for (int id : leaving_)
+    for (int id : members_.leaving_ids())
       for (const auto& g : current_->groups)
         if (std::count(g.devices.begin(), g.devices.end(), id))
           return make_error("device_left", "device " + std::to_string(id) + " left at slot " + std::to_string(slot) +

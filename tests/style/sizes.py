@@ -13,8 +13,8 @@ import sys
 LINES = {"actors": 400, "runtime": 500}
 MEMBERS = 30
 # Over the limit today; each number is a ceiling until the class is cut (issue 47: the
-# driver's device sets become one membership state).
-CEILINGS = {"driver": 47}
+# driver's five device sets became one control::membership, 47 -> 43).
+CEILINGS = {"driver": 43}
 
 
 def strip(text):

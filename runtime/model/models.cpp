@@ -282,22 +282,18 @@ void step_on_sums(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>
 
 std::unique_ptr<torch::optim::OptimizerParamState> copy_state(const torch::optim::OptimizerParamState& s, const torch::Device& to) {
   auto moved = [&](const torch::Tensor& t) { return t.to(to, /*non_blocking=*/false, /*copy=*/true); };
-  if (const auto* a = dynamic_cast<const torch::optim::AdamParamState*>(&s)) {
-    auto out = std::make_unique<torch::optim::AdamParamState>();
-    out->step(a->step());
-    out->exp_avg(moved(a->exp_avg()));
-    out->exp_avg_sq(moved(a->exp_avg_sq()));
-    if (a->max_exp_avg_sq().defined()) out->max_exp_avg_sq(moved(a->max_exp_avg_sq()));
+  // Adam's and AdamW's states hold the same (AdamW's is its own type).
+  auto adam = [&](const auto& a, auto out) -> std::unique_ptr<torch::optim::OptimizerParamState> {
+    out->step(a.step());
+    out->exp_avg(moved(a.exp_avg()));
+    out->exp_avg_sq(moved(a.exp_avg_sq()));
+    if (a.max_exp_avg_sq().defined()) out->max_exp_avg_sq(moved(a.max_exp_avg_sq()));
     return out;
-  }
-  if (const auto* a = dynamic_cast<const torch::optim::AdamWParamState*>(&s)) {
-    auto out = std::make_unique<torch::optim::AdamWParamState>();
-    out->step(a->step());
-    out->exp_avg(moved(a->exp_avg()));
-    out->exp_avg_sq(moved(a->exp_avg_sq()));
-    if (a->max_exp_avg_sq().defined()) out->max_exp_avg_sq(moved(a->max_exp_avg_sq()));
-    return out;
-  }
+  };
+  if (const auto* a = dynamic_cast<const torch::optim::AdamParamState*>(&s))
+    return adam(*a, std::make_unique<torch::optim::AdamParamState>());
+  if (const auto* a = dynamic_cast<const torch::optim::AdamWParamState*>(&s))
+    return adam(*a, std::make_unique<torch::optim::AdamWParamState>());
   if (const auto* g = dynamic_cast<const torch::optim::SGDParamState*>(&s)) {
     auto out = std::make_unique<torch::optim::SGDParamState>();
     if (g->momentum_buffer().defined()) out->momentum_buffer(moved(g->momentum_buffer()));

@@ -44,7 +44,6 @@ void controller::observe(const measurement& m) {
   for (const auto& [id, j] : m.energy_j) slot_energy_[id] += j;
   ++slot_steps_;
   if (!first_step_ && m.time_s > 0) {
-    slot_times_.push_back(m.time_s);
     slot_.time_s.push_back(m.time_s);
     slot_.cost.push_back(m.cost);
     double joules = 0;
@@ -90,9 +89,7 @@ double step_noise(const std::vector<double>& t) {
 //   that slowed before the estimates knew) does not shrink every later allowance;
 // - the noise, which the hysteresis must not chase: the steps' own plus the slots' spread
 //   about the bias, again robust to one outlying slot.
-void controller::update_bias() {
-  const std::vector<double> times = std::move(slot_times_);
-  slot_times_.clear();
+void controller::update_bias(const std::vector<double>& times) {
   if (!current_ || times.empty() || !(decided_pred_ > 0)) return;
   double mean = 0;
   for (double t : times) mean += t / static_cast<double>(times.size());
@@ -189,7 +186,7 @@ result<decision> controller::decide(std::int64_t slot, const std::vector<int>& h
   close_slot();
   const regret_side steady = std::move(slot_);  // the slot's steady steps
   slot_ = {};
-  update_bias();
+  update_bias(steady.time_s);
   const planner::queue_state q = planning_state();
   const planner::cluster_state view = estimates_.view(cfg_.cluster, hidden);
   const planner::problem p(cfg_.profile, view, cfg_.planner, cfg_.budget);

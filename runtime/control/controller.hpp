@@ -108,7 +108,7 @@ class controller {
   void set_available(int id, bool on);
   // The queues as the planner sees them: with the predictions' measured bias (time_ratio).
   planner::queue_state planning_state() const;
-  void update_bias();
+  void update_bias(const std::vector<double>& steady_times);
   std::string explain(const planner::problem& p, const planner::plan& next) const;
 
   controller_config cfg_;
@@ -121,20 +121,19 @@ class controller {
   double slot_cost_ = 0;                   // summed over the slot's steps so far
   std::map<int, double> slot_energy_;      // joules by device, likewise
   int slot_steps_ = 0;
-  // Steady steps (without migration) of the slot so far, and what update_bias learns from
-  // them: the bias (median of the last `bias_window` slots' log measured / decided
-  // prediction) and the noise (the steps' own, moving mean over slots, plus the spread).
-  std::vector<double> slot_times_;
+  // What update_bias learns from a slot's steady steps (slot_): the bias (median of the last
+  // `bias_window` slots' log measured / decided prediction) and the noise (the steps' own,
+  // moving mean over slots, plus the spread).
   std::deque<double> recent_bias_;
   static constexpr std::size_t bias_window = 9;
   double log_bias_ = 0, step_noise_ = 0, noise_ = 0;
   double decided_pred_ = 0;        // the plan in force's steady step, as predicted when decided
   bool first_step_ = true;                 // of the plan in force: it carries the migration
   int kept_ = 0;
-  // The regret check: the steady steps' costs beside slot_times_; the last change on trial
-  // (the plan before it and what that measured, and the change's own steady steps so far);
-  // the layout last undone, refused until `until` unless devices come or go.
-  regret_side slot_;  // this slot's steady steps (times also in slot_times_)
+  // The slot's steady steps (without migration) so far. The regret check: the last change on
+  // trial (the plan before it and what that measured, and the change's own steady steps so
+  // far); the layout last undone, refused until `until` unless devices come or go.
+  regret_side slot_;
   struct trial {
     planner::plan before;
     regret_side before_steps, steps;

@@ -117,7 +117,7 @@ struct train_settings {
   // With peer_sum: the layers with the same holders are added in buckets of at least this many
   // bytes of parameters, filled from the top layer down (0: one bucket per holder set), one
   // exchange each: the time model's buckets (planner_config::sum_bucket_bytes; docs/RUNTIME.md).
-  std::size_t bucket_bytes = std::size_t{8} << 20;
+  std::size_t bucket_bytes = static_cast<std::size_t>(planner::planner_config{}.sum_bucket_bytes);
   // A holder's sums start when its stage finishes the step's backward, not when every group
   // has (the job's planner `overlap_sums`; docs/RUNTIME.md).
   bool overlap_sums = true;

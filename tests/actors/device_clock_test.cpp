@@ -2,6 +2,8 @@
 // stretched to at least its emulated length.
 #include <catch2/catch.hpp>
 
+#include <thread>
+
 #include "actors/device_clock.hpp"
 
 using namespace dynapar;
@@ -40,4 +42,21 @@ TEST_CASE("work lasts at least its reference time over the speed", "[unit][devic
   const device_clock::work_start w;
   const double took = c.finish(w, 0.02);  // 20 ms of reference work at half speed
   CHECK(took >= 0.04);
+}
+
+TEST_CASE("CPU-timed work is stretched by its CPU time, not by waits", "[unit][device]") {
+  device_clock c(0.5);
+  c.new_step();
+  // Busy work: at half speed it lasts at least twice the CPU seconds it took.
+  const device_clock::work_start busy;
+  volatile double x = 0;
+  while (device_clock::thread_cpu_s() - busy.cpu0 < 0.01) x = x + 1;
+  const double cpu = device_clock::thread_cpu_s() - busy.cpu0;
+  CHECK(c.finish(busy) >= 2 * cpu);
+  // Waiting (a sleep: a wait for a core or a message) uses no CPU and is not stretched; a
+  // wall-clock dilation would make these 20 ms last 40.
+  c.new_step();
+  const device_clock::work_start idle;
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(c.finish(idle) < 0.035);
 }

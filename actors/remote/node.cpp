@@ -43,10 +43,12 @@ status send_body(zmq::socket_t& s, const std::string& sender, wire::body b) {
 // The controller's welcome (or refusal), skipping heartbeats; an error when none comes in time
 // or, over CURVE, as soon as the handshake fails.
 result<wire::welcome_msg> await_welcome(zmq::socket_t& s, const std::string& controller, double timeout_s,
-                                        comm::handshake_watch& watch) {
+                                        comm::handshake_watch& watch, const std::atomic<bool>* leave = nullptr) {
   const auto until = clock::now() + std::chrono::duration<double>(timeout_s);
   while (clock::now() < until) {
     if (auto why = watch.failure()) return make_error("auth", controller + ": " + *why);
+    // A SIGTERM (a scancel, a stop) before the controller answered: nothing to hand back.
+    if (leave && *leave) return make_error("left", "asked to leave before the controller at " + controller + " answered");
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - clock::now());
     auto p = comm::recv_packet(s, false, std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(100)));
     if (!p) return p.err();
@@ -136,7 +138,12 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
   auto log = logging::get("node");
   mesh.forget();
   if (auto st = send_body(dealer, name, wire::join_msg{name, cfg.devices, mesh.endpoint()}); !st) return st.err();
-  auto w = await_welcome(dealer, cfg.controller, cfg.connect_timeout_s, watch);
+  auto w = await_welcome(dealer, cfg.controller, cfg.connect_timeout_s, watch, &leave);
+  if (!w && w.err().code == "left") {
+    log->info("node '{}' {}: it hosted nothing yet, so it stops", name, w.err().message);
+    out.left = true;
+    return session_end::done;
+  }
   if (!w) return w.err();
   if (!w->accepted) return make_error("refused", "the controller refused node '" + name + "': " + w->reason);
   auto source = model_source(cfg, *w);

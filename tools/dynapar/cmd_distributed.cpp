@@ -26,6 +26,7 @@
 #include "comm/packet.hpp"
 #include "commands.hpp"
 #include "launch/processes.hpp"
+#include "launch/slurm.hpp"
 #include "logging/logging.hpp"
 #include "model/collective.hpp"
 #include "sim/world.hpp"
@@ -51,6 +52,7 @@ struct controller_options {
   bool central_sum = false;   // the driver gathers and adds the gradients (not the holders)
   bool send_inputs = false;   // inputs and targets travel as tensors (not as sample ids)
   std::string inexact_sum = "auto";  // exact: false: "gloo", "holders", or auto (Gloo where it may run)
+  std::string address_file;   // controller: where to publish the endpoint nodes dial (empty: nowhere)
   std::optional<comm::server_keys> server;  // loaded from `keys`
 };
 
@@ -143,6 +145,14 @@ result<training::train_outcome> train_remote(training::prepared_job& p, const tr
   auto remote = actors::remote_devices::start(sys, p.model, rc);
   if (!remote) return remote.err();
   log->info("listening on {}", (*remote)->endpoint());
+  if (!o.address_file.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    auto address = launch::advertised_endpoint((*remote)->endpoint(), host);
+    if (!address) return address.err();
+    if (auto st = launch::write_file_atomically(o.address_file, *address + "\n"); !st) return st.err();
+    log->info("wrote the address nodes dial, {}, to {}", *address, o.address_file);
+  }
   // Local nodes read the job's own data files where this process does (a node started by
   // hand reads them only with --data-dir: docs/SECURITY.md, "What a node loads").
   std::vector<std::string> node_args;
@@ -239,7 +249,26 @@ struct node_options {
   std::vector<std::string> devices;
   bool leave = false;
   std::string keys, key_name;
+  bool slurm = false;             // devices, name and key from the SLURM_* variables
+  launch::slurm_devices slurm_devices;
 };
+
+// --slurm: this srun task's devices (--device-base, --devices-per-task), its name unless
+// --name, and its own key DIR/device-ID.key (ID its first device) where --keys has one.
+status apply_slurm(node_options& o, const launch::env_lookup& env) {
+  if (!o.devices.empty()) return make_error("bad_flag", "--slurm picks this task's devices: drop --device (or --slurm)");
+  auto task = launch::read_slurm_task(env);
+  if (!task) return task.err();
+  const auto ids = launch::task_devices(*task, o.slurm_devices);
+  for (int id : ids) o.devices.push_back(std::to_string(id));
+  if (o.node.name.empty()) o.node.name = launch::task_name(*task);
+  const auto own_key = "device-" + o.devices.front();
+  if (!o.keys.empty() && o.key_name.empty() && std::filesystem::exists(std::filesystem::path(o.keys) / (own_key + ".key")))
+    o.key_name = own_key;
+  logging::get("node")->info("slurm task {} of {} (job {}, step {}): devices {}..{}", task->procid, task->ntasks, task->job, task->step,
+                             ids.front(), ids.back());
+  return ok_status();
+}
 
 // --device ID or ID:NAME. Speeds, prices and links come from the job: the node names which
 // of the job's devices it hosts.
@@ -259,6 +288,9 @@ result<std::vector<planner::device_spec>> parse_devices(const std::vector<std::s
 }
 
 int node_main(node_options o) {
+  if (o.slurm)
+    if (auto st = apply_slurm(o, launch::process_env()); !st) return report(st.err());
+  if (o.devices.empty()) return report(make_error("bad_flag", "name the devices this node hosts: --device ID (or --slurm under srun)"));
   auto devs = parse_devices(o.devices);
   if (!devs) return report(devs.err());
   // A leave may use an operator's key or the node's own.
@@ -353,6 +385,8 @@ void add_distributed(CLI::App& app, runner& run) {
   auto* ctl = app.add_subcommand("controller", "Train a job whose devices are hosted by `dynapar node` processes");
   add_controller_flags(ctl, *c);
   ctl->add_option("--bind", c->bind, "ZeroMQ endpoint to listen on (default tcp://127.0.0.1:5555)");
+  ctl->add_option("--address-file", c->address_file,
+                  "Once listening, write the endpoint nodes dial here (a wildcard host becomes this machine's name; docs/CLUSTERS.md)");
   ctl->callback([c, &run] {
     run = [c] {
       // Refused before the job is loaded (a bad address should not cost a profiling run), and
@@ -387,7 +421,14 @@ void add_distributed(CLI::App& app, runner& run) {
   auto n = std::make_shared<node_options>();
   auto* node = app.add_subcommand("node", "Host devices for a controller (SIGTERM: leave after the current step)");
   node->add_option("--controller", n->node.controller, "The controller's endpoint, tcp://HOST:PORT")->required();
-  node->add_option("--device", n->devices, "A device of the job this node hosts: ID or ID:NAME (repeatable)")->required();
+  node->add_option("--device", n->devices, "A device of the job this node hosts: ID or ID:NAME (repeatable; or --slurm)");
+  node->add_flag("--slurm", n->slurm,
+                 "Started by srun: host devices BASE + SLURM_PROCID x K .. + K-1, named slurm-JOB.STEP-PROCID, with DIR/device-ID.key "
+                 "where --keys has one (docs/CLUSTERS.md)");
+  node->add_option("--device-base", n->slurm_devices.base, "--slurm: this allocation's first device id (default 0)")
+      ->check(CLI::Range(0, 1000000));
+  node->add_option("--devices-per-task", n->slurm_devices.per_task, "--slurm: devices each task hosts (default 1)")
+      ->check(CLI::Range(1, 1024));
   node->add_option("--name", n->node.name, "Unique node name (default node-PID)");
   node->add_option("--data-bind", n->node.data_bind,
                    "Where other nodes send this node's devices data, tcp://HOST:PORT (default tcp://127.0.0.1:0, any free port)");

@@ -27,6 +27,8 @@ packages=(
 )
 # The tests' fuzzers need clang with its libFuzzer runtime (tests/fuzz).
 [[ $mode == test ]] && packages+=(clang libclang-rt-14-dev)
+# A one-machine Slurm for tests/cli/slurm.sh (its daemons run only for that test).
+[[ $mode == test ]] && packages+=(slurm-wlm munge)
 
 install_packages() {
   local missing=()

@@ -3,8 +3,10 @@
 # with this machine as the one node, no cgroups) runs the elastic job through examples/slurm:
 #  1. `sbatch dynapar.sbatch` (2 tasks: the controller, nodes for devices 0 and 1); a second
 #     allocation (`sbatch join.sbatch`, devices 2 and 3) joins mid-run, and its `scancel`
-#     makes its nodes leave. The run must equal one device (--verify), lose and repeat no
-#     sample, and show the joins and leaves in plans.jsonl.
+#     makes its nodes leave; a third (device 2 again) joins and its node process is killed
+#     (SIGKILL, as when its machine fails: a crash; scancel, even with --signal=KILL, cancels
+#     with a SIGTERM first, which is a leave). The run must equal one device (--verify), lose
+#     and repeat no sample, show the joins and leaves in plans.jsonl, and recover.
 #  2. A requeue (`scontrol requeue`, as after a node failure or preemption) of a job that has
 #     written checkpoints: the job starts again, resumes from its newest checkpoint, and ends
 #     equal to one device.
@@ -91,12 +93,14 @@ wait_job() {
   for _ in $(seq 1200); do [ -z "$(squeue -h -j "$1" -o %i 2> /dev/null)" ] && return 0; sleep 0.1; done
   echo "job $1 still runs after 120 s"; squeue; return 1
 }
-# Waits (up to 120 s) until plans.jsonl of run $1 has a plan in which device $3 is in list $2.
+# Waits (up to 120 s) until plans.jsonl of run $1 has $4 (default 1) plans in which device $3
+# is in list $2 ("joined" or "left").
 wait_plan() {
   for _ in $(seq 1200); do
     [ -f "$1/out/plans.jsonl" ] && /usr/bin/python3 -c '
 import json, sys
-sys.exit(0 if any(int(sys.argv[2]) in json.loads(l)[sys.argv[1]] for l in open(sys.argv[3])) else 1)' "$2" "$3" "$1/out/plans.jsonl" && return 0
+n = sum(int(sys.argv[2]) in json.loads(l)[sys.argv[1]] for l in open(sys.argv[3]))
+sys.exit(0 if n >= int(sys.argv[4]) else 1)' "$2" "$3" "$1/out/plans.jsonl" "${4:-1}" && return 0
     sleep 0.1
   done
   echo "no plan with device $3 $2 (run $1 is at step $(steps "$1"))"; cat "$out"/*.out; return 1
@@ -104,7 +108,7 @@ sys.exit(0 if any(int(sys.argv[2]) in json.loads(l)[sys.argv[1]] for l in open(s
 
 # 1. A second allocation joins and is cancelled.
 export DYNAPAR_RUN=$out/elastic
-first=$(sbatch --parsable --ntasks=2 -o "$out/first.out" "$root/examples/slurm/dynapar.sbatch" "$job" --steps 120 --verify)
+first=$(sbatch --parsable --ntasks=2 -o "$out/first.out" "$root/examples/slurm/dynapar.sbatch" "$job" --steps 200 --verify)
 for _ in $(seq 1200); do [ "$(steps "$DYNAPAR_RUN")" -ge 4 ] && break; sleep 0.1; done
 join=$(DYNAPAR_DEVICE_BASE=2 sbatch --parsable --ntasks=2 -o "$out/join.out" "$root/examples/slurm/join.sbatch")
 wait_plan "$DYNAPAR_RUN" joined 2
@@ -113,6 +117,18 @@ scancel "$join"
 wait_plan "$DYNAPAR_RUN" left 2
 wait_plan "$DYNAPAR_RUN" left 3
 wait_job "$join"
+crash=$(DYNAPAR_DEVICE_BASE=2 sbatch --parsable --ntasks=1 -o "$out/crash.out" "$root/examples/slurm/join.sbatch")
+wait_plan "$DYNAPAR_RUN" joined 2 2
+# The job's node process: a `dynapar node --slurm` whose environment names the job (proctrack/linuxproc
+# lists no pids for `scontrol listpids`).
+killed=0
+for pid in $(pgrep -f " node --slurm "); do
+  if tr '\0' '\n' < "/proc/$pid/environ" 2> /dev/null | grep -qx "SLURM_JOB_ID=$crash"; then
+    kill -KILL "$pid" && killed=$((killed + 1))
+  fi
+done
+[ "$killed" = 1 ] || { echo "found $killed node processes of job $crash, not 1"; exit 1; }
+wait_job "$crash"
 wait_job "$first"
 grep -q "verify ok" "$out/first.out" || { echo "first job:"; cat "$out/first.out"; exit 1; }
 /usr/bin/python3 - "$DYNAPAR_RUN/out" "$out/first.out" <<'PY'
@@ -121,19 +137,25 @@ d = sys.argv[1]
 s = json.load(open(d + "/summary.json"))
 assert s["reference_max_rel_diff"] == 0, s["reference_max_rel_diff"]
 assert s["samples_lost"] == 0 and s["samples_duplicated"] == 0, s
-assert s["steps"] == 120 and s["joins"] == 2 and s["leaves"] == 2, s
+assert s["steps"] == 200 and s["joins"] == 3 and s["leaves"] == 2, s
+assert s["devices_lost"] == 1 and s["recoveries"] == 1, s
 plans = [json.loads(l) for l in open(d + "/plans.jsonl")]
 used = lambda p, dev: any(dev in g["devices"] for g in p["plan"]["groups"])
+# Device 2 joined again (the third allocation), after it had left.
+rejoined = max(p["step"] for p in plans if 2 in p["joined"])
+assert rejoined > min(p["step"] for p in plans if 2 in p["left"]), plans
 for dev in (2, 3):
     joined = min(p["step"] for p in plans if dev in p["joined"])
     left = min(p["step"] for p in plans if dev in p["left"])
+    again = rejoined if dev == 2 else s["steps"]
     assert 0 < joined < left < s["steps"], (dev, joined, left)
-    assert not any(used(p, dev) for p in plans if p["step"] < joined or p["step"] >= left), dev
-# Each node proved its own key: device-0 .. device-3, once each.
-log = open(sys.argv[2]).read() + open(sys.argv[2].replace("first", "join")).read()
-for dev in range(4):
-    assert len(re.findall(r"joined with 1 device\(s\), key node:device-%d$" % dev, log, re.M)) == 1, dev
-print("elastic: diff", s["reference_max_rel_diff"], "joins", s["joins"], "leaves", s["leaves"], "replans", s["replans"])
+    assert not any(used(p, dev) for p in plans if p["step"] < joined or left <= p["step"] < again), dev
+# Each node proved its own key: device-0, -1, -3 once, device-2 twice (two allocations).
+log = "".join(open(sys.argv[2].replace("first", f)).read() for f in ("first", "join", "crash"))
+for dev, times in ((0, 1), (1, 1), (2, 2), (3, 1)):
+    assert len(re.findall(r"joined with 1 device\(s\), key node:device-%d$" % dev, log, re.M)) == times, dev
+print("elastic: diff", s["reference_max_rel_diff"], "joins", s["joins"], "leaves", s["leaves"], "lost", s["devices_lost"],
+      "replans", s["replans"])
 PY
 
 # 2. A requeued job resumes from its newest checkpoint.

@@ -66,8 +66,14 @@ void gloo_reduce(device_self self, const reduce_task& t, int rank, caf::response
 }  // namespace
 
 caf::result<applied> apply_sum(device_state& s, std::int64_t step, int layer, const std::vector<model::tensor>& sum, double divisor) {
+  // `step` is the attempt's tag; the learning rate follows the training step of the attempt's
+  // task, which every holder ran (it holds the layer because its stage has it).
+  if (s.task.step != step)
+    return caf::make_error(caf::sec::runtime_error, "device " + std::to_string(s.cfg.id) + ", layer " + std::to_string(layer) +
+                                                        ": a sum of attempt " + std::to_string(step) + ", but its task is of attempt " +
+                                                        std::to_string(s.task.step));
   const device_clock::work_start w;
-  auto st = s.worker->apply(layer, sum, divisor);
+  auto st = s.worker->apply(layer, sum, divisor, s.task.train_step);
   s.speed.finish(w, s.speed.update_s(layer));
   if (!st) return caf::make_error(caf::sec::runtime_error, st.err().message);
   return applied{s.cfg.id, step, layer};

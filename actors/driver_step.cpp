@@ -220,6 +220,7 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
                                          " did not confirm applying its layers");
   rec.update_s = since(update_started);
   rec.loss = loss_sum / s_.batch;
+  rec.lr = lr_at(s_.optimizer.schedule, s_.optimizer.lr, t);
   return ok_status();
 }
 

@@ -162,6 +162,12 @@ struct Welcome {
   dataSamples @12 :UInt32;    # synthetic: the training set's size (seed: the job's)
   dataHash @13 :UInt64;       # the controller's fingerprint of the training set
   nesterov @14 :Bool;         # sgd: Nesterov momentum
+  schedule @15 :Text;         # the learning rate's schedule (common/lr_schedule.hpp): constant,
+  warmupSteps @16 :Int64;     #   step or cosine, with its parameters; a node applies step t's
+  scheduleSteps @17 :Int64;   #   rate as the reference does
+  stepSize @18 :Int64;
+  gamma @19 :Float64;
+  minLr @20 :Float64;
 }
 
 # Tensor data travels after the envelope, one ZeroMQ frame per tensor, in this list's order.

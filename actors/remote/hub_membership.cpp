@@ -88,6 +88,7 @@ void remote_devices::impl::on_join(const std::string& route, const std::string& 
   w.momentum = cfg.optimizer.momentum;
   w.weight_decay = cfg.optimizer.weight_decay;
   w.nesterov = cfg.optimizer.nesterov;
+  w.schedule = cfg.optimizer.schedule;
   if (cfg.data_hash != 0) {
     w.data = data::encode(cfg.data);
     w.data_samples = cfg.data.synthetic_samples;

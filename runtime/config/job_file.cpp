@@ -7,6 +7,32 @@
 namespace dynapar::config {
 namespace {
 
+// optimizer.schedule: {kind: constant | step | cosine, ...} (docs/FORMATS.md).
+lr_schedule parse_schedule(const fields& f, double lr) {
+  f.only({"kind", "warmup_steps", "steps", "step_size", "gamma", "min_lr"});
+  lr_schedule s;
+  s.kind = f.text("kind", s.kind);
+  if (s.kind != "constant" && s.kind != "step" && s.kind != "cosine")
+    throw field_error{"field 'optimizer.schedule.kind' must be constant, step or cosine, not '" + s.kind + "'"};
+  const auto only_for = [&](const char* key, const char* kind) {
+    if (f.has(key) && s.kind != kind)
+      throw field_error{"field 'optimizer.schedule." + std::string(key) + "' belongs to kind " + kind + ", not " + s.kind};
+  };
+  for (const char* k : {"warmup_steps", "steps", "min_lr"}) only_for(k, "cosine");
+  for (const char* k : {"step_size", "gamma"}) only_for(k, "step");
+  s.warmup_steps = f.integer("warmup_steps", 0);
+  s.steps = f.integer("steps", 0);
+  s.step_size = f.integer("step_size", 1);
+  s.gamma = f.number("gamma", s.gamma);
+  s.min_lr = f.number("min_lr", 0);
+  if (s.warmup_steps < 0 || s.steps < 0) throw field_error{"optimizer.schedule: warmup_steps and steps must be >= 0"};
+  if (s.steps > 0 && s.warmup_steps >= s.steps) throw field_error{"optimizer.schedule: warmup_steps must be below steps"};
+  if (s.step_size < 1) throw field_error{"field 'optimizer.schedule.step_size' must be >= 1"};
+  if (!(s.gamma > 0 && s.gamma <= 1)) throw field_error{"field 'optimizer.schedule.gamma' must be in (0, 1]"};
+  if (!(s.min_lr >= 0 && s.min_lr <= lr)) throw field_error{"field 'optimizer.schedule.min_lr' must be in [0, lr]"};
+  return s;
+}
+
 // faults: {seed, at: [{step, kind, device, factor, steps, seconds, moment}], random: {...}}
 sim::fault_plan parse_faults(const fields& top, const planner::cluster_state& cluster, std::int64_t steps) {
   sim::fault_plan plan;
@@ -143,7 +169,7 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
     if (j.steps == 0 && !(j.epochs > 0)) throw field_error{"field 'epochs' must be > 0 (or give 'steps')"};
     if (top.has("optimizer")) {
       fields o(top.child("optimizer"), "optimizer");
-      o.only({"kind", "lr", "momentum", "weight_decay", "nesterov"});
+      o.only({"kind", "lr", "momentum", "weight_decay", "nesterov", "schedule"});
       j.optimizer = o.text("kind", j.optimizer);
       if (j.optimizer != "adam" && j.optimizer != "adamw" && j.optimizer != "sgd")
         throw field_error{"field 'optimizer.kind' must be adam, adamw or sgd"};
@@ -154,6 +180,7 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
       if (j.momentum < 0 || j.weight_decay < 0) throw field_error{"optimizer momentum and weight_decay must be >= 0"};
       if (j.nesterov && (j.optimizer != "sgd" || !(j.momentum > 0)))
         throw field_error{"field 'optimizer.nesterov' needs kind sgd and momentum > 0"};
+      if (o.has("schedule")) j.schedule = parse_schedule(fields(o.child("schedule"), "optimizer.schedule"), j.lr);
     }
     j.policy = top.text("policy", j.policy);
     if (auto p = planner::make_policy(j.policy); !p) throw field_error{"field 'policy': " + p.err().message};

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "common/lr_schedule.hpp"
 #include "config/cluster_file.hpp"
 #include "data/source.hpp"
 #include "sim/faults.hpp"
@@ -24,6 +25,7 @@ struct job {
   std::string optimizer = "adam";      // or "adamw" or "sgd" (model::optimizer_config)
   double lr = 1e-3, momentum = 0.9, weight_decay = 0;  // adamw: weight_decay 0.01 unless given (PyTorch's)
   bool nesterov = false;
+  lr_schedule schedule;                // optimizer.schedule (steps 0: the run's length)
   std::uint64_t seed = 1;
   std::string policy = "joint_lyapunov";
   int hash_every = 50;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/blob.hpp"
+#include "common/lr_schedule.hpp"
 #include "common/result.hpp"
 #include "data/dataset.hpp"
 #include "planner/profile.hpp"
@@ -37,6 +38,7 @@ struct optimizer_config {
   double momentum = 0.9;
   double weight_decay = 0;
   bool nesterov = false;                   // sgd only, with momentum > 0
+  lr_schedule schedule;                    // the step's rate: lr_at(schedule, lr, step)
 };
 // Whether `o` names an optimizer make_optimizer builds; the error names the field.
 status check_optimizer(const optimizer_config& o);
@@ -100,8 +102,9 @@ class device_worker {
   // (schedule/reduction_tree.hpp): a micro-batch's gradients are merged with its sibling's as
   // soon as both are here, so a device keeps and sends O(log n) lists, not one per micro-batch.
   virtual std::vector<grad_part> partial_gradients(int layer) const = 0;
-  // gradient = summed / divisor, then one optimizer step on the layer.
-  virtual status apply(int layer, const std::vector<tensor>& summed, double divisor) = 0;
+  // gradient = summed / divisor, then one optimizer step on the layer at training step
+  // `step`'s learning rate (the optimizer's schedule).
+  virtual status apply(int layer, const std::vector<tensor>& summed, double divisor, std::int64_t step) = 0;
   virtual std::uint64_t hash(int layer) const = 0;
   virtual layer_copy copy(int layer) const = 0;
   // Fault injection: nudges the layer's first parameter, so its replicas no longer agree.

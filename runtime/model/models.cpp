@@ -254,6 +254,13 @@ status check_optimizer(const optimizer_config& o) {
     return make_error("bad_optimizer", "optimizer momentum and weight_decay must be >= 0");
   if (o.nesterov && (o.kind != "sgd" || !(o.momentum > 0)))
     return make_error("bad_optimizer", "optimizer nesterov needs kind sgd and momentum > 0");
+  const auto& s = o.schedule;
+  if (s.kind != "constant" && s.kind != "step" && s.kind != "cosine")
+    return make_error("bad_optimizer", "learning-rate schedule '" + s.kind + "' is not constant, step or cosine");
+  if (s.kind == "step" && (s.step_size < 1 || !(s.gamma > 0 && s.gamma <= 1)))
+    return make_error("bad_optimizer", "step schedule: step_size must be >= 1 and gamma in (0, 1]");
+  if (s.kind == "cosine" && (s.warmup_steps < 0 || s.warmup_steps >= s.steps || !(s.min_lr >= 0 && s.min_lr <= o.lr)))
+    return make_error("bad_optimizer", "cosine schedule: needs 0 <= warmup_steps < steps and min_lr in [0, lr]");
   return ok_status();
 }
 
@@ -266,8 +273,10 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tenso
 }
 
 void step_on_sums(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params, const std::vector<torch::Tensor>& sums,
-                  double divisor) {
+                  double divisor, double lr) {
   torch::NoGradGuard no_grad;
+  if (lr >= 0)
+    for (auto& g : opt.param_groups()) g.options().set_lr(lr);
   if (auto* adam = dynamic_cast<fused_adam*>(&opt)) {  // divides in its loop
     for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = sums[i];
     adam->step_divided(divisor);

@@ -9,6 +9,7 @@ struct reference::impl {
   std::vector<torch::nn::Sequential> layers;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   torch::Device device{torch::kCPU};
+  optimizer_config opt;  // its schedule gives each step's rate
 };
 
 reference::reference(const model_chain& m, const optimizer_config& opt, const std::string& place) : impl_(std::make_unique<impl>()) {
@@ -20,6 +21,7 @@ reference::reference(const model_chain& m, const optimizer_config& opt, const st
     for (const auto& p : impl_->layers.back()->parameters()) params.push_back(p);
   }
   impl_->optimizer = make_optimizer(params, opt);
+  impl_->opt = opt;
 }
 
 reference::~reference() = default;
@@ -69,7 +71,7 @@ double reference::step(const data::dataset& d, const std::vector<int>& samples, 
     at += k;
   }
   summed->resize(params.size());
-  step_on_sums(*impl_->optimizer, params, *summed, static_cast<double>(n));
+  step_on_sums(*impl_->optimizer, params, *summed, static_cast<double>(n), lr_at(impl_->opt.schedule, impl_->opt.lr, step));
   return loss_sum.item<double>() / n;
 }
 

@@ -105,7 +105,7 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, co
   p.job = std::move(*j);
   const auto& job = p.job;
   model::set_threads(job.threads);
-  const model::optimizer_config opt{job.optimizer, job.lr, job.momentum, job.weight_decay, job.nesterov};
+  model::optimizer_config opt{job.optimizer, job.lr, job.momentum, job.weight_decay, job.nesterov, job.schedule};
   const data::source& src = job.data;
   auto train = data::load(src, true);
   if (!train) return train.err();
@@ -153,6 +153,13 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, co
   }
   s.seed = job.seed;
   s.optimizer = opt;
+  // A cosine schedule without its own length decays over the run's steps.
+  if (s.optimizer.schedule.kind == "cosine" && s.optimizer.schedule.steps == 0) {
+    s.optimizer.schedule.steps = s.steps;
+    if (s.optimizer.schedule.warmup_steps >= s.steps)
+      return make_error("bad_job", "job '" + job.name + "': optimizer.schedule.warmup_steps must be below the run's " +
+                                       std::to_string(s.steps) + " steps");
+  }
   s.hash_every = job.hash_every;
   s.exact = job.exact;
   s.overlap_sums = job.cluster.planner.overlap_sums;

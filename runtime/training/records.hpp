@@ -25,6 +25,7 @@ struct stage_timing {
 struct step_record {
   std::int64_t step = 0;
   double loss = 0;                   // mean over the batch
+  double lr = 0;                     // the learning rate the step applied (the optimizer's schedule)
   double time_s = 0;                 // driver wall clock: migration, pipelines, sums, apply
   double pipeline_s = 0;             // slowest group's pipeline
   double sync_s = 0;                 // emulated network time of the cross-group sums the pipelines did not hide

@@ -30,6 +30,7 @@ json step_json(const step_record& r) {
     stages.push_back({{"device", st.device}, {"compute_s", st.compute_s}, {"wait_s", st.wait_s}, {"messages", st.messages}, {"samples", st.samples}});
   return {{"step", r.step},
           {"loss", r.loss},
+          {"lr", r.lr},
           {"time_s", r.time_s},
           {"pipeline_s", r.pipeline_s},
           {"sync_s", r.sync_s},

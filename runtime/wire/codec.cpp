@@ -160,6 +160,13 @@ body read_body(schema::Envelope::Reader env, const decode_limits& lim) {
       m.momentum = r.getMomentum();
       m.weight_decay = r.getWeightDecay();
       m.nesterov = r.getNesterov();
+      m.schedule.kind = text(r.getSchedule(), lim, "welcome.schedule");
+      if (m.schedule.kind.empty()) m.schedule.kind = "constant";
+      m.schedule.warmup_steps = r.getWarmupSteps();
+      m.schedule.steps = r.getScheduleSteps();
+      m.schedule.step_size = r.getStepSize();
+      m.schedule.gamma = r.getGamma();
+      m.schedule.min_lr = r.getMinLr();
       m.rejoin = r.getRejoin();
       m.model_hash = text(r.getModelHash(), lim, "welcome.modelHash");
       m.data = text(r.getData(), lim, "welcome.data");
@@ -276,6 +283,12 @@ std::vector<std::uint8_t> encode(const envelope& e) {
                    w.setMomentum(m.momentum);
                    w.setWeightDecay(m.weight_decay);
                    w.setNesterov(m.nesterov);
+                   w.setSchedule(m.schedule.kind);
+                   w.setWarmupSteps(m.schedule.warmup_steps);
+                   w.setScheduleSteps(m.schedule.steps);
+                   w.setStepSize(m.schedule.step_size);
+                   w.setGamma(m.schedule.gamma);
+                   w.setMinLr(m.schedule.min_lr);
                    w.setRejoin(m.rejoin);
                    w.setModelHash(m.model_hash);
                    w.setData(m.data);

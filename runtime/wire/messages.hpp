@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/lr_schedule.hpp"
 #include "planner/cluster.hpp"
 #include "planner/plan.hpp"
 #include "wire/device_call.hpp"
@@ -22,7 +23,7 @@ namespace dynapar::wire {
 // samples (StageTask.samples) instead of carrying inputs and targets.
 // 12: a reduce adds a bucket of layers (Reduce.layers) in one exchange.
 // 14: a drop is answered (ack) once the layer is gone: a re-plan waits for it before layers move in.
-inline constexpr std::uint16_t protocol_version = 16;
+inline constexpr std::uint16_t protocol_version = 17;
 
 // A plan with the model size and batch it was made for, so a receiver can check it alone.
 struct plan_msg {
@@ -108,6 +109,7 @@ struct welcome_msg {
   std::string optimizer;
   double lr = 0, momentum = 0, weight_decay = 0;
   bool nesterov = false;
+  lr_schedule schedule;
   bool rejoin = false;
   std::string model_hash;  // a TorchScript file's SHA-256 in hex; empty for built-in models
   // The job's training set, for the node to load itself (data::source; seed: `seed`), and the

@@ -205,6 +205,28 @@ TEST_CASE("job files: a fault plan, and the mistakes a fault plan can make", "[u
   CHECK(job_error(base + "optimizer: {kind: adam, nesterov: true}\n").find("optimizer.nesterov") != std::string::npos);
   CHECK(job_error(base + "optimizer: {kind: sgd, momentum: 0, nesterov: true}\n").find("momentum > 0") != std::string::npos);
   CHECK(job_error(base + "optimizer: {kind: lamb}\n").find("adam, adamw or sgd") != std::string::npos);
+  // Learning-rate schedules: each kind's own fields, checked and named.
+  const auto cos = config::parse_job(YAML::Load(base + "optimizer: {lr: 0.01, schedule: {kind: cosine, warmup_steps: 5, min_lr: 0.001}}\n"), "t");
+  REQUIRE(cos);
+  CHECK(cos->schedule.kind == "cosine");
+  CHECK(cos->schedule.warmup_steps == 5);
+  CHECK(cos->schedule.steps == 0);  // the run's length, filled in when the job is prepared
+  CHECK(cos->schedule.min_lr == 0.001);
+  const auto stp = config::parse_job(YAML::Load(base + "optimizer: {schedule: {kind: step, step_size: 10, gamma: 0.5}}\n"), "t");
+  REQUIRE(stp);
+  CHECK(stp->schedule.step_size == 10);
+  CHECK(stp->schedule.gamma == 0.5);
+  CHECK(config::parse_job(YAML::Load(base + "optimizer: {kind: adam}\n"), "t")->schedule.kind == "constant");
+  CHECK(job_error(base + "optimizer: {schedule: {kind: linear}}\n").find("constant, step or cosine") != std::string::npos);
+  CHECK(job_error(base + "optimizer: {schedule: {kind: step, warmup_steps: 3}}\n").find("warmup_steps' belongs to kind cosine") !=
+        std::string::npos);
+  CHECK(job_error(base + "optimizer: {schedule: {kind: cosine, step_size: 3}}\n").find("step_size' belongs to kind step") !=
+        std::string::npos);
+  CHECK(job_error(base + "optimizer: {schedule: {kind: step, gamma: 2}}\n").find("gamma") != std::string::npos);
+  CHECK(job_error(base + "optimizer: {schedule: {kind: step, step_size: 0}}\n").find("step_size") != std::string::npos);
+  CHECK(job_error(base + "optimizer: {lr: 0.01, schedule: {kind: cosine, min_lr: 0.1}}\n").find("min_lr") != std::string::npos);
+  CHECK(job_error(base + "optimizer: {schedule: {kind: cosine, warmup_steps: 10, steps: 10}}\n").find("below steps") != std::string::npos);
+  CHECK(job_error(base + "optimizer: {schedule: {kind: cosine, warmup: 10}}\n").find("warmup") != std::string::npos);
 }
 
 TEST_CASE("scenario files: the controller's hysteresis, off unless asked, and its lifetime checked", "[unit][config]") {

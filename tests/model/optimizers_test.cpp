@@ -119,3 +119,46 @@ TEST_CASE("a layer's AdamW and Nesterov state crosses the wire as what it is", "
     }
   }
 }
+
+TEST_CASE("learning-rate schedules: each step's rate by hand, as PyTorch's schedulers give it", "[unit][optimizer]") {
+  const double lr = 0.1;
+  lr_schedule c;  // constant
+  REQUIRE(lr_at(c, lr, 0) == lr);
+  REQUIRE(lr_at(c, lr, 1000) == lr);
+  lr_schedule s{"step", 0, 0, 3, 0.5, 0};  // StepLR(step_size 3, gamma 0.5)
+  const double want_step[] = {0.1, 0.1, 0.1, 0.05, 0.05, 0.05, 0.025};
+  for (int t = 0; t < 7; ++t) REQUIRE(lr_at(s, lr, t) == Approx(want_step[t]).epsilon(1e-15));
+  // Warm-up over 4 steps from lr/5 (LinearLR, start factor 1/5), then cosine over the 6 left
+  // down to 0.01: lr(t) = 0.01 + 0.09 (1 + cos(pi (t - 4) / 6)) / 2.
+  lr_schedule k{"cosine", 4, 10, 1, 0.1, 0.01};
+  const double want_cos[] = {0.02, 0.04, 0.06, 0.08, 0.1, 0.01 + 0.045 * (1 + std::cos(M_PI / 6)), 0.01 + 0.045 * 1.5,
+                             0.055, 0.01 + 0.045 * 0.5, 0.01 + 0.045 * (1 + std::cos(5 * M_PI / 6))};
+  for (int t = 0; t < 10; ++t) {
+    INFO("step " << t);
+    REQUIRE(lr_at(k, lr, t) == Approx(want_cos[t]).epsilon(1e-12));
+  }
+  REQUIRE(lr_at(k, lr, 10) == 0.01);  // past its steps: the floor
+  REQUIRE(lr_at(k, lr, 500) == 0.01);
+}
+
+TEST_CASE("a device applies the schedule's rate of the training step it is given", "[unit][optimizer]") {
+  // Plain SGD: the update is exactly lr(t) x gradient, so the parameter's change says which
+  // rate the worker used.
+  auto m = make_model("mlp", 3);
+  REQUIRE(m);
+  optimizer_config o{"sgd", 0.1, 0, 0};
+  o.schedule = {"step", 0, 0, 2, 0.5, 0};
+  auto w = make_worker(o);
+  const auto before = copy_layer(**m, 0);
+  w->hold(0, before);
+  const auto params = before->module->parameters();
+  REQUIRE(sum_entries(before->module) == params.size());  // no running statistics in the MLP's first layer
+  std::vector<tensor> ones;
+  for (const auto& p : params) ones.push_back(box(torch::ones_like(p)));
+  for (std::int64_t t : {0, 5}) {  // rates 0.1 and 0.1 x 0.5^2
+    const auto start = w->copy(0)->module->parameters()[0].clone();
+    REQUIRE(w->apply(0, ones, 1.0, t));
+    const auto moved = (start - w->copy(0)->module->parameters()[0]).mean().item<double>();
+    REQUIRE(moved == Approx(lr_at(o.schedule, o.lr, t)).epsilon(1e-5));
+  }
+}

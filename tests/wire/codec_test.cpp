@@ -151,4 +151,16 @@ TEST_CASE("a Welcome round-trips with its optimizer", "[unit][wire]") {
   CHECK(back.nesterov);
   w.nesterov = false;
   CHECK_FALSE(std::get<welcome_msg>(round_trip(wrap(w)).msg).nesterov);
+  CHECK(back.schedule.kind == "constant");  // none set: the rate is lr at every step
+  w.schedule = {"cosine", 7, 90, 1, 0.1, 1e-4};
+  const auto cos = std::get<welcome_msg>(round_trip(wrap(w)).msg).schedule;
+  CHECK(cos.kind == "cosine");
+  CHECK(cos.warmup_steps == 7);
+  CHECK(cos.steps == 90);
+  CHECK(cos.min_lr == 1e-4);
+  w.schedule = {"step", 0, 0, 30, 0.5, 0};
+  const auto st = std::get<welcome_msg>(round_trip(wrap(w)).msg).schedule;
+  CHECK(st.kind == "step");
+  CHECK(st.step_size == 30);
+  CHECK(st.gamma == 0.5);
 }

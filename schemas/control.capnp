@@ -168,6 +168,7 @@ struct Welcome {
   stepSize @18 :Int64;
   gamma @19 :Float64;
   minLr @20 :Float64;
+  labelSmoothing @21 :Float64;  # the loss's (cross-entropy) label smoothing
 }
 
 # Tensor data travels after the envelope, one ZeroMQ frame per tensor, in this list's order.

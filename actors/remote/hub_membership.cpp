@@ -89,6 +89,7 @@ void remote_devices::impl::on_join(const std::string& route, const std::string& 
   w.weight_decay = cfg.optimizer.weight_decay;
   w.nesterov = cfg.optimizer.nesterov;
   w.schedule = cfg.optimizer.schedule;
+  w.label_smoothing = cfg.optimizer.label_smoothing;
   if (cfg.data_hash != 0) {
     w.data = data::encode(cfg.data);
     w.data_samples = cfg.data.synthetic_samples;

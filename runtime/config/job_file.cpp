@@ -152,7 +152,7 @@ void parse_data(const fields& top, data::source& d) {
 result<job> parse_job(const YAML::Node& doc, const std::string& name) {
   auto base = parse_cluster(doc, {"name", "data", "synthetic_samples", "steps", "epochs", "optimizer", "policy",
                                   "hash_every", "threads", "plan", "exact", "emulate", "replan_every", "emulate_cores", "emulate_compute", "profile", "dynamics",
-                                  "faults", "step_deadline_s", "verify_tolerance", "hysteresis", "regret"});
+                                  "faults", "step_deadline_s", "verify_tolerance", "hysteresis", "regret", "loss"});
   if (!base) return base.err();
   try {
     fields top(doc, "");
@@ -167,6 +167,14 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
     if (j.steps < 0) throw field_error{"field 'steps' must be >= 0"};
     j.epochs = top.number("epochs", j.epochs);
     if (j.steps == 0 && !(j.epochs > 0)) throw field_error{"field 'epochs' must be > 0 (or give 'steps')"};
+    if (top.has("loss")) {
+      fields l(top.child("loss"), "loss");
+      l.only({"kind", "label_smoothing"});
+      if (const auto kind = l.text("kind", "cross_entropy"); kind != "cross_entropy")
+        throw field_error{"field 'loss.kind': '" + kind + "' is not supported; cross_entropy is (the models are classifiers)"};
+      j.label_smoothing = l.number("label_smoothing", 0);
+      if (!(j.label_smoothing >= 0 && j.label_smoothing < 1)) throw field_error{"field 'loss.label_smoothing' must be in [0, 1)"};
+    }
     if (top.has("optimizer")) {
       fields o(top.child("optimizer"), "optimizer");
       o.only({"kind", "lr", "momentum", "weight_decay", "nesterov", "schedule"});

@@ -26,6 +26,7 @@ struct job {
   double lr = 1e-3, momentum = 0.9, weight_decay = 0;  // adamw: weight_decay 0.01 unless given (PyTorch's)
   bool nesterov = false;
   lr_schedule schedule;                // optimizer.schedule (steps 0: the run's length)
+  double label_smoothing = 0;          // loss: {kind: cross_entropy, label_smoothing: X}
   std::uint64_t seed = 1;
   std::string policy = "joint_lyapunov";
   int hash_every = 50;

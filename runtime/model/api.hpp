@@ -38,7 +38,11 @@ struct optimizer_config {
   double momentum = 0.9;
   double weight_decay = 0;
   bool nesterov = false;                   // sgd only, with momentum > 0
-  lr_schedule schedule;                    // the step's rate: lr_at(schedule, lr, step)
+  lr_schedule schedule{};                  // the step's rate: lr_at(schedule, lr, step)
+  // The loss the last stage differentiates: cross-entropy summed over the micro-batch, with
+  // this label smoothing in [0, 1) (torch.nn.CrossEntropyLoss's). With the optimizer here, as
+  // it is the rest of what a device needs to train exactly as the reference does.
+  double label_smoothing = 0;
 };
 // Whether `o` names an optimizer make_optimizer builds; the error names the field.
 status check_optimizer(const optimizer_config& o);

@@ -254,6 +254,7 @@ status check_optimizer(const optimizer_config& o) {
     return make_error("bad_optimizer", "optimizer momentum and weight_decay must be >= 0");
   if (o.nesterov && (o.kind != "sgd" || !(o.momentum > 0)))
     return make_error("bad_optimizer", "optimizer nesterov needs kind sgd and momentum > 0");
+  if (!(o.label_smoothing >= 0 && o.label_smoothing < 1)) return make_error("bad_optimizer", "label_smoothing must be in [0, 1)");
   const auto& s = o.schedule;
   if (s.kind != "constant" && s.kind != "step" && s.kind != "cosine")
     return make_error("bad_optimizer", "learning-rate schedule '" + s.kind + "' is not constant, step or cosine");

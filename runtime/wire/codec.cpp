@@ -167,6 +167,7 @@ body read_body(schema::Envelope::Reader env, const decode_limits& lim) {
       m.schedule.step_size = r.getStepSize();
       m.schedule.gamma = r.getGamma();
       m.schedule.min_lr = r.getMinLr();
+      m.label_smoothing = r.getLabelSmoothing();
       m.rejoin = r.getRejoin();
       m.model_hash = text(r.getModelHash(), lim, "welcome.modelHash");
       m.data = text(r.getData(), lim, "welcome.data");
@@ -289,6 +290,7 @@ std::vector<std::uint8_t> encode(const envelope& e) {
                    w.setStepSize(m.schedule.step_size);
                    w.setGamma(m.schedule.gamma);
                    w.setMinLr(m.schedule.min_lr);
+                   w.setLabelSmoothing(m.label_smoothing);
                    w.setRejoin(m.rejoin);
                    w.setModelHash(m.model_hash);
                    w.setData(m.data);

@@ -23,7 +23,7 @@ namespace dynapar::wire {
 // samples (StageTask.samples) instead of carrying inputs and targets.
 // 12: a reduce adds a bucket of layers (Reduce.layers) in one exchange.
 // 14: a drop is answered (ack) once the layer is gone: a re-plan waits for it before layers move in.
-inline constexpr std::uint16_t protocol_version = 17;
+inline constexpr std::uint16_t protocol_version = 18;
 
 // A plan with the model size and batch it was made for, so a receiver can check it alone.
 struct plan_msg {
@@ -110,6 +110,7 @@ struct welcome_msg {
   double lr = 0, momentum = 0, weight_decay = 0;
   bool nesterov = false;
   lr_schedule schedule;
+  double label_smoothing = 0;
   bool rejoin = false;
   std::string model_hash;  // a TorchScript file's SHA-256 in hex; empty for built-in models
   // The job's training set, for the node to load itself (data::source; seed: `seed`), and the

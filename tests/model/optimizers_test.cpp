@@ -162,3 +162,35 @@ TEST_CASE("a device applies the schedule's rate of the training step it is given
     REQUIRE(moved == Approx(lr_at(o.schedule, o.lr, t)).epsilon(1e-5));
   }
 }
+
+TEST_CASE("label smoothing: the last stage's loss is PyTorch's smoothed cross-entropy, worked by hand", "[unit][optimizer]") {
+  // -(1 - e) log p_y - e / K sum_k log p_k, summed over the micro-batch (CrossEntropyLoss
+  // with label_smoothing e and reduction sum), from the logits in double precision.
+  const auto d = data::synthetic(64, 2);
+  auto m = make_model("mlp", 4);
+  REQUIRE(m);
+  const int L = num_layers(**m);
+  std::vector<int> samples(8);
+  for (int i = 0; i < 8; ++i) samples[i] = i;
+  for (double e : {0.0, 0.1, 0.4}) {
+    optimizer_config o{"sgd", 0.1, 0, 0};
+    o.label_smoothing = e;
+    auto w = make_worker(o);
+    for (int l = 0; l < L; ++l) w->hold(l, copy_layer(**m, l));
+    w->begin_step(0);
+    auto out = w->forward(0, 0, L, inputs(d, samples, 0, 8));
+    REQUIRE(out);
+    const auto y = targets(d, samples, 0, 8);
+    REQUIRE(w->backward_from_loss(0, y));
+    const auto logits = (*out)->t.to(torch::kFloat64);
+    const auto logp = torch::log_softmax(logits, 1);
+    const int K = static_cast<int>(logits.size(1));
+    double want = 0;
+    for (int i = 0; i < 8; ++i) {
+      const auto c = y->t[i].item<std::int64_t>();
+      want += -(1 - e) * logp[i][c].item<double>() - e / K * logp[i].sum().item<double>();
+    }
+    INFO("label smoothing " << e);
+    REQUIRE(w->loss_sum() == Approx(want).epsilon(1e-5));
+  }
+}

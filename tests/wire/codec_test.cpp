@@ -152,6 +152,9 @@ TEST_CASE("a Welcome round-trips with its optimizer", "[unit][wire]") {
   w.nesterov = false;
   CHECK_FALSE(std::get<welcome_msg>(round_trip(wrap(w)).msg).nesterov);
   CHECK(back.schedule.kind == "constant");  // none set: the rate is lr at every step
+  CHECK(back.label_smoothing == 0);
+  w.label_smoothing = 0.1;
+  CHECK(std::get<welcome_msg>(round_trip(wrap(w)).msg).label_smoothing == 0.1);
   w.schedule = {"cosine", 7, 90, 1, 0.1, 1e-4};
   const auto cos = std::get<welcome_msg>(round_trip(wrap(w)).msg).schedule;
   CHECK(cos.kind == "cosine");

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common/result.hpp"
+
 namespace dynapar {
 
 struct lr_schedule {
@@ -20,6 +22,20 @@ struct lr_schedule {
   double gamma = 0.1;
   double min_lr = 0;              // cosine: the floor
 };
+
+// Whether `s` is a schedule lr_at can follow for base rate `lr` (the job file and a node's
+// Welcome both check it here); the error names the field. A cosine schedule's steps 0 (the
+// run's length, not known yet) passes.
+inline status check_schedule(const lr_schedule& s, double lr) {
+  if (s.kind != "constant" && s.kind != "step" && s.kind != "cosine")
+    return make_error("bad_schedule", "schedule kind '" + s.kind + "' is not constant, step or cosine");
+  if (s.step_size < 1) return make_error("bad_schedule", "schedule step_size must be >= 1");
+  if (!(s.gamma > 0 && s.gamma <= 1)) return make_error("bad_schedule", "schedule gamma must be in (0, 1]");
+  if (s.warmup_steps < 0 || s.steps < 0) return make_error("bad_schedule", "schedule warmup_steps and steps must be >= 0");
+  if (s.steps > 0 && s.warmup_steps >= s.steps) return make_error("bad_schedule", "schedule warmup_steps must be below steps");
+  if (!(s.min_lr >= 0 && s.min_lr <= lr)) return make_error("bad_schedule", "schedule min_lr must be in [0, lr]");
+  return ok_status();
+}
 
 // The learning rate at (0-based) training step `step`, for base rate `lr`.
 inline double lr_at(const lr_schedule& s, double lr, std::int64_t step) {

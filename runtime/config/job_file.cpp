@@ -12,8 +12,6 @@ lr_schedule parse_schedule(const fields& f, double lr) {
   f.only({"kind", "warmup_steps", "steps", "step_size", "gamma", "min_lr"});
   lr_schedule s;
   s.kind = f.text("kind", s.kind);
-  if (s.kind != "constant" && s.kind != "step" && s.kind != "cosine")
-    throw field_error{"field 'optimizer.schedule.kind' must be constant, step or cosine, not '" + s.kind + "'"};
   const auto only_for = [&](const char* key, const char* kind) {
     if (f.has(key) && s.kind != kind)
       throw field_error{"field 'optimizer.schedule." + std::string(key) + "' belongs to kind " + kind + ", not " + s.kind};
@@ -25,11 +23,7 @@ lr_schedule parse_schedule(const fields& f, double lr) {
   s.step_size = f.integer("step_size", 1);
   s.gamma = f.number("gamma", s.gamma);
   s.min_lr = f.number("min_lr", 0);
-  if (s.warmup_steps < 0 || s.steps < 0) throw field_error{"optimizer.schedule: warmup_steps and steps must be >= 0"};
-  if (s.steps > 0 && s.warmup_steps >= s.steps) throw field_error{"optimizer.schedule: warmup_steps must be below steps"};
-  if (s.step_size < 1) throw field_error{"field 'optimizer.schedule.step_size' must be >= 1"};
-  if (!(s.gamma > 0 && s.gamma <= 1)) throw field_error{"field 'optimizer.schedule.gamma' must be in (0, 1]"};
-  if (!(s.min_lr >= 0 && s.min_lr <= lr)) throw field_error{"field 'optimizer.schedule.min_lr' must be in [0, lr]"};
+  if (auto st = check_schedule(s, lr); !st) throw field_error{"optimizer." + st.err().message};
   return s;
 }
 

@@ -255,13 +255,9 @@ status check_optimizer(const optimizer_config& o) {
   if (o.nesterov && (o.kind != "sgd" || !(o.momentum > 0)))
     return make_error("bad_optimizer", "optimizer nesterov needs kind sgd and momentum > 0");
   if (!(o.label_smoothing >= 0 && o.label_smoothing < 1)) return make_error("bad_optimizer", "label_smoothing must be in [0, 1)");
-  const auto& s = o.schedule;
-  if (s.kind != "constant" && s.kind != "step" && s.kind != "cosine")
-    return make_error("bad_optimizer", "learning-rate schedule '" + s.kind + "' is not constant, step or cosine");
-  if (s.kind == "step" && (s.step_size < 1 || !(s.gamma > 0 && s.gamma <= 1)))
-    return make_error("bad_optimizer", "step schedule: step_size must be >= 1 and gamma in (0, 1]");
-  if (s.kind == "cosine" && (s.warmup_steps < 0 || s.warmup_steps >= s.steps || !(s.min_lr >= 0 && s.min_lr <= o.lr)))
-    return make_error("bad_optimizer", "cosine schedule: needs 0 <= warmup_steps < steps and min_lr in [0, lr]");
+  // A device's cosine schedule knows its length (prepare_job set it).
+  if (o.schedule.kind == "cosine" && o.schedule.steps == 0) return make_error("bad_optimizer", "cosine schedule without its steps");
+  if (auto st = check_schedule(o.schedule, o.lr); !st) return make_error("bad_optimizer", st.err().message);
   return ok_status();
 }
 

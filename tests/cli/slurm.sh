@@ -119,10 +119,12 @@ wait_plan "$DYNAPAR_RUN" left 3
 wait_job "$join"
 crash=$(DYNAPAR_DEVICE_BASE=2 sbatch --parsable --ntasks=1 -o "$out/crash.out" "$root/examples/slurm/join.sbatch")
 wait_plan "$DYNAPAR_RUN" joined 2 2
-# The job's node process: a `dynapar node --slurm` whose environment names the job (proctrack/linuxproc
-# lists no pids for `scontrol listpids`).
+# The job's node process: a process of the dynapar binary (not srun, whose arguments also hold
+# "node --slurm", nor srun's helper) whose environment names the job (proctrack/linuxproc lists
+# no pids for `scontrol listpids`).
 killed=0
 for pid in $(pgrep -f " node --slurm "); do
+  [ "$(readlink "/proc/$pid/exe" 2> /dev/null)" = "$(readlink -f "$bin")" ] || continue
   if tr '\0' '\n' < "/proc/$pid/environ" 2> /dev/null | grep -qx "SLURM_JOB_ID=$crash"; then
     kill -KILL "$pid" && killed=$((killed + 1))
   fi

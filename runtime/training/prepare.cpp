@@ -170,8 +170,17 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, co
   // without emulation), moved by the job's dynamics slot by slot.
   s.emulated = job.dynamics;
   s.emulated.cluster = p.cluster;
-  if (!job.emulate)
-    for (auto& d : s.emulated.cluster.devices) d.speed = 1;
+  if (!job.emulate) {
+    // Real hardware pays only real costs: devices compute at their own speed, and links and
+    // sums take what they take (nothing is shaped or slept). The job's link tiers still
+    // price plans for the controller (p.cluster).
+    const planner::link_tier real{planner::unlimited, 0};
+    auto& c = s.emulated.cluster;
+    c.tiers = {real, real, real};
+    c.overrides.clear();
+    for (auto& d : c.devices) d.speed = 1, d.nic_bw = planner::unlimited;
+    s.emulated.link_traces.clear();
+  }
   s.slot_steps = job.replan_every > 0 ? job.replan_every : 10;
   s.profile = p.profile;
   s.profile_timed = job.emulate && job.emulate_compute == "profile";

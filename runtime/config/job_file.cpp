@@ -110,8 +110,8 @@ void parse_data(const fields& top, data::source& d) {
     d.kind = f.text("kind");
     d.path = f.text("path", "");
     d.val_share = f.number("val_share", d.val_share);
-    d.mean = f.number("mean", d.mean);
-    d.std_dev = f.number("std", d.std_dev);
+    d.mean = f.numbers("mean", d.mean);
+    d.std_dev = f.numbers("std", d.std_dev);
     d.classes = f.integer("classes", d.classes);
     d.token_type = f.text("token_type", d.token_type);
     d.window = f.integer("window", d.window);

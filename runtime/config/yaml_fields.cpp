@@ -41,6 +41,24 @@ double fields::number(const char* key) const {
 
 double fields::number(const char* key, double fallback) const { return has(key) ? number(key) : fallback; }
 
+std::vector<double> fields::numbers(const char* key, std::vector<double> fallback) const {
+  if (!has(key)) return fallback;
+  const YAML::Node n = node_[key];
+  if (!n.IsSequence()) return {number(key)};
+  if (n.size() < 1 || n.size() > 4096) throw field_error{"field '" + path(key) + "' must be a number or a list of 1..4096 numbers"};
+  std::vector<double> out;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const std::string at = path(key) + "[" + std::to_string(i) + "]";
+    try {
+      out.push_back(n[i].as<double>());
+    } catch (const YAML::Exception&) {
+      throw field_error{"field '" + at + "' must be a number, got '" + n[i].as<std::string>("?") + "'"};
+    }
+    if (!std::isfinite(out.back())) throw field_error{"field '" + at + "' must be a finite number"};
+  }
+  return out;
+}
+
 double fields::positive(const char* key, double fallback) const {
   const double v = number(key, fallback);
   if (!(v > 0)) throw field_error{"field '" + path(key) + "' must be > 0"};

@@ -24,6 +24,8 @@ class fields {
   double number(const char* key, double fallback) const;
   double number(const char* key) const;  // required
   double positive(const char* key, double fallback) const;
+  // One number or a list of 1..4096 numbers, each finite.
+  std::vector<double> numbers(const char* key, std::vector<double> fallback) const;
   int integer(const char* key, int fallback) const;
   int integer(const char* key) const;
   bool boolean(const char* key, bool fallback) const;

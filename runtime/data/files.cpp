@@ -1,11 +1,13 @@
 #include "data/files.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
+#include <vector>
 
 #include "data/hash.hpp"
 #include "data/npy.hpp"
@@ -30,21 +32,30 @@ status pass(const mapped_file& f, std::size_t lo, std::size_t hi, hasher& h, Che
 
 class npy_samples final : public sample_store {
  public:
-  npy_samples(npy_array x, npy_array y, std::int64_t first, std::int64_t count, double mean, double sd, std::uint64_t fp)
-      : x_(std::move(x)), y_(std::move(y)), first_(first), count_(count), mean_(mean), sd_(sd), fp_(fp) {}
+  // Channel c's values are fed as (x - mean[c]) / sd[c]; a channel is `plane` values long.
+  npy_samples(npy_array x, npy_array y, std::int64_t first, std::int64_t count, std::vector<double> mean, std::vector<double> sd,
+              std::size_t plane, std::uint64_t fp)
+      : x_(std::move(x)), y_(std::move(y)), first_(first), count_(count), mean_(std::move(mean)), sd_(std::move(sd)), plane_(plane), fp_(fp) {
+    identity_ = std::all_of(mean_.begin(), mean_.end(), [](double m) { return m == 0; }) &&
+                std::all_of(sd_.begin(), sd_.end(), [](double v) { return v == 1; });
+  }
   int size() const override { return static_cast<int>(count_); }
   void values(int i, std::int64_t, float* out) const override {
     reads_.fetch_add(1, std::memory_order_relaxed);
     const std::size_t n = x_.row_elements(), bytes = n * item_bytes(x_.type);
     const std::size_t at = x_.data_offset + static_cast<std::size_t>(first_ + i) * bytes;
-    if (x_.type == dtype::f32 && mean_ == 0 && sd_ == 1) {
+    if (x_.type == dtype::f32 && identity_) {
       if (!x_.file->read(at, bytes, out)) fail(i);
       return;
     }
     thread_local std::vector<std::uint8_t> row;
     row.resize(bytes);
     if (!x_.file->read(at, bytes, row.data())) fail(i);
-    for (std::size_t k = 0; k < n; ++k) out[k] = static_cast<float>((element(x_.type, row.data(), k) - mean_) / sd_);
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t c = k / plane_;
+      const double m = mean_.size() == 1 ? mean_[0] : mean_[c], v = sd_.size() == 1 ? sd_[0] : sd_[c];
+      out[k] = static_cast<float>((element(x_.type, row.data(), k) - m) / v);
+    }
   }
   std::int64_t label(int i) const override { return static_cast<std::int64_t>(element(y_.type, y_.row(first_ + i), 0)); }
   std::uint64_t fingerprint() const override { return fp_; }
@@ -56,7 +67,9 @@ class npy_samples final : public sample_store {
   }
   npy_array x_, y_;
   std::int64_t first_, count_;
-  double mean_, sd_;
+  std::vector<double> mean_, sd_;
+  std::size_t plane_;
+  bool identity_ = false;
   std::uint64_t fp_;
   mutable std::atomic<std::int64_t> reads_{0};
 };
@@ -148,6 +161,7 @@ result<dataset> load_npy(const source& s, bool train) {
     top = std::max(top, static_cast<std::int64_t>(l));
   }
   d.classes = s.classes > 0 ? s.classes : static_cast<int>(top + 1);
+  if (auto st = check_channels(s, d.channels, xf + ": the inputs' channels (dimension 1 of [n, channels, rows, cols])"); !st) return st.err();
   // Inputs: finite, hashed with the shape and labels.
   hasher h;
   for (auto v : sh) h.add(static_cast<std::uint64_t>(v));
@@ -167,9 +181,10 @@ result<dataset> load_npy(const source& s, bool train) {
     return ok_status();
   };
   if (auto st = pass(*x->file, lo, hi, h, finite); !st) return st.err();
-  h.add(static_cast<std::uint64_t>(std::llround(s.mean * 1e9)));
-  h.add(static_cast<std::uint64_t>(std::llround(s.std_dev * 1e9)));
-  d.store = std::make_shared<npy_samples>(std::move(*x), std::move(*y), first, count, s.mean, s.std_dev, h.value());
+  for (const auto* v : {&s.mean, &s.std_dev})
+    for (const double m : *v) h.add(static_cast<std::uint64_t>(std::llround(m * 1e9)));
+  const std::size_t plane = x->row_elements() / static_cast<std::size_t>(d.channels);
+  d.store = std::make_shared<npy_samples>(std::move(*x), std::move(*y), first, count, s.mean, s.std_dev, plane, h.value());
   return d;
 }
 

@@ -63,7 +63,9 @@ class image_samples final : public sample_store {
   void values(int i, std::int64_t step, float* out) const override {
     reads_.fetch_add(1, std::memory_order_relaxed);
     const int R = s_.image_rows, C = s_.image_cols, K = s_.image_channels;
-    std::fill(out, out + static_cast<std::size_t>(R) * C * K, static_cast<float>((0.0 - s_.mean) / s_.std_dev));
+    for (int k = 0; k < K; ++k)  // the padding: a zero pixel
+      std::fill(out + static_cast<std::size_t>(k) * R * C, out + static_cast<std::size_t>(k + 1) * R * C,
+                static_cast<float>((0.0 - mean_of(s_, k)) / std_of(s_, k)));
     // Each decoded when listed; one that no longer does is a named error at run time (the
     // driver's run ends with it; a node refuses the step), never a blank image trained on.
     auto bytes = read_bytes(files_[i].path);
@@ -89,7 +91,7 @@ class image_samples final : public sample_store {
         const int sx = mirror ? C - 1 - sx0 : sx0;
         for (int k = 0; k < K; ++k) {
           const double v = static_cast<unsigned char>(px[(static_cast<std::size_t>(sy) * C + sx) * K + k]) / 255.0;
-          out[(static_cast<std::size_t>(k) * R + y) * C + x] = static_cast<float>((v - s_.mean) / s_.std_dev);
+          out[(static_cast<std::size_t>(k) * R + y) * C + x] = static_cast<float>((v - mean_of(s_, k)) / std_of(s_, k));
         }
       }
   }
@@ -156,8 +158,10 @@ result<dataset> load_images(const source& s, bool train) {
   // Each image decoded once: one that does not is named now, not met mid-run.
   hasher h;
   for (std::uint64_t v : {std::uint64_t(s.image_rows), std::uint64_t(s.image_cols), std::uint64_t(s.image_channels), std::uint64_t(s.crop_pad),
-                          std::uint64_t(s.flip), std::uint64_t(std::llround(s.mean * 1e9)), std::uint64_t(std::llround(s.std_dev * 1e9))})
+                          std::uint64_t(s.flip)})
     h.add(v);
+  for (const auto* v : {&s.mean, &s.std_dev})
+    for (const double m : *v) h.add(static_cast<std::uint64_t>(std::llround(m * 1e9)));
   for (const auto& f : files) {
     auto bytes = read_bytes(f.path);
     if (!bytes) return bytes.err();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <stdexcept>
 
 #include "data/files.hpp"
 #include "data/hash.hpp"
@@ -18,7 +19,14 @@ status check(const source& s) {
   if (s.path.find('\n') != std::string::npos) return bad("path' holds a newline");
   if (s.synthetic_samples < 0 || s.synthetic_samples > 1'000'000) return make_error("bad_data", "field 'synthetic_samples' must be in 1..1000000");
   if (!(s.val_share > 0 && s.val_share < 1)) return bad("val_share' must be in (0, 1)");
-  if (!(s.std_dev > 0) || !std::isfinite(s.mean)) return bad("std' must be > 0 and 'data.mean' finite");
+  if (s.mean.empty() || s.std_dev.empty() || s.mean.size() > 4096 || s.std_dev.size() > 4096)
+    return bad("mean' and 'data.std' must each be one number or a list of 1..4096 (one a channel)");
+  for (const double m : s.mean)
+    if (!std::isfinite(m)) return bad("mean' must be finite");
+  for (const double d : s.std_dev)
+    if (!(d > 0) || !std::isfinite(d)) return bad("std' must be > 0 and finite");
+  if (s.kind == "images")
+    if (auto st = check_channels(s, s.image_channels, "the images' channels"); !st) return st;
   if (s.classes < 0 || s.classes > 1'000'000) return bad("classes' must be in 0..1000000");
   if (s.vocab < 0 || s.vocab > (1 << 24)) return bad("vocab' must be in 0..2^24");
   if (s.kind == "tokens" && s.vocab < 2) return bad("vocab' is required for tokens (every id is below it)");
@@ -29,6 +37,39 @@ status check(const source& s) {
   if (s.crop_pad < 0 || s.crop_pad > 1024) return bad("crop_pad' must be in 0..1024");
   return ok_status();
 }
+
+status check_channels(const source& s, int channels, const std::string& where) {
+  for (const auto* v : {&s.mean, &s.std_dev})
+    if (v->size() != 1 && v->size() != static_cast<std::size_t>(channels))
+      return make_error("bad_data", std::string("field 'data.") + (v == &s.mean ? "mean" : "std") + "' has " + std::to_string(v->size()) +
+                                        " values; " + where + " are " + std::to_string(channels) + ": give one value, or one a channel");
+  return ok_status();
+}
+
+namespace {
+
+std::string list(const std::vector<double>& v) {
+  std::ostringstream o;
+  o.precision(17);
+  for (std::size_t i = 0; i < v.size(); ++i) o << (i ? "," : "") << v[i];
+  return o.str();
+}
+
+std::vector<double> parse_list(const std::string& text) {
+  std::vector<double> out;
+  std::size_t at = 0;
+  do {
+    const auto comma = text.find(',', at);
+    std::size_t used = 0;
+    const std::string item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    out.push_back(std::stod(item, &used));
+    if (used != item.size()) throw std::invalid_argument(item);
+    at = comma == std::string::npos ? text.size() + 1 : comma + 1;
+  } while (at <= text.size() && out.size() <= 4096);
+  return out;
+}
+
+}  // namespace
 
 result<dataset> load(const source& s, bool train) {
   if (auto st = check(s); !st) return st.err();
@@ -49,7 +90,7 @@ std::string encode(const source& s) {
   std::ostringstream o;
   o.precision(17);
   o << "kind=" << s.kind << "\nsynthetic_samples=" << s.synthetic_samples << "\nseed=" << s.seed << "\npath=" << s.path
-    << "\nval_share=" << s.val_share << "\nmean=" << s.mean << "\nstd=" << s.std_dev << "\nclasses=" << s.classes
+    << "\nval_share=" << s.val_share << "\nmean=" << list(s.mean) << "\nstd=" << list(s.std_dev) << "\nclasses=" << s.classes
     << "\ntoken_type=" << s.token_type << "\nwindow=" << s.window << "\nstride=" << s.stride << "\nvocab=" << s.vocab << "\nimage_rows=" << s.image_rows << "\nimage_cols=" << s.image_cols
     << "\nimage_channels=" << s.image_channels << "\ncrop_pad=" << s.crop_pad << "\nflip=" << s.flip << "\n";
   return o.str();
@@ -73,8 +114,8 @@ result<source> decode(const std::string& text) {
       else if (k == "seed") s.seed = std::stoull(v);
       else if (k == "path") s.path = v;
       else if (k == "val_share") s.val_share = std::stod(v);
-      else if (k == "mean") s.mean = std::stod(v);
-      else if (k == "std") s.std_dev = std::stod(v);
+      else if (k == "mean") s.mean = parse_list(v);
+      else if (k == "std") s.std_dev = parse_list(v);
       else if (k == "classes") s.classes = std::stoi(v);
       else if (k == "token_type") s.token_type = v;
       else if (k == "window") s.window = std::stoi(v);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "data/dataset.hpp"
 
@@ -19,7 +20,9 @@ struct source {
   // optionally val.bin.
   std::string path;
   double val_share = 0.1;        // without validation files, this last share of the training files is held out
-  double mean = 0, std_dev = 1;  // npy: a value x is fed as (x - mean) / std_dev (job: mean, std)
+  // npy and images: a value x of channel c is fed as (x - mean[c]) / std_dev[c] (job: mean,
+  // std); one value for every channel, or one per channel (npy: the inputs' dimension 1).
+  std::vector<double> mean{0.0}, std_dev{1.0};
   int classes = 0;               // npy: labels are below it (0: the largest label + 1)
   std::string token_type = "uint16";  // tokens: the ids' type, uint16 or uint32
   int window = 32;               // tokens: ids a sample; its label is the id after them
@@ -33,6 +36,12 @@ struct source {
   int crop_pad = 0;
   bool flip = false;
 };
+
+// What channel c's values are fed as: (x - mean_of(s, c)) / std_of(s, c).
+inline double mean_of(const source& s, int c) { return s.mean.size() == 1 ? s.mean[0] : s.mean[static_cast<std::size_t>(c)]; }
+inline double std_of(const source& s, int c) { return s.std_dev.size() == 1 ? s.std_dev[0] : s.std_dev[static_cast<std::size_t>(c)]; }
+// Checks that mean and std each hold one value or one a channel, `channels` of them.
+status check_channels(const source& s, int channels, const std::string& where);
 
 // The bounds every source keeps, from a job file or off the network: errors name the job
 // file's field (data.vocab, ...).

@@ -152,6 +152,14 @@ TEST_CASE("job files: dynamics in the scenario format, and the mistakes a job ca
   CHECK(job_error(base + "threads: 100000\nsteps: 1").find("threads in 1..1024") != std::string::npos);
   CHECK(job_error(base + "emulate_compute: gpu").find("emulate_compute") != std::string::npos);
   CHECK(config::parse_job(YAML::Load(base + "emulate_compute: profile"), "t")->emulate_compute == "profile");
+  // Normalisation: one value for all channels, or one a channel.
+  auto norm = config::parse_job(YAML::Load(base + "data: {kind: npy, path: d, mean: [0.5, 0.25, 0.125], std: 2}"), "t");
+  REQUIRE(norm);
+  CHECK((norm->data.mean == std::vector<double>{0.5, 0.25, 0.125} && norm->data.std_dev == std::vector<double>{2}));
+  CHECK(job_error(base + "data: {kind: npy, path: d, mean: [0.5, x]}").find("field 'data.mean[1]' must be a number") != std::string::npos);
+  CHECK(job_error(base + "data: {kind: npy, path: d, std: [1, 0]}").find("'data.std' must be > 0") != std::string::npos);
+  CHECK(job_error(base + "data: {kind: images, path: d, mean: [0.5, 0.5]}").find("'data.mean' has 2 values; the images' channels are 3") !=
+        std::string::npos);
 }
 
 TEST_CASE("job files: a fault plan, and the mistakes a fault plan can make", "[unit][config]") {

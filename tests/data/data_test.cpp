@@ -238,7 +238,7 @@ TEST_CASE("npy data: samples read in place, in the file's shape, split and norma
   write_file(dir + "/train_inputs.npy", npy_bytes("|u1", "(2, 2, 2)", "False", raw(px)));
   write_file(dir + "/train_labels.npy", npy_bytes("<i4", "(2,)", "False", raw(std::vector<std::int32_t>{1, 0})));
   auto s = npy_source(dir);
-  s.mean = 20, s.std_dev = 4, s.classes = 10;
+  s.mean = {20}, s.std_dev = {4}, s.classes = 10;
   auto u8 = load(s, true);
   REQUIRE(u8);
   CHECK((u8->channels == 1 && u8->rows == 2 && u8->cols == 2 && u8->classes == 10 && u8->size() == 1));
@@ -250,6 +250,30 @@ TEST_CASE("npy data: samples read in place, in the file's shape, split and norma
   auto own = load(s, false);
   REQUIRE(own);
   CHECK((own->size() == 3 && own->store->label(2) == 2));
+  // Per channel, as torchvision's Normalize: [n, 2 channels, 1, 2], channel c's values fed
+  // as (x - mean[c]) / std[c] (by hand: (1 - 10) / 2, (3 - 10) / 2, (104 - 100) / 4, ...).
+  std::filesystem::remove(dir + "/val_inputs.npy"), std::filesystem::remove(dir + "/val_labels.npy");
+  write_file(dir + "/train_inputs.npy", npy_bytes("|u1", "(2, 2, 1, 2)", "False", raw(std::vector<std::uint8_t>{1, 3, 104, 108, 5, 7, 96, 92})));
+  s.mean = {10, 100}, s.std_dev = {2, 4};
+  auto per_channel = load(s, true);
+  REQUIRE(per_channel);
+  per_channel->store->values(0, 0, got.data());
+  CHECK((got[0] == -4.5f && got[1] == -3.5f && got[2] == 1.0f && got[3] == 2.0f));
+  // The values travel to nodes as text and come back the same (the fingerprint with them).
+  auto back = decode(encode(s));
+  REQUIRE(back);
+  CHECK((back->mean == s.mean && back->std_dev == s.std_dev));
+  CHECK(fingerprint(*load(*back, true)) == fingerprint(*per_channel));
+  s.std_dev = {2, 8};
+  CHECK(fingerprint(*load(s, true)) != fingerprint(*per_channel));
+  // A count that is neither one nor the channels' is an error naming the file and the field.
+  s.mean = {10, 100, 1000};
+  const auto wrong = load(s, true);
+  REQUIRE_FALSE(wrong);
+  CHECK(wrong.err().message.find("train_inputs.npy") != std::string::npos);
+  CHECK(wrong.err().message.find("'data.mean' has 3 values") != std::string::npos);
+  CHECK_FALSE(decode("kind=npy\npath=x\nmean=1,,2\n"));
+  CHECK_FALSE(decode("kind=npy\npath=x\nstd=1,0\n"));
 }
 
 TEST_CASE("npy data: the fingerprint follows every byte; bad files are errors naming the file and sample", "[unit][data]") {
@@ -353,7 +377,7 @@ TEST_CASE("image folders: classes by folder name, pixels as CHW in [0, 1] normal
     for (int i = 0; i < 5; ++i) png(dir + "/train/" + (c == 0 ? "cat" : "dog") + "/" + std::to_string(i) + ".png", c, i);
   write_file(dir + "/train/dog/notes.txt", "not an image, not listed");
   source s;
-  s.kind = "images", s.path = dir, s.image_rows = 2, s.image_cols = 2, s.val_share = 0.2, s.mean = 0.5, s.std_dev = 0.25;
+  s.kind = "images", s.path = dir, s.image_rows = 2, s.image_cols = 2, s.val_share = 0.2, s.mean = {0.5}, s.std_dev = {0.25};
   auto train = load(s, true);
   auto val = load(s, false);
   REQUIRE(train);
@@ -367,6 +391,22 @@ TEST_CASE("image folders: classes by folder name, pixels as CHW in [0, 1] normal
   CHECK(got[0] == want(1, 1, 0, 0, 0));
   CHECK(got[1] == want(1, 1, 0, 1, 0));   // channel 0, (0, 1)
   CHECK(got[4 + 3] == want(1, 1, 1, 1, 1));  // channel 1, (1, 1)
+  // Per channel (torchvision's Normalize(mean, std) after ToTensor): channel k as
+  // (v - mean[k]) / std[k]; a count other than 1 or 3 is refused.
+  {
+    source pc = s;
+    pc.mean = {0.4, 0.5, 0.6}, pc.std_dev = {0.2, 0.25, 0.3};
+    auto t = load(pc, true);
+    REQUIRE(t);
+    std::vector<float> v(12);
+    t->store->values(5, -1, v.data());
+    for (int k = 0; k < 3; ++k)
+      for (int y = 0; y < 2; ++y)
+        for (int x = 0; x < 2; ++x)
+          CHECK(v[(k * 2 + y) * 2 + x] == static_cast<float>(((10 * (2 * y + x) + k + 50 + 1) / 255.0 - pc.mean[k]) / pc.std_dev[k]));
+    pc.std_dev = {0.2, 0.25};
+    CHECK(load(pc, true).err().message.find("'data.std' has 2 values; the images' channels are 3") != std::string::npos);
+  }
   // A flip is a mirror image, drawn by the step: the same step draws the same, and over
   // 16 steps both ways occur; evaluation (step -1) never flips.
   s.flip = true;

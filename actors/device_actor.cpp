@@ -278,8 +278,8 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
         for (int l : layers) out.layers.emplace_back(l, self->state.worker->partial_gradients(l));
         return out;
       },
-      [=](apply_atom, std::int64_t step, int layer, const std::vector<model::tensor>& summed, double divisor) {
-        return apply_sum(self->state, step, layer, summed, divisor);
+      [=](apply_atom, std::int64_t step, int layer, const std::vector<model::tensor>& summed, double divisor, double scale) {
+        return apply_sum(self->state, step, layer, summed, divisor, scale);
       },
       [=](reduce_atom, reduce_task& t) -> caf::result<sum_held> {
         auto& s = self->state;
@@ -312,10 +312,10 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
           return w.done.deliver(caf::make_error(caf::sec::runtime_error,
                                                 "device " + std::to_string(s.cfg.id) + ", layer " + std::to_string(layer) + ": " + error)),
                  void();
+        w.done.deliver(held_answer(s, step, layer, w.b, sum, w.bytes_in, w.norms_divisor));
         s.summed[layer] = {step, std::move(w.b), std::move(sum)};
-        w.done.deliver(sum_held{s.cfg.id, step, layer, w.bytes_in});
       },
-      [=](commit_atom, std::int64_t step, int layer, double divisor) -> caf::result<applied> {
+      [=](commit_atom, std::int64_t step, int layer, double divisor, double scale) -> caf::result<applied> {
         auto& s = self->state;
         auto it = s.summed.find(layer);
         if (it == s.summed.end() || it->second.step != step)
@@ -326,7 +326,7 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
         auto per_layer = model::split_layers(std::move(h.sum), h.b.counts);
         if (!per_layer) return caf::make_error(caf::sec::runtime_error, "device " + std::to_string(s.cfg.id) + ": " + per_layer.err().message);
         for (std::size_t i = 0; i < h.b.layers.size(); ++i) {
-          auto r = apply_sum(s, step, h.b.layers[i], (*per_layer)[i], divisor);
+          auto r = apply_sum(s, step, h.b.layers[i], (*per_layer)[i], divisor, scale);
           if (r.flag == caf::rt_error) return r;
         }
         return applied{s.cfg.id, step, layer};

@@ -65,6 +65,7 @@ struct device_state {
     bucket b;
     caf::response_promise done;
     std::int64_t bytes_in = 0;  // what the ring brings this rank: 2 (P - 1) / P of the bucket
+    double norms_divisor = 0;   // reduce_task's
   };
   std::map<int, gloo_wait> gloo_waiting;
   static inline const char* name = "device";
@@ -95,7 +96,13 @@ void send_shaped(device_self self, comm::link_shaper& link, const comm::link_spe
 
 // The holders' sum (device_sum.cpp).
 // The optimizer step of a layer with its summed gradients, at the device's emulated speed.
-caf::result<applied> apply_sum(device_state& s, std::int64_t step, int layer, const std::vector<model::tensor>& sum, double divisor);
+// `scale`: clipping's factor (model::clip_scale; 1: none).
+caf::result<applied> apply_sum(device_state& s, std::int64_t step, int layer, const std::vector<model::tensor>& sum, double divisor,
+                               double scale);
+// What a holder answers once it holds a bucket's sum: with its layers' gradient norms when
+// the task asks for them (clipping).
+sum_held held_answer(const device_state& s, std::int64_t step, int layer, const device_state::bucket& b,
+                     const std::vector<model::tensor>& sum, std::int64_t bytes_in, double norms_divisor);
 // A bucket's sum among its holders, once this device's partial sums of the step are final;
 // `done` is answered when it holds the sum.
 void start_reduce(device_self self, reduce_task t, caf::response_promise done);

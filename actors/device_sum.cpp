@@ -35,8 +35,8 @@ void sum_progress(device_self self, int layer, result<std::vector<model::chunk_s
   if (!e.sum->done()) return;
   auto total = e.sum->sum();
   if (!total) return fail(total.err().message);
+  e.done.deliver(held_answer(s, e.task.step, layer, e.b, *total, e.bytes_in, e.task.norms_divisor));
   s.summed[layer] = {e.task.step, std::move(e.b), std::move(*total)};
-  e.done.deliver(sum_held{s.cfg.id, e.task.step, layer, e.bytes_in});
   s.sums.erase(it);
 }
 
@@ -55,7 +55,8 @@ void gloo_reduce(device_self self, const reduce_task& t, int rank, caf::response
   if (!s.gloo) s.gloo = std::make_unique<gloo_lanes>(s.cfg.gloo_host, s.cfg.gloo_timeout_s);
   const auto p = static_cast<double>(t.holders.size());
   auto& w = s.gloo_waiting[t.layer];
-  w = {t.step, std::move(b), std::move(done), static_cast<std::int64_t>(2 * (p - 1) / p * static_cast<double>(model::bytes(flat->flat)))};
+  w = {t.step, std::move(b), std::move(done), static_cast<std::int64_t>(2 * (p - 1) / p * static_cast<double>(model::bytes(flat->flat))),
+       t.norms_divisor};
   auto me = caf::actor_cast<device_impl>(self);
   s.gloo->start(t.store, t.generation, t.holders, rank, std::move(*flat), [me, step = t.step, layer = t.layer](result<std::vector<model::tensor>> r) {
     if (r) caf::anon_send(me, gloo_atom::value, step, layer, std::move(*r), std::string{});
@@ -65,7 +66,8 @@ void gloo_reduce(device_self self, const reduce_task& t, int rank, caf::response
 
 }  // namespace
 
-caf::result<applied> apply_sum(device_state& s, std::int64_t step, int layer, const std::vector<model::tensor>& sum, double divisor) {
+caf::result<applied> apply_sum(device_state& s, std::int64_t step, int layer, const std::vector<model::tensor>& sum, double divisor,
+                               double scale) {
   // `step` is the attempt's tag; the learning rate follows the training step of the attempt's
   // task, which every holder ran (it holds the layer because its stage has it).
   if (s.task.step != step)
@@ -73,7 +75,7 @@ caf::result<applied> apply_sum(device_state& s, std::int64_t step, int layer, co
                                                         ": a sum of attempt " + std::to_string(step) + ", but its task is of attempt " +
                                                         std::to_string(s.task.step));
   const device_clock::work_start w;
-  auto st = s.worker->apply(layer, sum, divisor, s.task.train_step);
+  auto st = s.worker->apply(layer, sum, divisor, s.task.train_step, scale);
   s.speed.finish(w, s.speed.update_s(layer));
   if (!st) return caf::make_error(caf::sec::runtime_error, st.err().message);
   return applied{s.cfg.id, step, layer};
@@ -123,6 +125,20 @@ void start_deferred(device_self self) {
     if (t.step <= s.task.step) start_reduce(self, std::move(t), std::move(done));
     else s.deferred.emplace_back(std::move(t), std::move(done));
   }
+}
+
+sum_held held_answer(const device_state& s, std::int64_t step, int layer, const device_state::bucket& b,
+                     const std::vector<model::tensor>& sum, std::int64_t bytes_in, double norms_divisor) {
+  sum_held h{s.cfg.id, step, layer, bytes_in, {}};
+  if (!(norms_divisor > 0)) return h;
+  const auto all = model::grad_norms(sum, norms_divisor);  // the bucket's layers one after another
+  std::size_t at = 0;
+  for (const std::size_t n : b.counts) {
+    const std::size_t lo = std::min(at, all.size()), hi = std::min(at + n, all.size());
+    h.norms.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(lo), all.begin() + static_cast<std::ptrdiff_t>(hi));
+    at += n;
+  }
+  return h;
 }
 
 }  // namespace dynapar::actors::device_detail

@@ -15,6 +15,28 @@
 
 namespace dynapar::actors {
 namespace detail {
+namespace {
+
+// Clipping by global norm: every parameter's gradient norm in layer order (each layer's first
+// param_count of its sum's norms), as the reference gathers them, and the factor they give.
+result<double> clip_factor(const reduction_work& work, const model::model_chain& m, double max_norm) {
+  if (!(max_norm > 0)) return 1.0;
+  const auto by_layer = work.norms();
+  std::vector<float> all;
+  for (int l = 0; l < model::num_layers(m); ++l) {
+    const auto it = by_layer.find(l);
+    const std::size_t n = model::param_count(m, l);
+    if (it == by_layer.end() || it->second.size() < n)
+      return make_error("no_norms", "clipping: the gradient norms of layer " + std::to_string(l) + " did not come back");
+    all.insert(all.end(), it->second.begin(), it->second.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+  const double scale = model::clip_scale(all, max_norm);
+  // NaN or infinite gradients: PyTorch would scale by NaN and spoil every weight; say so.
+  if (!(scale > 0 && scale <= 1)) return make_error("bad_gradients", "clipping: the gradients' global norm is not finite");
+  return scale;
+}
+
+}  // namespace
 
 driver::probe_layout driver::probe_plan() const {
   probe_layout out;
@@ -124,7 +146,8 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
   // here (actors/reduction.hpp), divided by B and applied on every holder. A device's sums
   // start when its stage reports (overlapped with the other stages' backward), or when every
   // group has (overlap_sums off).
-  auto work = reduction_->start({tag_, micro_batches, &holders_, comm_generation_});
+  const double clip = s_.optimizer.clip_grad_norm;
+  auto work = reduction_->start({tag_, micro_batches, &holders_, comm_generation_, clip > 0 ? static_cast<double>(s_.batch) : 0.0});
   double loss_sum = 0, pipelines_s = 0;
   std::vector<std::pair<int, double>> compute_s;  // by device
   std::map<int, double> ready_s;                  // by device: its stage's report, from the start
@@ -206,10 +229,12 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
   // After the sums, every holder's optimizer step (at its emulated speed). From here every
   // live holder applies this step: a failure now leaves the survivors one step further
   // (recover() knows, from committed_).
+  auto scale = clip_factor(*work, m_, clip);
+  if (!scale) return make_error(scale.err().code, "step " + std::to_string(t) + ", " + scale.err().message);
   const auto update_started = clock::now();
   committed_ = true;
   confirmed_.begin(tag_, work->buckets());
-  const int acks = work->apply(static_cast<double>(s_.batch));
+  const int acks = work->apply(static_cast<double>(s_.batch), *scale);
   for (int k = 0; k < acks && failure_.empty();)
     self_->receive(on_down, [&](const applied& a) { k += confirmed_.confirm(a.device, a.step, a.layer); },
                    [&](caf::error& e) { failure_ = text(e); }, caf::after(slice(deadline)) >> [&] { tick(started, deadline, "applying gradients"); });

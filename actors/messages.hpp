@@ -207,6 +207,9 @@ struct reduce_task {
   // A bucket: every layer these holders add together in one exchange, ascending, `layer`
   // first; empty: `layer` alone. The answers and the commit name the bucket by `layer`.
   std::vector<int> layers;
+  // > 0 (clipping by global norm): the answer carries the sum's gradient norms at this
+  // divisor (model::grad_norms), which the driver needs before the commit.
+  double norms_divisor = 0;
 };
 
 // A holder's answer to a reduce_task: it holds the sum of `layer` for the attempt `step`
@@ -217,6 +220,7 @@ struct sum_held {
   std::int64_t step = 0;
   int layer = 0;
   std::int64_t bytes_in = 0;
+  std::vector<std::vector<float>> norms;  // reduce_task::norms_divisor > 0: each bucket layer's, in order
 };
 
 // A holder's confirmation that it applied step `step`'s sum to `layer` (the answer to

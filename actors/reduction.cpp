@@ -56,8 +56,13 @@ class central_work : public reduction_work {
     }
     return ok_status();
   }
-  int apply(double batch) override {
-    return each_holder(*s_.holders, [&](int id, int l) { self_->send(devices_.at(id), apply_atom::value, s_.tag, l, summed_[l], batch); });
+  std::map<int, std::vector<float>> norms() const override {
+    std::map<int, std::vector<float>> out;
+    for (const auto& [l, sum] : summed_) out[l] = model::grad_norms(sum, s_.norms_divisor);
+    return out;
+  }
+  int apply(double batch, double scale) override {
+    return each_holder(*s_.holders, [&](int id, int l) { self_->send(devices_.at(id), apply_atom::value, s_.tag, l, summed_[l], batch, scale); });
   }
 
  private:
@@ -99,15 +104,21 @@ class peer_work : public reduction_work {
   }
   void on(device_gradients&) override {}
   void on(const sum_held& h) override {
-    if (h.step == s_.tag) --waiting_;
+    if (h.step != s_.tag) return;
+    --waiting_;
+    // Every holder's norms of a layer are the same bits (the same sum): the first one kept.
+    const auto it = buckets_.find(h.layer);
+    if (it != buckets_.end())
+      for (std::size_t i = 0; i < h.norms.size() && i < it->second.size(); ++i) norms_.emplace(it->second[i], h.norms[i]);
   }
+  std::map<int, std::vector<float>> norms() const override { return norms_; }
   bool done() const override { return waiting_ == 0; }
   status finish() override { return ok_status(); }
-  int apply(double batch) override {
+  int apply(double batch, double scale) override {
     int n = 0;
     for (const auto& [l, layers] : buckets_)
       for (int id : s_.holders->at(l)) {
-        self_->send(devices_.at(id), commit_atom::value, s_.tag, l, batch);
+        self_->send(devices_.at(id), commit_atom::value, s_.tag, l, batch, scale);
         ++n;
       }
     return n;
@@ -117,7 +128,7 @@ class peer_work : public reduction_work {
  private:
   void send_task(int l) {
     const auto& ids = s_.holders->at(l);
-    reduce_task task{s_.tag, l, s_.micro_batches, exact_, {ids.begin(), ids.end()}, {}, store_, s_.generation, buckets_.at(l)};
+    reduce_task task{s_.tag, l, s_.micro_batches, exact_, {ids.begin(), ids.end()}, {}, store_, s_.generation, buckets_.at(l), s_.norms_divisor};
     for (int id : ids) task.peers.push_back(devices_.at(id));
     for (int id : ids) self_->send(devices_.at(id), reduce_atom::value, task);
   }
@@ -131,6 +142,7 @@ class peer_work : public reduction_work {
   std::map<int, std::vector<int>> buckets_of_;  // device -> buckets it holds, until it is ready
   std::map<int, int> unready_;                  // bucket -> holders not yet ready
   int waiting_ = 0;
+  std::map<int, std::vector<float>> norms_;     // layer -> its gradient norms (clipping)
 };
 
 // Each step's work, made by `make`.

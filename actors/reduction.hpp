@@ -32,6 +32,8 @@ struct reduction_step {
   std::int64_t micro_batches = 0;            // the exact sum's leaves: every group's, in order
   const std::map<int, std::vector<int>>* holders = nullptr;  // layer -> device ids, plan order
   std::int64_t generation = 0;               // reduce_task::generation
+  // > 0 (clipping by global norm): norms() gives every layer's gradient norms at this divisor.
+  double norms_divisor = 0;
 };
 
 class reduction_work {
@@ -48,9 +50,12 @@ class reduction_work {
   // (named by layer).
   virtual bool done() const = 0;
   virtual status finish() = 0;
-  // After finish(): every holder applies its layer's sum divided by `batch`. Returns the
-  // acks (one `applied` per holder and bucket) to wait for.
-  virtual int apply(double batch) = 0;
+  // After finish(), with reduction_step::norms_divisor > 0: each layer's gradient norms
+  // (model::grad_norms of its sum at that divisor, all its gradients), by layer.
+  virtual std::map<int, std::vector<float>> norms() const = 0;
+  // After finish(): every holder applies its layer's sum divided by `batch`, times `scale`
+  // (clipping's). Returns the acks (one `applied` per holder and bucket) to wait for.
+  virtual int apply(double batch, double scale) = 0;
   // The layers one `applied` confirms, by the layer it names (none listed: that layer alone).
   virtual std::map<int, std::vector<int>> buckets() const { return {}; }
 };

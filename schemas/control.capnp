@@ -304,6 +304,7 @@ struct Apply {
   layer @0 :UInt32;
   divisor @1 :Float64;
   tag @2 :Int64;
+  scale @3 :Float64 = 1;      # (19) clipping's factor on the gradient, in (0, 1]
 }
 
 struct Pause {
@@ -332,6 +333,7 @@ struct Reduce {
                               # change and failed attempt)
   layers @7 :List(Int32);     # (12) the bucket: every layer added in this one exchange,
                               # ascending, `layer` first; empty: `layer` alone
+  normsDivisor @8 :Float64;   # (19) > 0: answer with the sum's gradient norms at this divisor
 }
 
 # A holder holds the sum, and received `bytesIn` of the other holders' chunks for it.
@@ -339,6 +341,7 @@ struct SumHeld {
   tag @0 :Int64;
   layer @1 :UInt32;
   bytesIn @2 :UInt64;
+  norms @3 :List(List(Float32));  # (19) each bucket layer's gradient norms, when asked
 }
 
 # Between holders: a chunk's partial sums (scatter) or the summed chunk (gather); a tensor
@@ -355,6 +358,7 @@ struct Commit {
   tag @0 :Int64;
   layer @1 :UInt32;
   divisor @2 :Float64;
+  scale @3 :Float64 = 1;      # (19) clipping's factor on the gradient, in (0, 1]
 }
 
 # A device operation between processes: the controller calls a device on a node, the node

@@ -199,7 +199,7 @@ result<device_gradients> gradients_from(const wire::ops::gradient_set& w, const 
 }
 
 wire::ops::reduce reduce_of(const reduce_task& t) {
-  return {t.step, t.layer, t.micro_batches, t.exact, t.holders, t.store, t.generation, t.layers};
+  return {t.step, t.layer, t.micro_batches, t.exact, t.holders, t.store, t.generation, t.layers, t.norms_divisor};
 }
 
 reduce_task reduce_from(const wire::ops::reduce& r) {
@@ -211,6 +211,7 @@ reduce_task reduce_from(const wire::ops::reduce& r) {
   t.holders = r.holders;
   t.store = r.store;
   t.generation = r.generation;
+  t.norms_divisor = r.norms_divisor;
   t.layers = r.layers;
   return t;
 }

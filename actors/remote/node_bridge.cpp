@@ -175,13 +175,13 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
                     on_error);
           },
           [&](const ops::apply& a) {
-            self->request(dev, caf::infinite, apply_atom::value, a.tag, a.layer, ts, a.divisor).then(applied_ack, on_error);
+            self->request(dev, caf::infinite, apply_atom::value, a.tag, a.layer, ts, a.divisor, a.scale).then(applied_ack, on_error);
           },
           [&](const ops::reduce& r) {
             auto t = remote::reduce_from(r);
             for (int id : t.holders) t.peers.push_back(resolve(self, id));
             self->request(dev, caf::infinite, reduce_atom::value, std::move(t))
-                .then([sh, c](const sum_held& h) { sh->answer(c, ops::sum_held{h.step, h.layer, h.bytes_in}); }, on_error);
+                .then([sh, c](const sum_held& h) { sh->answer(c, ops::sum_held{h.step, h.layer, h.bytes_in, h.norms}); }, on_error);
           },
           [&](const ops::reduce_part& p) {
             auto part = remote::part_from(p, ts);
@@ -189,7 +189,7 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
             self->send(dev, part_atom::value, std::move(*part));
           },
           [&](const ops::commit& m) {
-            self->request(dev, caf::infinite, commit_atom::value, m.tag, m.layer, m.divisor).then(applied_ack, on_error);
+            self->request(dev, caf::infinite, commit_atom::value, m.tag, m.layer, m.divisor, m.scale).then(applied_ack, on_error);
           },
           [&](const ops::hash& h) {
             self->request(dev, caf::infinite, hash_atom::value, h.layer)

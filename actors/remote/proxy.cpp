@@ -125,17 +125,17 @@ remote_device_handle::behavior_type remote_device(proxy* self, int id, std::stri
         return ask<device_gradients>(self, call(ops::gradients{step, layers}), {},
                                      answer<device_gradients, ops::gradient_set>("gradients", remote::gradients_from));
       },
-      [=](apply_atom, std::int64_t step, int layer, const std::vector<model::tensor>& summed, double divisor) -> caf::result<applied> {
-        return ask<applied>(self, call(ops::apply{step, layer, divisor}), summed, confirmed(id, step, layer));
+      [=](apply_atom, std::int64_t step, int layer, const std::vector<model::tensor>& summed, double divisor, double scale) -> caf::result<applied> {
+        return ask<applied>(self, call(ops::apply{step, layer, divisor, scale}), summed, confirmed(id, step, layer));
       },
       // The holders add among themselves, node to node; the node answers once the sum is held.
       [=](reduce_atom, const reduce_task& t) -> caf::result<sum_held> {
         return ask<sum_held>(self, call(remote::reduce_of(t)), {}, answer<sum_held, ops::sum_held>("a sum", [id](const ops::sum_held& h, auto&) {
-                               return sum_held{id, h.tag, h.layer, h.bytes_in};
+                               return sum_held{id, h.tag, h.layer, h.bytes_in, h.norms};
                              }));
       },
-      [=](commit_atom, std::int64_t step, int layer, double divisor) -> caf::result<applied> {
-        return ask<applied>(self, call(ops::commit{step, layer, divisor}), {}, confirmed(id, step, layer));
+      [=](commit_atom, std::int64_t step, int layer, double divisor, double scale) -> caf::result<applied> {
+        return ask<applied>(self, call(ops::commit{step, layer, divisor, scale}), {}, confirmed(id, step, layer));
       },
       [=](hash_atom, int layer) -> caf::result<std::uint64_t> {
         return ask<std::uint64_t>(self, call(ops::hash{layer}), {},

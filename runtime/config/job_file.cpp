@@ -171,7 +171,7 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
     }
     if (top.has("optimizer")) {
       fields o(top.child("optimizer"), "optimizer");
-      o.only({"kind", "lr", "momentum", "weight_decay", "nesterov", "schedule"});
+      o.only({"kind", "lr", "momentum", "weight_decay", "nesterov", "schedule", "clip_grad_norm"});
       j.optimizer = o.text("kind", j.optimizer);
       if (j.optimizer != "adam" && j.optimizer != "adamw" && j.optimizer != "sgd")
         throw field_error{"field 'optimizer.kind' must be adam, adamw or sgd"};
@@ -183,6 +183,8 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
       if (j.nesterov && (j.optimizer != "sgd" || !(j.momentum > 0)))
         throw field_error{"field 'optimizer.nesterov' needs kind sgd and momentum > 0"};
       if (o.has("schedule")) j.schedule = parse_schedule(fields(o.child("schedule"), "optimizer.schedule"), j.lr);
+      j.clip_grad_norm = o.number("clip_grad_norm", j.clip_grad_norm);
+      if (!(j.clip_grad_norm >= 0)) throw field_error{"field 'optimizer.clip_grad_norm' must be >= 0 (0: no clipping)"};
     }
     j.policy = top.text("policy", j.policy);
     if (auto p = planner::make_policy(j.policy); !p) throw field_error{"field 'policy': " + p.err().message};

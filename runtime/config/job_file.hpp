@@ -27,6 +27,7 @@ struct job {
   bool nesterov = false;
   lr_schedule schedule;                // optimizer.schedule (steps 0: the run's length)
   double label_smoothing = 0;          // loss: {kind: cross_entropy, label_smoothing: X}
+  double clip_grad_norm = 0;           // optimizer.clip_grad_norm: the global norm's bound (0: none)
   std::uint64_t seed = 1;
   std::string policy = "joint_lyapunov";
   int hash_every = 50;

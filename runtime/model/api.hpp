@@ -43,6 +43,9 @@ struct optimizer_config {
   // this label smoothing in [0, 1) (torch.nn.CrossEntropyLoss's). With the optimizer here, as
   // it is the rest of what a device needs to train exactly as the reference does.
   double label_smoothing = 0;
+  // > 0: the step's gradients clipped by their global 2-norm to this, as
+  // torch.nn.utils.clip_grad_norm_ (every parameter of the model, in layer order; 0: off).
+  double clip_grad_norm = 0;
 };
 // Whether `o` names an optimizer make_optimizer builds; the error names the field.
 status check_optimizer(const optimizer_config& o);
@@ -69,6 +72,7 @@ int num_layers(const model_chain& m);
 // A TorchScript model's file again, with `layers`' (trained) parameters and buffers.
 status save_model(const model_chain& m, const std::vector<layer_copy>& layers, const std::string& path);
 std::size_t param_bytes(const model_chain& m, int layer);  // its parameters' bytes
+std::size_t param_count(const model_chain& m, int layer);  // its parameters (the first of its gradients)
 std::string layer_name(const model_chain& m, int layer);
 layer_copy copy_layer(const model_chain& m, int layer);
 
@@ -106,9 +110,9 @@ class device_worker {
   // (schedule/reduction_tree.hpp): a micro-batch's gradients are merged with its sibling's as
   // soon as both are here, so a device keeps and sends O(log n) lists, not one per micro-batch.
   virtual std::vector<grad_part> partial_gradients(int layer) const = 0;
-  // gradient = summed / divisor, then one optimizer step on the layer at training step
-  // `step`'s learning rate (the optimizer's schedule).
-  virtual status apply(int layer, const std::vector<tensor>& summed, double divisor, std::int64_t step) = 0;
+  // gradient = summed / divisor (times `scale`, clipping's factor, where it is not 1), then one
+  // optimizer step on the layer at training step `step`'s learning rate (the schedule's).
+  virtual status apply(int layer, const std::vector<tensor>& summed, double divisor, std::int64_t step, double scale) = 0;
   virtual std::uint64_t hash(int layer) const = 0;
   virtual layer_copy copy(int layer) const = 0;
   // Fault injection: nudges the layer's first parameter, so its replicas no longer agree.
@@ -137,6 +141,13 @@ result<std::vector<tensor>> holders_sum(std::vector<grad_part> parts);
 result<std::vector<grad_part>> join_layers(std::vector<std::vector<grad_part>> per_layer);
 // The bucket's sum cut back into its layers' gradients, `counts[i]` parameters for the i-th.
 result<std::vector<std::vector<tensor>>> split_layers(std::vector<tensor> sum, const std::vector<std::size_t>& counts);
+// Clipping by global norm (optimizer_config::clip_grad_norm), as torch.nn.utils.clip_grad_norm_:
+// each gradient's 2-norm once its sum is divided by `divisor` (float32, as the gradient is),
+// and the factor every gradient is then multiplied by, max_norm / (total + 1e-6) at most 1,
+// `total` being the 2-norm of all the norms in order. The holders, the driver and the
+// reference compute both alike, so a clipped run is as exact as any.
+std::vector<float> grad_norms(const std::vector<tensor>& summed, double divisor);
+double clip_scale(const std::vector<float>& norms, double max_norm);
 // Bytes on the wire: a tensor's data; a layer's parameters plus its optimizer state (what a
 // migration moves); a gradient list.
 std::size_t bytes(const tensor& t);

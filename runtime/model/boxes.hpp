@@ -40,9 +40,10 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tenso
 // One optimizer step on summed gradients: gradient = sum / divisor, then the step. Every
 // device and the reference step this way, so that the bits agree. The sums are only read
 // (a sum may be shared between devices of one process). lr >= 0: the step's learning rate
-// (the schedule's), set on every parameter group first; < 0: the optimizer's as it is.
+// (the schedule's), set on every parameter group first; < 0: the optimizer's as it is. `scale`
+// (clipping's, model::clip_scale) multiplies each gradient after the division.
 void step_on_sums(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params, const std::vector<torch::Tensor>& sums,
-                  double divisor, double lr = -1);
+                  double divisor, double lr = -1, double scale = 1);
 
 // Deep copies of optimizer state (SGD momentum buffers, Adam moments), so that a layer moves
 // with its state and training goes on bit for bit.

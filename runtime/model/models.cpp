@@ -227,6 +227,8 @@ std::size_t param_bytes(const model_chain& m, int layer) {
   return n;
 }
 
+std::size_t param_count(const model_chain& m, int layer) { return m.layers.at(layer)->parameters().size(); }
+
 status check_data(const model_chain& m, const data::dataset& d) {
   const auto& io = m.io;
   const bool tokens = io.vocab > 0;
@@ -255,6 +257,7 @@ status check_optimizer(const optimizer_config& o) {
   if (o.nesterov && (o.kind != "sgd" || !(o.momentum > 0)))
     return make_error("bad_optimizer", "optimizer nesterov needs kind sgd and momentum > 0");
   if (!(o.label_smoothing >= 0 && o.label_smoothing < 1)) return make_error("bad_optimizer", "label_smoothing must be in [0, 1)");
+  if (!(std::isfinite(o.clip_grad_norm) && o.clip_grad_norm >= 0)) return make_error("bad_optimizer", "clip_grad_norm must be >= 0 (0: off)");
   // A device's cosine schedule knows its length (prepare_job set it).
   if (o.schedule.kind == "cosine" && o.schedule.steps == 0) return make_error("bad_optimizer", "cosine schedule without its steps");
   if (auto st = check_schedule(o.schedule, o.lr); !st) return make_error("bad_optimizer", st.err().message);
@@ -270,11 +273,12 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tenso
 }
 
 void step_on_sums(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params, const std::vector<torch::Tensor>& sums,
-                  double divisor, double lr) {
+                  double divisor, double lr, double scale) {
   torch::NoGradGuard no_grad;
   if (lr >= 0)
     for (auto& g : opt.param_groups()) g.options().set_lr(lr);
-  if (auto* adam = dynamic_cast<fused_adam*>(&opt)) {  // divides in its loop
+  auto* adam = dynamic_cast<fused_adam*>(&opt);
+  if (adam && scale == 1) {  // divides in its loop
     for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = sums[i];
     adam->step_divided(divisor);
     // Let go of the sums: a later backward would add into a kept one in place, through every
@@ -282,8 +286,32 @@ void step_on_sums(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>
     for (auto& p : params) p.mutable_grad() = torch::Tensor();
     return;
   }
-  for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = sums[i] / divisor;
+  // Clipped: divided, then scaled, as clip_grad_norm_ scales the gradient it was given.
+  for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = scale == 1 ? sums[i] / divisor : (sums[i] / divisor).mul_(scale);
+  if (adam) {
+    adam->step_divided(1);  // x / 1 is x
+    for (auto& p : params) p.mutable_grad() = torch::Tensor();
+    return;
+  }
   opt.step();
+}
+
+std::vector<float> grad_norms(const std::vector<tensor>& summed, double divisor) {
+  torch::NoGradGuard no_grad;
+  std::vector<float> out;
+  out.reserve(summed.size());
+  for (const auto& t : summed) out.push_back(t ? (t->t / divisor).norm().item<float>() : 0.0f);
+  return out;
+}
+
+double clip_scale(const std::vector<float>& norms, double max_norm) {
+  torch::NoGradGuard no_grad;
+  if (norms.empty()) return 1;
+  // Float32 throughout, as clip_grad_norm_ (one norm is the total as it is; max_norm / t is
+  // t.reciprocal() * max_norm).
+  const auto total = norms.size() == 1 ? torch::tensor(norms[0]) : torch::tensor(norms, torch::kFloat32).norm();
+  const auto coef = torch::clamp((total + 1e-6).reciprocal() * max_norm, c10::nullopt, 1.0);
+  return static_cast<double>(coef.item<float>());
 }
 
 std::unique_ptr<torch::optim::OptimizerParamState> copy_state(const torch::optim::OptimizerParamState& s, const torch::Device& to) {

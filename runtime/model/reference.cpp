@@ -72,7 +72,13 @@ double reference::step(const data::dataset& d, const std::vector<int>& samples, 
     at += k;
   }
   summed->resize(params.size());
-  step_on_sums(*impl_->optimizer, params, *summed, static_cast<double>(n), lr_at(impl_->opt.schedule, impl_->opt.lr, step));
+  double scale = 1;
+  if (impl_->opt.clip_grad_norm > 0) {  // every parameter in layer order, as the driver gathers them
+    std::vector<tensor> boxed;
+    for (const auto& g : *summed) boxed.push_back(box(g));
+    scale = clip_scale(grad_norms(boxed, static_cast<double>(n)), impl_->opt.clip_grad_norm);
+  }
+  step_on_sums(*impl_->optimizer, params, *summed, static_cast<double>(n), lr_at(impl_->opt.schedule, impl_->opt.lr, step), scale);
   return loss_sum.item<double>() / n;
 }
 

@@ -176,7 +176,7 @@ class torch_worker final : public device_worker {
     return out;
   }
 
-  status apply(int layer, const std::vector<tensor>& summed, double divisor, std::int64_t step) override {
+  status apply(int layer, const std::vector<tensor>& summed, double divisor, std::int64_t step, double scale) override {
     auto it = layers_.find(layer);
     if (it == layers_.end()) return make_error("not_held", "apply to layer " + std::to_string(layer) + " not held here");
     auto params = it->second.module->parameters();
@@ -190,7 +190,7 @@ class torch_worker final : public device_worker {
       for (const auto& t : summed) sums.push_back(t->t.to(device_));
       set_running(it->second.module, sums.data() + params.size(), sums.size() - params.size());
       sums.resize(params.size());
-      step_on_sums(*it->second.optimizer, params, sums, divisor, lr_at(opt_.schedule, opt_.lr, step));  // as the reference steps
+      step_on_sums(*it->second.optimizer, params, sums, divisor, lr_at(opt_.schedule, opt_.lr, step), scale);  // as the reference steps
       return tensor{};
     }, /*wait=*/false);
     if (!done) return done.err();

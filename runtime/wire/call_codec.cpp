@@ -159,6 +159,7 @@ void write_call(schema::DeviceCall::Builder c, const device_call& m) {
                    b.setTag(x.tag);
                    b.setLayer(static_cast<U32>(x.layer));
                    b.setDivisor(x.divisor);
+                   b.setScale(x.scale);
                  },
                  [&](const ops::hash& x) { o.setHash(static_cast<U32>(x.layer)); },
                  [&](const ops::hashed& x) { o.setHashed(x.value); },
@@ -193,12 +194,18 @@ void write_call(schema::DeviceCall::Builder c, const device_call& m) {
                    b.setStore(x.store);
                    b.setGeneration(static_cast<U64>(x.generation));
                    set_ints(b.initLayers(n(x.layers)), x.layers);
+                   b.setNormsDivisor(x.norms_divisor);
                  },
                  [&](const ops::sum_held& x) {
                    auto b = o.initSumHeld();
                    b.setTag(x.tag);
                    b.setLayer(static_cast<U32>(x.layer));
                    b.setBytesIn(static_cast<U64>(x.bytes_in));
+                   auto ls = b.initNorms(n(x.norms));
+                   for (std::size_t i = 0; i < x.norms.size(); ++i) {
+                     auto l = ls.init(static_cast<unsigned>(i), n(x.norms[i]));
+                     for (std::size_t k = 0; k < x.norms[i].size(); ++k) l.set(static_cast<unsigned>(k), x.norms[i][k]);
+                   }
                  },
                  [&](const ops::reduce_part& x) {
                    auto b = o.initReducePart();
@@ -213,6 +220,7 @@ void write_call(schema::DeviceCall::Builder c, const device_call& m) {
                    b.setTag(x.tag);
                    b.setLayer(static_cast<U32>(x.layer));
                    b.setDivisor(x.divisor);
+                   b.setScale(x.scale);
                  },
              },
              m.op);
@@ -301,7 +309,9 @@ device_op read_op(Op::Reader o, const decode_limits& lim) {
                             read_places(l.getParts(), lim, "call.gradientSet.layers.parts")});
       return g;
     }
-    case Op::APPLY: return ops::apply{o.getApply().getTag(), to_int(o.getApply().getLayer(), "call.apply.layer"), o.getApply().getDivisor()};
+    case Op::APPLY:
+      return ops::apply{o.getApply().getTag(), to_int(o.getApply().getLayer(), "call.apply.layer"), o.getApply().getDivisor(),
+                        o.getApply().getScale()};
     case Op::HASH: return ops::hash{to_int(o.getHash(), "call.hash")};
     case Op::HASHED: return ops::hashed{o.getHashed()};
     case Op::COPY: return ops::copy{to_int(o.getCopy(), "call.copy")};
@@ -319,25 +329,35 @@ device_op read_op(Op::Reader o, const decode_limits& lim) {
     case Op::REDUCE: {
       auto r = o.getReduce();
       ops::reduce x{r.getTag(), to_int(r.getLayer(), "call.reduce.layer"), to_int64(r.getMicroBatches(), "call.reduce.microBatches"),
-                    r.getExact(), {}, {}, 0, {}};
+                    r.getExact(), {}, {}, 0, {}, 0};
       check_list(r.getHolders(), lim, "call.reduce.holders");
       for (auto h : r.getHolders()) x.holders.push_back(h);
       x.store = text(r.getStore(), lim, "call.reduce.store");
       x.generation = to_int64(r.getGeneration(), "call.reduce.generation");
       check_list(r.getLayers(), lim, "call.reduce.layers");
       for (auto l : r.getLayers()) x.layers.push_back(l);
+      x.norms_divisor = r.getNormsDivisor();
       return x;
     }
     case Op::SUM_HELD: {
       auto r = o.getSumHeld();
-      return ops::sum_held{r.getTag(), to_int(r.getLayer(), "call.sumHeld.layer"), to_int64(r.getBytesIn(), "call.sumHeld.bytesIn")};
+      ops::sum_held x{r.getTag(), to_int(r.getLayer(), "call.sumHeld.layer"), to_int64(r.getBytesIn(), "call.sumHeld.bytesIn"), {}};
+      check_list(r.getNorms(), lim, "call.sumHeld.norms");
+      for (auto l : r.getNorms()) {
+        check_list(l, lim, "call.sumHeld.norms");
+        x.norms.emplace_back();
+        for (const float v : l) x.norms.back().push_back(v);
+      }
+      return x;
     }
     case Op::REDUCE_PART: {
       auto r = o.getReducePart();
       return ops::reduce_part{r.getTag(), to_int(r.getLayer(), "call.reducePart.layer"), r.getGather(),
                               to_int(r.getFrom(), "call.reducePart.from"), read_places(r.getParts(), lim, "call.reducePart.parts")};
     }
-    case Op::COMMIT: return ops::commit{o.getCommit().getTag(), to_int(o.getCommit().getLayer(), "call.commit.layer"), o.getCommit().getDivisor()};
+    case Op::COMMIT:
+      return ops::commit{o.getCommit().getTag(), to_int(o.getCommit().getLayer(), "call.commit.layer"), o.getCommit().getDivisor(),
+                         o.getCommit().getScale()};
   }
   throw reject{"bad_field", "call.op has an unknown kind (a newer protocol?)"};
 }

@@ -62,7 +62,7 @@ struct gradients { std::int64_t tag = 0; std::vector<int> layers; };
 struct tree_place { int level = 0; std::int64_t index = 0; };
 struct layer_parts { int layer = 0, tensors_per_part = 0; std::vector<tree_place> parts; };
 struct gradient_set { int device = 0; std::int64_t tag = 0; std::vector<layer_parts> layers; };  // answer to gradients
-struct apply { std::int64_t tag = 0; int layer = 0; double divisor = 1; };  // tensors: the summed gradients
+struct apply { std::int64_t tag = 0; int layer = 0; double divisor = 1; double scale = 1; };  // tensors: the summed gradients
 struct hash { int layer = 0; };
 struct hashed { std::uint64_t value = 0; };                     // answer to hash
 struct copy { int layer = 0; };
@@ -82,10 +82,16 @@ struct reduce {
   std::string store;  // exact: false through Gloo: the rendezvous HOST:PORT (empty: the holders' own sum)
   std::int64_t generation = 0;
   std::vector<int> layers;  // the bucket: ascending, `layer` first (empty: `layer` alone)
+  double norms_divisor = 0;  // > 0: answer with the gradient norms at this divisor (clipping)
 };
-struct sum_held { std::int64_t tag = 0; int layer = 0; std::int64_t bytes_in = 0; };  // answer to reduce
+struct sum_held {  // answer to reduce
+  std::int64_t tag = 0;
+  int layer = 0;
+  std::int64_t bytes_in = 0;
+  std::vector<std::vector<float>> norms;  // each bucket layer's gradient norms (reduce.norms_divisor > 0)
+};
 struct reduce_part { std::int64_t tag = 0; int layer = 0; bool gather = false; int from = 0; std::vector<tree_place> parts; };
-struct commit { std::int64_t tag = 0; int layer = 0; double divisor = 1; };
+struct commit { std::int64_t tag = 0; int layer = 0; double divisor = 1; double scale = 1; };
 
 }  // namespace ops
 

@@ -23,7 +23,7 @@ namespace dynapar::wire {
 // samples (StageTask.samples) instead of carrying inputs and targets.
 // 12: a reduce adds a bucket of layers (Reduce.layers) in one exchange.
 // 14: a drop is answered (ack) once the layer is gone: a re-plan waits for it before layers move in.
-inline constexpr std::uint16_t protocol_version = 18;
+inline constexpr std::uint16_t protocol_version = 19;
 
 // A plan with the model size and batch it was made for, so a receiver can check it alone.
 struct plan_msg {

@@ -109,10 +109,12 @@ status check_op(const device_call& m) {
           },
           [&](const ops::apply& x) -> status {
             if (!(std::isfinite(x.divisor) && x.divisor > 0)) return bad("call.apply.divisor", "must be finite and > 0");
+            if (!(x.scale > 0 && x.scale <= 1)) return bad("call.apply.scale", "must be in (0, 1]");
             return ok_status();
           },
           [&](const ops::commit& x) -> status {
             if (!(std::isfinite(x.divisor) && x.divisor > 0)) return bad("call.commit.divisor", "must be finite and > 0");
+            if (!(x.scale > 0 && x.scale <= 1)) return bad("call.commit.scale", "must be in (0, 1]");
             return ok_status();
           },
           [&](const ops::pause& x) -> status {
@@ -145,6 +147,7 @@ status check_op(const device_call& m) {
             if (!x.store.empty() && x.exact) return bad("call.reduce.store", "Gloo adds in its own order: only for exact: false");
             if (!x.store.empty() && x.store.find(':') == std::string::npos) return bad("call.reduce.store", "must be HOST:PORT");
             if (!x.layers.empty() && x.layers.front() != x.layer) return bad("call.reduce.layers", "must begin with call.reduce.layer");
+            if (!finite_nonneg(x.norms_divisor)) return bad("call.reduce.normsDivisor", "must be finite and >= 0");
             for (std::size_t i = 1; i < x.layers.size(); ++i)
               if (x.layers[i] <= x.layers[i - 1]) return bad("call.reduce.layers", "must be ascending, each layer once");
             return ok_status();

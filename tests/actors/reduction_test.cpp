@@ -5,6 +5,8 @@
 // holder anything before it is ready.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -32,6 +34,7 @@ struct told {
   std::vector<std::tuple<int, int, float, double>> applied;      // device, layer, the sum's value, batch
   std::vector<reduce_task> tasks;                                 // (peer) the tasks received
   std::vector<std::tuple<int, std::int64_t, int, double>> commits;  // device, tag, layer, batch
+  std::vector<double> scales;                                       // clipping's, of every apply and commit
 };
 
 // A holder whose layers' partial sums are given as (layer, [(micro-batch, value)]): one
@@ -50,19 +53,25 @@ caf::behavior fake_holder(caf::event_based_actor* self, int id, std::map<int, st
         self->send(caf::actor_cast<caf::actor>(self->current_sender()), std::move(stale));
         return g;
       },
-      [=](apply_atom, std::int64_t tag, int layer, const std::vector<model::tensor>& sum, double batch) {
+      [=](apply_atom, std::int64_t tag, int layer, const std::vector<model::tensor>& sum, double batch, double scale) {
         std::lock_guard<std::mutex> lock(log->m);
+        log->scales.push_back(scale);
         log->applied.emplace_back(id, layer, first_value(sum.at(0)), batch);
         return applied{id, tag, layer};
       },
       [=](reduce_atom, const reduce_task& t) {
         std::lock_guard<std::mutex> lock(log->m);
         log->tasks.push_back(t);
-        self->send(caf::actor_cast<caf::actor>(self->current_sender()), sum_held{id, t.step - 1, t.layer});
-        return sum_held{id, t.step, t.layer};
+        self->send(caf::actor_cast<caf::actor>(self->current_sender()), sum_held{id, t.step - 1, t.layer, 0, {{-1.0f}}});
+        // Asked for norms (clipping): one a bucket layer, the layer's number and the holder's id.
+        std::vector<std::vector<float>> norms;
+        if (t.norms_divisor > 0)
+          for (int l : t.layers.empty() ? std::vector<int>{t.layer} : t.layers) norms.push_back({static_cast<float>(l), static_cast<float>(id)});
+        return sum_held{id, t.step, t.layer, 0, norms};
       },
-      [=](commit_atom, std::int64_t tag, int layer, double batch) {
+      [=](commit_atom, std::int64_t tag, int layer, double batch, double scale) {
         std::lock_guard<std::mutex> lock(log->m);
+        log->scales.push_back(scale);
         log->commits.emplace_back(id, tag, layer, batch);
         return applied{id, tag, layer};
       },
@@ -86,7 +95,7 @@ status run(gradient_reduction& r, caf::scoped_actor& self, const reduction_step&
     self->receive([&](device_gradients& g) { work->on(g); }, [&](const sum_held& h) { work->on(h); },
                   caf::after(std::chrono::seconds(10)) >> [&] { FAIL("no reply"); });
   if (auto st = work->finish(); !st) return st;
-  acks = work->apply(64);
+  acks = work->apply(64, 1.0);
   for (int k = 0; k < acks; ++k)
     self->receive([&](const applied& a) { CHECK(a.step == s.tag); }, caf::after(std::chrono::seconds(10)) >> [&] { FAIL("no ack"); });
   return ok_status();
@@ -315,7 +324,7 @@ TEST_CASE("the peer reduction at the start sends every bucket's task at once, an
   }
   work->ready(4);  // said after the tasks went out: nothing more is sent
   REQUIRE(work->finish());
-  CHECK(work->apply(64) == 3);
+  CHECK(work->apply(64, 1.0) == 3);
   for (int k = 0; k < 3; ++k)
     self->receive([&](const applied& a) { CHECK(a.step == 9); }, caf::after(std::chrono::seconds(10)) >> [&] { FAIL("no ack"); });
   std::lock_guard<std::mutex> lock(log->m);
@@ -358,4 +367,52 @@ TEST_CASE("the holders' sum runs the buckets the time model prices", "[actor][re
     CHECK(runtime_spans == model_spans);
     CHECK(runtime_spans.size() >= 4);  // at least the segments: [0,1) [1,3) [3,5) [5,7)
   }
+}
+
+TEST_CASE("clipping: each reduction gives every layer's gradient norms, and every holder gets the factor", "[actor][reduction]") {
+  // Central: the driver's own sums, 7 and 56 in 3 elements, at divisor 64: sqrt(3) x 7 / 64
+  // and sqrt(3) x 56 / 64 (float32).
+  {
+    fakes f{};
+    f.devices[1] = holder(f.sys, 1, std::map<int, std::vector<std::pair<int, float>>>{{0, {{0, 1.f}, {1, 2.f}}}}, f.log);
+    f.devices[2] = holder(f.sys, 2, std::map<int, std::vector<std::pair<int, float>>>{{0, {{2, 4.f}}}, {1, {{0, 8.f}, {1, 16.f}, {2, 32.f}}}}, f.log);
+    const std::map<int, std::vector<int>> holders = {{0, {1, 2}}, {1, {2}}};
+    auto r = central_reduction(f.self, f.devices, true);
+    auto work = r->start({7, 3, &holders, 0, 64.0});
+    for (int id : {1, 2}) work->ready(id);
+    while (!work->done())
+      f.self->receive([&](device_gradients& g) { work->on(g); }, caf::after(std::chrono::seconds(10)) >> [&] { FAIL("no reply"); });
+    REQUIRE(work->finish());
+    const auto norms = work->norms();
+    REQUIRE((norms.size() == 2 && norms.at(0).size() == 1 && norms.at(1).size() == 1));
+    CHECK(norms.at(0)[0] == Approx(std::sqrt(3.0) * 7 / 64).epsilon(1e-6));
+    CHECK(norms.at(1)[0] == Approx(std::sqrt(3.0) * 56 / 64).epsilon(1e-6));
+    CHECK(work->apply(64, 0.25) == 3);
+    for (int k = 0; k < 3; ++k) f.self->receive([](const applied&) {}, caf::after(std::chrono::seconds(10)) >> [&] { FAIL("no ack"); });
+    std::lock_guard<std::mutex> lock(f.log->m);
+    CHECK(f.log->scales == std::vector<double>(3, 0.25));
+  }
+  // Peer: the tasks ask for norms at the divisor, each layer's come from one of its holders'
+  // answers (a stale answer's never), and the commit carries the factor.
+  fakes f{4, 5, 6};
+  const std::map<int, std::vector<int>> holders = {{0, {4, 5}}, {1, {4, 5}}, {2, {6}}};
+  auto r = peer_reduction(f.self, f.devices, true);
+  auto work = r->start({5, 8, &holders, 0, 64.0});
+  for (int id : {4, 5, 6}) work->ready(id);
+  while (!work->done())
+    f.self->receive([&](const sum_held& h) { work->on(h); }, caf::after(std::chrono::seconds(10)) >> [&] { FAIL("no reply"); });
+  REQUIRE(work->finish());
+  const auto norms = work->norms();
+  REQUIRE(norms.size() == 3);
+  for (const auto& [l, n] : norms) {
+    REQUIRE(n.size() == 2);
+    CHECK(n[0] == static_cast<float>(l));  // the fake's: the layer, then the holder
+    const auto& ids = holders.at(l);
+    CHECK(std::find(ids.begin(), ids.end(), static_cast<int>(n[1])) != ids.end());
+  }
+  CHECK(work->apply(64, 0.5) == 3);
+  for (int k = 0; k < 3; ++k) f.self->receive([](const applied&) {}, caf::after(std::chrono::seconds(10)) >> [&] { FAIL("no ack"); });
+  std::lock_guard<std::mutex> lock(f.log->m);
+  for (const auto& t : f.log->tasks) CHECK(t.norms_divisor == 64.0);
+  CHECK(f.log->scales == std::vector<double>(3, 0.5));
 }

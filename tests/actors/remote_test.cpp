@@ -44,7 +44,7 @@ void train_step(model::device_worker& w, int layers, const data::dataset& d, con
   for (int l = 0; l < layers; ++l) {
     auto summed = model::tree_sum(w.partial_gradients(l), 1);
     REQUIRE(summed);
-    REQUIRE(w.apply(l, *summed, n, 0));
+    REQUIRE(w.apply(l, *summed, n, 0, 1.0));
   }
 }
 

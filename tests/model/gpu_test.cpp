@@ -47,7 +47,7 @@ std::vector<layer_copy> two_stages(const model_chain& m, const std::string& plac
       auto& w = l < split ? a : b;
       auto summed = tree_sum(w->partial_gradients(l), batch / micro);
       REQUIRE(summed);
-      REQUIRE(w->apply(l, *summed, batch, 0));
+      REQUIRE(w->apply(l, *summed, batch, 0, 1.0));
     }
   }
   std::vector<layer_copy> out;

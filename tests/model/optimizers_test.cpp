@@ -157,7 +157,7 @@ TEST_CASE("a device applies the schedule's rate of the training step it is given
   for (const auto& p : params) ones.push_back(box(torch::ones_like(p)));
   for (std::int64_t t : {0, 5}) {  // rates 0.1 and 0.1 x 0.5^2
     const auto start = w->copy(0)->module->parameters()[0].clone();
-    REQUIRE(w->apply(0, ones, 1.0, t));
+    REQUIRE(w->apply(0, ones, 1.0, t, 1.0));
     const auto moved = (start - w->copy(0)->module->parameters()[0]).mean().item<double>();
     REQUIRE(moved == Approx(lr_at(o.schedule, o.lr, t)).epsilon(1e-5));
   }
@@ -193,4 +193,57 @@ TEST_CASE("label smoothing: the last stage's loss is PyTorch's smoothed cross-en
     INFO("label smoothing " << e);
     REQUIRE(w->loss_sum() == Approx(want).epsilon(1e-5));
   }
+}
+
+TEST_CASE("clipping by global norm: the factor LibTorch's clip_grad_norm_ gives, and a worker's step by hand", "[unit][optimizer]") {
+  // By hand: gradients (3, 4) and (0) have the global norm 5; bound 1 gives 1 / (5 + 1e-6).
+  const std::vector<tensor> hand = {box(torch::tensor({6.0f, 8.0f})), box(torch::tensor({0.0f}))};
+  const auto norms = grad_norms(hand, 2.0);  // each sum / 2
+  REQUIRE((norms.size() == 2 && norms[0] == 5.0f && norms[1] == 0.0f));
+  REQUIRE(clip_scale(norms, 1.0) == Approx(1.0 / (5 + 1e-6)).epsilon(1e-6));
+  REQUIRE(clip_scale(norms, 5.5) == 1.0);  // under the bound: untouched
+  // Where the 1e-6 matters: total 1e-3, bound 1e-4 gives 1e-4 / (1e-3 + 1e-6), not 0.1.
+  REQUIRE(clip_scale({6e-4f, 8e-4f}, 1e-4) == Approx(1e-4 / (1e-3 + 1e-6)).epsilon(1e-5));
+  REQUIRE(clip_scale({}, 1.0) == 1.0);
+  // Against LibTorch's own clip_grad_norm_ on random gradients of several tensors: the
+  // gradients it leaves are ours times our factor, to the last bit of the factor (LibTorch's
+  // C++ divides max_norm by the total; Python's, which we follow, multiplies by its reciprocal).
+  torch::manual_seed(7);
+  std::vector<torch::Tensor> params;
+  std::vector<tensor> sums;
+  for (const auto& shape : {std::vector<std::int64_t>{4, 3}, {3}, {2, 2, 2}}) {
+    auto p = torch::zeros(shape).requires_grad_(true);
+    const auto sum = torch::randn(shape) * 40;
+    p.mutable_grad() = sum / 8.0;
+    params.push_back(p);
+    sums.push_back(box(sum));
+  }
+  for (double bound : {0.5, 3.0, 1e6}) {
+    std::vector<torch::Tensor> clipped;
+    for (auto& p : params) {
+      auto q = torch::zeros_like(p).requires_grad_(true);
+      q.mutable_grad() = p.grad().clone();
+      clipped.push_back(q);
+    }
+    torch::nn::utils::clip_grad_norm_(clipped, bound);
+    const double scale = clip_scale(grad_norms(sums, 8.0), bound);
+    REQUIRE(scale <= 1.0);
+    for (std::size_t i = 0; i < params.size(); ++i)
+      REQUIRE(torch::allclose(clipped[i].grad(), (sums[i]->t / 8.0).mul_(scale), /*rtol=*/3e-7, /*atol=*/0));
+    if (bound == 1e6) REQUIRE(scale == 1.0);
+  }
+  // A worker's plain SGD step (lr 1) moves each weight by exactly (sum / divisor) x scale.
+  auto m = make_model("mlp", 3);
+  REQUIRE(m);
+  auto w = make_worker(optimizer_config{"sgd", 1.0, 0, 0});
+  w->hold(0, copy_layer(**m, 0));
+  const auto before = w->copy(0)->module->parameters();
+  std::vector<tensor> g;
+  for (const auto& p : before) g.push_back(box(torch::full_like(p, 3.0f)));
+  REQUIRE(w->apply(0, g, 2.0, 0, 0.25));
+  const auto after = w->copy(0)->module->parameters();
+  for (std::size_t i = 0; i < before.size(); ++i) REQUIRE(torch::equal(after[i], before[i] - 0.375f));
+  optimizer_config bad{"adam", 1e-3, 0, 0};
+  bad.clip_grad_norm = -1;
+  REQUIRE(check_optimizer(bad).err().message.find("clip_grad_norm") != std::string::npos);
 }

@@ -71,7 +71,7 @@ std::vector<layer_copy> train(const model_chain& m, const data::dataset& d, int 
   for (int t = 0; t < steps; ++t) {
     const auto summed = sums(gs, split, layers, d, sampler.step_samples(t), micro, cuts, false);
     for (int l = 0; l < layers; ++l)
-      for (auto& g : gs) REQUIRE((l < split ? g.a : g.b)->apply(l, summed[l], batch, 0));
+      for (auto& g : gs) REQUIRE((l < split ? g.a : g.b)->apply(l, summed[l], batch, 0, 1.0));
   }
   std::vector<layer_copy> out;
   for (int l = 0; l < layers; ++l) out.push_back((l < split ? gs[0].a : gs[0].b)->copy(l));

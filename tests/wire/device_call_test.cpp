@@ -112,8 +112,8 @@ TEST_CASE("every device operation round-trips with its fields", "[unit][wire]") 
   CHECK((set.layers[0].layer == 0 && set.layers[0].tensors_per_part == 2 && set.layers[0].parts.size() == 2));
   CHECK((set.layers[0].parts[1].level == 0 && set.layers[0].parts[1].index == 12 && set.layers[1].parts[0].level == 3));
 
-  const auto ap = round_trip(ops::apply{41, 2, 256}, 2);
-  CHECK((ap.tag == 41 && ap.layer == 2 && ap.divisor == 256));
+  const auto ap = round_trip(ops::apply{41, 2, 256, 0.5}, 2);
+  CHECK((ap.tag == 41 && ap.layer == 2 && ap.divisor == 256 && ap.scale == 0.5));
   const auto pa = round_trip(ops::pause{1000, true, 2.5});
   CHECK((pa.after_us == 1000 && pa.cut_off && pa.seconds == 2.5));
   const auto ti = round_trip(ops::timing{{{1e-3, 2e-3, 3e-4, 4e-5}, {5e-3, 6e-3, 0, 0}}});
@@ -127,12 +127,15 @@ TEST_CASE("every device operation round-trips with its fields", "[unit][wire]") 
   CHECK(rk.layers == std::vector<int>{2, 3, 7});
   const auto rg = round_trip(ops::reduce{41, 2, 32, false, {5, 0}, "10.0.0.7:29500", 9, {}});
   CHECK((rg.store == "10.0.0.7:29500" && rg.generation == 9));
-  const auto sh = round_trip(ops::sum_held{41, 2, 65536});
-  CHECK((sh.tag == 41 && sh.layer == 2 && sh.bytes_in == 65536));
+  const auto sh = round_trip(ops::sum_held{41, 2, 65536, {}});
+  CHECK((sh.tag == 41 && sh.layer == 2 && sh.bytes_in == 65536 && sh.norms.empty()));
+  const std::vector<std::vector<float>> norms{{0.5f, 3.25f}, {}, {1e-7f}};
+  CHECK(round_trip(ops::sum_held{41, 2, 0, norms}).norms == norms);  // clipping: a list a bucket layer
+  CHECK(round_trip(ops::reduce{41, 2, 32, true, {5, 0}, "", 0, {}, 128}).norms_divisor == 128);
   const auto rp = round_trip(ops::reduce_part{41, 2, true, 1, {{1, 3}, {0, 8}}}, 2);
   CHECK((rp.tag == 41 && rp.layer == 2 && rp.gather && rp.from == 1 && rp.parts.size() == 2 && rp.parts[0].index == 3));
-  const auto co = round_trip(ops::commit{41, 2, 64});
-  CHECK((co.tag == 41 && co.layer == 2 && co.divisor == 64));
+  const auto co = round_trip(ops::commit{41, 2, 64, 0.125});
+  CHECK((co.tag == 41 && co.layer == 2 && co.divisor == 64 && co.scale == 0.125));
 }
 
 TEST_CASE("malformed device operations are refused, each naming what is wrong", "[unit][wire]") {
@@ -181,6 +184,11 @@ TEST_CASE("malformed device operations are refused, each naming what is wrong", 
   CHECK(refusal(ops::reduce{0, 2, 4, true, {1}, "", 0, {1, 2}}).find("must begin with call.reduce.layer") != std::string::npos);
   CHECK(refusal(ops::reduce{0, 2, 4, true, {1}, "", 0, {2, 5, 5}}).find("ascending") != std::string::npos);
   CHECK(refusal(ops::apply{0, 0, 0}).find("call.apply.divisor") != std::string::npos);
+  for (double s : {0.0, 1.5, std::nan("")}) {  // clipping only shrinks a gradient
+    CHECK(refusal(ops::apply{0, 0, 8, s}).find("call.apply.scale") != std::string::npos);
+    CHECK(refusal(ops::commit{0, 0, 8, s}).find("call.commit.scale") != std::string::npos);
+  }
+  CHECK(refusal(ops::reduce{0, 0, 4, true, {1}, "", 0, {}, -1}).find("call.reduce.normsDivisor") != std::string::npos);
   CHECK(refusal(ops::commit{0, 0, std::nan("")}).find("call.commit.divisor") != std::string::npos);
   CHECK(refusal(ops::speed{0}).find("call.speed") != std::string::npos);
   CHECK(refusal(ops::pause{0, false, 1e9}).find("call.pause.seconds") != std::string::npos);

@@ -158,6 +158,8 @@ TEST_CASE("job files: dynamics in the scenario format, and the mistakes a job ca
   CHECK((norm->data.mean == std::vector<double>{0.5, 0.25, 0.125} && norm->data.std_dev == std::vector<double>{2}));
   CHECK(job_error(base + "data: {kind: npy, path: d, mean: [0.5, x]}").find("field 'data.mean[1]' must be a number") != std::string::npos);
   CHECK(job_error(base + "data: {kind: npy, path: d, std: [1, 0]}").find("'data.std' must be > 0") != std::string::npos);
+  CHECK(config::parse_job(YAML::Load(base + "optimizer: {kind: sgd, clip_grad_norm: 1.5}"), "t")->clip_grad_norm == 1.5);
+  CHECK(job_error(base + "optimizer: {clip_grad_norm: -1}").find("'optimizer.clip_grad_norm' must be >= 0") != std::string::npos);
   CHECK(job_error(base + "data: {kind: images, path: d, mean: [0.5, 0.5]}").find("'data.mean' has 2 values; the images' channels are 3") !=
         std::string::npos);
 }

@@ -215,8 +215,10 @@ int chaos_main(const chaos_options& o) {
   std::ofstream(fs::path(o.out) / "chaos.json") << json{{"job", o.job}, {"steps", steps}, {"local", o.local}, {"runs", rows}}.dump(2)
                                                 << "\n";
   if (failed == 0) {
-    std::cout << "chaos: all " << o.runs << " runs exact (verify_tolerance " << j->verify_tolerance
-              << "), no sample lost or applied twice\n";
+    std::cout << "chaos: all " << o.runs << " runs ";
+    if (j->verify_tolerance > 0) std::cout << "within verify_tolerance " << j->verify_tolerance;  // not bit for bit
+    else std::cout << "exact (verify_tolerance 0)";
+    std::cout << ", no sample lost or applied twice\n";
     return exit_ok;
   }
   std::cout << "chaos: " << failed << " of " << o.runs << " runs FAILED; replay one with: dynapar chaos " << o.job

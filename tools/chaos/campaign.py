@@ -1,0 +1,63 @@
+#!/usr/bin/python3
+"""The campaign table of docs/RELIABILITY.md ("Chaos campaign") from `dynapar chaos` outputs.
+
+    tools/chaos/campaign.py OUT_DIR[,OUT_DIR...] [OUT_DIR[,...] ...]
+
+Each argument is one row; a comma joins the parts of a campaign run in several goes. Reads
+OUT_DIR/chaos.json (each run's verdict, difference, faults injected, losses, recoveries,
+restart) and OUT_DIR/seed-*/job.yaml (the kills the draw planned: their hard moments, and
+two in one step). Prints one markdown row a campaign.
+"""
+import collections
+import json
+import re
+import sys
+from pathlib import Path
+
+
+def planned_kills(job_text):
+    """(step, moment or None) of each planned kill in a job file's `faults: at:` list."""
+    kills, entry = [], None
+    for line in job_text.splitlines():
+        if m := re.match(r"\s*- step: (\d+)", line):
+            if entry and entry.get("kind") == "kill":
+                kills.append((entry["step"], entry.get("moment")))
+            entry = {"step": int(m.group(1))}
+        elif entry is not None and (m := re.match(r"\s+(kind|moment): (\w+)", line)):
+            entry[m.group(1)] = m.group(2)
+        elif entry is not None and re.match(r"\S", line):  # the list ended
+            if entry.get("kind") == "kill":
+                kills.append((entry["step"], entry.get("moment")))
+            entry = None
+    if entry and entry.get("kind") == "kill":
+        kills.append((entry["step"], entry.get("moment")))
+    return kills
+
+
+def row(dirs):
+    runs, moments, two = [], collections.Counter(), 0
+    for d in dirs:
+        for r in json.loads((Path(d) / "chaos.json").read_text())["runs"]:
+            runs.append(r)
+            kills = planned_kills((Path(d) / f"seed-{r['seed']}" / "job.yaml").read_text())
+            moments.update(m for _, m in kills if m)
+            two += any(c >= 2 for c in collections.Counter(s for s, _ in kills).values())
+    seeds = sorted(r["seed"] for r in runs)
+    ok = sum(r["verdict"] == "ok" for r in runs)
+    failed = [r["seed"] for r in runs if r["verdict"] != "ok"]
+    return (f"| {', '.join(dirs)} | {seeds[0]}-{seeds[-1]} | {ok}/{len(runs)}, diff <= {max(r['reference_max_rel_diff'] for r in runs):.2g} "
+            f"| {sum(r['faults_injected'] for r in runs)} "
+            f"| {moments['replan']} / {moments['migration']} / {moments['sum']} / {moments['checkpoint']} | {two} "
+            f"| {sum(r['devices_lost'] for r in runs)} | {sum(r['recoveries'] for r in runs)} | {sum(bool(r['restarted']) for r in runs)} "
+            f"| {max(r['max_recovery_s'] for r in runs):.2f} | {', '.join(map(str, failed)) or 'none'} "
+            f"| {sum(r['samples_lost'] for r in runs)} / {sum(r['samples_duplicated'] for r in runs)} |")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    print("| campaign | seeds | runs ended as one device | faults injected | kills at a hard moment (replan / migration / sum / checkpoint) "
+          "| runs with two kills in a step | devices lost | recoveries | restarts | max recovery (s) | failed | samples lost / applied twice |")
+    print("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |")
+    for arg in sys.argv[1:]:
+        print(row(arg.split(",")))

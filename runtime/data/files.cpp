@@ -32,10 +32,11 @@ status pass(const mapped_file& f, std::size_t lo, std::size_t hi, hasher& h, Che
 
 class npy_samples final : public sample_store {
  public:
-  // Channel c's values are fed as (x - mean[c]) / sd[c]; a channel is `plane` values long.
+  // Channel c's values are fed as (x - mean[c]) / sd[c]: one entry a channel, each channel
+  // row_elements / channels values long.
   npy_samples(npy_array x, npy_array y, std::int64_t first, std::int64_t count, std::vector<double> mean, std::vector<double> sd,
-              std::size_t plane, std::uint64_t fp)
-      : x_(std::move(x)), y_(std::move(y)), first_(first), count_(count), mean_(std::move(mean)), sd_(std::move(sd)), plane_(plane), fp_(fp) {
+              std::uint64_t fp)
+      : x_(std::move(x)), y_(std::move(y)), first_(first), count_(count), mean_(std::move(mean)), sd_(std::move(sd)), fp_(fp) {
     identity_ = std::all_of(mean_.begin(), mean_.end(), [](double m) { return m == 0; }) &&
                 std::all_of(sd_.begin(), sd_.end(), [](double v) { return v == 1; });
   }
@@ -51,11 +52,9 @@ class npy_samples final : public sample_store {
     thread_local std::vector<std::uint8_t> row;
     row.resize(bytes);
     if (!x_.file->read(at, bytes, row.data())) fail(i);
-    for (std::size_t k = 0; k < n; ++k) {
-      const std::size_t c = k / plane_;
-      const double m = mean_.size() == 1 ? mean_[0] : mean_[c], v = sd_.size() == 1 ? sd_[0] : sd_[c];
-      out[k] = static_cast<float>((element(x_.type, row.data(), k) - m) / v);
-    }
+    const std::size_t plane = n / mean_.size();
+    for (std::size_t c = 0, k = 0; c < mean_.size(); ++c)
+      for (std::size_t e = 0; e < plane; ++e, ++k) out[k] = static_cast<float>((element(x_.type, row.data(), k) - mean_[c]) / sd_[c]);
   }
   std::int64_t label(int i) const override { return static_cast<std::int64_t>(element(y_.type, y_.row(first_ + i), 0)); }
   std::uint64_t fingerprint() const override { return fp_; }
@@ -67,8 +66,7 @@ class npy_samples final : public sample_store {
   }
   npy_array x_, y_;
   std::int64_t first_, count_;
-  std::vector<double> mean_, sd_;
-  std::size_t plane_;
+  std::vector<double> mean_, sd_;  // by channel
   bool identity_ = false;
   std::uint64_t fp_;
   mutable std::atomic<std::int64_t> reads_{0};
@@ -183,8 +181,9 @@ result<dataset> load_npy(const source& s, bool train) {
   if (auto st = pass(*x->file, lo, hi, h, finite); !st) return st.err();
   for (const auto* v : {&s.mean, &s.std_dev})
     for (const double m : *v) h.add(static_cast<std::uint64_t>(std::llround(m * 1e9)));
-  const std::size_t plane = x->row_elements() / static_cast<std::size_t>(d.channels);
-  d.store = std::make_shared<npy_samples>(std::move(*x), std::move(*y), first, count, s.mean, s.std_dev, plane, h.value());
+  std::vector<double> mean, sd;
+  for (int c = 0; c < d.channels; ++c) mean.push_back(mean_of(s, c)), sd.push_back(std_of(s, c));
+  d.store = std::make_shared<npy_samples>(std::move(*x), std::move(*y), first, count, std::move(mean), std::move(sd), h.value());
   return d;
 }
 

@@ -277,23 +277,20 @@ void step_on_sums(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>
   torch::NoGradGuard no_grad;
   if (lr >= 0)
     for (auto& g : opt.param_groups()) g.options().set_lr(lr);
+  // The fused Adam divides in its own loop. A clipped gradient is divided, then scaled, as
+  // clip_grad_norm_ scales the gradient it was given (the fused loop then divides by 1: x / 1 is x).
   auto* adam = dynamic_cast<fused_adam*>(&opt);
-  if (adam && scale == 1) {  // divides in its loop
-    for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = sums[i];
-    adam->step_divided(divisor);
-    // Let go of the sums: a later backward would add into a kept one in place, through every
-    // parameter that shares it.
-    for (auto& p : params) p.mutable_grad() = torch::Tensor();
+  const bool fused_divide = adam && scale == 1;
+  for (std::size_t i = 0; i < params.size(); ++i)
+    params[i].mutable_grad() = fused_divide ? sums[i] : scale == 1 ? sums[i] / divisor : (sums[i] / divisor).mul_(scale);
+  if (!adam) {
+    opt.step();
     return;
   }
-  // Clipped: divided, then scaled, as clip_grad_norm_ scales the gradient it was given.
-  for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = scale == 1 ? sums[i] / divisor : (sums[i] / divisor).mul_(scale);
-  if (adam) {
-    adam->step_divided(1);  // x / 1 is x
-    for (auto& p : params) p.mutable_grad() = torch::Tensor();
-    return;
-  }
-  opt.step();
+  adam->step_divided(fused_divide ? divisor : 1);
+  // Let go of the sums: a later backward would add into a kept one in place, through every
+  // parameter that shares it.
+  for (auto& p : params) p.mutable_grad() = torch::Tensor();
 }
 
 std::vector<float> grad_norms(const std::vector<tensor>& summed, double divisor) {

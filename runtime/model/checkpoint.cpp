@@ -2,6 +2,7 @@
 // its wire form (model::to_wire: tensors plus the layout of their optimizer state).
 #include <torch/serialize.h>
 
+#include "common/durable_file.hpp"
 #include "model/boxes.hpp"
 
 namespace dynapar::model {
@@ -17,8 +18,14 @@ status save_layers(const std::string& path, const std::vector<layer_copy>& layer
       ar.write(key + ".count", torch::tensor(static_cast<std::int64_t>(w.tensors.size())));
       for (std::size_t i = 0; i < w.tensors.size(); ++i) ar.write(key + ".t" + std::to_string(i), w.tensors[i]->t.to(torch::kCPU));
     }
-    ar.save_to(path);
-    return ok_status();
+    // Into memory, then written here: LibTorch's own file writer throws from its destructor
+    // when the disk is full (an abort), and checks no write of ours.
+    std::string bytes;
+    ar.save_to([&bytes](const void* data, std::size_t n) {
+      bytes.append(static_cast<const char*>(data), n);
+      return n;
+    });
+    return write_durably(path, bytes);
   } catch (const std::exception& e) {
     return make_error("io", "cannot write '" + path + "': " + e.what());
   }

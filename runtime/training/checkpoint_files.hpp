@@ -1,31 +1,63 @@
-// Checkpoint directories (docs/RELIABILITY.md): DIR/step-N/{layers.pt,state.json} and
-// DIR/latest naming the newest. Each is written under a temporary name and renamed, so a
-// crash at any moment leaves the previous checkpoint whole. Writes happen on a background
-// thread, one at a time, so training does not wait for the disk.
+// Checkpoint directories (docs/RELIABILITY.md, "Checkpoints"): DIR/step-N/{layers.pt,state.json}
+// and DIR/latest naming the newest. Each is written under a temporary name, every file and
+// directory synced to disk, then renamed, so a crash or a full disk at any moment leaves the
+// previous checkpoint whole; state.json holds the layers' SHA-256 and the job's fingerprint.
+// Writes happen on a background thread, one at a time, so training does not wait for the disk.
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "training/prepare.hpp"
 #include "training/settings.hpp"
 
 namespace dynapar::training {
 
-class checkpoint_writer {
- public:
-  checkpoint_writer(std::string dir, std::string job) : dir_(std::move(dir)), job_(std::move(job)) {}
-  ~checkpoint_writer() { finish(); }
-  void write(checkpoint c);  // returns at once; waits for the previous write first
-  status finish();                    // waits for the last write; its error, if any
+// What decides a run's trained parameters, as {"field": value} with the job file's field names
+// (model, data, batch, micro_batch, seed, exact, optimizer.*, loss.label_smoothing): a resume
+// under a job that differs in any of them is refused, naming the field.
+nlohmann::json job_fingerprint(const prepared_job& p);
 
- private:
-  std::string dir_, job_;
-  std::thread writer_;
-  std::shared_ptr<status> last_ = std::make_shared<status>(ok_status());
+struct checkpoint_options {
+  std::string dir;
+  std::string job;                  // the job's name
+  nlohmann::json fingerprint;       // job_fingerprint (null: none written)
+  int keep = 0;                     // the newest K complete checkpoints are kept (0: all)
 };
 
-// The newest checkpoint in `dir`, checked against the job (name and model).
-result<checkpoint> load_checkpoint(const std::string& dir, const std::string& job, const model::model_chain& m);
+class checkpoint_writer {
+ public:
+  explicit checkpoint_writer(checkpoint_options o) : o_(std::move(o)) {}
+  ~checkpoint_writer() { finish(); }
+  void write(checkpoint c);  // returns at once; waits for the previous write first
+  // Waits for the last write. Its value: every write that failed ("step-N: why"), oldest
+  // first; each was logged as it happened, and the checkpoint before it stays the newest.
+  std::vector<std::string> finish();
+
+ private:
+  checkpoint_options o_;
+  std::thread writer_;
+  struct failures {
+    std::mutex m;
+    std::vector<std::string> list;
+  };
+  std::shared_ptr<failures> failed_ = std::make_shared<failures>();
+};
+
+struct found_checkpoint {
+  checkpoint at;
+  std::vector<std::string> passed_over;  // newer ones that are damaged: "step-N: why", newest first
+};
+
+// The newest complete checkpoint in `dir`: a damaged one (torn state.json, layers.pt not
+// matching its hash or not loadable) is passed over for the one before it. A checkpoint of
+// another job, or of this job with another fingerprint, is refused by name.
+result<found_checkpoint> load_checkpoint(const std::string& dir, const std::string& job, const nlohmann::json& fingerprint,
+                                         const model::model_chain& m);
 
 }  // namespace dynapar::training

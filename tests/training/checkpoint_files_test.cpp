@@ -1,12 +1,17 @@
 // Checkpoint directories (docs/RELIABILITY.md): what is written is what is read back, bit
-// for bit; the newest wins; a crash mid-write leaves the previous one; mistakes are named.
+// for bit; the newest complete one wins; a crash mid-write, a torn file or a full disk leaves
+// the previous one; a changed job and other mistakes are named.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include "data/dataset.hpp"
 #include "training/checkpoint_files.hpp"
@@ -52,6 +57,19 @@ std::vector<model::layer_copy> trained(const model::model_chain& m) {
 
 void write_text(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
 
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+training::checkpoint_options options(const fs::path& dir, const std::string& job, int keep = 0) {
+  return {dir.string(), job, nlohmann::json{{"batch", 64}, {"optimizer.lr", 0.002}}, keep};
+}
+
+result<training::found_checkpoint> load(const fs::path& dir, const std::string& job, const model::model_chain& m) {
+  return training::load_checkpoint(dir.string(), job, options(dir, job).fingerprint, m);
+}
+
 }  // namespace
 
 TEST_CASE("a checkpoint reads back as written: layers with optimizer state, step, controller", "[unit][training]") {
@@ -71,12 +89,14 @@ TEST_CASE("a checkpoint reads back as written: layers with optimizer state, step
   s.estimates.tiers[0] = 0.9;
   s.estimates.tiers[2] = 1.1;
   c.controller = s;
-  training::checkpoint_writer w(dir.string(), "job_a");
+  training::checkpoint_writer w(options(dir, "job_a"));
   w.write(c);
-  REQUIRE(w.finish());
+  REQUIRE(w.finish().empty());
 
-  auto back = training::load_checkpoint(dir.string(), "job_a", **m);
-  REQUIRE(back);
+  auto found = load(dir, "job_a", **m);
+  REQUIRE(found);
+  CHECK(found->passed_over.empty());
+  const auto* back = &found->at;
   CHECK(back->step == 40);
   CHECK(raw(back->layers) == raw(c.layers));
   REQUIRE(back->controller);
@@ -102,48 +122,148 @@ TEST_CASE("the newest checkpoint wins, and a write cut short leaves it whole", "
     for (int i = 0; i < model::num_layers(**m); ++i) l.push_back(model::copy_layer(**m, i));
     return l;
   }();
-  training::checkpoint_writer w(dir.string(), "job_b");
+  training::checkpoint_writer w(options(dir, "job_b"));
   training::checkpoint first{10, fresh, std::nullopt};
   training::checkpoint second{20, trained(**m), std::nullopt};
   w.write(first);
   w.write(second);  // waits for the first
-  REQUIRE(w.finish());
+  REQUIRE(w.finish().empty());
   CHECK(fs::exists(dir / "step-10" / "layers.pt"));
+  CHECK(read_text(dir / "latest") == "step-20\n");
   // A crash while writing step 30: its temporary directory is there, `latest` is not moved.
   fs::create_directories(dir / ".step-30.tmp");
   write_text(dir / ".step-30.tmp" / "state.json", "{\"job\": \"job_b\", \"st");
-  auto back = training::load_checkpoint(dir.string(), "job_b", **m);
+  auto back = load(dir, "job_b", **m);
   REQUIRE(back);
-  CHECK(back->step == 20);
-  CHECK(raw(back->layers) == raw(second.layers));
-  CHECK_FALSE(back->controller);
+  CHECK(back->at.step == 20);
+  CHECK(raw(back->at.layers) == raw(second.layers));
+  CHECK_FALSE(back->at.controller);
+  CHECK(back->passed_over.empty());
   fs::remove_all(dir);
 }
 
-TEST_CASE("a checkpoint of another job, model or a damaged one is refused by name", "[unit][training]") {
+TEST_CASE("a torn or changed newest checkpoint is passed over for the one before it", "[unit][training]") {
+  auto m = model::make_model("mlp", 1);
+  REQUIRE(m);
+  const auto dir = fresh_dir("torn");
+  const auto older = trained(**m);
+  training::checkpoint_writer w(options(dir, "job_t"));
+  w.write({10, older, std::nullopt});
+  w.write({20, trained(**m), std::nullopt});
+  REQUIRE(w.finish().empty());
+  // state.json cut in half, as a write the disk never finished would leave it.
+  const std::string state = read_text(dir / "step-20" / "state.json");
+  write_text(dir / "step-20" / "state.json", state.substr(0, state.size() / 2));
+  auto back = load(dir, "job_t", **m);
+  REQUIRE(back);
+  CHECK(back->at.step == 10);
+  CHECK(raw(back->at.layers) == raw(older));
+  REQUIRE(back->passed_over.size() == 1);
+  CHECK_THAT(back->passed_over[0], Catch::StartsWith("step-20: ") && Catch::Contains("is not JSON"));
+  // One byte of the layers changed: its hash no longer matches, though torch may still load it.
+  write_text(dir / "step-20" / "state.json", state);
+  REQUIRE(load(dir, "job_t", **m)->at.step == 20);
+  {
+    std::fstream f(dir / "step-20" / "layers.pt", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-100, std::ios::end);
+    f.put('\x5a');
+  }
+  back = load(dir, "job_t", **m);
+  REQUIRE(back);
+  CHECK(back->at.step == 10);
+  REQUIRE(back->passed_over.size() == 1);
+  CHECK_THAT(back->passed_over[0], Catch::Contains("does not match the SHA-256"));
+  // Both damaged: the error names each.
+  write_text(dir / "step-10" / "state.json", "");
+  auto none = load(dir, "job_t", **m);
+  REQUIRE_FALSE(none);
+  CHECK(none.err().code == "bad_checkpoint");
+  CHECK_THAT(none.err().message, Catch::Contains("no complete checkpoint") && Catch::Contains("step-20: ") && Catch::Contains("step-10: "));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("only the newest K checkpoints are kept", "[unit][training]") {
+  auto m = model::make_model("mlp", 1);
+  REQUIRE(m);
+  const auto dir = fresh_dir("keep");
+  const auto layers = trained(**m);
+  training::checkpoint_writer w(options(dir, "job_k", 2));
+  for (std::int64_t step : {4, 8, 12, 16}) w.write({step, layers, std::nullopt});
+  REQUIRE(w.finish().empty());
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"latest", "step-12", "step-16"});
+  fs::remove_all(dir);
+}
+
+// A full disk, made real with the file-size limit (RLIMIT_FSIZE, as `ulimit -f`): the write
+// fails with EFBIG, the writer says so and cleans up, and the previous checkpoint still loads.
+TEST_CASE("a checkpoint the disk cannot take leaves the previous one loadable", "[unit][training]") {
+  auto m = model::make_model("mlp", 1);
+  REQUIRE(m);
+  const auto dir = fresh_dir("full");
+  const auto first = trained(**m);
+  training::checkpoint_writer w(options(dir, "job_f"));
+  w.write({10, first, std::nullopt});
+  REQUIRE(w.finish().empty());
+  const auto size = fs::file_size(dir / "step-10" / "layers.pt");
+  rlimit before{};
+  REQUIRE(getrlimit(RLIMIT_FSIZE, &before) == 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = before;
+  small.rlim_cur = size / 2;
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+  w.write({20, first, std::nullopt});
+  const auto failed = w.finish();
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &before) == 0);
+  std::signal(SIGXFSZ, old_handler);
+  REQUIRE(failed.size() == 1);
+  CHECK_THAT(failed[0], Catch::StartsWith("step-20: ") && Catch::Contains("layers.pt"));
+  CHECK_FALSE(fs::exists(dir / "step-20"));
+  CHECK_FALSE(fs::exists(dir / ".step-20.tmp"));  // its space given back
+  CHECK(read_text(dir / "latest") == "step-10\n");
+  auto back = load(dir, "job_f", **m);
+  REQUIRE(back);
+  CHECK(back->at.step == 10);
+  CHECK(raw(back->at.layers) == raw(first));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a checkpoint of another job, fingerprint, model or a damaged one is refused by name", "[unit][training]") {
   auto mlp = model::make_model("mlp", 1);
   auto cnn = model::make_model("cnn", 1);
   REQUIRE(mlp);
   REQUIRE(cnn);
   const auto dir = fresh_dir("refused");
-  const auto error_of = [&](const std::string& job, const model::model_chain& m) {
-    auto r = training::load_checkpoint(dir.string(), job, m);
+  const auto error_of = [&](const std::string& job, const model::model_chain& m, nlohmann::json fingerprint) {
+    auto r = training::load_checkpoint(dir.string(), job, fingerprint, m);
     return r ? std::string("loaded") : r.err().code + ": " + r.err().message;
   };
-  CHECK_THAT(error_of("job_c", **mlp), Catch::Contains("bad_checkpoint") && Catch::Contains("no 'latest' file"));
+  const auto same = options(dir, "job_c").fingerprint;
+  CHECK_THAT(error_of("job_c", **mlp, same), Catch::Contains("bad_checkpoint") && Catch::Contains("no checkpoint in"));
 
-  training::checkpoint_writer w(dir.string(), "job_c");
+  training::checkpoint_writer w(options(dir, "job_c"));
   w.write({5, trained(**mlp), std::nullopt});
-  REQUIRE(w.finish());
-  REQUIRE(error_of("job_c", **mlp) == "loaded");
-  CHECK_THAT(error_of("other", **mlp), Catch::Contains("of job 'job_c', not 'other'"));
-  CHECK(error_of("job_c", **cnn) != "loaded");  // the layers do not fit the model
+  REQUIRE(w.finish().empty());
+  REQUIRE(error_of("job_c", **mlp, same) == "loaded");
+  CHECK_THAT(error_of("other", **mlp, same), Catch::Contains("bad_resume") && Catch::Contains("of job 'job_c', not 'other'"));
+  auto changed = same;
+  changed["batch"] = 32;
+  CHECK_THAT(error_of("job_c", **mlp, changed), Catch::Contains("bad_resume") && Catch::Contains("with batch: 64; this job has 32"));
+  changed = same;
+  changed["optimizer.lr"] = 0.001;
+  CHECK_THAT(error_of("job_c", **mlp, changed), Catch::Contains("optimizer.lr: 0.002; this job has 0.001"));
+  changed = same;
+  changed["seed"] = 7;  // a field the checkpoint does not name is not compared
+  CHECK(error_of("job_c", **mlp, changed) == "loaded");
+  CHECK(error_of("job_c", **cnn, same) != "loaded");  // the layers do not fit the model
 
   write_text(dir / "step-5" / "state.json", "{\"job\": \"job_c\", ");
-  CHECK_THAT(error_of("job_c", **mlp), Catch::Contains("state.json") && Catch::Contains("is not JSON"));
+  CHECK_THAT(error_of("job_c", **mlp, same), Catch::Contains("state.json") && Catch::Contains("is not JSON"));
   write_text(dir / "step-5" / "state.json", R"({"job": "job_c", "step": 5, "controller": {"cost_queue": 1}})");
-  CHECK_THAT(error_of("job_c", **mlp), Catch::Contains("bad_checkpoint") && Catch::Contains("state.json"));
-  write_text(dir / "latest", "step-99\n");
-  CHECK_THAT(error_of("job_c", **mlp), Catch::Contains("step-99") && Catch::Contains("missing"));
+  CHECK_THAT(error_of("job_c", **mlp, same), Catch::Contains("bad_checkpoint") && Catch::Contains("state.json"));
+  fs::remove_all(dir / "step-5");
+  CHECK_THAT(error_of("job_c", **mlp, same), Catch::Contains("no checkpoint in"));
   fs::remove_all(dir);
 }

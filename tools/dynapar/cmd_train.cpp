@@ -74,15 +74,17 @@ int train_main(const train_options& o, const train_fn& how) {
     if (!prep->settings.controller) return report(make_error("bad_flag", "--hysteresis needs a job re-planned online (replan_every > 0)"));
     prep->job.hysteresis = prep->settings.controller->hysteresis = o.hysteresis == "on";
   }
+  const std::string checkpoint_dir = o.checkpoint_dir.empty() ? o.resume : o.checkpoint_dir;
+  const auto fingerprint = checkpoint_dir.empty() ? nlohmann::json() : training::job_fingerprint(*prep);
   if (!o.resume.empty()) {
-    auto c = training::load_checkpoint(o.resume, prep->job.name, *prep->model);
+    auto c = training::load_checkpoint(o.resume, prep->job.name, fingerprint, *prep->model);
     if (!c) return report(c.err());
-    if (prep->settings.controller && c->controller) prep->settings.controller->restore = c->controller;
-    logging::get("train")->info("resuming from '{}' at step {}", o.resume, c->step);
-    prep->settings.resume = std::move(*c);
+    for (const auto& why : c->passed_over) logging::get("train")->warn("passed over the damaged checkpoint {}", why);
+    if (prep->settings.controller && c->at.controller) prep->settings.controller->restore = c->at.controller;
+    logging::get("train")->info("resuming from '{}' at step {}", o.resume, c->at.step);
+    prep->settings.resume = std::move(c->at);
   }
   std::unique_ptr<training::checkpoint_writer> checkpoints;
-  const std::string checkpoint_dir = o.checkpoint_dir.empty() ? o.resume : o.checkpoint_dir;
   // Consistent cuts every N steps: kept in memory as the rollback point of crash recovery,
   // and written out with a checkpoint directory.
   prep->settings.checkpoint_every = o.checkpoint_every > 0 ? o.checkpoint_every : 50;
@@ -90,7 +92,8 @@ int train_main(const train_options& o, const train_fn& how) {
     std::error_code ec;
     fs::create_directories(checkpoint_dir, ec);
     if (ec) return report(make_error("io", "cannot create '" + checkpoint_dir + "': " + ec.message()));
-    checkpoints = std::make_unique<training::checkpoint_writer>(checkpoint_dir, prep->job.name);
+    checkpoints = std::make_unique<training::checkpoint_writer>(
+        training::checkpoint_options{checkpoint_dir, prep->job.name, fingerprint, o.keep_checkpoints});
   }
   const config::job* j = &prep->job;
   const auto& s = prep->settings;
@@ -177,8 +180,9 @@ int train_main(const train_options& o, const train_fn& how) {
   };
   if (checkpoints) cb.on_checkpoint = [&](training::checkpoint c) { checkpoints->write(std::move(c)); };
   auto outcome = how ? how(*prep, cb) : actors::train(*prep->model, prep->train_set, s, cb);
-  if (checkpoints)
-    if (auto st = checkpoints->finish(); !st) return report(st.err());
+  // A checkpoint that could not be written (a full disk) does not stop the training: the one
+  // before it stays the newest, the run ends and says so, and exits with an error.
+  const std::vector<std::string> unwritten = checkpoints ? checkpoints->finish() : std::vector<std::string>{};
   if (!outcome) {
     write_error_summary(o.out, j->name, outcome.err().message);
     return report(outcome.err());
@@ -206,20 +210,22 @@ int train_main(const train_options& o, const train_fn& how) {
     summary["verify_tolerance"] = check.tolerance;
     summary["verified"] = check.verified();
   }
+  if (!unwritten.empty()) summary["checkpoints_not_written"] = unwritten;
   std::ofstream(fs::path(o.out) / "summary.json") << summary.dump(2) << "\n";
   if (board) board->finish(summary);
   std::cout << report::human_summary(summary, o.out);
-  if (!o.verify) return exit_ok;
-  if (!check.verified()) {
+  if (o.verify && !check.verified()) {
     std::cerr << "dynapar: verify FAILED: the run differs from one plain device by " << check.max_rel_diff
               << " (max relative), over the job's tolerance " << check.tolerance << "\n";
     return exit_mismatch;
   }
-  if (check.max_rel_diff == 0)
+  if (o.verify && check.max_rel_diff == 0)
     std::cerr << "dynapar: verify ok: the same as one plain device (max relative difference 0)\n";
-  else  // an exact job with a tolerance, or an inexact one: not the same bits
+  else if (o.verify)  // an exact job with a tolerance, or an inexact one: not the same bits
     std::cerr << "dynapar: verified within tolerance: max relative difference from one plain device " << check.max_rel_diff
               << " <= " << check.tolerance << "\n";
+  if (!unwritten.empty())
+    return report(make_error("io", std::to_string(unwritten.size()) + " checkpoint(s) could not be written, the first " + unwritten.front()));
   return exit_ok;
 }
 
@@ -235,7 +241,11 @@ void add_dashboard_flags(CLI::App* sub, train_options& o) {
 void add_checkpoint_flags(CLI::App* sub, train_options& o) {
   sub->add_option("--checkpoint-dir", o.checkpoint_dir, "Write checkpoints into this directory (docs/RELIABILITY.md)");
   sub->add_option("--checkpoint-every", o.checkpoint_every, "Steps between checkpoints (default 50)")->check(CLI::Range(1, 100000000));
-  sub->add_option("--resume", o.resume, "Continue from the newest checkpoint in this directory (and keep writing there)");
+  sub->add_option("--keep-checkpoints", o.keep_checkpoints, "Keep only the newest K checkpoints (default 0: all)")
+      ->check(CLI::Range(0, 1000000));
+  sub->add_option("--resume", o.resume,
+                  "Continue from the newest complete checkpoint in this directory (and keep writing there); a damaged newer one "
+                  "is passed over, a changed job refused");
 }
 
 namespace {

@@ -1,6 +1,7 @@
 // dynapar: the command line. Parses flags (CLI11), sets up logging, runs one subcommand.
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -18,6 +19,9 @@ int main(int argc, char** argv) {
     setenv("OPENBLAS_NUM_THREADS", "1", 1);
     execv("/proc/self/exe", argv);  // returns only on failure: then carry on as we are
   }
+  // A file over the process's size limit (ulimit -f) is a write error the caller reports (a
+  // checkpoint not written, the run going on), not a signal that kills the run.
+  std::signal(SIGXFSZ, SIG_IGN);
   // Keep freed tensor memory for the next step rather than fault fresh pages in again
   // (runtime/common/allocator.hpp); node processes started by launch inherit the variable.
   const auto alloc = allocator_options_from_env(std::getenv("DYNAPAR_MALLOC_KEEP_MB"));

@@ -23,11 +23,13 @@ struct train_options {
   std::string hysteresis;       // "on" or "off" overrides the job's; empty: the job's
   std::string checkpoint_dir;   // write checkpoints here (docs/RELIABILITY.md)
   int checkpoint_every = 0;     // steps between checkpoints (0: none; default 50 with a dir)
-  std::string resume;           // continue from the newest checkpoint in this directory
+  std::string resume;           // continue from the newest complete checkpoint in this directory
+  int keep_checkpoints = 0;     // keep the newest K checkpoints (0: all)
   // Side by side (train only): after the run, these policies train the job's first
   // compare_steps steps on the same emulated devices, and the summary compares step times.
   std::vector<std::string> compare;
-  std::int64_t compare_steps = 100;  // The live dashboard (runtime/dashboard): off unless a port is given (0: any free port,
+  std::int64_t compare_steps = 100;
+  // The live dashboard (runtime/dashboard): off unless a port is given (0: any free port,
   // written to OUT/dashboard.url).
   int dashboard_port = -1;
   std::string dashboard_host = "127.0.0.1";
@@ -37,7 +39,7 @@ struct train_options {
 using train_fn = std::function<result<training::train_outcome>(training::prepared_job&, const training::train_callbacks&)>;
 
 int train_main(const train_options& o, const train_fn& how);
-// --checkpoint-dir, --checkpoint-every, --resume.
+// --checkpoint-dir, --checkpoint-every, --keep-checkpoints, --resume.
 void add_checkpoint_flags(CLI::App* sub, train_options& o);
 // --dashboard PORT, --dashboard-host.
 void add_dashboard_flags(CLI::App* sub, train_options& o);

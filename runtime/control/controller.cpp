@@ -58,6 +58,7 @@ void controller::observe(const measurement& m) {
 // device's mean joules a step against its budget.
 void controller::close_slot() {
   if (slot_steps_ == 0) return;
+  estimates_.end_slot();
   std::vector<std::pair<int, double>> energy;
   for (const auto& [id, j] : slot_energy_) energy.emplace_back(id, j / slot_steps_);
   queues_.update(slot_cost_ / slot_steps_, energy);

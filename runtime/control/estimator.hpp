@@ -18,6 +18,13 @@ class estimator {
   void observe(const measurement& step, const planner::problem& announced);
   // A device (re)joins announcing a measured speed: the estimate restarts there.
   void announce(int device_id, double speed);
+  // A slot ends: each device that no step of it measured relaxes toward the speed it
+  // announced (or the nominal one), halving the log of their ratio every
+  // `unseen_half_life_slots`, and its next measurement replaces the guess. Without
+  // this a device dropped from the plan while a burst slowed it kept its burst speed for
+  // ever, as nothing measures it again, and was never chosen again however fast it became
+  // (docs/MODEL.md, "Estimates of unmeasured devices").
+  void end_slot();
   // The cluster as the policy sees it: estimated speeds and link tiers, the announced prices
   // and availability, with `hidden` device ids still shown available.
   planner::cluster_state view(const planner::cluster_state& announced, const std::vector<int>& hidden) const;
@@ -35,11 +42,15 @@ class estimator {
   void fold_speed(std::size_t i, double measured);
   static constexpr double fast_alpha = 0.5, shift_ratio = 0.25;
   static constexpr int shift_steps = 3;
+  static constexpr double unseen_half_life_slots = 4;
 
   double alpha_;
   std::vector<double> speed_;
   std::vector<double> recent_;  // speeds smoothed with fast_alpha, to see level shifts
   std::vector<int> shifted_;    // steps in a row recent_ stayed off speed_ (sign: which side)
+  std::vector<double> prior_;  // what an unmeasured device relaxes to: announced or nominal
+  std::vector<bool> seen_;     // measured in the current slot
+  std::vector<bool> guessed_;  // relaxed since it was last measured
   double tier_mult_[3] = {1, 1, 1};
 };
 

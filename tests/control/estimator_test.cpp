@@ -4,6 +4,7 @@
 // lasts is taken at once.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <vector>
 
 #include "control/estimator.hpp"
@@ -84,4 +85,30 @@ TEST_CASE("a shift is counted on one side only: alternating swings past the thre
   for (int k = 0; k < 20; ++k) seen.push_back(k % 2 ? 0.2 : 1.8);
   for (double s : seen) e.observe(w.step(s), p);
   CHECK(e.snapshot().speeds[0] == Approx(smoothed(1.0, seen, 0.1)));
+}
+
+TEST_CASE("a device no slot measures returns half-way (in log ratio) to its announced speed every 4 slots", "[unit][control]") {
+  const one_device w;
+  const planner::problem p(w.profile, w.cluster, {}, {});
+  estimator e(w.cluster, w.profile, 0.1);
+  for (int k = 0; k < 3; ++k) e.observe(w.step(0.25), p);  // the level shift: 0.34375 (above)
+  e.end_slot();  // measured in this slot: unchanged
+  REQUIRE(e.snapshot().speeds[0] == Approx(0.34375));
+  for (int k = 0; k < 4; ++k) e.end_slot();
+  CHECK(e.snapshot().speeds[0] == Approx(std::sqrt(0.34375)));  // 1 x (0.34375 / 1)^(1/2)
+  for (int k = 0; k < 4; ++k) e.end_slot();
+  CHECK(e.snapshot().speeds[0] == Approx(std::pow(0.34375, 0.25)));
+  // Measured again: the guess is replaced by the measurement, then smoothing goes on.
+  e.observe(w.step(0.5), p);
+  CHECK(e.snapshot().speeds[0] == Approx(0.5));
+  e.observe(w.step(0.6), p);
+  CHECK(e.snapshot().speeds[0] == Approx(0.9 * 0.5 + 0.1 * 0.6));
+  // A device that announced its speed on joining relaxes toward that one.
+  e.announce(7, 2.0);
+  for (int k = 0; k < 3; ++k) e.observe(w.step(0.5), p);
+  e.end_slot();
+  const double slow = e.snapshot().speeds[0];
+  REQUIRE(slow < 1.0);
+  for (int k = 0; k < 4; ++k) e.end_slot();
+  CHECK(e.snapshot().speeds[0] == Approx(2.0 * std::sqrt(slow / 2.0)));
 }

@@ -51,6 +51,32 @@ TEST_CASE("a policy never sees the future: a speed drop shows only after it is m
   CHECK(after.batch_time_s < at.batch_time_s);
 }
 
+// Device 0, the fastest, all but stops (0.002 of its speed) for slots 10-24 and is dropped
+// from the plan; nothing measures it after that. Its estimate must not stay at the burst's
+// speed: once the burst is over the policy takes it back (here by slot 31; before, never).
+TEST_CASE("a device dropped during a burst is taken back after it", "[unit][sim]") {
+  auto s = small_scenario();
+  s.slots = 50;
+  s.measurement_noise = 0;
+  s.traces.push_back({0, {{0, 1.0}, {10, 0.002}, {25, 1.0}}, {}, {}});
+  for (const auto& name : {"joint_greedy", "joint_lyapunov"}) {
+    INFO(name);
+    auto r = run_policy(s, name);
+    REQUIRE(r);
+    const auto uses_0 = [&](int t) {
+      const auto& d = r->slots[static_cast<std::size_t>(t)].devices;
+      return std::find(d.begin(), d.end(), 0) != d.end();
+    };
+    CHECK(uses_0(9));
+    bool dropped = false, back = false;
+    for (int t = 10; t < 25; ++t) dropped = dropped || !uses_0(t);
+    CHECK(dropped);
+    for (int t = 25; t < 40; ++t) back = back || uses_0(t);
+    CHECK(back);
+    CHECK(uses_0(49));
+  }
+}
+
 TEST_CASE("a device that leaves is never in a later plan", "[unit][sim]") {
   auto s = small_scenario();
   s.events.push_back({10, event_kind::leave, 0});

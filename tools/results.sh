@@ -25,7 +25,16 @@ out=docs/RESULTS.md
   echo "micro-batch; ResNet-50's 100 MB over 0.2-1 Gbit/s edge links; 16 samples a device over 25"
   echo "Gbit/s racks at 1024 devices), pipeline bubbles, and bursts on pipelines, which the policy"
   echo "learns of one slot late. The baselines run their shares as planned, without dispatch."
-  for s in paper_like edge cloud_spot budget_tradeoff large_1024; do
+  echo
+  echo "Where a budget binds (budget_binding: 0.94 of what the fastest plans spend), joint_lyapunov"
+  echo "is the one policy that meets it, but at 2.7x its unbounded step time, where a fixed plan"
+  echo "without the two V100s runs at 0.14 s within the budget: under load bursts its dear, fast"
+  echo "plans overrun, the queue and the per-slot allowance push it to cheap, slow devices, and it"
+  echo "re-plans too often (docs/MODEL.md, \"Estimates of unmeasured devices\"; issue 49). Not solved."
+  echo "Since 2026-11-27 an unmeasured device's estimate relaxes toward its announced speed: the"
+  echo "baselines that re-plan use the same estimator: edge's dp_balanced went 10.4 -> 12.3 s, and"
+  echo "large_1024's pipeline baselines re-plan 993 times instead of 591."
+  for s in paper_like edge cloud_spot budget_tradeoff budget_binding large_1024; do
     echo
     echo "## $s"
     echo
@@ -36,7 +45,7 @@ out=docs/RESULTS.md
   echo
   echo "## Goals, checked from the runs above (out/results_*/summary.json)"
   echo
-  /usr/bin/python3 - paper_like edge cloud_spot budget_tradeoff large_1024 <<'PY'
+  /usr/bin/python3 - paper_like edge cloud_spot budget_tradeoff budget_binding large_1024 <<'PY'
 import json, sys
 print("| scenario | fastest policy meeting the budget | joint_lyapunov vs dp_even | efficiency | budget |")
 print("| --- | --- | ---: | ---: | --- |")
@@ -51,7 +60,7 @@ for name in sys.argv[1:]:
     print(f"| {name} | {', '.join(sorted(ties))} | {red:.1f} % | {100 * jl['efficiency']:.1f} % | {budget} |")
 PY
   echo
-  for s in budget_tradeoff cloud_spot; do
+  for s in budget_binding cloud_spot; do
     echo "## V sweep: $s"
     echo
     echo "joint_lyapunov at each V (joint_greedy, which ignores the budget, for reference):"

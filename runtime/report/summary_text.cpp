@@ -57,7 +57,10 @@ std::string human_summary(const json& s, const std::string& out_dir) {
       const bool slower = speedup > 0 && speedup < 1;
       out += std::string(i ? "," : "") + " " + fmt("%.2f", slower ? 1 / speedup : speedup) + (slower ? "x slower than " : "x faster than ") +
              c[i].value("policy", std::string("?")) + " (" + fmt("%.1f", 1e3 * c[i].value("mean_step_time_s", 0.0)) + " ms" +
-             (c[i].contains("avg_cost") ? ", cost " + fmt("%.4g", c[i]["avg_cost"].get<double>()) : std::string()) + ")";
+             (c[i].contains("avg_cost") ? ", cost " + fmt("%.4g", c[i]["avg_cost"].get<double>()) : std::string()) +
+             (c[i].contains("within_budget") ? (c[i]["within_budget"].get<bool>() ? ", within the budget" : ", over the budget")
+                                             : std::string()) +
+             ")";
     }
     out += "\n";
   }

@@ -63,9 +63,9 @@ TEST_CASE("the closing summary: a dozen lines at most, the budget's margin worke
   s["compare"] = {{{"policy", "dp_even"}, {"steps", 100}, {"mean_step_time_s", 0.15}, {"this_run_mean_step_time_s", 0.1},
                    {"speedup", 1.5}},
                   {{"policy", "dp_balanced"}, {"steps", 100}, {"mean_step_time_s", 0.12}, {"this_run_mean_step_time_s", 0.1},
-                   {"speedup", 1.2}, {"avg_cost", 0.031}},
+                   {"speedup", 1.2}, {"avg_cost", 0.031}, {"within_budget", false}},
                   {{"policy", "hetpipe_static"}, {"steps", 100}, {"mean_step_time_s", 0.08}, {"this_run_mean_step_time_s", 0.1},
-                   {"speedup", 0.8}}};
+                   {"speedup", 0.8}, {"avg_cost", 0.0101}, {"within_budget", true}}};
   const auto text = report::human_summary(s, "out/x");
   int lines = 0;
   for (char ch : text) lines += ch == '\n';
@@ -77,12 +77,14 @@ TEST_CASE("the closing summary: a dozen lines at most, the budget's margin worke
   CHECK(text.find("3 injected, 2 devices lost") != std::string::npos);
   // Step 0 (start-up) is left out of the compared means; a slower run says "slower" (0.1 / 0.08).
   CHECK(text.find("steps 1-99 on the same emulated devices (100.0 ms a step here): 1.50x faster than dp_even (150.0 ms), "
-                  "1.20x faster than dp_balanced (120.0 ms, cost 0.031), 1.25x slower than hetpipe_static (80.0 ms)") !=
+                  "1.20x faster than dp_balanced (120.0 ms, cost 0.031, over the budget), 1.25x slower than hetpipe_static "
+                  "(80.0 ms, cost 0.0101, within the budget)") !=
         std::string::npos);
   s.erase("reference_max_rel_diff");
   s.erase("faults_injected");
   s.erase("devices_lost");
   s["budget"] = nullptr;
+  for (auto& e : s["compare"]) e.erase("within_budget");  // none without a budget (cmd_train.cpp)
   const auto plain = report::human_summary(s, "out/x");
   CHECK(plain.find("one plain device") == std::string::npos);
   CHECK(plain.find("budget") == std::string::npos);

@@ -45,11 +45,15 @@ status check_compare(const training::prepared_job& prep, const train_options& o)
 }
 
 // --compare's runs as summary.json's "compare" list (docs/FORMATS.md).
-json compare_json(const std::vector<training::policy_run>& runs) {
+// With a cost budget (`budget` a number), each baseline is marked feasible or not: its
+// average cost a step within the budget or over it.
+json compare_json(const std::vector<training::policy_run>& runs, const json& budget) {
   json out = json::array();
-  for (const auto& r : runs)
+  for (const auto& r : runs) {
     out.push_back({{"policy", r.policy}, {"steps", r.steps}, {"mean_step_time_s", r.mean_step_time_s},
                    {"this_run_mean_step_time_s", r.this_run_mean_step_time_s}, {"speedup", r.speedup}, {"avg_cost", r.avg_cost}});
+    if (budget.is_number()) out.back()["within_budget"] = r.avg_cost <= budget.get<double>();
+  }
   return out;
 }
 
@@ -197,7 +201,7 @@ int train_main(const train_options& o, const train_fn& how) {
     };
     auto side = training::compare_policies(prep->settings, o.compare, o.compare_steps, step_times, run);
     if (!side) return report(side.err());
-    summary["compare"] = compare_json(*side);
+    summary["compare"] = compare_json(*side, summary.value("budget", json()));
   }
   training::reference_check check;
   if (o.verify) {

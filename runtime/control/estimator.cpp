@@ -22,6 +22,7 @@ void estimator::fold_speed(std::size_t i, double measured) {
   seen_[i] = true;
   if (guessed_[i]) {  // the estimate was a guess (end_slot): the first measurement replaces it
     speed_[i] = recent_[i] = measured;
+    shifted_[i] = 0;
     guessed_[i] = false;
     return;
   }
@@ -77,8 +78,6 @@ void estimator::end_slot() {
   for (std::size_t i = 0; i < speed_.size(); ++i) {
     if (!seen_[i] && speed_[i] > 0 && prior_[i] > 0 && speed_[i] != prior_[i]) {
       speed_[i] = prior_[i] * std::pow(speed_[i] / prior_[i], keep);
-      recent_[i] = speed_[i];
-      shifted_[i] = 0;
       guessed_[i] = true;
     }
     seen_[i] = false;

@@ -168,15 +168,13 @@ void checkpoint_writer::write(checkpoint c) {
     const std::string newest = kept.empty() ? "none" : kept.front().second.filename().string();
     logging::get("checkpoint")->warn("the checkpoint of step {} was not written ({}); the newest complete one stays {}", c.step,
                                      st.err().message, newest);
-    std::lock_guard<std::mutex> lock(failed->m);
-    failed->list.push_back("step-" + std::to_string(c.step) + ": " + st.err().message);
+    failed->push_back("step-" + std::to_string(c.step) + ": " + st.err().message);
   });
 }
 
 std::vector<std::string> checkpoint_writer::finish() {
   if (writer_.joinable()) writer_.join();
-  std::lock_guard<std::mutex> lock(failed_->m);
-  return failed_->list;
+  return *failed_;
 }
 
 result<found_checkpoint> load_checkpoint(const std::string& dir, const std::string& job, const json& fingerprint,

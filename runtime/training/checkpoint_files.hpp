@@ -6,7 +6,6 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,11 +41,8 @@ class checkpoint_writer {
  private:
   checkpoint_options o_;
   std::thread writer_;
-  struct failures {
-    std::mutex m;
-    std::vector<std::string> list;
-  };
-  std::shared_ptr<failures> failed_ = std::make_shared<failures>();
+  // Written by one writer thread at a time; read after joining it (no lock needed).
+  std::shared_ptr<std::vector<std::string>> failed_ = std::make_shared<std::vector<std::string>>();
 };
 
 struct found_checkpoint {

@@ -10,15 +10,7 @@
 set -euo pipefail
 bin=$1 job=$2 out=$3
 rm -rf "$out" && mkdir -p "$out"
-"$bin" profile cnn --batch 16 --repeat 3 --out "$out/measured.json"
-/usr/bin/python3 - "$out" <<'PY'
-import json, sys
-p = json.load(open(sys.argv[1] + "/measured.json"))
-for l in p["layers"]:
-    for k in ("fwd_s", "bwd_s", "fixed_s", "update_s"):
-        l[k] *= 3
-json.dump(p, open(sys.argv[1] + "/slow.json", "w"))
-PY
+"$(dirname "$0")/slow_profile.sh" "$bin" 3 "$out"
 timed="emulate_compute: profile\nprofile: $out/slow.json"
 sed "/^budget:/d; s|^name: \(.*\)|name: \1\n$timed|" "$job" > "$out/free.yaml"
 "$bin" train "$out/free.yaml" --out "$out/free" > /dev/null 2> "$out/free.log"

@@ -9,8 +9,8 @@ out=${1:-$here/.gpu-kit}
 mkdir -p "$out"
 cd "$out"
 
-wanted=(libcaf-dev libzmq3-dev cppzmq-dev capnproto libcapnp-dev libspdlog-dev libfmt-dev catch2 libyaml-cpp-dev
-        libcli11-dev nlohmann-json3-dev zlib1g-dev libcpp-httplib-dev pkgconf
+wanted=(libcaf-dev libzmq3-dev cppzmq-dev libsodium-dev capnproto libcapnp-dev libspdlog-dev libfmt-dev catch2 libyaml-cpp-dev
+        libcli11-dev nlohmann-json3-dev zlib1g-dev libcpp-httplib-dev pkgconf libstb-dev
         dataset-fashion-mnist fortunes)
 # What any Linux with a C++ compiler has already (the C library, the compiler's runtime),
 # and development packages of dependencies we never link directly (their .so stays): taking

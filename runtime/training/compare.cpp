@@ -24,7 +24,7 @@ result<std::vector<policy_run>> compare_policies(const train_settings& s, const 
     other.controller->budget.horizon_slots = static_cast<int>((n + s.slot_steps - 1) / s.slot_steps);
     other.resume.reset();
     other.controller->restore.reset();
-    logging::get("train")->info("side by side: {} trains steps 0-{} on the same emulated devices", name, n - 1);
+    logging::get("train")->info("side by side: {} trains steps 0-{} on the same devices", name, n - 1);
     train_callbacks cb;
     std::map<std::int64_t, std::pair<double, double>> times;  // step -> time, cost (a re-run step: its last attempt)
     cb.on_step = [&](const step_record& r) { times[r.step] = {r.time_s, r.cost}; };

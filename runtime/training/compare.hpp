@@ -1,4 +1,4 @@
-// --compare: the job's first steps again under other policies, on the same emulated devices
+// --compare: the job's first steps again under other policies, on the same devices
 // and dynamics (a fresh controller each), against this run's step times.
 #pragma once
 

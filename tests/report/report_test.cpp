@@ -76,7 +76,7 @@ TEST_CASE("the closing summary: a dozen lines at most, the budget's margin worke
   CHECK(text.find("119.0 ms a step") != std::string::npos);
   CHECK(text.find("3 injected, 2 devices lost") != std::string::npos);
   // Step 0 (start-up) is left out of the compared means; a slower run says "slower" (0.1 / 0.08).
-  CHECK(text.find("steps 1-99 on the same emulated devices (100.0 ms a step here): 1.50x faster than dp_even (150.0 ms), "
+  CHECK(text.find("steps 1-99 on the same devices (100.0 ms a step here): 1.50x faster than dp_even (150.0 ms), "
                   "1.20x faster than dp_balanced (120.0 ms, cost 0.031, over the budget), 1.25x slower than hetpipe_static "
                   "(80.0 ms, cost 0.0101, within the budget)") !=
         std::string::npos);

@@ -206,11 +206,12 @@ result<client_keys> load_client_keys(const std::string& dir, const std::vector<s
   return make_error("bad_keys", "no key file (" + tried + "); make one with `dynapar keygen --out " + dir + " --role ROLE --name NAME`");
 }
 
-status write_local_keys(const std::string& dir, int nodes) {
+status write_local_keys(const std::string& dir, int nodes, const std::vector<int>& devices) {
   const auto authorized = (fs::path(dir) / "authorized").string();
-  std::vector<std::pair<std::string, key_role>> pairs = {
-      {"controller", key_role::controller}, {"node", key_role::node}, {"operator", key_role::operator_}};
+  std::vector<std::pair<std::string, key_role>> pairs = {{"controller", key_role::controller}, {"operator", key_role::operator_}};
   for (int i = 0; i < nodes; ++i) pairs.emplace_back("node-" + std::to_string(i), key_role::node);
+  for (int id : devices) pairs.emplace_back("device-" + std::to_string(id), key_role::node);
+  pairs.emplace_back("node", key_role::node);
   for (const auto& [name, role] : pairs) {
     auto k = make_key_pair(name, role);
     if (!k) return k.err();

@@ -60,9 +60,11 @@ result<client_keys> load_client_keys(const std::string& dir, const std::vector<s
 
 // A whole deployment on one machine in DIR (throwaway keys): controller, node and operator
 // pairs, controller.pub, and authorized/ with the nodes' and operator's keys. `nodes` > 0
-// adds one pair per node launch starts, node-0 .. node-(nodes-1): each node proves a key of
-// its own, so that no node can speak for another (docs/SECURITY.md).
-status write_local_keys(const std::string& dir, int nodes = 0);
+// adds one pair per node launch starts, node-0 .. node-(nodes-1), and each id in `devices`
+// one pair device-ID for a node started by hand whose first device it is: each node proves
+// a key of its own, so that no node can speak for another (docs/SECURITY.md). node.pub is
+// written last, so whoever waits for it finds every other key in place.
+status write_local_keys(const std::string& dir, int nodes = 0, const std::vector<int>& devices = {});
 
 // SHA-256 of a file's bytes, in hex (what a node checks a TorchScript model against).
 result<std::string> file_sha256(const std::string& path);

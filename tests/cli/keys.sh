@@ -2,7 +2,8 @@
 # Keys as a user meets them (docs/SECURITY.md): keygen writes a 0600 secret and a public file;
 # a controller beyond loopback without keys exits 2 naming the fix; a key file others may read
 # is refused (exit 2) naming chmod; an unknown role is a usage error; a controller on loopback
-# refuses a node without its throwaway keys.
+# refuses a node without its throwaway keys, and nodes started by hand with them prove keys
+# of their own.
 set -euo pipefail
 bin="$1" out="$2"
 rm -rf "$out" && mkdir -p "$out"
@@ -32,12 +33,20 @@ expect 2 "role" "$bin" keygen --out "$out/x" --role admin
 expect 2 "dynapar keygen" "$bin" node --controller tcp://127.0.0.1:9 --device 0 --keys "$out/nowhere"
 # A controller on loopback serves CURVE with throwaway keys: a node without them is refused.
 ep="tcp://127.0.0.1:$((20000 + ($$ % 20000) + 11))"
-"$bin" controller "$job" --bind "$ep" --out "$out/run" --wait-s 20 > /dev/null 2> "$out/run.log" &
+"$bin" controller "$job" --bind "$ep" --out "$out/run" --wait-s 20 --steps 4 > /dev/null 2> "$out/run.log" &
 ctl=$!
 trap 'kill -9 $ctl 2>/dev/null || true' EXIT
 for _ in $(seq 600); do [ -f "$out/run/keys/authorized/node.pub" ] && break; sleep 0.05; done
 [ "$(stat -c %a "$out/run/keys/node.key")" = 600 ] || { echo "the throwaway node.key is not 0600"; exit 1; }
 got=$("$bin" node --controller "$ep" --device 0 --connect-timeout-s 5 2>&1 || true)
 [[ $got == *"CURVE"* ]] || { echo "a node without keys was not refused for CURVE: $got"; exit 1; }
-kill -9 $ctl 2>/dev/null || true
+# Two nodes started by hand with those keys each prove a key of their own (device-ID, ID
+# their first device), not one shared node.key: the controller's log names both.
+"$bin" node --controller "$ep" --keys "$out/run/keys" --device 0 --device 1 > /dev/null 2> "$out/left.log" &
+"$bin" node --controller "$ep" --keys "$out/run/keys" --device 2 --device 3 > /dev/null 2> "$out/right.log" &
+wait $ctl || { echo "the controller failed:"; tail -n 5 "$out/run.log"; exit 1; }
+wait
+for k in device-0 device-2; do
+  grep -q "joined with 2 device(s), key node:$k\$" "$out/run.log" || { echo "no node joined with key $k:"; grep joined "$out/run.log"; exit 1; }
+done
 echo ok

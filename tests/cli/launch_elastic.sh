@@ -27,7 +27,7 @@ launch=$!
 node3=""
 trap 'kill $launch $node3 2>/dev/null || true' EXIT
 for _ in $(seq 1200); do [ "$(steps)" -ge 4 ] && break; sleep 0.1; done
-# launch serves CURVE with throwaway keys in OUT/keys: later nodes use its node key.
+# launch serves CURVE with throwaway keys in OUT/keys: a later node proves its device's key.
 "$bin" node --controller "$ep" --keys "$out/run/keys" --device 3 --name late-node --connect-timeout-s 60 2> "$out/node3.log" &
 node3=$!
 wait_plan joined 3
@@ -37,11 +37,11 @@ kill -TERM "$node3"
 wait "$node3"
 wait "$launch"
 # Each node launch started proved a key of its own (node-0, -1, -2: no node can speak for
-# another); the node started by hand, the shared node key.
+# another); the node started by hand, the key of its device (device-3), not a shared one.
 for k in node-0 node-1 node-2; do
   [ "$(grep -c "joined with .*, key node:$k\$" "$out/launch.log")" = 1 ] || { echo "no node joined with key $k:"; grep "joined" "$out/launch.log"; exit 1; }
 done
-grep -q "'late-node' joined with 1 device(s), key node:node\$" "$out/launch.log" || { echo "late-node did not use the node key"; exit 1; }
+grep -q "'late-node' joined with 1 device(s), key node:device-3\$" "$out/launch.log" || { echo "late-node did not prove device-3.key"; exit 1; }
 /usr/bin/python3 - "$out/run" <<'PY'
 import json, sys
 d = sys.argv[1]

@@ -24,6 +24,7 @@
 #include "cli_util.hpp"
 #include "comm/keys.hpp"
 #include "comm/packet.hpp"
+#include "config/job_file.hpp"
 #include "commands.hpp"
 #include "launch/processes.hpp"
 #include "launch/slurm.hpp"
@@ -56,13 +57,26 @@ struct controller_options {
   std::optional<comm::server_keys> server;  // loaded from `keys`
 };
 
+// The devices whose throwaway key device-ID a node started by hand proves when ID is its
+// first device (`node_main`): every device of the job, up to a machine's worth (throwaway keys
+// serve loopback only). A job file that does not load gets none here: training reports it.
+std::vector<int> hand_started_keys(const controller_options& o) {
+  constexpr std::size_t most = 1024;
+  auto j = config::load_job_file(o.train.job);
+  std::vector<int> ids;
+  if (!j) return ids;
+  for (const auto& d : j->cluster.cluster.devices)
+    if (ids.size() < most) ids.push_back(d.id);
+  return ids;
+}
+
 // --keys DIR for the controller; without it, throwaway keys in OUT/keys (so that the common
 // path is the secure one: no other local account can join, read layers or inject faults)
 // unless --no-keys. The caller checked the endpoint first: beyond loopback needs real keys.
 status load_keys(controller_options& o) {
   if (o.keys.empty() && !o.no_keys) {
     o.keys = o.train.out + "/keys";
-    if (auto st = comm::write_local_keys(o.keys, o.local_nodes); !st) return st;
+    if (auto st = comm::write_local_keys(o.keys, o.local_nodes, hand_started_keys(o)); !st) return st;
   }
   if (o.keys.empty()) return ok_status();
   auto k = comm::load_server_keys(o.keys);
@@ -253,8 +267,8 @@ struct node_options {
   launch::slurm_devices slurm_devices;
 };
 
-// --slurm: this srun task's devices (--device-base, --devices-per-task), its name unless
-// --name, and its own key DIR/device-ID.key (ID its first device) where --keys has one.
+// --slurm: this srun task's devices (--device-base, --devices-per-task) and its name unless
+// --name (its key: DIR/device-ID.key, ID its first device, as for any node).
 status apply_slurm(node_options& o, const launch::env_lookup& env) {
   if (!o.devices.empty()) return make_error("bad_flag", "--slurm picks this task's devices: drop --device (or --slurm)");
   auto task = launch::read_slurm_task(env);
@@ -262,9 +276,6 @@ status apply_slurm(node_options& o, const launch::env_lookup& env) {
   const auto ids = launch::task_devices(*task, o.slurm_devices);
   for (int id : ids) o.devices.push_back(std::to_string(id));
   if (o.node.name.empty()) o.node.name = launch::task_name(*task);
-  const auto own_key = "device-" + o.devices.front();
-  if (!o.keys.empty() && o.key_name.empty() && std::filesystem::exists(std::filesystem::path(o.keys) / (own_key + ".key")))
-    o.key_name = own_key;
   logging::get("node")->info("slurm task {} of {} (job {}, step {}): devices {}..{}", task->procid, task->ntasks, task->job, task->step,
                              ids.front(), ids.back());
   return ok_status();
@@ -293,11 +304,12 @@ int node_main(node_options o) {
   if (o.devices.empty()) return report(make_error("bad_flag", "name the devices this node hosts: --device ID (or --slurm under srun)"));
   auto devs = parse_devices(o.devices);
   if (!devs) return report(devs.err());
-  // A leave may use an operator's key or the node's own.
-  if (auto st = load_keys(o.keys, o.key_name, o.leave ? std::vector<std::string>{"operator", "node"} : std::vector<std::string>{"node"},
-                          o.node.keys);
-      !st)
-    return report(st.err());
+  // A node proves DIR/device-ID.key (ID its first device) where there is one, as the
+  // controller's throwaway keys and the Slurm scripts lay out, so that nodes started by hand
+  // do not share a key; else DIR/node.key. A leave may use an operator's key first.
+  std::vector<std::string> names = {"device-" + std::to_string(devs->front().id), "node"};
+  if (o.leave) names.insert(names.begin(), "operator");
+  if (auto st = load_keys(o.keys, o.key_name, names, o.node.keys); !st) return report(st.err());
   if (o.leave) {
     std::vector<int> ids;
     for (const auto& d : *devs) ids.push_back(d.id);

@@ -191,4 +191,21 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, co
   return p;
 }
 
+std::int64_t frame_cap_bytes(const planner::model_profile& m, int batch, double sample_bytes) {
+  double params = 0, widest = sample_bytes;
+  for (const auto& l : m.layers) {
+    params += l.param_bytes;
+    widest = std::max(widest, l.act_bytes);
+  }
+  const double largest = std::max(params, widest * std::max(batch, 1));
+  const double cap = 2 * largest + double(16 << 20);
+  return cap >= double(std::int64_t{1} << 30) ? std::int64_t{1} << 30 : static_cast<std::int64_t>(cap);
+}
+
+std::int64_t frame_cap_bytes(const prepared_job& p) {
+  // A sample's values travel as float32, or as int64 token ids.
+  const double values = double(p.train_set.channels) * p.train_set.rows * p.train_set.cols;
+  return frame_cap_bytes(p.profile, p.settings.batch, values * (p.train_set.tokens ? 8 : 4));
+}
+
 }  // namespace dynapar::training

@@ -31,4 +31,13 @@ struct prepared_job {
 // turns emulation off: the devices compute at their real speed).
 result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, const std::string& place = "");
 
+// The largest frame a controller takes from its peers (ZMQ_MAXMSGSIZE; a larger one
+// disconnects its sender before it is read). A run sends one tensor a frame: at most the
+// model's parameters flattened (a bucket of the holders' sum; a layer and its optimizer state
+// go tensor by tensor), or one layer's activations, gradients or inputs for a whole batch.
+// Twice the larger, plus 16 MiB for what the profile leaves out, at most 1 GiB.
+std::int64_t frame_cap_bytes(const planner::model_profile& m, int batch, double sample_bytes);
+// The same for a prepared job (its profile, batch and samples).
+std::int64_t frame_cap_bytes(const prepared_job& p);
+
 }  // namespace dynapar::training

@@ -138,3 +138,20 @@ TEST_CASE("a job's mistakes are refused by name", "[unit][training]") {
   REQUIRE_FALSE(missing);
   CHECK_THAT(missing.err().message, Catch::Contains("/nonexistent/job.yaml"));
 }
+
+TEST_CASE("the frame cap is twice the job's largest tensor and 16 MiB, at most 1 GiB", "[unit]") {
+  planner::model_profile m;
+  m.layers.resize(2);
+  m.layers[0].param_bytes = 4 << 20;
+  m.layers[0].act_bytes = 1000;
+  m.layers[1].param_bytes = 60 << 20;
+  m.layers[1].act_bytes = 5000;
+  // The parameters flattened (64 MiB) outweigh a batch of 256 of the widest activation (1.28 MB).
+  CHECK(training::frame_cap_bytes(m, 256, 3136) == 2 * (64 << 20) + (16 << 20));
+  // A batch of 65536: the activations (327.68 MB) are the largest.
+  CHECK(training::frame_cap_bytes(m, 65536, 3136) == 2 * 5000LL * 65536 + (16 << 20));
+  // Samples wider than any activation: the inputs.
+  CHECK(training::frame_cap_bytes(m, 65536, 8000) == 2 * 8000LL * 65536 + (16 << 20));
+  m.layers[1].param_bytes = 600 << 20;
+  CHECK(training::frame_cap_bytes(m, 256, 3136) == std::int64_t{1} << 30);
+}

@@ -145,6 +145,9 @@ result<training::train_outcome> train_remote(training::prepared_job& p, const tr
   rc.allow_remote = o.allow_remote;
   rc.keys = o.server;
   rc.node_timeout_s = o.node_timeout_s;
+  rc.max_frame_bytes = training::frame_cap_bytes(p);
+  log->info("frames above {:.1f} MiB disconnect their sender (twice this job's largest tensor, and 16 MiB)",
+            double(rc.max_frame_bytes) / (1 << 20));
   rc.model = p.job.model;
   rc.seed = p.job.seed;
   rc.optimizer = p.settings.optimizer;

@@ -2,7 +2,8 @@
 # in one Envelope over ZeroMQ. Envelope.version is bumped on any change a peer must
 # understand (runtime/wire/messages.hpp: protocol_version); a peer of another version is
 # refused before any body is read, so a bump may change a struct's layout (9 did: every
-# device operation became a struct of its own).
+# device operation became a struct of its own; 20 dropped the Plan, DeviceReport and Metrics
+# bodies, which nothing sent, and renumbered the union).
 @0xa877773d75b4892b;
 
 using Cxx = import "/capnp/c++.capnp";
@@ -13,39 +14,14 @@ struct Envelope {
   sender @1 :Text;
   seq @2 :UInt64;
   body :union {
-    plan @3 :Plan;
-    join @4 :Join;
-    leave @5 :Leave;
-    heartbeat @6 :Heartbeat;
-    report @7 :DeviceReport;
-    fault @8 :FaultCommand;
-    metrics @9 :Metrics;
-    welcome @10 :Welcome;
-    call @11 :DeviceCall;
-    peers @12 :Peers;
+    join @3 :Join;
+    leave @4 :Leave;
+    heartbeat @5 :Heartbeat;
+    fault @6 :FaultCommand;
+    welcome @7 :Welcome;
+    call @8 :DeviceCall;
+    peers @9 :Peers;
   }
-}
-
-enum Schedule {
-  gpipe @0;
-  oneFOneB @1;
-  deepOneFOneB @2;  # 1F1B with twice the warm-up (planner::schedule_kind::deep_1f1b)
-}
-
-# One slot's plan: groups of devices in pipeline order, their layer splits and batch shares.
-struct Plan {
-  slot @0 :Int64;
-  schedule @1 :Schedule;
-  numLayers @2 :UInt32;
-  batch @3 :UInt32;
-  groups @4 :List(Group);
-}
-
-struct Group {
-  devices @0 :List(Int32);
-  splits @1 :List(UInt32);   # n + 1 cut points, 0 .. numLayers
-  share @2 :UInt32;
-  microBatch @3 :UInt32;
 }
 
 struct DeviceSpec {
@@ -96,23 +72,6 @@ struct Heartbeat {
                               # (runtime/data/source.hpp), 0 for none
 }
 
-# What a device measured in one step: per stage it holds, compute and transfer times.
-struct DeviceReport {
-  device @0 :Int32;
-  slot @1 :Int64;
-  step @2 :Int64;
-  stages @3 :List(StageTiming);
-}
-
-struct StageTiming {
-  firstLayer @0 :UInt32;
-  endLayer @1 :UInt32;        # exclusive
-  samples @2 :UInt32;
-  computeS @3 :Float64;
-  transferS @4 :Float64;
-  transferBytes @5 :Float64;
-}
-
 enum FaultKind {
   kill @0;
   slow @1;
@@ -129,16 +88,6 @@ struct FaultCommand {
   durationSteps @3 :UInt32;   # slow, pause: 0 = until told otherwise
   peer @4 :Int32;             # partition: the other end (-1: the device's node is cut off from all)
   durationS @5 :Float64;      # pause, partition: seconds
-}
-
-struct Metrics {
-  slot @0 :Int64;
-  step @1 :Int64;
-  batchTimeS @2 :Float64;
-  loss @3 :Float64;
-  cost @4 :Float64;
-  costQueue @5 :Float64;
-  samplesPerS @6 :Float64;
 }
 
 # The controller's answer to a Join: which devices it accepted (or why none), and what a node

@@ -25,36 +25,6 @@ void set_spec(schema::DeviceSpec::Builder b, const planner::device_spec& d) {
   b.setNicBw(d.nic_bw == planner::unlimited ? 0.0 : d.nic_bw);
 }
 
-plan_msg read_plan(schema::Plan::Reader r, const decode_limits& lim) {
-  plan_msg m;
-  m.plan.slot = r.getSlot();
-  switch (r.getSchedule()) {
-    case schema::Schedule::GPIPE: m.plan.schedule = planner::schedule_kind::gpipe; break;
-    case schema::Schedule::ONE_F_ONE_B: m.plan.schedule = planner::schedule_kind::one_f_one_b; break;
-    case schema::Schedule::DEEP_ONE_F_ONE_B: m.plan.schedule = planner::schedule_kind::deep_1f1b; break;
-    default: throw reject{"bad_field", "plan.schedule has an unknown value"};
-  }
-  m.num_layers = to_int(r.getNumLayers(), "plan.numLayers");
-  m.batch = to_int(r.getBatch(), "plan.batch");
-  auto groups = r.getGroups();
-  check_list(groups, lim, "plan.groups");
-  for (std::size_t g = 0; g < groups.size(); ++g) {
-    const std::string where = "plan.groups[" + std::to_string(g) + "]";
-    auto gr = groups[g];
-    planner::group_plan gp;
-    auto devs = gr.getDevices();
-    check_list(devs, lim, where + ".devices");
-    for (auto d : devs) gp.devices.push_back(d);
-    auto splits = gr.getSplits();
-    check_list(splits, lim, where + ".splits");
-    for (auto s : splits) gp.splits.push_back(to_int(s, where + ".splits"));
-    gp.share = to_int(gr.getShare(), where + ".share");
-    gp.micro_batch = to_int(gr.getMicroBatch(), where + ".microBatch");
-    m.plan.groups.push_back(std::move(gp));
-  }
-  return m;
-}
-
 planner::device_spec read_spec(schema::DeviceSpec::Reader r, const decode_limits& lim, const std::string& where) {
   planner::device_spec d;
   d.id = r.getId();
@@ -72,7 +42,6 @@ planner::device_spec read_spec(schema::DeviceSpec::Reader r, const decode_limits
 body read_body(schema::Envelope::Reader env, const decode_limits& lim) {
   auto b = env.getBody();
   switch (b.which()) {
-    case schema::Envelope::Body::PLAN: return read_plan(b.getPlan(), lim);
     case schema::Envelope::Body::JOIN: {
       auto r = b.getJoin();
       join_msg m;
@@ -115,22 +84,6 @@ body read_body(schema::Envelope::Reader env, const decode_limits& lim) {
     case schema::Envelope::Body::HEARTBEAT: {
       auto r = b.getHeartbeat();
       return heartbeat_msg{text(r.getNode(), lim, "heartbeat.node"), r.getTimeNs(), r.getDataHash()};
-    }
-    case schema::Envelope::Body::REPORT: {
-      auto r = b.getReport();
-      device_report m;
-      m.device = r.getDevice();
-      m.slot = r.getSlot();
-      m.step = r.getStep();
-      auto st = r.getStages();
-      check_list(st, lim, "report.stages");
-      for (std::size_t i = 0; i < st.size(); ++i) {
-        const std::string where = "report.stages[" + std::to_string(i) + "]";
-        auto s = st[i];
-        m.stages.push_back({to_int(s.getFirstLayer(), where + ".firstLayer"), to_int(s.getEndLayer(), where + ".endLayer"),
-                            to_int(s.getSamples(), where + ".samples"), s.getComputeS(), s.getTransferS(), s.getTransferBytes()});
-      }
-      return m;
     }
     case schema::Envelope::Body::FAULT: {
       auto r = b.getFault();
@@ -176,10 +129,6 @@ body read_body(schema::Envelope::Reader env, const decode_limits& lim) {
       return m;
     }
     case schema::Envelope::Body::CALL: return read_call(b.getCall(), lim);
-    case schema::Envelope::Body::METRICS: {
-      auto r = b.getMetrics();
-      return metrics_msg{r.getSlot(), r.getStep(), r.getBatchTimeS(), r.getLoss(), r.getCost(), r.getCostQueue(), r.getSamplesPerS()};
-    }
   }
   throw reject{"malformed", "envelope.body has an unknown kind (a newer protocol?)"};
 }
@@ -194,26 +143,6 @@ std::vector<std::uint8_t> encode(const envelope& e) {
   env.setSeq(e.seq);
   auto b = env.initBody();
   std::visit(overloaded{
-                 [&](const plan_msg& m) {
-                   auto p = b.initPlan();
-                   p.setSlot(m.plan.slot);
-                   p.setSchedule(m.plan.schedule == planner::schedule_kind::gpipe       ? schema::Schedule::GPIPE
-                                 : m.plan.schedule == planner::schedule_kind::deep_1f1b ? schema::Schedule::DEEP_ONE_F_ONE_B
-                                                                                        : schema::Schedule::ONE_F_ONE_B);
-                   p.setNumLayers(static_cast<std::uint32_t>(m.num_layers));
-                   p.setBatch(static_cast<std::uint32_t>(m.batch));
-                   auto groups = p.initGroups(static_cast<unsigned>(m.plan.groups.size()));
-                   for (std::size_t g = 0; g < m.plan.groups.size(); ++g) {
-                     const auto& gp = m.plan.groups[g];
-                     auto gb = groups[g];
-                     auto devs = gb.initDevices(static_cast<unsigned>(gp.devices.size()));
-                     for (std::size_t i = 0; i < gp.devices.size(); ++i) devs.set(i, gp.devices[i]);
-                     auto splits = gb.initSplits(static_cast<unsigned>(gp.splits.size()));
-                     for (std::size_t i = 0; i < gp.splits.size(); ++i) splits.set(i, static_cast<std::uint32_t>(gp.splits[i]));
-                     gb.setShare(static_cast<std::uint32_t>(gp.share));
-                     gb.setMicroBatch(static_cast<std::uint32_t>(gp.micro_batch));
-                   }
-                 },
                  [&](const join_msg& m) {
                    auto j = b.initJoin();
                    j.setNode(m.node);
@@ -245,22 +174,6 @@ std::vector<std::uint8_t> encode(const envelope& e) {
                    h.setNode(m.node);
                    h.setTimeNs(m.time_ns);
                    h.setDataHash(m.data_hash);
-                 },
-                 [&](const device_report& m) {
-                   auto r = b.initReport();
-                   r.setDevice(m.device);
-                   r.setSlot(m.slot);
-                   r.setStep(m.step);
-                   auto st = r.initStages(static_cast<unsigned>(m.stages.size()));
-                   for (std::size_t i = 0; i < m.stages.size(); ++i) {
-                     const auto& s = m.stages[i];
-                     st[i].setFirstLayer(static_cast<std::uint32_t>(s.first_layer));
-                     st[i].setEndLayer(static_cast<std::uint32_t>(s.end_layer));
-                     st[i].setSamples(static_cast<std::uint32_t>(s.samples));
-                     st[i].setComputeS(s.compute_s);
-                     st[i].setTransferS(s.transfer_s);
-                     st[i].setTransferBytes(s.transfer_bytes);
-                   }
                  },
                  [&](const fault_command& m) {
                    auto f = b.initFault();
@@ -298,16 +211,6 @@ std::vector<std::uint8_t> encode(const envelope& e) {
                    w.setDataHash(m.data_hash);
                  },
                  [&](const device_call& m) { write_call(b.initCall(), m); },
-                 [&](const metrics_msg& m) {
-                   auto r = b.initMetrics();
-                   r.setSlot(m.slot);
-                   r.setStep(m.step);
-                   r.setBatchTimeS(m.batch_time_s);
-                   r.setLoss(m.loss);
-                   r.setCost(m.cost);
-                   r.setCostQueue(m.cost_queue);
-                   r.setSamplesPerS(m.samples_per_s);
-                 },
              },
              e.msg);
   auto words = capnp::messageToFlatArray(mb);

@@ -23,14 +23,9 @@ namespace dynapar::wire {
 // samples (StageTask.samples) instead of carrying inputs and targets.
 // 12: a reduce adds a bucket of layers (Reduce.layers) in one exchange.
 // 14: a drop is answered (ack) once the layer is gone: a re-plan waits for it before layers move in.
-inline constexpr std::uint16_t protocol_version = 19;
-
-// A plan with the model size and batch it was made for, so a receiver can check it alone.
-struct plan_msg {
-  planner::plan plan;
-  int num_layers = 0;
-  int batch = 0;
-};
+// 20: the Plan, DeviceReport and Metrics bodies, which nothing sent, are gone (plans travel as
+// device calls; measurements as stage reports).
+inline constexpr std::uint16_t protocol_version = 20;
 
 struct join_msg {
   std::string node;
@@ -63,22 +58,6 @@ struct heartbeat_msg {
   std::uint64_t data_hash = 0;  // a node's: the data set it loaded (data::fingerprint), 0 for none
 };
 
-struct stage_timing {
-  int first_layer = 0;
-  int end_layer = 0;  // exclusive
-  int samples = 0;
-  double compute_s = 0;
-  double transfer_s = 0;
-  double transfer_bytes = 0;
-};
-
-struct device_report {
-  int device = 0;
-  std::int64_t slot = 0;
-  std::int64_t step = 0;
-  std::vector<stage_timing> stages;
-};
-
 enum class fault_kind { kill, slow, pause, leave, join, partition };
 
 struct fault_command {
@@ -88,16 +67,6 @@ struct fault_command {
   int duration_steps = 0;
   int peer = -1;
   double duration_s = 0;  // pause, partition
-};
-
-struct metrics_msg {
-  std::int64_t slot = 0;
-  std::int64_t step = 0;
-  double batch_time_s = 0;
-  double loss = 0;
-  double cost = 0;
-  double cost_queue = 0;
-  double samples_per_s = 0;
 };
 
 struct welcome_msg {
@@ -120,8 +89,7 @@ struct welcome_msg {
   std::uint64_t data_hash = 0;
 };
 
-using body = std::variant<plan_msg, join_msg, leave_msg, heartbeat_msg, device_report, fault_command, metrics_msg,
-                          welcome_msg, device_call, peers_msg>;
+using body = std::variant<join_msg, leave_msg, heartbeat_msg, fault_command, welcome_msg, device_call, peers_msg>;
 
 struct envelope {
   std::uint16_t version = protocol_version;

@@ -23,15 +23,9 @@ status check_spec(const planner::device_spec& d, const std::string& where) {
 
 }  // namespace
 
-status validate_body(const body& b, const decode_limits& lim) {
+status validate_body(const body& b, const decode_limits& /*lists were bounded on decode*/) {
   return std::visit(
       overloaded{
-          [&](const plan_msg& m) -> status {
-            if (m.num_layers < 1) return bad("plan.numLayers", "must be >= 1");
-            if (m.batch < 1) return bad("plan.batch", "must be >= 1");
-            if (m.plan.groups.size() > lim.max_list) return make_error("too_large", "plan.groups is too long");
-            return validate(m.plan, m.num_layers, m.batch);
-          },
           [&](const join_msg& m) -> status {
             if (m.node.empty()) return bad("join.node", "must not be empty");
             if (m.devices.empty()) return bad("join.devices", "must not be empty");
@@ -68,17 +62,6 @@ status validate_body(const body& b, const decode_limits& lim) {
             if (m.node.empty()) return bad("heartbeat.node", "must not be empty");
             return ok_status();
           },
-          [&](const device_report& m) -> status {
-            for (std::size_t i = 0; i < m.stages.size(); ++i) {
-              const auto& s = m.stages[i];
-              const std::string where = "report.stages[" + std::to_string(i) + "]";
-              if (s.end_layer <= s.first_layer) return bad(where + ".endLayer", "must be greater than firstLayer");
-              if (!finite_nonneg(s.compute_s)) return bad(where + ".computeS", "must be finite and >= 0");
-              if (!finite_nonneg(s.transfer_s)) return bad(where + ".transferS", "must be finite and >= 0");
-              if (!finite_nonneg(s.transfer_bytes)) return bad(where + ".transferBytes", "must be finite and >= 0");
-            }
-            return ok_status();
-          },
           [&](const fault_command& m) -> status {
             if (m.kind == fault_kind::slow && !(std::isfinite(m.factor) && m.factor > 0 && m.factor <= 1))
               return bad("fault.factor", "must be in (0, 1] for a slow-down");
@@ -103,13 +86,6 @@ status validate_body(const body& b, const decode_limits& lim) {
             return ok_status();
           },
           [&](const device_call& m) { return validate_call(m); },
-          [&](const metrics_msg& m) -> status {
-            for (auto [name, v] : {std::pair{"metrics.batchTimeS", m.batch_time_s}, std::pair{"metrics.cost", m.cost},
-                                   std::pair{"metrics.costQueue", m.cost_queue}, std::pair{"metrics.samplesPerS", m.samples_per_s}})
-              if (!finite_nonneg(v)) return bad(name, "must be finite and >= 0");
-            if (!std::isfinite(m.loss)) return bad("metrics.loss", "must be finite");
-            return ok_status();
-          },
       },
       b);
 }

@@ -10,13 +10,14 @@ using namespace dynapar;
 using namespace dynapar::wire;
 
 namespace {
-plan_msg good_plan() {
-  plan_msg m;
-  m.num_layers = 10;
-  m.batch = 64;
-  m.plan.groups.push_back({{1, 2}, {0, 5, 10}, 40, 8});
-  m.plan.groups.push_back({{3}, {0, 10}, 24, 8});
-  return m;
+// A node joining with two devices: a message with text, a list and nested structs.
+join_msg good_join() {
+  planner::device_spec a, b;
+  a.id = 1;
+  a.name = "gpu-a";
+  b.id = 2;
+  b.name = "gpu-b";
+  return join_msg{"node-1", {a, b}, "tcp://127.0.0.1:40001"};
 }
 std::vector<std::uint8_t> bytes_of(body b, std::uint16_t version = protocol_version) {
   return encode(envelope{version, "x", 1, std::move(b)});
@@ -32,7 +33,7 @@ std::string message_of(const std::vector<std::uint8_t>& b) {
 }  // namespace
 
 TEST_CASE("malformed envelopes are rejected, each with its own error", "[unit][wire]") {
-  const auto good = bytes_of(good_plan());
+  const auto good = bytes_of(good_join());
   REQUIRE(code_of(good) == "ok");
 
   SECTION("empty") { CHECK(code_of({}) == "empty"); }
@@ -52,44 +53,23 @@ TEST_CASE("malformed envelopes are rejected, each with its own error", "[unit][w
     CHECK(code_of(good, lim) == "too_large");
   }
   SECTION("wrong protocol version") {
-    const auto v = bytes_of(good_plan(), protocol_version + 1);
+    const auto v = bytes_of(good_join(), protocol_version + 1);
     CHECK(code_of(v) == "version");
     CHECK(message_of(v).find("protocol version") != std::string::npos);
   }
   SECTION("oversized list") {
-    auto m = good_plan();
-    for (int i = 0; i < 100; ++i) m.plan.groups[0].devices.push_back(100 + i);
+    peers_msg m;
+    m.peers.push_back({"a", "tcp://127.0.0.1:1", "", {}});
+    for (int i = 0; i < 100; ++i) m.peers[0].devices.push_back(100 + i);
     decode_limits lim;
     lim.max_list = 50;
     CHECK(code_of(bytes_of(m), lim) == "too_large");
+    CHECK(message_of(bytes_of(m)).empty());  // within the default limit
   }
   SECTION("traversal limit") {
     decode_limits lim;
     lim.traversal_words = 4;
     CHECK(code_of(good, lim) == "malformed");
-  }
-  SECTION("splits not increasing") {
-    auto m = good_plan();
-    m.plan.groups[0].splits = {0, 7, 5, 10};
-    m.plan.groups[0].devices = {1, 2, 4};
-    CHECK(code_of(bytes_of(m)) == "bad_plan");
-    CHECK(message_of(bytes_of(m)).find("plan.groups[0].splits") != std::string::npos);
-  }
-  SECTION("splits beyond the model") {
-    auto m = good_plan();
-    m.plan.groups[1].splits = {0, 11};
-    CHECK(message_of(bytes_of(m)).find("layer count 10") != std::string::npos);
-  }
-  SECTION("shares not summing to the batch") {
-    auto m = good_plan();
-    m.plan.groups[1].share = 23;
-    CHECK(code_of(bytes_of(m)) == "bad_plan");
-    CHECK(message_of(bytes_of(m)).find("sum to 63") != std::string::npos);
-  }
-  SECTION("a device in two groups") {
-    auto m = good_plan();
-    m.plan.groups[1].devices = {2};
-    CHECK(message_of(bytes_of(m)).find("repeats device id 2") != std::string::npos);
   }
   SECTION("device specs that make no sense") {
     planner::device_spec d;
@@ -121,14 +101,16 @@ TEST_CASE("malformed envelopes are rejected, each with its own error", "[unit][w
     CHECK(message_of(bytes_of(fault_command{fault_kind::pause, 1, 1, 0, -1, 0})).find("fault.durationS") != std::string::npos);
     CHECK(message_of(bytes_of(fault_command{fault_kind::partition, 1, 1, 0, -1, 1e9})).find("fault.durationS") != std::string::npos);
   }
-  SECTION("non-finite metrics") {
-    CHECK(code_of(bytes_of(metrics_msg{0, 0, std::nan(""), 0, 0, 0, 0})) == "bad_field");
+  SECTION("a welcome's non-finite rate") {
+    welcome_msg w;
+    w.lr = std::nan("");
+    CHECK(message_of(bytes_of(w)).find("welcome.lr") != std::string::npos);
   }
 }
 
 TEST_CASE("random bytes and bit flips never crash the decoder", "[unit][wire]") {
   rng r(99);
-  const auto good = bytes_of(good_plan());
+  const auto good = bytes_of(good_join());
   int rejected = 0;
   for (int i = 0; i < 3000; ++i) {
     std::vector<std::uint8_t> b;

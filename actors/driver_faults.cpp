@@ -81,7 +81,7 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
   // A Gloo communicator broken under a holder (a peer's process went away, or was cut off,
   // mid all-reduce) with every device answering is transient: the attempt re-runs on the next
   // generation's communicators, as a late one does.
-  f.late = why.code == "deadline" || why.message.find(model::gloo_failure) != std::string::npos;
+  f.late = why.code == "deadline" || model::is_gloo_failure(why);
   f.committed = committed;
   f.controller = static_cast<bool>(actors_.controller);
   f.step = t;

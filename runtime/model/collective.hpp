@@ -20,6 +20,8 @@ bool have_gloo();
 // it reaches the driver as text, through device actors and nodes, and marks a broken
 // communicator that the next generation replaces (actors/driver_faults.cpp).
 inline constexpr const char* gloo_failure = "Gloo's all-reduce: ";
+// Whether `why` is such a failure, wherever on its way it was prefixed (by device or node).
+inline bool is_gloo_failure(const error& why) { return why.message.find(gloo_failure) != std::string::npos; }
 
 // The rendezvous a Gloo group meets at: a c10d TCPStore server on `host`, any free port.
 // The controller hosts one for the run.

@@ -2,6 +2,7 @@
 // ranks in threads of this process meet at a TCPStore and all-reduce over loopback.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <thread>
 
 #include "model/channel.hpp"
@@ -64,4 +65,37 @@ TEST_CASE("a Gloo group whose peer never comes, or a rendezvous that is not HOST
   auto alone = model::join_gloo_group((*store)->endpoint(), "alone", "127.0.0.1", 0, 2, 1);  // rank 1 never joins
   REQUIRE_FALSE(alone);
   CHECK(alone.err().message.find("joining Gloo group alone as rank 0 of 2") != std::string::npos);
+}
+
+TEST_CASE("a Gloo all-reduce whose peer went away is an error the driver retries on new communicators", "[gloo]") {
+  if (!model::have_gloo()) {
+    WARN("built without Gloo: skipped");
+    return;
+  }
+  auto store = model::start_gloo_store("127.0.0.1");
+  REQUIRE(store);
+  // Both ranks join; rank 1's process then goes away (its group is destroyed) while rank 0
+  // waits in the all-reduce.
+  result<std::unique_ptr<model::gloo_group>> peer = make_error("x", "not run");
+  std::thread joiner([&] { peer = model::join_gloo_group((*store)->endpoint(), "gone", "127.0.0.1", 1, 2, 5); });
+  auto me = model::join_gloo_group((*store)->endpoint(), "gone", "127.0.0.1", 0, 2, 5);
+  joiner.join();
+  REQUIRE(me);
+  REQUIRE(peer);
+  std::thread leaver([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    peer->reset();
+  });
+  auto f = model::flatten({{0, 0, {model::tensor_of({1, 2, 3}, "cpu")}}});
+  REQUIRE(f);
+  auto sum = (*me)->all_reduce(*f);
+  leaver.join();
+  REQUIRE_FALSE(sum);
+  INFO(sum.err().message);
+  // The marker survives a prefix on the way to the driver, which takes it for a transient
+  // failure (actors/driver_faults.cpp); errors without it are not.
+  CHECK(model::is_gloo_failure(sum.err()));
+  CHECK(model::is_gloo_failure(make_error("remote", "device 3: " + sum.err().message)));
+  CHECK_FALSE(model::is_gloo_failure(make_error("bad_call", "device 3: call.reduce.holders must be distinct")));
+  CHECK_FALSE(model::is_gloo_failure(make_error("gloo", "the Gloo rendezvous on 127.0.0.1: refused")));
 }

@@ -72,11 +72,14 @@ result<std::vector<int>> balanced_shares(const problem& p, const std::vector<gro
   return integer_shares(time, caps, p.cfg.batch, p.cfg.share_quantum);
 }
 
+// dp_dispatch: dp_balanced's plan, with the within-step dispatch joint_lyapunov uses (a probe
+// of each share, the rest handed out as devices finish), so that a comparison tells the plan's
+// worth from the dispatch's (docs/MODEL.md).
 class dp_policy : public policy {
  public:
-  explicit dp_policy(bool balanced) : balanced_(balanced) {}
-  std::string name() const override { return balanced_ ? "dp_balanced" : "dp_even"; }
-  bool dispatches() const override { return false; }
+  explicit dp_policy(bool balanced, bool dispatch = false) : balanced_(balanced), dispatch_(dispatch) {}
+  std::string name() const override { return dispatch_ ? "dp_dispatch" : balanced_ ? "dp_balanced" : "dp_even"; }
+  bool dispatches() const override { return dispatch_; }
   result<plan> decide(const decision_context& ctx) override {
     const auto shapes = data_parallel_shapes(ctx.prob);
     if (shapes.empty()) return make_error("infeasible", "no available device holds the whole model (data parallelism needs one that does)");
@@ -87,7 +90,7 @@ class dp_policy : public policy {
   }
 
  private:
-  bool balanced_;
+  bool balanced_, dispatch_;
 };
 
 // One pipeline over the available devices in id order (at most one device per layer).
@@ -278,9 +281,9 @@ class oracle_policy : public policy {
 }  // namespace
 
 const std::vector<std::string>& policy_names() {
-  static const std::vector<std::string> names = {"dp_even",        "dp_balanced",  "pipeline_even",
-                                                 "pipeline_balanced", "hetpipe_static", "joint_static",
-                                                 "joint_greedy",   "joint_lyapunov", "oracle"};
+  static const std::vector<std::string> names = {"dp_even",           "dp_balanced",    "dp_dispatch",  "pipeline_even",
+                                                 "pipeline_balanced", "hetpipe_static", "joint_static", "joint_greedy",
+                                                 "joint_lyapunov",    "oracle"};
   return names;
 }
 
@@ -288,6 +291,7 @@ result<std::unique_ptr<policy>> make_policy(const std::string& name) {
   std::unique_ptr<policy> p;
   if (name == "dp_even") p = std::make_unique<dp_policy>(false);
   else if (name == "dp_balanced") p = std::make_unique<dp_policy>(true);
+  else if (name == "dp_dispatch") p = std::make_unique<dp_policy>(true, true);
   else if (name == "pipeline_even") p = std::make_unique<pipeline_policy>(false);
   else if (name == "pipeline_balanced") p = std::make_unique<pipeline_policy>(true);
   else if (name == "hetpipe_static") p = std::make_unique<hetpipe_static>();

@@ -62,6 +62,12 @@ TEST_CASE("baselines keep their definitions", "[unit][planner]") {
   auto bal = (*make_policy("dp_balanced"))->decide({p, nullptr, {}, 0});
   REQUIRE(bal->groups.size() == 4);
   CHECK(bal->groups[0].share > bal->groups[3].share);  // the 4x device takes more
+  // dp_dispatch: dp_balanced's plan, and the within-step dispatch the baselines do without.
+  auto dd = *make_policy("dp_dispatch");
+  CHECK(dd->decide({p, nullptr, {}, 0})->groups == bal->groups);
+  CHECK(dd->dispatches());
+  CHECK_FALSE((*make_policy("dp_balanced"))->dispatches());
+  CHECK((*make_policy("joint_lyapunov"))->dispatches());
   auto pe = (*make_policy("pipeline_even"))->decide({p, nullptr, {}, 0});
   REQUIRE(pe->groups.size() == 1);
   CHECK(pe->groups[0].splits == std::vector<int>{0, 2, 4, 6, 8});

@@ -24,7 +24,10 @@ out=docs/RESULTS.md
   echo "for gradient sums that backward hides only in part (a layer's sum waits for its last"
   echo "micro-batch; ResNet-50's 100 MB over 0.2-1 Gbit/s edge links; 16 samples a device over 25"
   echo "Gbit/s racks at 1024 devices), pipeline bubbles, and bursts on pipelines, which the policy"
-  echo "learns of one slot late. The baselines run their shares as planned, without dispatch."
+  echo "learns of one slot late. The baselines run their shares as planned, without dispatch;"
+  echo "dp_dispatch is dp_balanced's plan with it (since 2026-11-27), and is slower than dp_balanced"
+  echo "in every scenario here: each group's probe adds a micro-batch boundary, and data-parallel"
+  echo "groups have no pipeline to rebalance."
   echo
   echo "Where a budget binds (budget_binding: 0.94 of what the fastest plans spend), joint_lyapunov"
   echo "is the one policy that meets it, but at 2.7x its unbounded step time, where a fixed plan"

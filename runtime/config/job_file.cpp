@@ -1,5 +1,7 @@
 #include "config/job_file.hpp"
 
+#include <limits>
+
 #include "config/scenario_file.hpp"
 #include "config/yaml_fields.hpp"
 #include "planner/policy.hpp"
@@ -185,6 +187,11 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
       if (o.has("schedule")) j.schedule = parse_schedule(fields(o.child("schedule"), "optimizer.schedule"), j.lr);
       j.clip_grad_norm = o.number("clip_grad_norm", j.clip_grad_norm);
       if (!(j.clip_grad_norm >= 0)) throw field_error{"field 'optimizer.clip_grad_norm' must be >= 0 (0: no clipping)"};
+      // The optimizers compute in float32: a larger value would throw inside LibTorch.
+      for (auto [field, v] : {std::pair{"lr", j.lr}, std::pair{"momentum", j.momentum}, std::pair{"weight_decay", j.weight_decay},
+                             std::pair{"clip_grad_norm", j.clip_grad_norm}})
+        if (!(v <= std::numeric_limits<float>::max()))
+          throw field_error{std::string("field 'optimizer.") + field + "' must be finite and at most 3.4e38 (the optimizer computes in float32)"};
     }
     j.policy = top.text("policy", j.policy);
     if (auto p = planner::make_policy(j.policy); !p) throw field_error{"field 'policy': " + p.err().message};

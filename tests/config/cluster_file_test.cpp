@@ -160,6 +160,10 @@ TEST_CASE("job files: dynamics in the scenario format, and the mistakes a job ca
   CHECK(job_error(base + "data: {kind: npy, path: d, std: [1, 0]}").find("'data.std' must be > 0") != std::string::npos);
   CHECK(config::parse_job(YAML::Load(base + "optimizer: {kind: sgd, clip_grad_norm: 1.5}"), "t")->clip_grad_norm == 1.5);
   CHECK(job_error(base + "optimizer: {clip_grad_norm: -1}").find("'optimizer.clip_grad_norm' must be >= 0") != std::string::npos);
+  // Beyond float32 (found by the prepare_job fuzzer: LibTorch threw converting lr 1e308).
+  CHECK(job_error(base + "optimizer: {kind: sgd, lr: 0.1e309}").find("'optimizer.lr' must be finite and at most 3.4e38") != std::string::npos);
+  CHECK(job_error(base + "optimizer: {kind: sgd, lr: 0.1, momentum: .inf}").find("'optimizer.momentum'") != std::string::npos);
+  CHECK(config::parse_job(YAML::Load(base + "optimizer: {kind: sgd, lr: 3e38}"), "t"));
   CHECK(job_error(base + "data: {kind: images, path: d, mean: [0.5, 0.5]}").find("'data.mean' has 2 values; the images' channels are 3") !=
         std::string::npos);
 }

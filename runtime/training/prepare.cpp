@@ -120,6 +120,13 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, co
   p.model = *m;
   const double cores = job.emulate_cores > 0 ? job.emulate_cores : std::max(1u, std::thread::hardware_concurrency());
   p.cluster = job.emulate ? emulated_speeds(job.cluster.cluster, cores, p.scale) : job.cluster.cluster;
+  // Many devices on few cores each get a sliver of a core: say so before the first probes,
+  // which then print nothing for a long while (1,000 devices on 2 cores: 1/500 each).
+  if (job.emulate && p.scale < 0.05)
+    logging::get("train")->warn(
+        "{} devices emulated on {:g} cores: the fastest computes at 1/{:.0f} of a core, so a step takes about {:.0f} times its "
+        "compute time here (raise emulate_cores, or emulate fewer devices)",
+        p.cluster.devices.size(), cores, 1 / p.scale, 1 / p.scale);
   // The planner needs this model's profile on this machine: measure it, or take the job's
   // (the same emulated hardware run after run with profile-timed devices).
   const int micro = job.cluster.planner.micro_batch > 0 ? job.cluster.planner.micro_batch : 16;

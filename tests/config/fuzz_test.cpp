@@ -6,7 +6,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -29,15 +28,10 @@ std::string read(const fs::path& p) {
   return s.str();
 }
 
-long env_or(const char* name, long fallback) {
-  const char* v = std::getenv(name);
-  return v ? std::strtol(v, nullptr, 10) : fallback;
-}
-
 template <class Parse>
 void fuzz(const fs::path& dir, Parse parse) {
-  const long iterations = env_or("DYNAPAR_FUZZ_ITERATIONS", 1500);
-  std::mt19937_64 rng(static_cast<std::uint64_t>(env_or("DYNAPAR_FUZZ_SEED", 1)));
+  const long iterations = test_support::env_or("DYNAPAR_FUZZ_ITERATIONS", 1500);
+  std::mt19937_64 rng(static_cast<std::uint64_t>(test_support::env_or("DYNAPAR_FUZZ_SEED", 1)));
   std::vector<fs::path> files;
   for (const auto& e : fs::recursive_directory_iterator(dir))
     if (e.path().extension() == ".yaml") files.push_back(e.path());

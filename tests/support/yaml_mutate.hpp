@@ -1,13 +1,20 @@
-// Seeded mutations of YAML text, shared by the job-file fuzzers (tests/config/fuzz_test.cpp
+// Seeded mutations of YAML text and the fuzzers' settings, shared by the job-file fuzzers (tests/config/fuzz_test.cpp
 // parses each mutant; tests/training/prepare_fuzz_test.cpp prepares it as a run).
 #pragma once
 
 #include <algorithm>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
 
 namespace dynapar::test_support {
+
+// A fuzzer's setting from the environment (DYNAPAR_FUZZ_ITERATIONS, DYNAPAR_FUZZ_SEED).
+inline long env_or(const char* name, long fallback) {
+  const char* v = std::getenv(name);
+  return v ? std::strtol(v, nullptr, 10) : fallback;
+}
 
 // One mutation of YAML text: bytes flipped, cut, repeated or swapped, tokens that YAML and the
 // loaders treat specially, values at the edges of every numeric type.

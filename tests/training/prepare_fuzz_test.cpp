@@ -7,11 +7,11 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
 
+#include "support/small_job.hpp"
 #include "support/yaml_mutate.hpp"
 #include "training/prepare.hpp"
 
@@ -20,29 +20,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-long env_or(const char* name, long fallback) {
-  const char* v = std::getenv(name);
-  return v ? std::strtol(v, nullptr, 10) : fallback;
-}
-
-// Small jobs (synthetic data, the MLP), so that a mutant prepares in milliseconds: a fixed
-// plan, and the controller with a budget, dynamics and faults.
-const char* jobs[] = {R"(name: fixed
-model: mlp
-data: synthetic
-synthetic_samples: 600
-batch: 64
-micro_batch: 16
-epochs: 2
-optimizer: {kind: sgd, lr: 0.05, momentum: 0.5}
-policy: dp_even
-seed: 7
-emulate_cores: 1
-devices:
-  - {id: 0, speed: 4, memory_gb: 4, price_per_hour: 360, node: 0}
-  - {id: 1, speed: 2, memory_gb: 4, price_per_hour: 120, node: 0}
-)",
-                      R"(name: controlled
+// Small jobs (synthetic data, the MLP), so that a mutant prepares in milliseconds: the
+// training tests' fixed-plan job, and the controller with a budget, dynamics and faults.
+const char* const jobs[] = {test_support::base_job,
+                            R"(name: controlled
 model: mlp
 data: {kind: synthetic}
 synthetic_samples: 800
@@ -75,8 +56,8 @@ faults:
 }  // namespace
 
 TEST_CASE("mutated job files prepare as a run or are refused with a message", "[fuzz][training]") {
-  const long iterations = env_or("DYNAPAR_FUZZ_ITERATIONS", 150);
-  std::mt19937_64 rng(static_cast<std::uint64_t>(env_or("DYNAPAR_FUZZ_SEED", 1)));
+  const long iterations = test_support::env_or("DYNAPAR_FUZZ_ITERATIONS", 150);
+  std::mt19937_64 rng(static_cast<std::uint64_t>(test_support::env_or("DYNAPAR_FUZZ_SEED", 1)));
   const fs::path path = fs::temp_directory_path() / ("dynapar_prepare_fuzz_" + std::to_string(::getpid()) + ".yaml");
   for (const char* job : jobs) {
     std::ofstream(path) << job;

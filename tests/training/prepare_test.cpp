@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "planner/evaluate.hpp"
+#include "support/small_job.hpp"
 #include "training/prepare.hpp"
 
 using namespace dynapar;
@@ -16,24 +17,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Four devices at relative speeds 4:2:1:1 on synthetic data (600 samples, batch 64).
-const char* base_job = R"(name: prep
-model: mlp
-data: synthetic
-synthetic_samples: 600
-batch: 64
-micro_batch: 16
-epochs: 2
-optimizer: {kind: sgd, lr: 0.05, momentum: 0.5}
-policy: dp_even
-seed: 7
-emulate_cores: 1
-devices:
-  - {id: 0, speed: 4, memory_gb: 4, price_per_hour: 360, node: 0}
-  - {id: 1, speed: 2, memory_gb: 4, price_per_hour: 120, node: 0}
-  - {id: 2, speed: 1, memory_gb: 4, price_per_hour: 36, node: 1}
-  - {id: 3, speed: 1, memory_gb: 4, price_per_hour: 36, node: 1}
-)";
+using test_support::base_job;
 
 std::string job_file(const std::string& name, const std::string& text) {
   const fs::path p = fs::temp_directory_path() / ("dynapar_prep_" + name + "_" + std::to_string(::getpid()) + ".yaml");

@@ -36,6 +36,9 @@ void parse_devices(const fields& top, planner::cluster_state& c, std::map<int, s
     const int count = f.integer("count", 1);
     if (count < 1 || count > 100000) throw field_error{"field '" + f.path("count") + "' must be in 1..100000"};
     const int first = f.integer("id", next_id);
+    if (first < 0 || first > 1'000'000) throw field_error{"field '" + f.path("id") + "' must be in 0..1000000"};
+    if (c.devices.size() + static_cast<std::size_t>(count) > 100'000)
+      throw field_error{"field 'devices' lists more than 100000 devices in all"};
     // nodes_of: k devices share one node, numbered from `node`; gives many-node clusters in one line.
     const int per_node = f.integer("nodes_of", 0);
     if (per_node < 0) throw field_error{"field '" + f.path("nodes_of") + "' must be >= 0"};

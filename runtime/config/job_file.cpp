@@ -96,9 +96,11 @@ sim::fault_plan parse_faults(const fields& top, const planner::cluster_state& cl
     x.pause_s = r.number("pause_s", x.pause_s);
     x.slow_factor = r.number("slow_factor", x.slow_factor);
     x.slow_steps = r.integer("slow_steps", x.slow_steps);
-    if (x.kills < 0 || x.pauses < 0 || x.slows < 0 || x.from_step < 0 || x.slow_steps < 1 || !(x.pause_s > 0) ||
-        !(x.slow_factor > 0 && x.slow_factor <= 1) || (x.to_step >= 0 && x.to_step < x.from_step))
-      throw field_error{"faults.random: counts >= 0, 0 <= from_step <= to_step, pause_s > 0, slow_factor in (0, 1], slow_steps >= 1"};
+    const auto count_ok = [](std::int64_t n) { return n >= 0 && n <= 100'000; };
+    if (!count_ok(x.kills) || !count_ok(x.pauses) || !count_ok(x.slows) || x.from_step < 0 || x.slow_steps < 1 ||
+        !(x.pause_s > 0 && x.pause_s <= 3600) || !(x.slow_factor > 0 && x.slow_factor <= 1) || (x.to_step >= 0 && x.to_step < x.from_step))
+      throw field_error{"faults.random: counts in 0..100000, 0 <= from_step <= to_step, pause_s in (0, 3600], slow_factor in (0, 1], "
+                        "slow_steps >= 1"};
   }
   return plan;
 }
@@ -159,10 +161,15 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
     j.seed = j.cluster.planner.seed;
     j.data.seed = j.seed;
     parse_data(top, j.data);
+    // Upper bounds keep a mistyped file from asking for what no run needs: a training job's
+    // devices are actors of this process or of its nodes, each with threads and buffers.
+    if (j.cluster.cluster.devices.size() > 4096)
+      throw field_error{"field 'devices' lists " + std::to_string(j.cluster.cluster.devices.size()) +
+                        " devices; a training job takes at most 4096 (a scenario for `dynapar simulate` takes more)"};
     j.steps = top.integer("steps", 0);
-    if (j.steps < 0) throw field_error{"field 'steps' must be >= 0"};
+    if (j.steps < 0 || j.steps > 1'000'000'000) throw field_error{"field 'steps' must be in 0..1000000000"};
     j.epochs = top.number("epochs", j.epochs);
-    if (j.steps == 0 && !(j.epochs > 0)) throw field_error{"field 'epochs' must be > 0 (or give 'steps')"};
+    if (j.steps == 0 && !(j.epochs > 0 && j.epochs <= 1'000'000)) throw field_error{"field 'epochs' must be in (0, 1000000] (or give 'steps')"};
     if (top.has("loss")) {
       fields l(top.child("loss"), "loss");
       l.only({"kind", "label_smoothing"});
@@ -231,7 +238,8 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
         throw field_error{"faults that take devices down need a controller to re-plan: set replan_every"};
     }
     j.step_deadline_s = top.number("step_deadline_s", 0);
-    if (j.step_deadline_s < 0) throw field_error{"field 'step_deadline_s' must be >= 0 (0: automatic)"};
+    if (!(j.step_deadline_s >= 0 && j.step_deadline_s <= 86400))
+      throw field_error{"field 'step_deadline_s' must be in 0..86400 (0: automatic)"};
     auto& cfg = j.cluster.planner;
     if (j.exact) {
       if (cfg.micro_batch == 0) cfg.micro_batch = std::min(16, cfg.batch);

@@ -249,6 +249,31 @@ TEST_CASE("job files: a fault plan, and the mistakes a fault plan can make", "[u
   CHECK(job_error(base + "loss: {smoothing: 0.1}\n").find("smoothing") != std::string::npos);
 }
 
+TEST_CASE("job files: sizes past what any run needs are named, and the largest allowed pass", "[unit][config]") {
+  const std::string model = "model: cnn\nsteps: 10\n";
+  // Devices: at most 4096 in a training job (100,000 in one entry was taken before).
+  CHECK(job_error(model + "devices: [{count: 4096}]").empty());
+  CHECK(job_error(model + "devices: [{count: 100000}]").find("lists 100000 devices; a training job takes at most 4096") !=
+        std::string::npos);
+  CHECK(job_error(model + "devices: [{count: 4000}, {count: 97}]").find("lists 4097 devices") != std::string::npos);
+  // A cluster (scenarios too): 100,000 devices in all, and ids that cannot overflow.
+  CHECK(parse_error("devices: [{count: 100000}]").empty());
+  CHECK(parse_error("devices: [{count: 100000}, {count: 1}]").find("more than 100000 devices in all") != std::string::npos);
+  CHECK(parse_error("devices: [{id: 1999999000, count: 2000}]").find("'devices[0].id' must be in 0..1000000") != std::string::npos);
+  CHECK(parse_error("devices: [{id: -5}]").find("'devices[0].id' must be in 0..1000000") != std::string::npos);
+  const std::string base = model + "devices: [{id: 0}, {id: 1}]\nreplan_every: 5\n";
+  CHECK(job_error(base + "faults: {random: {kills: 100000}}").empty());
+  CHECK(job_error(base + "faults: {random: {kills: 100001}}").find("counts in 0..100000") != std::string::npos);
+  CHECK(job_error(base + "faults: {random: {slows: 2000000000}}").find("counts in 0..100000") != std::string::npos);
+  CHECK(job_error(base + "faults: {random: {pauses: 1, pause_s: 1e300}}").find("pause_s in (0, 3600]") != std::string::npos);
+  CHECK(job_error(base + "step_deadline_s: 1e300").find("'step_deadline_s' must be in 0..86400") != std::string::npos);
+  CHECK(job_error(base + "step_deadline_s: 86400").empty());
+  const std::string no_steps = "model: cnn\ndevices: [{id: 0}]\n";
+  CHECK(job_error(no_steps + "epochs: 1e300").find("'epochs' must be in (0, 1000000]") != std::string::npos);
+  CHECK(job_error(no_steps + "epochs: 1000000").empty());
+  CHECK(job_error(no_steps + "steps: 1500000000").find("'steps' must be in 0..1000000000") != std::string::npos);
+}
+
 TEST_CASE("scenario files: the controller's hysteresis, off unless asked, and its lifetime checked", "[unit][config]") {
   const std::string base = "model: resnet50\ndevices: [{}, {}]\n";
   auto plain = config::parse_scenario(YAML::Load(base), "s");

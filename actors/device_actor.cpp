@@ -113,10 +113,6 @@ void advance(device_self self) {
         s.input_grads.erase(m);
         ++s.report.messages;
         break;
-      case schedule::op::reduce_grads:
-      case schedule::op::optimizer_step:
-        // The driver sums each layer across groups and asks holders to apply it.
-        break;
     }
     s.runner.done();
   }

@@ -1,6 +1,7 @@
 #include "actors/group_supervisor.hpp"
 
 #include <chrono>
+#include <map>
 
 #include "actors/messages.hpp"
 
@@ -14,6 +15,9 @@ struct supervisor_state {
   group_sink report_to;
   int pending = 0;
   clock::time_point started;
+  // The stages' programs by micro-batch count (a probe and its rest differ from a share), each
+  // generated once: a supervisor lives as long as its group's plan.
+  std::map<int, schedule::pipeline> programs;
   static inline const char* name = "group_supervisor";
 };
 
@@ -34,7 +38,9 @@ group_handle::behavior_type group_supervisor(group_handle::stateful_pointer<supe
         auto& st = self->state;
         const int n = static_cast<int>(st.cfg.actors.size());
         const int m = static_cast<int>(task.inputs.size());
-        const auto pipe = schedule::generate(st.cfg.schedule, n, m);
+        auto it = st.programs.find(m);
+        if (it == st.programs.end()) it = st.programs.emplace(m, schedule::generate(st.cfg.schedule, n, m)).first;
+        const auto& pipe = it->second;
         if (task.resume) {  // a probe's rest (one device): the step in progress goes on
           if (n != 1 || st.pending == 0 || task.step != st.report.step) return;
         } else {

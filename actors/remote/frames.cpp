@@ -9,7 +9,7 @@
 namespace dynapar::actors::remote {
 namespace {
 
-static_assert(wire::ops::stage_op_count == static_cast<int>(schedule::op::optimizer_step) + 1,
+static_assert(wire::ops::stage_op_count == static_cast<int>(schedule::op::recv_grad) + 1,
               "wire::ops::instruction numbers schedule::op");
 
 error bad(const std::string& what, const std::string& why) { return make_error("bad_call", what + ": " + why); }

@@ -42,8 +42,6 @@ pipeline generate(planner::schedule_kind kind, int n, int m) {
       }
       while (b < m) add_backward(out, j, n, b++);
     }
-    out.push_back({op::reduce_grads, -1});
-    out.push_back({op::optimizer_step, -1});
   }
   return p;
 }

@@ -18,13 +18,13 @@ enum class op {
   recv_act,      // activation of m from the previous stage
   send_grad,     // gradient of m's input to the previous stage
   recv_grad,     // gradient of m's output from the next stage
-  reduce_grads,  // sum gradients with the other groups' holders of the same layers
-  optimizer_step,
 };
+// A stage's program ends with its backwards: the gradient sums and the optimizer step are
+// the driver's (actors/reduction.hpp), not instructions.
 
 struct instruction {
   op kind = op::forward;
-  int micro = -1;  // -1 for reduce_grads and optimizer_step
+  int micro = -1;
   bool operator==(const instruction& o) const { return kind == o.kind && micro == o.micro; }
 };
 
@@ -42,7 +42,7 @@ struct pipeline {
 // One stage: F, B per micro-batch.
 pipeline generate(planner::schedule_kind kind, int stages, int micro_batches);
 
-// Text form, one token per instruction: L3 F3 SA3 RA3 SG3 RG3 B3 REDUCE STEP.
+// Text form, one token per instruction: L3 F3 SA3 RA3 SG3 RG3 B3.
 std::string to_text(const program& p);
 result<program> parse(const std::string& text);
 

@@ -17,8 +17,6 @@ std::string to_text(const program& p) {
   for (std::size_t i = 0; i < p.size(); ++i) {
     if (i) os << ' ';
     const auto& in = p[i];
-    if (in.kind == op::reduce_grads) { os << "REDUCE"; continue; }
-    if (in.kind == op::optimizer_step) { os << "STEP"; continue; }
     for (const auto& t : tokens)
       if (t.kind == in.kind) os << t.text << in.micro;
   }
@@ -30,8 +28,6 @@ result<program> parse(const std::string& text) {
   std::istringstream is(text);
   std::string w;
   while (is >> w) {
-    if (w == "REDUCE") { out.push_back({op::reduce_grads, -1}); continue; }
-    if (w == "STEP") { out.push_back({op::optimizer_step, -1}); continue; }
     bool matched = false;
     for (const auto& t : tokens) {
       const std::string prefix = t.text;

@@ -14,7 +14,7 @@ result<dry_run> validate(const pipeline& p, double tf, double tb) {
   for (int j = 0; j < n; ++j) {
     std::map<int, int> fwd, bwd;
     for (const auto& in : p.programs[j]) {
-      if (in.kind != op::reduce_grads && in.kind != op::optimizer_step && (in.micro < 0 || in.micro >= m))
+      if (in.micro < 0 || in.micro >= m)
         return make_error("bad_schedule", "stage " + std::to_string(j) + ": micro-batch " + std::to_string(in.micro) + " out of range");
       if (in.kind == op::forward) ++fwd[in.micro];
       if (in.kind == op::backward) {

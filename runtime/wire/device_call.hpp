@@ -31,7 +31,7 @@ struct speed { double factor = 1; };
 struct probe {};
 struct probed { double seconds = 0; };           // answer to probe
 // Same numbering as schedule::op (actors/remote/frames.cpp checks it).
-inline constexpr int stage_op_count = 9;
+inline constexpr int stage_op_count = 7;
 struct instruction { int kind = 0, micro = -1; };
 struct step {                                    // tensors: inputs, then targets
   std::int64_t tag = 0;

@@ -74,7 +74,7 @@ status check_op(const device_call& m) {
                                           ") do not match the " + std::to_string(m.tensors.size()) + " tensors");
             for (const auto& in : x.program) {
               if (in.kind < 0 || in.kind >= ops::stage_op_count) return bad("call.step.program", "has an unknown instruction");
-              if (in.micro < -1) return bad("call.step.program", "has a micro-batch below -1");
+              if (in.micro < 0) return bad("call.step.program", "has a negative micro-batch");
             }
             if ((x.inputs_from_samples || x.targets_from_samples) && x.samples.empty())
               return bad("call.step.samples", "must list each micro-batch's samples when inputs or targets come from them");

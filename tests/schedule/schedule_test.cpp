@@ -9,12 +9,12 @@ using planner::schedule_kind;
 
 TEST_CASE("golden schedules: GPipe and 1F1B on 3 stages, 4 micro-batches", "[unit][schedule]") {
   auto g = generate(schedule_kind::gpipe, 3, 4);
-  CHECK(to_text(g.programs[0]) == "L0 F0 SA0 L1 F1 SA1 L2 F2 SA2 L3 F3 SA3 RG3 B3 RG2 B2 RG1 B1 RG0 B0 REDUCE STEP");
-  CHECK(to_text(g.programs[2]) == "RA0 F0 RA1 F1 RA2 F2 RA3 F3 B3 SG3 B2 SG2 B1 SG1 B0 SG0 REDUCE STEP");
+  CHECK(to_text(g.programs[0]) == "L0 F0 SA0 L1 F1 SA1 L2 F2 SA2 L3 F3 SA3 RG3 B3 RG2 B2 RG1 B1 RG0 B0");
+  CHECK(to_text(g.programs[2]) == "RA0 F0 RA1 F1 RA2 F2 RA3 F3 B3 SG3 B2 SG2 B1 SG1 B0 SG0");
   auto o = generate(schedule_kind::one_f_one_b, 3, 4);
-  CHECK(to_text(o.programs[0]) == "L0 F0 SA0 L1 F1 SA1 L2 F2 SA2 RG0 B0 L3 F3 SA3 RG1 B1 RG2 B2 RG3 B3 REDUCE STEP");
-  CHECK(to_text(o.programs[1]) == "RA0 F0 SA0 RA1 F1 SA1 RG0 B0 SG0 RA2 F2 SA2 RG1 B1 SG1 RA3 F3 SA3 RG2 B2 SG2 RG3 B3 SG3 REDUCE STEP");
-  CHECK(to_text(o.programs[2]) == "RA0 F0 B0 SG0 RA1 F1 B1 SG1 RA2 F2 B2 SG2 RA3 F3 B3 SG3 REDUCE STEP");
+  CHECK(to_text(o.programs[0]) == "L0 F0 SA0 L1 F1 SA1 L2 F2 SA2 RG0 B0 L3 F3 SA3 RG1 B1 RG2 B2 RG3 B3");
+  CHECK(to_text(o.programs[1]) == "RA0 F0 SA0 RA1 F1 SA1 RG0 B0 SG0 RA2 F2 SA2 RG1 B1 SG1 RA3 F3 SA3 RG2 B2 SG2 RG3 B3 SG3");
+  CHECK(to_text(o.programs[2]) == "RA0 F0 B0 SG0 RA1 F1 B1 SG1 RA2 F2 B2 SG2 RA3 F3 B3 SG3");
 }
 
 TEST_CASE("dry runs match the bubble formula and the activation memory each schedule keeps", "[unit][schedule]") {
@@ -52,14 +52,14 @@ TEST_CASE("the text form round-trips and rejects what it does not know", "[unit]
 TEST_CASE("the validator catches deadlocks and lost micro-batches", "[unit][schedule]") {
   auto p = generate(schedule_kind::one_f_one_b, 2, 2);
   // Stage 1 waits for micro-batch 1 first, while stage 0 waits for 0's gradient: a deadlock.
-  p.programs[0] = *parse("L0 F0 SA0 RG0 B0 L1 F1 SA1 RG1 B1 REDUCE STEP");
-  p.programs[1] = *parse("RA1 F1 B1 SG1 RA0 F0 B0 SG0 REDUCE STEP");
+  p.programs[0] = *parse("L0 F0 SA0 RG0 B0 L1 F1 SA1 RG1 B1");
+  p.programs[1] = *parse("RA1 F1 B1 SG1 RA0 F0 B0 SG0");
   auto r = validate(p);
   REQUIRE_FALSE(r);
   CHECK(r.err().code == "deadlock");
   CHECK(r.err().message.find("stage 0") != std::string::npos);
   auto q = generate(schedule_kind::gpipe, 2, 3);
-  q.programs[1] = *parse("RA0 F0 RA1 F1 B1 SG1 B0 SG0 REDUCE STEP");  // micro-batch 2 never reaches stage 1
+  q.programs[1] = *parse("RA0 F0 RA1 F1 B1 SG1 B0 SG0");  // micro-batch 2 never reaches stage 1
   CHECK(validate(q).err().message.find("micro-batch 2") != std::string::npos);
 }
 

@@ -77,13 +77,13 @@ TEST_CASE("every device operation round-trips with its fields", "[unit][wire]") 
   st.first_micro = 12;
   st.train_step = 7001;
   st.accumulate = true;
-  st.program = {{4, 0}, {1, 0}, {7, -1}, {8, -1}};
+  st.program = {{4, 0}, {1, 0}, {6, 1}, {2, 1}};
   st.to_prev = {1e8, 1e-3};
   const auto sb = round_trip(st, 3);
   CHECK((sb.tag == 41 && sb.lo == 2 && sb.hi == 5 && sb.prev == 1 && sb.next == -1));
   CHECK((sb.inputs == 0 && sb.targets == 3 && sb.first_micro == 12 && sb.train_step == 7001 && sb.accumulate));
   REQUIRE(sb.program.size() == 4);
-  CHECK((sb.program[0].kind == 4 && sb.program[2].kind == 7 && sb.program[2].micro == -1));
+  CHECK((sb.program[0].kind == 4 && sb.program[2].kind == 6 && sb.program[2].micro == 1 && sb.program[3].kind == 2));
   CHECK((sb.to_prev.bandwidth == 1e8 && sb.to_prev.latency == 1e-3 && sb.to_next.bandwidth == 0));
   CHECK((sb.samples.empty() && !sb.inputs_from_samples && !sb.targets_from_samples));
   st.targets = 0;  // the node builds them from these ids
@@ -149,6 +149,10 @@ TEST_CASE("malformed device operations are refused, each naming what is wrong", 
   auto unknown = st;
   unknown.program = {{99, 0}};
   CHECK(refusal(unknown, 2).find("unknown instruction") != std::string::npos);
+  unknown.program = {{7, 0}};  // protocol 20's reduce_grads, gone in 21
+  CHECK(refusal(unknown, 2).find("unknown instruction") != std::string::npos);
+  unknown.program = {{1, -1}};  // every instruction names its micro-batch
+  CHECK(refusal(unknown, 2).find("negative micro-batch") != std::string::npos);
   auto negative = st;
   negative.first_micro = -1;  // travels unsigned: beyond any step's micro-batches
   CHECK(refusal(negative, 2).find("call.step.firstMicro") != std::string::npos);

@@ -27,6 +27,7 @@
 #include "data/sampler.hpp"
 #include "planner/cluster.hpp"
 #include "schedule/dispatch.hpp"
+#include "step/attempt.hpp"
 #include "sim/emulated_cluster.hpp"
 
 namespace dynapar::actors::detail {
@@ -62,9 +63,9 @@ class driver {
  private:
   status check(const std::string& where) {
     if (failure_.empty()) return ok_status();
-    auto e = make_error(late_ ? "deadline" : "step_failed", where + ": " + failure_);
+    auto e = make_error(timing_.late ? "deadline" : "step_failed", where + ": " + failure_);
     failure_.clear();
-    late_ = false;
+    timing_.late = false;
     return e;
   }
   // Waits within a step end at its deadline (a hung device is found by the probes after it).
@@ -74,7 +75,7 @@ class driver {
   }
   void missed(clock::time_point started, const char* what) {
     failure_ = std::string(what) + " missed the step deadline (" + std::to_string(since(started)).substr(0, 5) + " s)";
-    late_ = true;
+    timing_.late = true;
   }
   // Waits in a step wake up at least every 100 ms: with node processes, to notice a lost
   // node at once even when no message of the step would tell (a stage already done, its peers
@@ -147,15 +148,14 @@ class driver {
     for (int id : gone) depart(id);
     return !gone.empty();
   }
-  // Within-step dispatch this step (train_settings::dispatch_probe): each group's probe in
-  // samples (0: it runs its share as planned), the pool's unit, the profile's ratio of a
-  // sample's forward and backward to its forward.
-  struct probe_layout {
-    std::vector<int> samples;
-    int unit = 1;
-    double work_over_fwd = 3;
-  };
-  probe_layout probe_plan() const;
+  // One attempt at step t (driver_step.cpp): its tasks, the pumps of its step::attempt, the
+  // emulated sums and the holders' updates.
+  void send_slice(const step::slice& sl, const std::vector<int>& samples, std::int64_t t, bool resume);
+  void await_pipelines(step::attempt& at, reduction_work& work, const std::vector<int>& samples, std::int64_t t,
+                       clock::time_point started, clock::time_point deadline);
+  void emulate_sums(const step::attempt& at, clock::time_point started, training::step_record& rec);
+  status apply_step(reduction_work& work, std::int64_t t, clock::time_point started, clock::time_point deadline,
+                    training::step_record& rec);
   status run_step(std::int64_t t, const std::vector<int>& samples, training::step_record& rec, control::measurement& measure);
   status check_replicas(std::int64_t t);
   // One copy of each layer from its first holder, waiting at most `wait`.
@@ -210,7 +210,7 @@ class driver {
   const std::chrono::milliseconds timeout_;
   sim::emulated_cluster cluster_;                 // what devices and links really are
   std::unique_ptr<gradient_reduction> reduction_;  // where a step's gradients are added
-  const bool dispatches_;                         // within-step dispatch (probe_plan)
+  const bool dispatches_;                         // within-step dispatch (step/layout.hpp)
   schedule::pace_noise paces_;                    // dispatched devices' priors and the trust in probes
   control::membership members_;                   // joined, leaving, failing, dead, wiped
   double bench_ref_s_ = 0;                        // this machine's time for the benchmark
@@ -223,33 +223,44 @@ class driver {
   int replan_every_ = 0;
   // The emulated sums depend on the plan and the slot's links only: computed once per change,
   // not every step.
-  std::vector<planner::sum_segment> sums_;
-  bool sync_stale_ = true;
+  struct {
+    std::vector<planner::sum_segment> segments;
+    bool stale = true;
+  } emulated_sums_;
   std::int64_t first_slot_ = 0;                   // of this run (a resumed run starts late)
   // Faults (docs/RELIABILITY.md). Each attempt at a step has its own tag, so that messages of
   // an abandoned attempt are never taken for the re-run's.
-  std::int64_t tag_ = 0;
-  bool committed_ = false;                        // the attempt in flight reached its apply phase
+  struct {
+    std::int64_t tag = 0;
+    bool committed = false;                       // the attempt in flight reached its apply phase
+    control::apply_confirmations confirmed;       // its apply phase, as the holders confirmed it
+  } attempt_;
   std::int64_t comm_generation_ = 0;              // reduce_task::generation: moves on with plans and failures
-  control::apply_confirmations confirmed_;        // this attempt's apply phase, as the holders confirmed it
   bool force_replan_ = false;
-  training::checkpoint cut_;                      // where to roll back when a layer loses every replica
-  std::vector<model::layer_copy> fresh_;          // layers the next first plan places (empty: the model's)
-  std::mt19937_64 fault_rng_;
-  double last_step_s_ = 0.05;
-  double last_pipeline_s_ = 0.05;  // the last step's pipelines: when an injected hang lands
-  double mean_step_s_ = 0;                        // recent steps (for the automatic deadline)
-  // Consecutive attempts of one step that missed the deadline with every device answering:
-  // each doubles the next attempt's deadline (a slow-down counted in steps would otherwise
-  // never end, its step re-running forever); too many stop the run.
-  int late_retries_ = 0;
-  bool late_ = false;                             // the failure was a missed deadline
-  std::size_t next_fault_ = 0;                    // into s_.faults
-  std::vector<sim::fault> armed_;                 // kills waiting for their moment (fire_armed)
-  std::vector<double> recovery_s_;
-  // Since the lost devices were known (after the probes): closed when the next step starts.
-  std::optional<clock::time_point> recovering_;
-  std::string recovery_how_;
+  struct {
+    training::checkpoint cut;                     // where to roll back when a layer loses every replica
+    std::vector<model::layer_copy> fresh;         // layers the next first plan places (empty: the model's)
+    std::vector<double> seconds;                  // each recovery's
+    // Since the lost devices were known (after the probes): closed when the next step starts.
+    std::optional<clock::time_point> since;
+    std::string how;
+  } recovery_;
+  // The step deadline (step_deadline) and when an injected fault lands.
+  struct {
+    double last_step_s = 0.05;
+    double last_pipeline_s = 0.05;                // the last step's pipelines: when an injected hang lands
+    double mean_step_s = 0;                       // recent steps (for the automatic deadline)
+    // Consecutive attempts of one step that missed the deadline with every device answering:
+    // each doubles the next attempt's deadline (a slow-down counted in steps would otherwise
+    // never end, its step re-running forever); too many stop the run.
+    int late_retries = 0;
+    bool late = false;                            // the failure was a missed deadline
+  } timing_;
+  struct {
+    std::mt19937_64 rng;
+    std::size_t next = 0;                         // into s_.faults
+    std::vector<sim::fault> armed;                // kills waiting for their moment (fire_armed)
+  } faults_;
 };
 
 }  // namespace dynapar::actors::detail

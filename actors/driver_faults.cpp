@@ -38,7 +38,7 @@ std::map<int, double> driver::probe_all(const std::vector<int>& ids, std::chrono
 // Holders under the plan in force, still in the run, that have not confirmed this attempt's
 // apply phase.
 std::set<int> driver::unconfirmed() const {
-  return confirmed_.missing(holders_, [&](int id) { return actors_.devices.count(id) && !members_.wiped(id); });
+  return attempt_.confirmed.missing(holders_, [&](int id) { return actors_.devices.count(id) && !members_.wiped(id); });
 }
 
 // Messages of abandoned attempts still on their way to the driver.
@@ -67,7 +67,7 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
     // after it, so they are here by now. A survivor that did not confirm (its apply failed)
     // may be a step behind: it counts as lost, and its layers come from replicas or the cut.
     for (bool more = true; more;)
-      self_->receive([&](const applied& a) { confirmed_.confirm(a.device, a.step, a.layer); },
+      self_->receive([&](const applied& a) { attempt_.confirmed.confirm(a.device, a.step, a.layer); },
                      caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
     for (int id : unconfirmed())
       if (lost.insert(id).second) logging::get("train")->warn("step {}: device {} did not confirm applying the step", t, id);
@@ -85,8 +85,8 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
   f.committed = committed;
   f.controller = static_cast<bool>(actors_.controller);
   f.step = t;
-  f.cut_step = cut_.step;
-  f.late_retries = late_retries_;
+  f.cut_step = recovery_.cut.step;
+  f.late_retries = timing_.late_retries;
   f.max_late_retries = max_late_retries;
   const auto d = control::decide_recovery(f);
   using action = control::recovery_decision::action;
@@ -108,7 +108,7 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
   if (d.step_applied) ledger.applied(t / sampler.steps_per_epoch(), sampler.step_samples(t));
   members_.set_wiped(d.wiped);
   if (d.what == action::retry_late) {
-    ++late_retries_;
+    ++timing_.late_retries;
     t = d.next_step;
     ++out_.step_retries;
     note({t, "retried", "", -1, "", why.message, since(started)});
@@ -123,21 +123,21 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
     for (const auto& [l, ids] : holders_)
       for (int id : ids) all.emplace_back(id, l);
     drop_layers(all);  // answered before the cut's layers are placed, which need the memory
-    fresh_ = cut_.layers;
+    recovery_.fresh = recovery_.cut.layers;
     current_.reset();
     how = "rolled back to the last checkpoint";
   }
   t = d.next_step;
   // The recovery ends when the next attempt starts, after its re-plan and migration.
-  recovery_how_ = how;
-  if (!recovering_) recovering_ = known;
+  recovery_.how = how;
+  if (!recovery_.since) recovery_.since = known;
   logging::get("train")->warn("{}: {} lost ({}), going on at step {}", why.message, lost.size() == 1 ? "a device" : "devices", how, t);
   return ok_status();
 }
 
 clock::duration driver::step_deadline() const {
-  double s = s_.step_deadline_s > 0 ? s_.step_deadline_s : std::max(5.0, 20 * mean_step_s_);
-  s *= static_cast<double>(1 << std::min(late_retries_, 16));
+  double s = s_.step_deadline_s > 0 ? s_.step_deadline_s : std::max(5.0, 20 * timing_.mean_step_s);
+  s *= static_cast<double>(1 << std::min(timing_.late_retries, 16));
   s = std::min(s, s_.step_timeout_s);
   return std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(s));
 }
@@ -148,19 +148,19 @@ clock::duration driver::step_deadline() const {
 // processes the device's node carries it out (actors/remote/node.cpp).
 void driver::fire_faults(std::int64_t t) {
   std::vector<std::pair<sim::fault, const char*>> due;
-  for (; next_fault_ < s_.faults.size() && s_.faults[next_fault_].step <= t; ++next_fault_)
-    if (s_.faults[next_fault_].step == t) due.emplace_back(s_.faults[next_fault_], "plan");  // not those before a resume
+  for (; faults_.next < s_.faults.size() && s_.faults[faults_.next].step <= t; ++faults_.next)
+    if (s_.faults[faults_.next].step == t) due.emplace_back(s_.faults[faults_.next], "plan");  // not those before a resume
   if (actors_.remote)
     for (const auto& f : actors_.remote->injected()) due.emplace_back(f, "inject");
   for (auto& [f, source] : due) {
     if (f.moment != sim::fault_moment::step) {
-      armed_.push_back(f);
+      faults_.armed.push_back(f);
       logging::get("train")->info("step {}: a {} waits for the next {}", t, sim::name(f.kind), sim::name(f.moment));
       continue;
     }
     // A kill lands anywhere in the step; a hang within about its pipelines. Either is found
     // at the step's deadline, or at the calls' after it (between_steps).
-    strike(f, source, t, plan_devices(), f.kind == sim::fault_kind::kill ? last_step_s_ : last_pipeline_s_, "step");
+    strike(f, source, t, plan_devices(), f.kind == sim::fault_kind::kill ? timing_.last_step_s : timing_.last_pipeline_s, "step");
   }
   for (int id : cluster_.slow_downs_over(t)) {
     if (actors_.devices.count(id)) self_->send(actors_.devices.at(id), speed_atom::value, cluster_.true_speed(id));
@@ -180,13 +180,13 @@ std::vector<int> driver::plan_devices() const {
 // The armed kills waiting for moment `m`, now: each on its device or one of `among`, within
 // `window_s` from now.
 void driver::fire_armed(sim::fault_moment m, std::int64_t t, const std::vector<int>& among, double window_s) {
-  for (auto it = armed_.begin(); it != armed_.end();) {
+  for (auto it = faults_.armed.begin(); it != faults_.armed.end();) {
     if (it->moment != m) {
       ++it;
       continue;
     }
     const auto f = *it;
-    it = armed_.erase(it);
+    it = faults_.armed.erase(it);
     // A pause lands at once (0 us): the device hangs before it answers the sum's or the
     // checkpoint's next message.
     strike(f, "plan", t, among, f.kind == sim::fault_kind::pause ? 0 : window_s, sim::name(m));
@@ -201,7 +201,7 @@ void driver::strike(const sim::fault& f, const char* source, std::int64_t t, std
   if (id < 0) {
     among.erase(std::remove_if(among.begin(), among.end(), [&](int d) { return members_.failing(d); }), among.end());
     if (among.empty()) return log->warn("step {}: fault {} skipped: no device of the plan left to hit", t, sim::name(f.kind));
-    id = among[std::uniform_int_distribution<std::size_t>(0, among.size() - 1)(fault_rng_)];
+    id = among[std::uniform_int_distribution<std::size_t>(0, among.size() - 1)(faults_.rng)];
   }
   const char* kind = sim::name(f.kind);
   if (!members_.joined(id) || !actors_.devices.count(id) || members_.failing(id)) {
@@ -209,7 +209,7 @@ void driver::strike(const sim::fault& f, const char* source, std::int64_t t, std
     return;
   }
   const auto& dev = actors_.devices.at(id);
-  const int after_us = window_s > 0 ? static_cast<int>(std::uniform_real_distribution<double>(0, window_s)(fault_rng_) * 1e6) : 0;
+  const int after_us = window_s > 0 ? static_cast<int>(std::uniform_real_distribution<double>(0, window_s)(faults_.rng) * 1e6) : 0;
   const std::string into = std::to_string(after_us) + " us into the " + when;
   std::string detail;
   switch (f.kind) {
@@ -254,7 +254,7 @@ status driver::take_checkpoint(std::int64_t steps_done) {
     self_->request(actors_.controller, timeout_, snapshot_atom::value)
         .receive([&](control::controller_snapshot& x) { c.controller = std::move(x); }, [&](caf::error& e) { failure_ = text(e); });
   if (auto st = check("checkpoint after step " + std::to_string(steps_done - 1)); !st) return st;
-  cut_ = c;
+  recovery_.cut = c;
   if (!cb_.on_checkpoint) return ok_status();
   ++out_.checkpoints;
   cb_.on_checkpoint(std::move(c));

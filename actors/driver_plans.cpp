@@ -26,13 +26,13 @@ namespace detail {
 
 status driver::enter_slot(std::int64_t slot, bool& changed) {
   cluster_.enter_slot(static_cast<int>(slot));
-  sync_stale_ = true;
+  emulated_sums_.stale = true;
   // Injected crashes: the device dies at a random moment of about the next step, unannounced;
   // detection and recovery find out (docs/RELIABILITY.md).
   for (int id : cluster_.failing(static_cast<int>(slot)))
     if (members_.joined(id) && actors_.devices.count(id)) {
-      std::uniform_real_distribution<double> moment(0, last_step_s_);
-      self_->send(actors_.devices.at(id), fail_atom::value, static_cast<int>(moment(fault_rng_) * 1e6));
+      std::uniform_real_distribution<double> moment(0, timing_.last_step_s);
+      self_->send(actors_.devices.at(id), fail_atom::value, static_cast<int>(moment(faults_.rng) * 1e6));
       members_.kill_sent(id);
       ++out_.faults_injected;
       note({slot * s_.slot_steps, "injected", "kill", id, "plan", "the dynamics' fail event at slot " + std::to_string(slot), 0});
@@ -262,7 +262,7 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
   }
   current_ = next;
   members_.plan_applied();
-  sync_stale_ = true;
+  emulated_sums_.stale = true;
   if (cb_.on_plan) cb_.on_plan(pr);
   return ok_status();
 }
@@ -283,7 +283,7 @@ double driver::move_layers(const std::vector<planner::layer_move>& moves, std::i
     }
     const auto& target = actors_.devices.at(mv.to);
     if (mv.from < 0) {  // the first plan: fresh layers, or a resumed run's saved ones
-      const auto layer = fresh_.empty() ? model::copy_layer(m_, mv.layer) : fresh_.at(mv.layer);
+      const auto layer = recovery_.fresh.empty() ? model::copy_layer(m_, mv.layer) : recovery_.fresh.at(mv.layer);
       self_->request(target, timeout_, hold_atom::value, mv.layer, layer)
           .receive([](bool) {}, [&](caf::error& e) { failure_ = text(e); });
       continue;

@@ -90,10 +90,10 @@ result<training::train_outcome> driver::run() {
   first_slot_ = start / s_.slot_steps;
   out_.resumed_from = start;
   // The first rollback point: the start (fresh layers, or the resumed checkpoint's).
-  cut_.step = start;
-  if (s_.resume) cut_.layers = s_.resume->layers;
-  fresh_ = cut_.layers;
-  fault_rng_.seed(s_.seed ^ 0xfa17ull);
+  recovery_.cut.step = start;
+  if (s_.resume) recovery_.cut.layers = s_.resume->layers;
+  recovery_.fresh = recovery_.cut.layers;
+  faults_.rng.seed(s_.seed ^ 0xfa17ull);
   double total_time = 0, total_cost = 0;
   std::int64_t slot = -1;
   for (std::int64_t t = start; t < s_.steps; ++t) {
@@ -137,7 +137,7 @@ result<training::train_outcome> driver::run() {
         --t;
         continue;
       }
-      fresh_.clear();
+      recovery_.fresh.clear();
       moved = out_.layers_moved > before;
     }
     if (!current_) return make_error("bad_job", "no plan before step " + std::to_string(t));
@@ -149,19 +149,19 @@ result<training::train_outcome> driver::run() {
           return make_error("device_left", "device " + std::to_string(id) + " left at slot " + std::to_string(slot) +
                                                " but the plan in force still uses it (re-planning needs a controller)");
     retire_leavers();
-    if (recovering_) {
-      recovery_s_.push_back(since(*recovering_));
-      recovering_.reset();
-      note({t, "recovered", "", -1, "", recovery_how_ + "; re-planned and migrated", recovery_s_.back()});
-      logging::get("train")->warn("step {}: recovered in {:.3f} s ({}; re-plan and migration included)", t, recovery_s_.back(),
-                                  recovery_how_);
+    if (recovery_.since) {
+      recovery_.seconds.push_back(since(*recovery_.since));
+      recovery_.since.reset();
+      note({t, "recovered", "", -1, "", recovery_.how + "; re-planned and migrated", recovery_.seconds.back()});
+      logging::get("train")->warn("step {}: recovered in {:.3f} s ({}; re-plan and migration included)", t, recovery_.seconds.back(),
+                                  recovery_.how);
     }
     fire_faults(t);
-    if (moved) fire_armed(sim::fault_moment::replan, t, plan_devices(), last_step_s_);
+    if (moved) fire_armed(sim::fault_moment::replan, t, plan_devices(), timing_.last_step_s);
     const auto samples = sampler.step_samples(t);
     control::measurement measure;
     if (auto st = run_step(t, samples, rec, measure); !st) {
-      if (auto r = recover(t, committed_, st.err(), ledger, sampler); !r) return r.err();
+      if (auto r = recover(t, attempt_.committed, st.err(), ledger, sampler); !r) return r.err();
       --t;
       continue;
     }
@@ -170,10 +170,10 @@ result<training::train_outcome> driver::run() {
         s_.perturb_group < static_cast<int>(holders_[s_.perturb_layer].size()))
       self_->send(actors_.devices.at(holders_[s_.perturb_layer][s_.perturb_group]), perturb_atom::value, s_.perturb_layer);
     rec.time_s = since(t0);
-    last_step_s_ = rec.time_s;
-    if (rec.pipeline_s > 0) last_pipeline_s_ = rec.pipeline_s;
-    mean_step_s_ = mean_step_s_ > 0 ? 0.9 * mean_step_s_ + 0.1 * rec.time_s : rec.time_s;
-    late_retries_ = 0;
+    timing_.last_step_s = rec.time_s;
+    if (rec.pipeline_s > 0) timing_.last_pipeline_s = rec.pipeline_s;
+    timing_.mean_step_s = timing_.mean_step_s > 0 ? 0.9 * timing_.mean_step_s + 0.1 * rec.time_s : rec.time_s;
+    timing_.late_retries = 0;
     rec.cost = cluster_.price_per_s(*current_) * rec.time_s;
     for (const auto& st : measure.stages)
       if (cluster_.index_of(st.device) >= 0) {
@@ -218,8 +218,8 @@ result<training::train_outcome> driver::run() {
   out_.avg_cost = ran > 0 ? total_cost / ran : 0;
   for (auto& [id, j] : out_.avg_energy_j) j = ran > 0 ? j / static_cast<double>(ran) : 0;
   out_.ledger = ledger.check(sampler, s_.steps);
-  for (double r : recovery_s_) {
-    out_.mean_recovery_s += r / static_cast<double>(recovery_s_.size());
+  for (double r : recovery_.seconds) {
+    out_.mean_recovery_s += r / static_cast<double>(recovery_.seconds.size());
     out_.max_recovery_s = std::max(out_.max_recovery_s, r);
   }
   return out_;

@@ -4,7 +4,7 @@
 # dynapar::actors (tests/install).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
-set(_dynapar_libs dynapar_common dynapar_planner dynapar_schedule dynapar_sim dynapar_control dynapar_comm dynapar_data
+set(_dynapar_libs dynapar_common dynapar_planner dynapar_schedule dynapar_sim dynapar_control dynapar_step dynapar_comm dynapar_data
     dynapar_wire dynapar_config dynapar_logging dynapar_model dynapar_training dynapar_actors dynapar_warnings)
 foreach(_lib ${_dynapar_libs})
   string(REPLACE "dynapar_" "" _name ${_lib})

@@ -136,16 +136,16 @@ double simulate_pipeline(const planner::problem& truth, planner::schedule_kind k
   return end;
 }
 
-std::vector<dispatch_share> dispatched(const planner::problem& truth, const planner::plan& p, double probe, int unit) {
+std::vector<dispatch_share> dispatched(const planner::problem& truth, const planner::plan& p, const step::layout_options& opts) {
   std::vector<dispatch_share> out(p.groups.size());
   const int L = truth.model.num_layers();
   const auto& sums = truth.sums;
-  std::vector<int> eligible;  // single-device groups' shares
-  for (const auto& gp : p.groups) eligible.push_back(gp.devices.size() == 1 ? gp.share : 0);
-  const auto probes = schedule::probes(eligible, probe, unit);
+  int batch = 0;
+  for (const auto& gp : p.groups) batch += gp.share;
+  const auto l = step::make_layout(p, batch, opts);  // the driver's rule: probes, pool and unit
   std::vector<std::size_t> takers;
   for (std::size_t g = 0; g < p.groups.size(); ++g)
-    if ((out[g].probe = probes[g]) > 0) takers.push_back(g);
+    if ((out[g].probe = l.probe[g]) > 0) takers.push_back(g);
   // Seconds on a group's device for `n` samples in micro-batches of the plan's size.
   auto busy = [&](std::size_t g, int n) {
     const int u = std::max(1, p.groups[g].micro_batch);
@@ -154,20 +154,17 @@ std::vector<dispatch_share> dispatched(const planner::problem& truth, const plan
   double decide = 1e300;  // the first probe's end
   for (std::size_t g : takers) decide = std::min(decide, out[g].probe_s = busy(g, out[g].probe));
   std::vector<schedule::prospect> prospects;
-  int rest = 0;
   for (std::size_t g : takers) {
-    auto& o = out[g];
-    rest += p.groups[g].share - o.probe;
     schedule::probe_progress pr;
-    pr.samples = o.probe;
-    pr.first_samples = std::min(o.probe, std::max(1, p.groups[g].micro_batch));
+    pr.samples = out[g].probe;
+    pr.first_samples = std::min(out[g].probe, std::max(1, p.groups[g].micro_batch));
     const double fwd = (pr.first_samples * sums.fwd(0, L) + 0.5 * sums.fixed(0, L)) /
                        truth.speed(truth.links.index_of(p.groups[g].devices[0]));
     if (fwd <= decide) pr.forward_s = fwd;
-    if (o.probe_s <= decide) pr.done_s = pr.compute_s = o.probe_s;
+    if (out[g].probe_s <= decide) pr.done_s = pr.compute_s = out[g].probe_s;
     prospects.push_back(schedule::prospect_of(pr, decide, sums.work(0, L) / sums.fwd(0, L)));
   }
-  const auto given = schedule::dispatch_samples(prospects, rest, unit);
+  const auto given = schedule::dispatch_samples(prospects, l.pool, l.unit);
   for (std::size_t k = 0; k < takers.size(); ++k) {
     auto& o = out[takers[k]];
     o.rest = given[k];
@@ -177,11 +174,11 @@ std::vector<dispatch_share> dispatched(const planner::problem& truth, const plan
 }
 
 step_outcome simulate_step(const planner::problem& truth, const planner::plan& p, const planner::plan* previous,
-                           double probe, int unit) {
+                           const step::layout_options& dispatch) {
   step_outcome out;
   std::vector<planner::group_shape> shapes;
   std::vector<std::vector<double>> ready;  // per group and stage: its backward done
-  const auto shared = dispatched(truth, p, probe, unit);
+  const auto shared = dispatched(truth, p, dispatch);
   std::vector<double> shares;
   for (std::size_t k = 0; k < p.groups.size(); ++k) {
     const auto& g = p.groups[k];

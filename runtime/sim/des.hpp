@@ -9,6 +9,7 @@
 
 #include "control/measurement.hpp"
 #include "planner/problem.hpp"
+#include "step/layout.hpp"
 
 namespace dynapar::sim {
 
@@ -31,20 +32,20 @@ double simulate_pipeline(const planner::problem& truth, planner::schedule_kind k
                          std::vector<control::stage_measure>* stages, std::vector<control::link_measure>* links,
                          std::vector<double>* finish = nullptr);
 
-// Within-step dispatch (schedule/dispatch.hpp) as the training driver runs it: each
-// single-device group's probe (`probe` of its share, in whole units of `unit` samples) under
-// the true speeds, the rest handed out when the first probe ends, by what the probes showed
-// by then (a first forward, or a whole probe). Groups that take no part: probe 0.
+// Within-step dispatch (schedule/dispatch.hpp) as the training driver runs it: the probes,
+// pool and unit of the driver's layout (step/layout.hpp) under the true speeds, the rest
+// handed out when the first probe ends, by what the probes showed by then (a first forward,
+// or a whole probe). Groups that take no part: probe 0.
 struct dispatch_share {
   int probe = 0, rest = 0;  // samples
   double probe_s = 0;       // the probe's end
   double time_s = 0;        // the rest's end
 };
-std::vector<dispatch_share> dispatched(const planner::problem& truth, const planner::plan& p, double probe, int unit);
+std::vector<dispatch_share> dispatched(const planner::problem& truth, const planner::plan& p, const step::layout_options& o);
 
 // The whole step; `previous` drives migration. The plan must use only devices of `truth`.
-// `probe` > 0: within-step dispatch.
+// `dispatch`: within-step dispatch, where it may run.
 step_outcome simulate_step(const planner::problem& truth, const planner::plan& p, const planner::plan* previous,
-                           double probe = 0, int unit = 1);
+                           const step::layout_options& dispatch = {});
 
 }  // namespace dynapar::sim

@@ -82,8 +82,8 @@ summary summarise(const std::string& policy, const std::vector<slot_record>& slo
 result<run_result> run_policy(const scenario& s, const std::string& policy_name, const std::function<void(int)>& on_slot) {
   auto pol = planner::make_policy(policy_name);
   if (!pol) return pol.err();
-  const double probe = (*pol)->dispatches() ? s.cfg.dispatch_probe : 0;
-  const int unit = s.cfg.micro_batch > 0 ? s.cfg.micro_batch : 1;  // an exact job's units are its micro-batches
+  // A fixed micro-batch stands for an exact job: the pool's units are its micro-batches.
+  const step::layout_options dispatch{(*pol)->dispatches(), s.cfg.dispatch_probe, s.cfg.micro_batch > 0};
   world w(s);
   control::controller_config cc;
   cc.profile = s.model;
@@ -121,7 +121,7 @@ result<run_result> run_policy(const scenario& s, const std::string& policy_name,
       for (auto& d : before_c.devices)
         if (std::find(hidden.begin(), hidden.end(), d.id) != hidden.end()) d.available = true;
       const planner::problem before(s.model, before_c, s.cfg, s.budget);
-      const double lost = simulate_step(before, decided->plan, prev_p, probe, unit).time_s * noise.uniform() + s.detect_s;
+      const double lost = simulate_step(before, decided->plan, prev_p, dispatch).time_s * noise.uniform() + s.detect_s;
       ctl.revoke("a device failed during the step");
       decided = ctl.decide(t);
       rec.batch_time_s += lost;
@@ -135,7 +135,7 @@ result<run_result> run_policy(const scenario& s, const std::string& policy_name,
     }
     const planner::plan& pl = decided->plan;
     rec.predicted_s = decided->predicted_s;
-    const step_outcome step = simulate_step(truth, pl, prev_p, probe, unit);
+    const step_outcome step = simulate_step(truth, pl, prev_p, dispatch);
     rec.ok = true;
     rec.batch_time_s += step.time_s;
     rec.predicted_s += rec.batch_time_s - step.time_s;  // a failure's loss is not the planner's error

@@ -184,13 +184,13 @@ TEST_CASE("DES: within-step dispatch moves a slowed device's rest to the others"
   for (int g = 0; g < 4; ++g) pl.groups.push_back({{g}, {0, 1}, 24, 24});
   const auto off = sim::simulate_step(truth, pl, nullptr);
   CHECK(off.compute_s == Approx(0.180));
-  const auto shares = sim::dispatched(truth, pl, 1.0 / 3, 1);
+  const auto shares = sim::dispatched(truth, pl, {true, 1.0 / 3, false});
   REQUIRE(shares.size() == 4);
   for (const auto& s : shares) CHECK(s.probe == 8);
   CHECK(shares[2].rest == 3);
   CHECK(shares[0].rest + shares[1].rest + shares[3].rest == 61);
   for (int g : {0, 1, 3}) CHECK((shares[g].rest == 20 || shares[g].rest == 21));
-  const auto on = sim::simulate_step(truth, pl, nullptr, 1.0 / 3, 1);
+  const auto on = sim::simulate_step(truth, pl, nullptr, {true, 1.0 / 3, false});
   CHECK(on.compute_s == Approx(0.087));
   // Every sample is computed once: the stage measures count the share.
   double samples = 0;

@@ -62,8 +62,7 @@ result<policy_run> run_policy(const training::prepared_job& p, const std::string
   // The simulator's view of the same run: the true emulated cluster slot by slot (the same
   // seeded world the driver plays) and the plan in force at each step.
   sim::world world(s.emulated);
-  const double probe = (*planner::make_policy(policy))->dispatches() ? s.dispatch_probe : 0;  // as the driver dispatches
-  const int unit = s.exact ? std::max(1, s.controller->planner.micro_batch) : 1;
+  const step::layout_options dispatch{(*planner::make_policy(policy))->dispatches(), s.dispatch_probe, s.exact};  // as the driver
   std::map<std::int64_t, planner::plan> plans;
   policy_run r;
   training::train_callbacks cb;
@@ -76,7 +75,7 @@ result<policy_run> run_policy(const training::prepared_job& p, const std::string
     const auto& plan = std::prev(it)->second;
     const planner::plan* previous = nullptr;
     if (std::prev(it)->first == rec.step && std::prev(it) != plans.begin()) previous = &std::prev(std::prev(it))->second;
-    r.predicted_s += sim::simulate_step(prob, plan, previous, probe, unit).time_s;
+    r.predicted_s += sim::simulate_step(prob, plan, previous, dispatch).time_s;
     r.floor_s += prob.floor_s();
     r.measured_s += rec.time_s;
     r.modeled_s += rec.pipeline_s + rec.sync_s + rec.update_s + rec.migration_s;

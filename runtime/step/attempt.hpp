@@ -1,0 +1,92 @@
+// One attempt at a step's pipelines as a pure state machine: the events the driver hears
+// (a probe's progress, a stage's end, a group's end) go in with their times, and what to do
+// comes out (the rests' tasks to send, the devices whose sums may start). What the attempt ran
+// is then read once: the controller's measurement, the step record's stages, and what the
+// probes foretold (schedule::pace_noise). No actors, no clock: the driver pumps it
+// (actors/driver_step.cpp) and the tests feed it synthetic times.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <vector>
+
+#include "control/measurement.hpp"
+#include "schedule/dispatch.hpp"
+#include "step/layout.hpp"
+
+namespace dynapar::step {
+
+// A stage as its group reported it at the group's end.
+struct stage_result {
+  int device = 0;
+  double compute_s = 0;  // forward and backward work
+  double wait_s = 0;     // blocked on a receive
+  int messages = 0;      // activations and gradients sent
+  std::vector<control::link_measure> links;
+};
+
+// A stage in the step record: stage_result's figures and the samples it ran (with dispatch,
+// not its share).
+struct stage_time {
+  int device = 0;
+  double compute_s = 0, wait_s = 0;
+  int messages = 0;
+  int samples = 0;
+};
+
+struct attempt_options {
+  double work_over_fwd = 3;  // a sample's forward and backward over its forward (the profile's)
+  bool overlap_sums = true;  // a device's sums start at its stage's end, not every group's
+};
+
+class attempt {
+ public:
+  // Plan `p` (which must outlive the attempt) laid out as `l`; the probing devices' priors and
+  // the trust in probes from `paces`.
+  attempt(const planner::plan& p, layout l, const schedule::pace_noise& paces, attempt_options o);
+
+  const layout& shape() const { return l_; }
+  // A task of group `g` went out, `now` seconds after the step started.
+  void sent(std::size_t g, double now);
+  // A probe's progress on `device`: kind 1, its first forward ended (`compute_s` its time);
+  // kind 2, the probe ended (`compute_s` its forward and backward). The first probe to end
+  // decides the dispatch: then the rests' tasks come out (rest_slices), else none.
+  std::vector<slice> interim(int device, int kind, double compute_s, double now);
+  // A stage's end on `device`: the devices whose sums may start now.
+  std::vector<int> stage_done(int device, double now);
+  // A group's end (its loss sum, its pipeline's time, its stages): the devices whose sums may
+  // start now (without overlap, every reported one once the last group ended).
+  std::vector<int> group_done(double loss_sum, double time_s, const std::vector<stage_result>& stages, double now);
+
+  bool pipelines_done() const { return groups_done_ == p_.groups.size(); }
+  // Every stage of the plan has ended: every sum is under way.
+  bool all_stages_done() const { return ready_s_.size() == devices_; }
+  double pipelines_s() const { return pipelines_s_; }  // when the last group ended
+  double pipeline_s() const { return pipeline_s_; }    // the slowest group's own time
+  double loss_sum() const { return loss_sum_; }
+  // Each group's stages' ends, in pipeline order (0: not heard), for the sums' emulation.
+  std::vector<std::vector<double>> ready_by_stage() const;
+  // What the controller learns: each stage of the plan with its compute time, a dispatched
+  // device with what it ran in all; and every link's traffic.
+  control::measurement measure() const;
+  std::vector<stage_time> stage_times() const;
+  // What the probes and priors foretold of the rests, for the next steps' trust.
+  void teach(schedule::pace_noise& paces) const;
+
+ private:
+  int taker(int device) const;  // the probing group of a device (-1: none)
+
+  const planner::plan& p_;
+  layout l_;
+  attempt_options o_;
+  double trust_ = 1;
+  std::size_t devices_ = 0;                      // in the plan
+  std::vector<schedule::probe_progress> progress_;
+  std::vector<int> rest_;                        // of the pool, by group, once dispatched (-1: not)
+  std::map<int, double> ready_s_;                // by device: its stage's end
+  std::size_t groups_done_ = 0;
+  double loss_sum_ = 0, pipeline_s_ = 0, pipelines_s_ = 0;
+  std::vector<stage_result> stages_;             // in the order the groups reported
+};
+
+}  // namespace dynapar::step

@@ -143,9 +143,9 @@ status driver::apply_step(reduction_work& work, std::int64_t t, clock::time_poin
 status driver::run_step(std::int64_t t, const std::vector<int>& samples, training::step_record& rec, control::measurement& measure) {
   ++attempt_.tag;
   attempt_.committed = false;
-  // The step's layout (step/layout.hpp) and its attempt, pumped here. The devices' interim
-  // reports and the rest's task are not on the wire to node processes: no dispatch there.
-  const step::layout_options lo{dispatches_ && !actors_.remote, s_.dispatch_probe, s_.exact};
+  // The step's layout (step/layout.hpp) and its attempt, pumped here; over node processes too
+  // (a probe's interim reports and its rest's task are on the wire since protocol 21).
+  const step::layout_options lo{dispatches_, s_.dispatch_probe, s_.exact};
   step::attempt at(*current_, step::make_layout(*current_, s_.batch, lo), paces_, {work_over_fwd(s_.profile), s_.overlap_sums});
   // The step's clock starts before its first task goes out: a device's pace is judged by the
   // time since its own task went out, which on a busy machine may be well after.

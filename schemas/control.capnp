@@ -135,13 +135,13 @@ enum StageOp {
   recvAct @4;
   sendGrad @5;
   recvGrad @6;
-  reduceGrads @7;
-  optimizerStep @8;
+  reduceGrads @7;             # retired in protocol 21 (no-ops): refused
+  optimizerStep @8;           # retired in protocol 21: refused
 }
 
 struct Instruction {
   kind @0 :StageOp;
-  micro @1 :Int32;            # -1 for reduceGrads and optimizerStep
+  micro @1 :Int32;            # >= 0
 }
 
 # An emulated link (docs/RUNTIME.md).
@@ -196,6 +196,11 @@ struct StageTask {
   inputsFromSamples @13 :Bool;
   targetsFromSamples @14 :Bool;
   trainStep @15 :Int64;       # the training step: seeds a layer's dropout with the micro-batch
+  # Within-step dispatch (one-stage groups): `more`, a probe, after which the step stays open
+  # and the device reports its progress (StageReport.interim); `resume`, the rest of the
+  # pool for a step left open by its probe.
+  more @16 :Bool;
+  resume @17 :Bool;
 }
 
 # A micro-batch's activation or gradient between stages; one tensor.
@@ -222,6 +227,7 @@ struct StageReport {
   lossSum @5 :Float64;
   links @6 :List(LinkUse);
   error @7 :Text;
+  interim @8 :UInt8;          # a probe's progress: 1 its first forward ended, 2 it ended; 0 the stage's end
 }
 
 struct GradientsCall {

@@ -78,6 +78,8 @@ wire::ops::step step_of(const stage_task& t, std::vector<model::tensor>& tensors
   s.first_micro = t.first_micro;
   s.train_step = t.train_step;
   s.accumulate = t.accumulate;
+  s.more = t.more;
+  s.resume = t.resume;
   for (const auto& in : t.program) s.program.push_back({static_cast<int>(in.kind), in.micro});
   s.to_prev = link_of(t.to_prev);
   s.to_next = link_of(t.to_next);
@@ -105,6 +107,8 @@ result<stage_task> task_from(const wire::ops::step& s, const std::vector<model::
   t.first_micro = s.first_micro;
   t.train_step = s.train_step;
   t.accumulate = s.accumulate;
+  t.more = s.more;
+  t.resume = s.resume;
   for (const auto& in : s.program) t.program.push_back({static_cast<schedule::op>(in.kind), in.micro});
   t.to_prev = link_from(s.to_prev);
   t.to_next = link_from(s.to_next);
@@ -133,7 +137,7 @@ result<stage_task> task_from(const wire::ops::step& s, const std::vector<model::
 }
 
 wire::ops::stage_report report_of(const stage_report& r) {
-  wire::ops::stage_report w{r.device, r.step, r.messages, r.compute_s, r.wait_s, r.loss_sum, {}, clip(r.error)};
+  wire::ops::stage_report w{r.device, r.step, r.messages, r.compute_s, r.wait_s, r.loss_sum, {}, clip(r.error), r.interim};
   for (const auto& l : r.links) w.links.push_back({l.from, l.to, l.transfers, l.bytes, l.busy_s});
   return w;
 }
@@ -148,6 +152,7 @@ stage_report report_from(const wire::ops::stage_report& w) {
   r.loss_sum = w.loss_sum;
   for (const auto& l : w.links) r.links.push_back({l.from, l.to, l.bytes, l.busy_s, l.transfers});
   r.error = w.error;
+  r.interim = w.interim;
   return r;
 }
 

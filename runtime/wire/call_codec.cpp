@@ -106,6 +106,8 @@ void write_call(schema::DeviceCall::Builder c, const device_call& m) {
                    }
                    b.setInputsFromSamples(x.inputs_from_samples);
                    b.setTargetsFromSamples(x.targets_from_samples);
+                   b.setMore(x.more);
+                   b.setResume(x.resume);
                  },
                  [&](const ops::activation& x) {
                    auto b = o.initActivation();
@@ -125,6 +127,7 @@ void write_call(schema::DeviceCall::Builder c, const device_call& m) {
                    b.setComputeS(x.compute_s);
                    b.setWaitS(x.wait_s);
                    b.setLossSum(x.loss_sum);
+                   b.setInterim(static_cast<std::uint8_t>(x.interim));
                    auto ls = b.initLinks(n(x.links));
                    for (std::size_t i = 0; i < x.links.size(); ++i) {
                      auto l = ls[static_cast<unsigned>(i)];
@@ -279,6 +282,8 @@ device_op read_op(Op::Reader o, const decode_limits& lim) {
       }
       s.inputs_from_samples = r.getInputsFromSamples();
       s.targets_from_samples = r.getTargetsFromSamples();
+      s.more = r.getMore();
+      s.resume = r.getResume();
       return s;
     }
     case Op::ACTIVATION: return ops::activation{o.getActivation().getStep(), to_int(o.getActivation().getMicro(), "call.activation.micro")};
@@ -286,7 +291,8 @@ device_op read_op(Op::Reader o, const decode_limits& lim) {
     case Op::STAGE_REPORT: {
       auto r = o.getStageReport();
       ops::stage_report s{r.getDevice(), r.getStep(), to_int(r.getMessages(), "call.stageReport.messages"),
-                          r.getComputeS(), r.getWaitS(), r.getLossSum(), {}, text(r.getError(), lim, "call.stageReport.error")};
+                          r.getComputeS(), r.getWaitS(), r.getLossSum(), {}, text(r.getError(), lim, "call.stageReport.error"),
+                          r.getInterim()};
       check_list(r.getLinks(), lim, "call.stageReport.links");
       for (auto l : r.getLinks())
         s.links.push_back({l.getFrom(), l.getTo(), to_int(l.getTransfers(), "call.stageReport.links.transfers"), l.getBytes(), l.getBusyS()});

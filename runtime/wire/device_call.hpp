@@ -46,6 +46,7 @@ struct step {                                    // tensors: inputs, then target
   // own copy of the data set (they are then not among the call's tensors).
   std::vector<std::vector<int>> samples;
   bool inputs_from_samples = false, targets_from_samples = false;
+  bool more = false, resume = false;             // within-step dispatch (StageTask)
 };
 struct activation { std::int64_t step = 0; int micro = 0; };  // one tensor
 struct gradient { std::int64_t step = 0; int micro = 0; };    // one tensor
@@ -57,6 +58,7 @@ struct stage_report {
   double compute_s = 0, wait_s = 0, loss_sum = 0;
   std::vector<link_use> links;
   std::string error;
+  int interim = 0;                               // 1, 2: a probe's progress (StageReport)
 };
 struct gradients { std::int64_t tag = 0; std::vector<int> layers; };
 struct tree_place { int level = 0; std::int64_t index = 0; };

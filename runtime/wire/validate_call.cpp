@@ -68,6 +68,7 @@ status check_op(const device_call& m) {
           },
           [&](const ops::step& x) -> status {
             if (x.hi <= x.lo) return bad("call.step.endLayer", "must be greater than firstLayer");
+            if (x.more && x.resume) return bad("call.step", "is both a probe (more) and a probe's rest (resume)");
             if (x.prev < -1 || x.next < -1) return bad("call.step", "names a neighbour below -1");
             if (static_cast<std::size_t>(x.inputs) + static_cast<std::size_t>(x.targets) != m.tensors.size())
               return bad("call.step", "input and target counts (" + std::to_string(x.inputs) + " + " + std::to_string(x.targets) +
@@ -91,6 +92,7 @@ status check_op(const device_call& m) {
           [&](const ops::stage_report& x) -> status {
             if (!finite_nonneg(x.compute_s) || !finite_nonneg(x.wait_s)) return bad("call.stageReport", "times must be finite and >= 0");
             if (!std::isfinite(x.loss_sum)) return bad("call.stageReport.lossSum", "must be finite");
+            if (x.interim < 0 || x.interim > 2) return bad("call.stageReport.interim", "must be 0, 1 or 2");
             for (const auto& l : x.links)
               if (!finite_nonneg(l.bytes) || !finite_nonneg(l.busy_s)) return bad("call.stageReport.links", "must be finite and >= 0");
             return ok_status();

@@ -3,9 +3,14 @@
 # devices, an exact job) runs steps whose devices compute other parts of the
 # batch than the plan's shares, and still equals the single-device run exactly, every sample
 # once. The plan in force at each step is read from plans.jsonl, what each device ran from
-# metrics.jsonl.
+# metrics.jsonl. With a fourth argument N: the same through `dynapar launch --local N`, the
+# probes' progress and their rests on the wire to node processes.
 set -euo pipefail
-"$1" train "$2" --verify --steps 24 --out "$3" > /dev/null
+if [ $# -ge 4 ]; then
+  "$1" launch --local "$4" "$2" --verify --steps 24 --out "$3" > /dev/null
+else
+  "$1" train "$2" --verify --steps 24 --out "$3" > /dev/null
+fi
 /usr/bin/python3 - "$3" <<'PY'
 import json, sys
 d = sys.argv[1]

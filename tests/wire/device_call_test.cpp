@@ -84,6 +84,13 @@ TEST_CASE("every device operation round-trips with its fields", "[unit][wire]") 
   CHECK((sb.inputs == 0 && sb.targets == 3 && sb.first_micro == 12 && sb.train_step == 7001 && sb.accumulate));
   REQUIRE(sb.program.size() == 4);
   CHECK((sb.program[0].kind == 4 && sb.program[2].kind == 6 && sb.program[2].micro == 1 && sb.program[3].kind == 2));
+  CHECK((!sb.more && !sb.resume));
+  st.more = true;  // within-step dispatch: a probe, then its rest
+  CHECK((round_trip(st, 3).more && !round_trip(st, 3).resume));
+  st.more = false;
+  st.resume = true;
+  CHECK((!round_trip(st, 3).more && round_trip(st, 3).resume));
+  st.resume = false;
   CHECK((sb.to_prev.bandwidth == 1e8 && sb.to_prev.latency == 1e-3 && sb.to_next.bandwidth == 0));
   CHECK((sb.samples.empty() && !sb.inputs_from_samples && !sb.targets_from_samples));
   st.targets = 0;  // the node builds them from these ids
@@ -103,6 +110,8 @@ TEST_CASE("every device operation round-trips with its fields", "[unit][wire]") 
   CHECK((rb.links[0].from == 3 && rb.links[0].to == 4 && rb.links[0].transfers == 8 && rb.links[0].bytes == 1e6 &&
          rb.links[0].busy_s == 0.01));
   CHECK(rb.error == "lost");
+  CHECK(rb.interim == 0);
+  CHECK(round_trip(ops::stage_report{3, 41, 0, 0.5, 0, 0, {}, "", 2}).interim == 2);  // a probe ended
 
   const auto gs = round_trip(ops::gradients{41, {0, 2, 5}});
   CHECK((gs.tag == 41 && gs.layers == std::vector<int>{0, 2, 5}));
@@ -153,6 +162,9 @@ TEST_CASE("malformed device operations are refused, each naming what is wrong", 
   CHECK(refusal(unknown, 2).find("unknown instruction") != std::string::npos);
   unknown.program = {{1, -1}};  // every instruction names its micro-batch
   CHECK(refusal(unknown, 2).find("negative micro-batch") != std::string::npos);
+  auto both = st;
+  both.more = both.resume = true;
+  CHECK(refusal(both, 2).find("both a probe (more) and a probe's rest (resume)") != std::string::npos);
   auto negative = st;
   negative.first_micro = -1;  // travels unsigned: beyond any step's micro-batches
   CHECK(refusal(negative, 2).find("call.step.firstMicro") != std::string::npos);
@@ -202,4 +214,5 @@ TEST_CASE("malformed device operations are refused, each naming what is wrong", 
   CHECK(refusal(ops::hold{-5, -1, 0, 0, {}}).find("call.hold.layer") != std::string::npos);  // travels unsigned
   CHECK(refusal(ops::migrate{0, 1, {-1, 0}}).find("call.migrate.link") != std::string::npos);
   CHECK(refusal(ops::stage_report{0, 0, 0, -1, 0, 0, {}, ""}).find("call.stageReport") != std::string::npos);
+  CHECK(refusal(ops::stage_report{0, 0, 0, 0, 0, 0, {}, "", 3}).find("call.stageReport.interim") != std::string::npos);
 }

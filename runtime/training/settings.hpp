@@ -123,8 +123,8 @@ struct train_settings {
   bool overlap_sums = true;
   // Within-step dispatch (schedule/dispatch.hpp; docs/RUNTIME.md): single-device groups run
   // this part of their share as a probe, and the rest of their shares is handed out when the
-  // first probe ends, by each device's pace in this step. 0: the plan's shares stand. A run
-  // with node processes does not dispatch.
+  // first probe ends, by each device's pace in this step. 0: the plan's shares stand. Runs
+  // over node processes dispatch too (protocol 21).
   double dispatch_probe = 0;
 };
 

@@ -147,7 +147,7 @@ struct stage_task {
   int prev_id = -1, next_id = -1;
   comm::link_spec to_prev, to_next;      // emulated links (docs/RUNTIME.md)
   stage_sink report_to;
-  // Within-step dispatch (schedule/dispatch.hpp), single-device groups in one process: `more`,
+  // Within-step dispatch (step/layout.hpp), single-device groups (over nodes too: StageTask): `more`,
   // this is a probe: the device reports its first forward and its end (interim reports) and
   // keeps the step open for its rest; `resume`, this is the rest of the open step (no new
   // step: gradients and loss go on).

@@ -146,7 +146,8 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
   // The step's layout (step/layout.hpp) and its attempt, pumped here; over node processes too
   // (a probe's interim reports and its rest's task are on the wire since protocol 21).
   const step::layout_options lo{dispatches_, s_.dispatch_probe, s_.exact};
-  step::attempt at(*current_, step::make_layout(*current_, s_.batch, lo), paces_, {work_over_fwd(s_.profile), s_.overlap_sums});
+  const double fwd_ratio = lo.dispatch ? work_over_fwd(s_.profile) : 3;  // read only by a dispatch
+  step::attempt at(*current_, step::make_layout(*current_, s_.batch, lo), paces_, {fwd_ratio, s_.overlap_sums});
   // The step's clock starts before its first task goes out: a device's pace is judged by the
   // time since its own task went out, which on a busy machine may be well after.
   const auto started = clock::now(), deadline = started + step_deadline();

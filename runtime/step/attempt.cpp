@@ -76,6 +76,13 @@ std::vector<std::vector<double>> attempt::ready_by_stage() const {
   return out;
 }
 
+int attempt::ran(int device) const {
+  if (const int g = taker(device); g >= 0) return l_.probe[g] + std::max(0, rest_[g]);
+  for (const auto& gp : p_.groups)
+    if (std::count(gp.devices.begin(), gp.devices.end(), device)) return gp.share;
+  return 0;
+}
+
 control::measurement attempt::measure() const {
   control::measurement m;
   std::vector<std::pair<int, double>> compute_s;
@@ -86,21 +93,15 @@ control::measurement attempt::measure() const {
   m.stages = control::stages_of(p_, compute_s);
   for (auto& st : m.stages)  // dispatched: what each probe's device ran in all
     if (const int g = taker(st.device); g >= 0) {
-      st.samples = l_.probe[g] + std::max(0, rest_[g]);
+      st.samples = ran(st.device);
       st.micro_batches = dispatched_micro_batches(l_.probe[g], rest_[g], p_.groups[g].micro_batch);
     }
   return m;
 }
 
 std::vector<stage_time> attempt::stage_times() const {
-  const auto m = measure();
   std::vector<stage_time> out;
-  for (const auto& st : stages_) {
-    stage_time s{st.device, st.compute_s, st.wait_s, st.messages, 0};
-    for (const auto& ms : m.stages)
-      if (ms.device == st.device) s.samples = static_cast<int>(ms.samples);
-    out.push_back(s);
-  }
+  for (const auto& st : stages_) out.push_back({st.device, st.compute_s, st.wait_s, st.messages, ran(st.device)});
   return out;
 }
 

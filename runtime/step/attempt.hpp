@@ -75,6 +75,7 @@ class attempt {
 
  private:
   int taker(int device) const;  // the probing group of a device (-1: none)
+  int ran(int device) const;    // the samples it ran: its probe and rest, or its group's share
 
   const planner::plan& p_;
   layout l_;

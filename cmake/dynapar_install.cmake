@@ -5,7 +5,7 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 set(_dynapar_libs dynapar_common dynapar_planner dynapar_schedule dynapar_sim dynapar_control dynapar_step dynapar_comm dynapar_data
-    dynapar_wire dynapar_config dynapar_logging dynapar_model dynapar_training dynapar_actors dynapar_warnings)
+    dynapar_wire dynapar_config dynapar_logging dynapar_model dynapar_training dynapar_actors dynapar_remote dynapar_warnings)
 foreach(_lib ${_dynapar_libs})
   string(REPLACE "dynapar_" "" _name ${_lib})
   set_target_properties(${_lib} PROPERTIES EXPORT_NAME ${_name})

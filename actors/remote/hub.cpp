@@ -7,7 +7,7 @@
 #include "actors/remote/proxy.hpp"
 #include "wire/codec.hpp"
 
-namespace dynapar::actors {
+namespace dynapar::actors::remote {
 
 using clock = std::chrono::steady_clock;
 
@@ -327,4 +327,4 @@ std::set<int> remote_devices::present_ids() const {
   return out;
 }
 
-}  // namespace dynapar::actors
+}  // namespace dynapar::actors::remote

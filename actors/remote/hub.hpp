@@ -21,7 +21,7 @@
 #include "data/source.hpp"
 #include "model/api.hpp"
 
-namespace dynapar::actors {
+namespace dynapar::actors::remote {
 
 struct remote_config {
   std::string bind = "tcp://127.0.0.1:0";  // port 0: any free port (endpoint() says which)
@@ -88,4 +88,4 @@ class remote_devices : public device_directory {
   std::shared_ptr<impl> impl_;
 };
 
-}  // namespace dynapar::actors
+}  // namespace dynapar::actors::remote

@@ -5,7 +5,7 @@
 
 #include "actors/remote/hub_state.hpp"
 
-namespace dynapar::actors {
+namespace dynapar::actors::remote {
 
 using clock = std::chrono::steady_clock;
 
@@ -163,4 +163,4 @@ void remote_devices::impl::check_nodes() {
   }
 }
 
-}  // namespace dynapar::actors
+}  // namespace dynapar::actors::remote

@@ -15,7 +15,7 @@
 #include "comm/curve.hpp"
 #include "logging/logging.hpp"
 
-namespace dynapar::actors {
+namespace dynapar::actors::remote {
 
 struct remote_devices::impl {
   impl(caf::actor_system& s, std::shared_ptr<const model::model_chain> m, remote_config c)
@@ -95,4 +95,4 @@ struct remote_devices::impl {
   void refuse(const comm::packet& p, const wire::body& b, const std::string& why);
 };
 
-}  // namespace dynapar::actors
+}  // namespace dynapar::actors::remote

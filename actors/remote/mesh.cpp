@@ -2,7 +2,7 @@
 
 #include "logging/logging.hpp"
 
-namespace dynapar::actors {
+namespace dynapar::actors::remote {
 
 result<std::unique_ptr<node_mesh>> node_mesh::start(zmq::context_t& ctx, const std::string& name, const mesh_config& cfg) {
   if (auto st = comm::check_endpoint(cfg.bind, cfg.allow_remote, cfg.keys.has_value()); !st)
@@ -125,4 +125,4 @@ result<std::optional<comm::packet>> node_mesh::receive(std::chrono::milliseconds
   return std::optional<comm::packet>{};
 }
 
-}  // namespace dynapar::actors
+}  // namespace dynapar::actors::remote

@@ -20,7 +20,7 @@
 #include "common/result.hpp"
 #include "wire/messages.hpp"
 
-namespace dynapar::actors {
+namespace dynapar::actors::remote {
 
 struct mesh_config {
   // Where the data socket listens; port 0: any free port. Other nodes must reach this
@@ -77,4 +77,4 @@ class node_mesh {
   std::uint64_t refused_ = 0, full_ = 0;
 };
 
-}  // namespace dynapar::actors
+}  // namespace dynapar::actors::remote

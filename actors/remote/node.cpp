@@ -21,7 +21,7 @@
 #include "logging/logging.hpp"
 #include "wire/codec.hpp"
 
-namespace dynapar::actors {
+namespace dynapar::actors::remote {
 namespace {
 
 using clock = std::chrono::steady_clock;
@@ -349,4 +349,4 @@ status request_fault(const control_client& c, const wire::fault_command& f) {
   return ask_controller(c, "inject-" + std::to_string(::getpid()), f);
 }
 
-}  // namespace dynapar::actors
+}  // namespace dynapar::actors::remote

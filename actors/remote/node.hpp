@@ -15,7 +15,7 @@
 #include "planner/cluster.hpp"
 #include "wire/messages.hpp"
 
-namespace dynapar::actors {
+namespace dynapar::actors::remote {
 
 struct node_config {
   std::string controller;             // tcp://HOST:PORT
@@ -68,4 +68,4 @@ status request_leave(const control_client& c, const std::vector<int>& devices);
 // or when the client's key is not an operator's.
 status request_fault(const control_client& c, const wire::fault_command& f);
 
-}  // namespace dynapar::actors
+}  // namespace dynapar::actors::remote

@@ -11,7 +11,7 @@
 #include "common/overloaded.hpp"
 #include "logging/logging.hpp"
 
-namespace dynapar::actors {
+namespace dynapar::actors::remote {
 
 void node_shared::warn(const std::string& what) { logging::get("node")->warn("{}", what); }
 
@@ -234,4 +234,4 @@ node_bridge_handle spawn_node_bridge(caf::actor_system& sys, std::shared_ptr<nod
   return sys.spawn(node_bridge, std::move(sh), std::move(devices));
 }
 
-}  // namespace dynapar::actors
+}  // namespace dynapar::actors::remote

@@ -18,7 +18,7 @@
 #include "actors/remote/frames.hpp"
 #include "comm/packet.hpp"
 
-namespace dynapar::actors {
+namespace dynapar::actors::remote {
 
 // What the node's actors and its network thread share.
 struct node_shared {
@@ -61,4 +61,4 @@ using node_bridge_handle = caf::typed_actor<caf::reacts_to<remote_atom, wire::de
 
 node_bridge_handle spawn_node_bridge(caf::actor_system& sys, std::shared_ptr<node_shared> sh, std::map<int, device_handle> devices);
 
-}  // namespace dynapar::actors
+}  // namespace dynapar::actors::remote

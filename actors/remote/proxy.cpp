@@ -7,7 +7,7 @@
 
 #include "actors/remote/hub_state.hpp"
 
-namespace dynapar::actors {
+namespace dynapar::actors::remote {
 
 namespace {
 
@@ -223,4 +223,4 @@ remote_device_handle spawn_remote_device(caf::actor_system& sys, int id, const s
   return sys.spawn(remote_device, id, route, gen, std::move(hub));
 }
 
-}  // namespace dynapar::actors
+}  // namespace dynapar::actors::remote

@@ -13,7 +13,7 @@
 #include "actors/device_actor.hpp"
 #include "actors/remote/hub.hpp"
 
-namespace dynapar::actors {
+namespace dynapar::actors::remote {
 
 // A device's interface, and what the hub hands it: the node's answers, reports and arrivals
 // (or, with id 0 and an error, that the node is lost).
@@ -23,4 +23,4 @@ using remote_device_handle = device_handle::extend<caf::reacts_to<remote_atom, w
 remote_device_handle spawn_remote_device(caf::actor_system& sys, int id, const std::string& route, std::uint64_t gen,
                                std::shared_ptr<remote_devices::impl> hub);
 
-}  // namespace dynapar::actors
+}  // namespace dynapar::actors::remote

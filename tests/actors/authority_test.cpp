@@ -17,7 +17,7 @@ TEST_CASE("a node cannot answer, report lost or retire for a device it does not 
   caf::actor_system sys{cfg};
   auto m = model::make_model("mlp", 1);
   REQUIRE(m);
-  auto hub = actors::remote_devices::start(sys, *m, mlp_job({0, 1}));
+  auto hub = actors::remote::remote_devices::start(sys, *m, mlp_job({0, 1}));
   REQUIRE(hub);
   zmq::context_t ctx{1};
   raw_node a(ctx, (*hub)->endpoint(), "node-a"), b(ctx, (*hub)->endpoint(), "node-b");

@@ -9,8 +9,8 @@
 #include "actors/remote/mesh.hpp"
 
 using namespace dynapar;
-using actors::mesh_config;
-using actors::node_mesh;
+using actors::remote::mesh_config;
+using actors::remote::node_mesh;
 
 namespace {
 

@@ -26,8 +26,8 @@ namespace remote = dynapar::actors::remote;
 namespace {
 
 // A node of the controller at `ep` hosting device `id`, waiting `timeout_s` for its welcome.
-actors::node_config node_of(const std::string& ep, int id, double timeout_s) {
-  actors::node_config n;
+actors::remote::node_config node_of(const std::string& ep, int id, double timeout_s) {
+  actors::remote::node_config n;
   n.controller = ep;
   n.connect_timeout_s = timeout_s;
   planner::device_spec dev;
@@ -47,23 +47,23 @@ TEST_CASE("the controller refuses unknown devices, another protocol version and 
   auto rc = mlp_job({0, 1});
 
   rc.bind = "tcp://0.0.0.0:0";
-  auto open = actors::remote_devices::start(sys, *m, rc);
+  auto open = actors::remote::remote_devices::start(sys, *m, rc);
   REQUIRE_FALSE(open);
   CHECK(open.err().message.find("--allow-remote") != std::string::npos);
 
   rc.bind = "tcp://127.0.0.1:0";
-  auto hub = actors::remote_devices::start(sys, *m, rc);
+  auto hub = actors::remote::remote_devices::start(sys, *m, rc);
   REQUIRE(hub);
   const auto ep = (*hub)->endpoint();
 
   auto n = node_of(ep, 7, 5);
   std::atomic<bool> leave{false};
-  auto r = actors::run_node(n, leave);
+  auto r = actors::remote::run_node(n, leave);
   REQUIRE_FALSE(r);
   CHECK(r.err().code == "refused");
   CHECK(r.err().message.find("device 7 is not in the job") != std::string::npos);
 
-  auto l = actors::request_leave({ep, 5, false, std::nullopt}, {5});
+  auto l = actors::remote::request_leave({ep, 5, false, std::nullopt}, {5});
   REQUIRE_FALSE(l);
   CHECK(l.err().message.find("device 5 is not in the run") != std::string::npos);
   CHECK((*hub)->present_ids().empty());
@@ -104,7 +104,7 @@ TEST_CASE("a node gets sample ids only once its heartbeat proves the controller'
   auto rc = mlp_job({0});
   rc.data.kind = "synthetic", rc.data.synthetic_samples = 64, rc.data.seed = 4;
   rc.data_hash = data::fingerprint(d);
-  auto hub = actors::remote_devices::start(sys, *m, rc);
+  auto hub = actors::remote::remote_devices::start(sys, *m, rc);
   REQUIRE(hub);
 
   zmq::context_t ctx{1};
@@ -151,7 +151,7 @@ TEST_CASE("a node gets sample ids only once its heartbeat proves the controller'
 TEST_CASE("a node gives up on a controller that does not answer", "[remote]") {
   auto n = node_of("tcp://127.0.0.1:9", 0, 0.5);  // discard: nothing answers there
   std::atomic<bool> leave{false};
-  auto r = actors::run_node(n, leave);
+  auto r = actors::remote::run_node(n, leave);
   REQUIRE_FALSE(r);
   CHECK(r.err().code == "unreachable");
   CHECK(r.err().message.find("tcp://127.0.0.1:9") != std::string::npos);
@@ -175,27 +175,27 @@ TEST_CASE("a controller serving CURVE admits listed keys only, and only operator
 
   rc.bind = "tcp://0.0.0.0:0";
   rc.allow_remote = true;
-  auto open = actors::remote_devices::start(sys, *m, rc);
+  auto open = actors::remote::remote_devices::start(sys, *m, rc);
   REQUIRE_FALSE(open);
   CHECK(open.err().message.find("dynapar keygen") != std::string::npos);
 
   rc.bind = "tcp://127.0.0.1:0";
   rc.allow_remote = false;
   rc.keys = comm::server_keys{ctl, {node.pub, op.pub}};
-  auto hub = actors::remote_devices::start(sys, *m, rc);
+  auto hub = actors::remote::remote_devices::start(sys, *m, rc);
   REQUIRE(hub);
   const auto ep = (*hub)->endpoint();
 
   auto n = node_of(ep, 0, 10);
   std::atomic<bool> leave{false};
   n.keys = comm::client_keys{stranger, ctl.pub.key};
-  auto r = actors::run_node(n, leave);
+  auto r = actors::remote::run_node(n, leave);
   REQUIRE_FALSE(r);
   CHECK(r.err().code == "auth");
   CHECK(r.err().message.find("refused this key") != std::string::npos);
 
   n.keys = comm::client_keys{node, make("controller", comm::key_role::controller).pub.key};  // pins another controller
-  r = actors::run_node(n, leave);
+  r = actors::remote::run_node(n, leave);
   REQUIRE_FALSE(r);
   CHECK(r.err().code == "auth");
   CHECK((*hub)->present_ids().empty());
@@ -204,18 +204,18 @@ TEST_CASE("a controller serving CURVE admits listed keys only, and only operator
   wire::fault_command kill;
   kill.kind = wire::fault_kind::kill;
   kill.device = 1;
-  auto as_node = actors::request_fault({ep, 5, false, comm::client_keys{node, ctl.pub.key}}, kill);
+  auto as_node = actors::remote::request_fault({ep, 5, false, comm::client_keys{node, ctl.pub.key}}, kill);
   REQUIRE_FALSE(as_node);
   CHECK(as_node.err().message.find("needs an operator key") != std::string::npos);
-  auto plain = actors::request_fault({ep, 5, false, std::nullopt}, kill);
+  auto plain = actors::remote::request_fault({ep, 5, false, std::nullopt}, kill);
   REQUIRE_FALSE(plain);
   CHECK(plain.err().code == "auth");
   CHECK((*hub)->injected().empty());
   // An operator's key gets through to the controller's own checks.
-  auto as_operator = actors::request_fault({ep, 5, false, comm::client_keys{op, ctl.pub.key}}, kill);
+  auto as_operator = actors::remote::request_fault({ep, 5, false, comm::client_keys{op, ctl.pub.key}}, kill);
   REQUIRE_FALSE(as_operator);
   CHECK(as_operator.err().message.find("device 1 is not in the run") != std::string::npos);
-  auto l = actors::request_leave({ep, 5, false, comm::client_keys{op, ctl.pub.key}}, {5});
+  auto l = actors::remote::request_leave({ep, 5, false, comm::client_keys{op, ctl.pub.key}}, {5});
   REQUIRE_FALSE(l);
   CHECK(l.err().message.find("device 5 is not in the run") != std::string::npos);
   (*hub)->stop();
@@ -228,10 +228,10 @@ TEST_CASE("a node loads a TorchScript model only if its bytes hash to the contro
   const std::string original = std::string(DYNAPAR_SOURCE_DIR) + "/examples/models/tiny_cnn.pt";
   auto m = model::make_model(original, 1);
   REQUIRE(m);
-  actors::remote_config rc;
+  actors::remote::remote_config rc;
   rc.model = original;
   rc.devices = {0};
-  auto hub = actors::remote_devices::start(sys, *m, rc);
+  auto hub = actors::remote::remote_devices::start(sys, *m, rc);
   REQUIRE(hub);
 
   namespace fs = std::filesystem;
@@ -244,7 +244,7 @@ TEST_CASE("a node loads a TorchScript model only if its bytes hash to the contro
   auto n = node_of((*hub)->endpoint(), 0, 10);
   n.model_dir = dir.string();
   std::atomic<bool> leave{false};
-  auto r = actors::run_node(n, leave);
+  auto r = actors::remote::run_node(n, leave);
   REQUIRE_FALSE(r);
   CHECK(r.err().code == "refused_model");
   CHECK(r.err().message.find("tiny_cnn.pt hashes to") != std::string::npos);
@@ -253,10 +253,10 @@ TEST_CASE("a node loads a TorchScript model only if its bytes hash to the contro
   // serves until the controller retires its device.
   fs::copy_file(original, dir / "tiny_cnn.pt", fs::copy_options::overwrite_existing);
   (*hub)->stop();
-  hub = actors::remote_devices::start(sys, *m, rc);
+  hub = actors::remote::remote_devices::start(sys, *m, rc);
   REQUIRE(hub);
   n.controller = (*hub)->endpoint();
-  std::thread node([&] { r = actors::run_node(n, leave); });
+  std::thread node([&] { r = actors::remote::run_node(n, leave); });
   for (int i = 0; i < 500 && !(*hub)->hosted(0); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   CHECK((*hub)->hosted(0));
   (*hub)->stop();
@@ -275,12 +275,12 @@ TEST_CASE("a layer migrates from a device here to a device on a node through its
   auto m = model::make_model("mlp", 1);
   REQUIRE(m);
   auto rc = mlp_job({0, 1});
-  auto hub = actors::remote_devices::start(sys, *m, rc);
+  auto hub = actors::remote::remote_devices::start(sys, *m, rc);
   REQUIRE(hub);
   auto n = node_of((*hub)->endpoint(), 1, 10);
   std::atomic<bool> leave{false};
   bool served = false;
-  std::thread node([&] { served = static_cast<bool>(actors::run_node(n, leave)); });
+  std::thread node([&] { served = static_cast<bool>(actors::remote::run_node(n, leave)); });
   for (int i = 0; i < 500 && !(*hub)->hosted(1); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   REQUIRE((*hub)->hosted(1));
 
@@ -325,13 +325,13 @@ TEST_CASE("a slow, flooding or oversized peer does not stall the controller", "[
   REQUIRE(m);
   auto rc = mlp_job({0});
   rc.max_frame_bytes = 1 << 20;
-  auto hub = actors::remote_devices::start(sys, *m, rc);
+  auto hub = actors::remote::remote_devices::start(sys, *m, rc);
   REQUIRE(hub);
   const auto ep = (*hub)->endpoint();
   const int port = std::stoi(ep.substr(ep.rfind(':') + 1));
   // The controller still answers, within a second.
   auto answers = [&] {
-    auto l = actors::request_leave({ep, 1.0, false, std::nullopt}, {5});
+    auto l = actors::remote::request_leave({ep, 1.0, false, std::nullopt}, {5});
     return !l && l.err().message.find("device 5 is not in the run") != std::string::npos;
   };
 

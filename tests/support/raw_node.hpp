@@ -15,8 +15,8 @@
 #include "wire/codec.hpp"
 
 // A controller's settings for the built-in mlp over these devices.
-inline dynapar::actors::remote_config mlp_job(std::set<int> devices) {
-  dynapar::actors::remote_config rc;
+inline dynapar::actors::remote::remote_config mlp_job(std::set<int> devices) {
+  dynapar::actors::remote::remote_config rc;
   rc.model = "mlp";
   rc.devices = std::move(devices);
   return rc;

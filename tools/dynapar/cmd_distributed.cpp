@@ -140,7 +140,7 @@ result<training::train_outcome> train_remote(training::prepared_job& p, const tr
   cfg.set("scheduler.max-threads", static_cast<std::size_t>(2));
   cfg.set("scheduler.policy", caf::atom("sharing"));
   caf::actor_system sys{cfg};
-  actors::remote_config rc;
+  actors::remote::remote_config rc;
   rc.bind = o.bind;
   rc.allow_remote = o.allow_remote;
   rc.keys = o.server;
@@ -159,7 +159,7 @@ result<training::train_outcome> train_remote(training::prepared_job& p, const tr
   if (o.local_nodes > 0 && !p.job.cluster.places.empty())
     return make_error("bad_flag", "--local starts CPU nodes, but job '" + p.job.name +
                                       "' places devices on GPUs: start those nodes with `dynapar node --place cuda:N`");
-  auto remote = actors::remote_devices::start(sys, p.model, rc);
+  auto remote = actors::remote::remote_devices::start(sys, p.model, rc);
   if (!remote) return remote.err();
   log->info("listening on {}", (*remote)->endpoint());
   if (!o.address_file.empty()) {
@@ -262,7 +262,7 @@ void leave_on_signals() {
 }
 
 struct node_options {
-  actors::node_config node;
+  actors::remote::node_config node;
   std::vector<std::string> devices;
   bool leave = false;
   std::string keys, key_name;
@@ -316,7 +316,7 @@ int node_main(node_options o) {
   if (o.leave) {
     std::vector<int> ids;
     for (const auto& d : *devs) ids.push_back(d.id);
-    if (auto st = actors::request_leave({o.node.controller, o.node.connect_timeout_s, o.node.allow_remote, o.node.keys}, ids); !st)
+    if (auto st = actors::remote::request_leave({o.node.controller, o.node.connect_timeout_s, o.node.allow_remote, o.node.keys}, ids); !st)
       return report(st.err());
     std::cout << "leave accepted: the devices leave after the current step\n";
     return exit_ok;
@@ -325,7 +325,7 @@ int node_main(node_options o) {
   if (auto st = model::check_place(o.node.place); !st) return report(st.err());
   model::set_threads(1);
   leave_on_signals();
-  auto r = actors::run_node(o.node, leave_requested);
+  auto r = actors::remote::run_node(o.node, leave_requested);
   if (!r) return report(r.err());
   return exit_ok;
 }
@@ -381,9 +381,9 @@ int inject_main(const inject_options& o) {
   f.duration_steps = o.steps;
   f.peer = o.peer;
   f.duration_s = o.seconds;
-  actors::control_client c{o.controller, o.timeout_s, o.allow_remote, std::nullopt};
+  actors::remote::control_client c{o.controller, o.timeout_s, o.allow_remote, std::nullopt};
   if (auto st = load_keys(o.keys, o.key_name, {"operator"}, c.keys); !st) return report(st.err());
-  if (auto st = actors::request_fault(c, f); !st) {
+  if (auto st = actors::remote::request_fault(c, f); !st) {
     auto e = st.err();
     if (e.code == "bad_field") e.code = "bad_fault";
     return report(e);

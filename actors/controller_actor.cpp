@@ -16,32 +16,14 @@ struct controller_state {
   static inline const char* name = "controller";
 };
 
-control::controller_config core_config(const training::controller_config& cfg) {
-  control::controller_config c;
-  c.profile = cfg.profile;
-  c.cluster = cfg.cluster;
-  for (auto& d : c.cluster.devices) {
-    d.speed = 1;  // unknown until the device joins with its benchmark
-    d.available = false;
-  }
-  c.planner = cfg.planner;
-  c.planner.slot_steps = std::max(1, cfg.replan_every);
-  c.budget = cfg.budget;
-  c.smoothing = cfg.smoothing;
-  c.hysteresis = cfg.hysteresis;
-  c.regret = cfg.regret;
-  c.plan_lifetime_steps = cfg.plan_lifetime_slots * cfg.replan_every;
-  return c;
-}
-
 controller_actor::behavior_type controller(controller_actor::stateful_pointer<controller_state> self,
-                                           const training::controller_config& cfg) {
+                                           const training::control_settings& cfg) {
   std::shared_ptr<planner::policy> policy = cfg.custom;
   if (!policy) {
     if (auto p = planner::make_policy(cfg.policy)) policy = std::move(*p);
     else self->state.error = "unknown policy '" + cfg.policy + "'";
   }
-  self->state.core = std::make_unique<control::controller>(core_config(cfg), std::move(policy));
+  self->state.core = std::make_unique<control::controller>(control::paced(cfg.core, {cfg.replan_every, cfg.plan_lifetime_slots, true}), std::move(policy));
   if (cfg.restore) self->state.core->restore(*cfg.restore);
   return {
       [=](snapshot_atom) { return self->state.core->snapshot(); },
@@ -63,6 +45,6 @@ controller_actor::behavior_type controller(controller_actor::stateful_pointer<co
 
 }  // namespace
 
-controller_actor spawn_controller(caf::actor_system& sys, const training::controller_config& cfg) { return sys.spawn(controller, cfg); }
+controller_actor spawn_controller(caf::actor_system& sys, const training::control_settings& cfg) { return sys.spawn(controller, cfg); }
 
 }  // namespace dynapar::actors

@@ -18,6 +18,6 @@ using controller_actor = caf::typed_actor<caf::reacts_to<join_atom, int, double>
                                           caf::replies_to<plan_atom, std::int64_t>::with<control::decision>,
                                           caf::replies_to<snapshot_atom>::with<control::controller_snapshot>>;
 
-controller_actor spawn_controller(caf::actor_system& sys, const training::controller_config& cfg);
+controller_actor spawn_controller(caf::actor_system& sys, const training::control_settings& cfg);
 
 }  // namespace dynapar::actors

@@ -104,7 +104,7 @@ class driver {
   // says little about a GPU against a CPU).
   double announced_speed(int id, double probe_s) const {
     if (!s_.places.empty() && s_.controller)
-      for (const auto& d : s_.controller->cluster.devices)
+      for (const auto& d : s_.controller->core.cluster.devices)
         if (d.id == id) return d.speed;
     return bench_ref_s_ / probe_s;
   }
@@ -154,7 +154,7 @@ class driver {
   void await_pipelines(step::attempt& at, reduction_work& work, const std::vector<int>& samples, std::int64_t t,
                        clock::time_point started, clock::time_point deadline);
   void emulate_sums(const step::attempt& at, clock::time_point started, training::step_record& rec);
-  status apply_step(reduction_work& work, std::int64_t t, clock::time_point started, clock::time_point deadline,
+  status apply_step(step::attempt& at, reduction_work& work, std::int64_t t, clock::time_point started, clock::time_point deadline,
                     training::step_record& rec);
   status run_step(std::int64_t t, const std::vector<int>& samples, training::step_record& rec, control::measurement& measure);
   status check_replicas(std::int64_t t);
@@ -230,10 +230,11 @@ class driver {
   std::int64_t first_slot_ = 0;                   // of this run (a resumed run starts late)
   // Faults (docs/RELIABILITY.md). Each attempt at a step has its own tag, so that messages of
   // an abandoned attempt are never taken for the re-run's.
+  // The last attempt stays until the next begins: recover() reads whether it committed and
+  // which holders confirmed its apply phase.
   struct {
     std::int64_t tag = 0;
-    bool committed = false;                       // the attempt in flight reached its apply phase
-    control::apply_confirmations confirmed;       // its apply phase, as the holders confirmed it
+    std::optional<step::attempt> last;
   } attempt_;
   std::int64_t comm_generation_ = 0;              // reduce_task::generation: moves on with plans and failures
   bool force_replan_ = false;

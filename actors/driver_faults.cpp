@@ -38,7 +38,8 @@ std::map<int, double> driver::probe_all(const std::vector<int>& ids, std::chrono
 // Holders under the plan in force, still in the run, that have not confirmed this attempt's
 // apply phase.
 std::set<int> driver::unconfirmed() const {
-  return attempt_.confirmed.missing(holders_, [&](int id) { return actors_.devices.count(id) && !members_.wiped(id); });
+  if (!attempt_.last) return {};
+  return attempt_.last->unconfirmed(holders_, [&](int id) { return actors_.devices.count(id) && !members_.wiped(id); });
 }
 
 // Messages of abandoned attempts still on their way to the driver.
@@ -67,7 +68,7 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
     // after it, so they are here by now. A survivor that did not confirm (its apply failed)
     // may be a step behind: it counts as lost, and its layers come from replicas or the cut.
     for (bool more = true; more;)
-      self_->receive([&](const applied& a) { attempt_.confirmed.confirm(a.device, a.step, a.layer); },
+      self_->receive([&](const applied& a) { attempt_.last->applied(a.device, a.step, a.layer); },
                      caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
     for (int id : unconfirmed())
       if (lost.insert(id).second) logging::get("train")->warn("step {}: device {} did not confirm applying the step", t, id);

@@ -35,7 +35,7 @@ sim::scenario default_emulation(const training::train_settings& s, const cluster
   for (const auto& [t, p] : s.replans) add(p);
   for (const auto& [id, actor] : a.devices) ids.insert(id);
   if (s.controller)
-    for (const auto& d : s.controller->cluster.devices) ids.insert(d.id);
+    for (const auto& d : s.controller->core.cluster.devices) ids.insert(d.id);
   for (int id : ids) {
     planner::device_spec d;
     d.id = id;
@@ -161,7 +161,7 @@ result<training::train_outcome> driver::run() {
     const auto samples = sampler.step_samples(t);
     control::measurement measure;
     if (auto st = run_step(t, samples, rec, measure); !st) {
-      if (auto r = recover(t, attempt_.committed, st.err(), ledger, sampler); !r) return r.err();
+      if (auto r = recover(t, attempt_.last && attempt_.last->committed(), st.err(), ledger, sampler); !r) return r.err();
       --t;
       continue;
     }

@@ -94,7 +94,7 @@ void driver::await_pipelines(step::attempt& at, reduction_work& work, const std:
         },
         [&](device_gradients& g) { work.on(g); },
         [&](const sum_held& h) {
-          if (h.step == attempt_.tag) out_.sum_received_bytes[h.device] += static_cast<double>(h.bytes_in);
+          if (h.step == attempt_.tag) at.sum_held(h.device, static_cast<double>(h.bytes_in));
           work.on(h);
         },
         [&](caf::error& e) { failure_ = text(e); },
@@ -118,18 +118,17 @@ void driver::emulate_sums(const step::attempt& at, clock::time_point started, tr
 
 // After the sums, every holder's optimizer step (at its emulated speed). From here every live
 // holder applies this step: a failure now leaves the survivors one step further (recover()
-// knows, from attempt_.committed).
-status driver::apply_step(reduction_work& work, std::int64_t t, clock::time_point started, clock::time_point deadline,
-                          training::step_record& rec) {
+// knows, from the attempt's commit).
+status driver::apply_step(step::attempt& at, reduction_work& work, std::int64_t t, clock::time_point started,
+                          clock::time_point deadline, training::step_record& rec) {
   auto scale = clip_factor(work, m_, s_.optimizer.clip_grad_norm);
   if (!scale) return make_error(scale.err().code, "step " + std::to_string(t) + ", " + scale.err().message);
   const auto update_started = clock::now();
-  attempt_.committed = true;
-  attempt_.confirmed.begin(attempt_.tag, work.buckets());
+  at.commit(work.buckets());
   const int acks = work.apply(static_cast<double>(s_.batch), *scale);
   auto on_down = [&](caf::down_msg& d) { note_down(d); };
   for (int k = 0; k < acks && failure_.empty();)
-    self_->receive(on_down, [&](const applied& a) { k += attempt_.confirmed.confirm(a.device, a.step, a.layer); },
+    self_->receive(on_down, [&](const applied& a) { k += at.applied(a.device, a.step, a.layer); },
                    [&](caf::error& e) { failure_ = text(e); }, caf::after(slice(deadline)) >> [&] { tick(started, deadline, "applying gradients"); });
   if (auto st = check("step " + std::to_string(t)); !st) return st;
   // The ledger counts what the devices confirmed: every holder of every layer.
@@ -141,13 +140,14 @@ status driver::apply_step(reduction_work& work, std::int64_t t, clock::time_poin
 }
 
 status driver::run_step(std::int64_t t, const std::vector<int>& samples, training::step_record& rec, control::measurement& measure) {
+  attempt_.last.reset();
   ++attempt_.tag;
-  attempt_.committed = false;
   // The step's layout (step/layout.hpp) and its attempt, pumped here; over node processes too
   // (a probe's interim reports and its rest's task are on the wire since protocol 21).
   const step::layout_options lo{dispatches_, s_.dispatch_probe, s_.exact};
   const double fwd_ratio = lo.dispatch ? work_over_fwd(s_.profile) : 3;  // read only by a dispatch
-  step::attempt at(*current_, step::make_layout(*current_, s_.batch, lo), paces_, {fwd_ratio, s_.overlap_sums});
+  auto& at = attempt_.last.emplace(attempt_.tag, *current_, step::make_layout(*current_, s_.batch, lo), paces_,
+                                   step::attempt_options{fwd_ratio, s_.overlap_sums});
   // The step's clock starts before its first task goes out: a device's pace is judged by the
   // time since its own task went out, which on a busy machine may be well after.
   const auto started = clock::now(), deadline = started + step_deadline();
@@ -163,6 +163,7 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
   const double clip = s_.optimizer.clip_grad_norm;
   auto work = reduction_->start({attempt_.tag, at.shape().micro_batches, &holders_, comm_generation_, clip > 0 ? static_cast<double>(s_.batch) : 0.0});
   await_pipelines(at, *work, samples, t, started, deadline);
+  for (const auto& [id, bytes] : at.sum_bytes()) out_.sum_received_bytes[id] += bytes;  // a failed attempt's too
   if (auto st = check("step " + std::to_string(t)); !st) return st;
   auto m = at.measure();
   measure.stages = std::move(m.stages);
@@ -170,9 +171,10 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
   for (const auto& st : at.stage_times()) rec.stages.push_back({st.device, st.compute_s, st.wait_s, st.messages, st.samples});
   at.teach(paces_);
   if (auto st = work->finish(); !st) return make_error(st.err().code, "step " + std::to_string(t) + ", " + st.err().message);
+  if (!at.may_commit(work->done())) return make_error("sums", "step " + std::to_string(t) + ": the sums did not all arrive");
   rec.pipeline_s = std::max(rec.pipeline_s, at.pipeline_s());
   emulate_sums(at, started, rec);
-  if (auto st = apply_step(*work, t, started, deadline, rec); !st) return st;
+  if (auto st = apply_step(at, *work, t, started, deadline, rec); !st) return st;
   rec.loss = at.loss_sum() / s_.batch;
   rec.lr = lr_at(s_.optimizer.schedule, s_.optimizer.lr, t);
   return ok_status();

@@ -78,13 +78,13 @@ int main() {
   }
   cluster.traces.push_back({0, {{3, 1.0 / 6}}, {}, {}});
 
-  training::controller_config cc;
+  training::control_settings cc;
   cc.custom = std::make_shared<fastest_pair>();
-  cc.profile = *profile;
-  cc.cluster = cluster.cluster;
-  cc.planner.batch = 64;
-  cc.planner.micro_batch = 16;
-  cc.planner.share_quantum = 16;
+  cc.core.profile = *profile;
+  cc.core.cluster = cluster.cluster;
+  cc.core.planner.batch = 64;
+  cc.core.planner.micro_batch = 16;
+  cc.core.planner.share_quantum = 16;
 
   // The cluster, spawned from code in this actor system.
   actors::cluster_actors cluster_actors;

@@ -10,6 +10,18 @@
 
 namespace dynapar::control {
 
+controller_config paced(controller_config c, const pacing& p) {
+  const int steps = std::max(1, p.slot_steps);
+  c.planner.slot_steps = steps;
+  c.plan_lifetime_steps = p.plan_lifetime_slots * steps;
+  if (p.joins)
+    for (auto& d : c.cluster.devices) {
+      d.speed = 1;  // unknown until the device joins with its benchmark
+      d.available = false;
+    }
+  return c;
+}
+
 controller::controller(controller_config cfg, std::shared_ptr<planner::policy> policy)
     : cfg_(std::move(cfg)),
       policy_(std::move(policy)),

@@ -44,6 +44,18 @@ struct controller_config {
   bool explain = true;             // fill decision::reason (the simulator does not need it)
 };
 
+// The one rule from a run's own units to the controller's: a run's slot is `slot_steps`
+// steps (a job's replan_every; the simulator's slot is one step), and a new plan is expected
+// to stand `plan_lifetime_slots` slots. With `joins`, every device is unknown (unavailable,
+// speed 1) until it joins with its benchmark, as a training job's devices are. Used by the
+// controller actor and the simulator alike.
+struct pacing {
+  int slot_steps = 1;
+  double plan_lifetime_slots = 2;
+  bool joins = false;
+};
+controller_config paced(controller_config c, const pacing& p);
+
 struct decision {
   planner::plan plan;
   std::string reason;              // events seen and the planner's explanation

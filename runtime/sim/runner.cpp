@@ -93,8 +93,8 @@ result<run_result> run_policy(const scenario& s, const std::string& policy_name,
   cc.budget.horizon_slots = s.slots;  // a scenario's length is known: pace the budget over it
   cc.smoothing = s.estimate_smoothing;
   cc.hysteresis = s.hysteresis;
-  cc.plan_lifetime_steps = s.plan_lifetime_slots;  // a simulated slot is one step
   cc.explain = false;
+  cc = control::paced(std::move(cc), {1, s.plan_lifetime_slots, false});  // a simulated slot is one step
   control::controller ctl(cc, std::move(*pol));
   rng noise(s.seed * 0x9e3779b97f4a7c15ULL + 17);
   run_result out;

@@ -1,11 +1,12 @@
 #include "step/attempt.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace dynapar::step {
 
-attempt::attempt(const planner::plan& p, layout l, const schedule::pace_noise& paces, attempt_options o)
-    : p_(p), l_(std::move(l)), o_(o), trust_(paces.trust()), progress_(p.groups.size()), rest_(p.groups.size(), -1) {
+attempt::attempt(std::int64_t tag, planner::plan p, layout l, const schedule::pace_noise& paces, attempt_options o)
+    : tag_(tag), p_(std::move(p)), l_(std::move(l)), o_(o), trust_(paces.trust()), progress_(p_.groups.size()), rest_(p_.groups.size(), -1) {
   for (std::size_t g = 0; g < p_.groups.size(); ++g) {
     const auto& gp = p_.groups[g];
     devices_ += gp.devices.size();
@@ -109,6 +110,19 @@ void attempt::teach(schedule::pace_noise& paces) const {
   for (const auto& st : stages_)
     if (const int g = taker(st.device); g >= 0 && rest_[g] > 0 && st.compute_s > progress_[g].compute_s)
       paces.observe(st.device, progress_[g].compute_s / l_.probe[g], (st.compute_s - progress_[g].compute_s) / rest_[g]);
+}
+
+void attempt::sum_held(int device, double bytes_in) { sum_bytes_[device] += bytes_in; }
+
+void attempt::commit(std::map<int, std::vector<int>> buckets) {
+  committed_ = true;
+  confirmed_.begin(tag_, std::move(buckets));
+}
+
+bool attempt::applied(int device, std::int64_t tag, int layer) { return committed_ && confirmed_.confirm(device, tag, layer); }
+
+std::set<int> attempt::unconfirmed(const std::map<int, std::vector<int>>& holders, const std::function<bool(int)>& in_run) const {
+  return confirmed_.missing(holders, in_run);
 }
 
 }  // namespace dynapar::step

@@ -1,15 +1,21 @@
-// One attempt at a step's pipelines as a pure state machine: the events the driver hears
-// (a probe's progress, a stage's end, a group's end) go in with their times, and what to do
-// comes out (the rests' tasks to send, the devices whose sums may start). What the attempt ran
-// is then read once: the controller's measurement, the step record's stages, and what the
-// probes foretold (schedule::pace_noise). No actors, no clock: the driver pumps it
-// (actors/driver_step.cpp) and the tests feed it synthetic times.
+// One attempt at a step as a pure state machine: the events the driver hears (a probe's
+// progress, a stage's end, a group's end, a holder's sum held, a holder's update applied) go
+// in with their times, and what to do comes out (the rests' tasks to send, the devices whose
+// sums may start, whether the apply phase may begin, which holders have not confirmed it).
+// What the attempt ran is then read once: the controller's measurement, the step record's
+// stages, and what the probes foretold (schedule::pace_noise). No actors, no clock: the
+// driver pumps it (actors/driver_step.cpp), keeps it until the next attempt (recovery reads
+// whether it committed and who confirmed), and the tests feed it synthetic times.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <map>
+#include <set>
 #include <vector>
 
+#include "control/confirmations.hpp"
 #include "control/measurement.hpp"
 #include "schedule/dispatch.hpp"
 #include "step/layout.hpp"
@@ -41,9 +47,9 @@ struct attempt_options {
 
 class attempt {
  public:
-  // Plan `p` (which must outlive the attempt) laid out as `l`; the probing devices' priors and
-  // the trust in probes from `paces`.
-  attempt(const planner::plan& p, layout l, const schedule::pace_noise& paces, attempt_options o);
+  // Attempt `tag` at plan `p` laid out as `l`; the probing devices' priors and the trust in
+  // probes from `paces`.
+  attempt(std::int64_t tag, planner::plan p, layout l, const schedule::pace_noise& paces, attempt_options o);
 
   const layout& shape() const { return l_; }
   // A task of group `g` went out, `now` seconds after the step started.
@@ -57,6 +63,23 @@ class attempt {
   // A group's end (its loss sum, its pipeline's time, its stages): the devices whose sums may
   // start now (without overlap, every reported one once the last group ended).
   std::vector<int> group_done(double loss_sum, double time_s, const std::vector<stage_result>& stages, double now);
+
+  // A holder's sums are held (`bytes_in` received from its peers for them).
+  void sum_held(int device, double bytes_in);
+  // The apply phase may begin: every pipeline ended and every sum is held (`sums_done`: the
+  // reduction's word), and the attempt has not committed yet.
+  bool may_commit(bool sums_done) const { return pipelines_done() && sums_done && !committed_; }
+  // The apply phase begins: from here every live holder applies this attempt, so a failure
+  // leaves the survivors one step further. `buckets`: layers summed and applied together.
+  void commit(std::map<int, std::vector<int>> buckets);
+  // A holder applied this attempt's sum to `layer` (and the rest of its bucket): false when it
+  // is another attempt's (`tag`) or repeats one already counted.
+  bool applied(int device, std::int64_t tag, int layer);
+  bool committed() const { return committed_; }
+  // Holders (layer -> devices) still in the run that have not confirmed the apply phase.
+  std::set<int> unconfirmed(const std::map<int, std::vector<int>>& holders, const std::function<bool(int)>& in_run) const;
+  std::int64_t tag() const { return tag_; }
+  const std::map<int, double>& sum_bytes() const { return sum_bytes_; }  // by holder, received
 
   bool pipelines_done() const { return groups_done_ == p_.groups.size(); }
   // Every stage of the plan has ended: every sum is under way.
@@ -77,7 +100,8 @@ class attempt {
   int taker(int device) const;  // the probing group of a device (-1: none)
   int ran(int device) const;    // the samples it ran: its probe and rest, or its group's share
 
-  const planner::plan& p_;
+  std::int64_t tag_;
+  planner::plan p_;
   layout l_;
   attempt_options o_;
   double trust_ = 1;
@@ -88,6 +112,9 @@ class attempt {
   std::size_t groups_done_ = 0;
   double loss_sum_ = 0, pipeline_s_ = 0, pipelines_s_ = 0;
   std::vector<stage_result> stages_;             // in the order the groups reported
+  std::map<int, double> sum_bytes_;
+  bool committed_ = false;
+  control::apply_confirmations confirmed_;
 };
 
 }  // namespace dynapar::step

@@ -21,7 +21,7 @@ result<std::vector<policy_run>> compare_policies(const train_settings& s, const 
     auto other = s;
     other.steps = n;
     other.controller->policy = name;
-    other.controller->budget.horizon_slots = static_cast<int>((n + s.slot_steps - 1) / s.slot_steps);
+    other.controller->core.budget.horizon_slots = static_cast<int>((n + s.slot_steps - 1) / s.slot_steps);
     other.resume.reset();
     other.controller->restore.reset();
     logging::get("train")->info("side by side: {} trains steps 0-{} on the same devices", name, n - 1);

@@ -147,17 +147,23 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, co
     if (!pl) return pl.err();
     s.plan = *pl;
   } else {
-    s.controller = controller_config{job.policy,           nullptr,          p.profile,        p.cluster,
-                                             job.cluster.planner, job.cluster.budget, job.replan_every, 0.1, std::nullopt};
+    s.controller = control_settings{};
+    s.controller->policy = job.policy;
+    s.controller->replan_every = job.replan_every;
+    auto& core = s.controller->core;
+    core.profile = p.profile;
+    core.cluster = p.cluster;
+    core.planner = job.cluster.planner;
+    core.budget = job.cluster.budget;
+    core.hysteresis = job.hysteresis;
+    core.regret = job.regret;
   }
   s.batch = job.cluster.planner.batch;
   const data::global_sampler sampler(p.train_set.size(), s.batch, job.seed);
   s.steps = steps > 0 ? steps : job.steps > 0 ? job.steps : static_cast<std::int64_t>(job.epochs * sampler.steps_per_epoch());
   // The run's length is known: the controller paces the cost budget over its slots.
   if (s.controller) {
-    s.controller->hysteresis = job.hysteresis;
-    s.controller->regret = job.regret;
-    s.controller->budget.horizon_slots = static_cast<int>((s.steps + job.replan_every - 1) / job.replan_every);
+    s.controller->core.budget.horizon_slots = static_cast<int>((s.steps + job.replan_every - 1) / job.replan_every);
   }
   s.seed = job.seed;
   s.optimizer = opt;

@@ -22,29 +22,21 @@ namespace dynapar::training {
 
 // Online re-planning: a controller actor learns speeds and link bandwidths from the step
 // reports and decides the plan every `replan_every` steps and whenever a device joins or
-// leaves.
-struct controller_config {
+// leaves. What it decides with is `core` (control::controller_config), paced by
+// control::paced from this job's slots; the rest says which policy and where to start from.
+struct control_settings {
   std::string policy = "joint_lyapunov";      // any planner policy by name
   std::shared_ptr<planner::policy> custom;    // or the caller's own (then `policy` is unused)
-  planner::model_profile profile;             // measured at start
-  // Every device that may take part: ids, memory, prices, nodes. Speeds are not read: a
-  // device joins with the speed its benchmark measured (model::benchmark_work) and the
-  // estimates follow the step reports. All start unavailable until they join.
-  planner::cluster_state cluster;
-  planner::planner_config planner;
-  planner::budgets budget;                    // cost per step
   int replan_every = 10;                      // steps a slot
-  // Weight of each step's measurement in the speed and bandwidth estimates: small, because
-  // one step's times on a shared machine are noisy (~20 %); 0.1 averages about ten steps.
-  double smoothing = 0.1;
-  std::optional<control::controller_snapshot> restore;  // resuming: start from a checkpoint's state
-  // Hysteresis (planner/hysteresis.hpp): a new plan must gain more a step than the
-  // predictions' measured noise plus its migration spread over `plan_lifetime_slots` slots.
-  // Off for programs that build their settings themselves; job files turn it on by default
-  // (config::job, measured: docs/BENCHMARKS.md, "Hysteresis").
-  bool hysteresis = false;
+  // Hysteresis's horizon (control::controller_config::plan_lifetime_steps), in slots.
   double plan_lifetime_slots = 2;
-  bool regret = true;  // control::controller_config::regret
+  std::optional<control::controller_snapshot> restore;  // resuming: start from a checkpoint's state
+  // The profile (measured at start), every device that may take part (ids, memory, prices,
+  // nodes; speeds are not read: a device joins with the speed its benchmark measured, and all
+  // start unavailable until they join), the planner, the budgets and the estimates' knobs.
+  // Hysteresis is off here, for programs that build their settings themselves; job files
+  // turn it on by default (config::job, measured: docs/BENCHMARKS.md, "Hysteresis").
+  control::controller_config core;
 };
 
 // A consistent cut of the run after `step` steps: one copy of every layer with its optimizer
@@ -86,7 +78,7 @@ struct train_settings {
   // node processes). Off: its CPU time / speed.
   bool profile_timed = false;
   // With a controller, its plans replace `plan` and `replans`.
-  std::optional<controller_config> controller;
+  std::optional<control_settings> controller;
   // Every this many steps, a checkpoint goes to callbacks.on_checkpoint (0: never).
   int checkpoint_every = 0;
   // Resume from a checkpoint: steps [0, resume->step) count as applied; the layers are

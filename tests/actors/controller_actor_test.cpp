@@ -1,6 +1,6 @@
 // The controller actor is a relay: fed the same joins, reports and slots over messages, it
 // decides exactly what control::controller decides when called directly with the settings a
-// job's controller_config means (speeds unknown until joins, hysteresis lifetime in steps).
+// job's control_settings mean (speeds unknown until joins, slots and hysteresis lifetime in steps).
 #include <catch2/catch.hpp>
 
 #include "actors/controller_actor.hpp"
@@ -9,31 +9,32 @@
 using namespace dynapar;
 
 TEST_CASE("the controller actor decides what the controller state machine decides", "[actor]") {
-  training::controller_config cfg;
+  training::control_settings cfg;
   cfg.policy = "dp_balanced";
-  for (int l = 0; l < 4; ++l) cfg.profile.layers.push_back({"l", 1e-3, 2e-3, 0, 1e3, 1e5, 1e3});
+  for (int l = 0; l < 4; ++l) cfg.core.profile.layers.push_back({"l", 1e-3, 2e-3, 0, 1e3, 1e5, 1e3});
   for (int i = 0; i < 3; ++i) {
     planner::device_spec d;
     d.id = i;
     d.speed = 7;  // configured speeds are never read: joins announce them
     d.price_per_s = 1;
-    cfg.cluster.devices.push_back(d);
+    cfg.core.cluster.devices.push_back(d);
   }
-  cfg.planner.batch = 64;
-  cfg.budget.cost_per_slot = 2;
+  cfg.core.planner.batch = 64;
+  cfg.core.budget.cost_per_slot = 2;
   cfg.replan_every = 5;
-  cfg.hysteresis = true;
+  cfg.core.hysteresis = true;
   cfg.plan_lifetime_slots = 2;
 
   control::controller_config direct_cfg;
-  direct_cfg.profile = cfg.profile;
-  direct_cfg.cluster = cfg.cluster;
+  direct_cfg.profile = cfg.core.profile;
+  direct_cfg.cluster = cfg.core.cluster;
   for (auto& d : direct_cfg.cluster.devices) {
     d.speed = 1;
     d.available = false;
   }
-  direct_cfg.planner = cfg.planner;
-  direct_cfg.budget = cfg.budget;
+  direct_cfg.planner = cfg.core.planner;
+  direct_cfg.planner.slot_steps = 5;
+  direct_cfg.budget = cfg.core.budget;
   direct_cfg.hysteresis = true;
   direct_cfg.plan_lifetime_steps = 10;
   control::controller direct(direct_cfg, std::move(*planner::make_policy("dp_balanced")));

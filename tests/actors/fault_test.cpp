@@ -43,9 +43,9 @@ class pairs_policy final : public planner::policy {
 };
 
 training::train_settings job(const planner::model_profile& profile, int devices, std::vector<std::pair<int, int>> kills) {
-  training::controller_config cc;
+  training::control_settings cc;
   cc.custom = std::make_shared<pairs_policy>();
-  cc.profile = profile;
+  cc.core.profile = profile;
   sim::scenario e;
   for (int i = 0; i < devices; ++i) {
     planner::device_spec d;
@@ -55,10 +55,10 @@ training::train_settings job(const planner::model_profile& profile, int devices,
     e.cluster.devices.push_back(d);
   }
   for (auto [slot, device] : kills) e.events.push_back({slot, sim::event_kind::fail, device});
-  cc.cluster = e.cluster;
-  cc.planner.batch = 64;
-  cc.planner.micro_batch = 16;
-  cc.planner.share_quantum = 16;
+  cc.core.cluster = e.cluster;
+  cc.core.planner.batch = 64;
+  cc.core.planner.micro_batch = 16;
+  cc.core.planner.share_quantum = 16;
   cc.replan_every = 2;
   training::train_settings s;
   s.controller = cc;

@@ -354,24 +354,24 @@ TEST_CASE("the controller learns a device slowing down from measurements and re-
   auto m = model::make_model("cnn", 2);
   REQUIRE(m);
   const auto d = data::synthetic(1200, 6);
-  training::controller_config cc;
+  training::control_settings cc;
   cc.policy = "joint_greedy";
   auto profile = model::measure_profile(**m, 16, 2, {});
   REQUIRE(profile);
-  cc.profile = *profile;
+  cc.core.profile = *profile;
   for (int i = 0; i < 3; ++i) {
     planner::device_spec dev;
     dev.id = i;
     dev.memory_bytes = 4e9;
-    cc.cluster.devices.push_back(dev);
+    cc.core.cluster.devices.push_back(dev);
   }
   // 96 = 6 micro-batches: 32 each is the one best plan for three equal devices, so device 0
   // starts with work that a later plan can take away.
-  cc.planner.batch = 96;
-  cc.planner.micro_batch = 16;
-  cc.planner.share_quantum = 16;
+  cc.core.planner.batch = 96;
+  cc.core.planner.micro_batch = 16;
+  cc.core.planner.share_quantum = 16;
   cc.replan_every = 3;
-  cc.smoothing = 0.5;  // a short run: follow the measurements closely
+  cc.core.smoothing = 0.5;  // a short run: follow the measurements closely
   training::train_settings s;
   s.controller = cc;
   // Six slots: a loaded machine's noisy measurements may hold a change back a slot or two
@@ -410,9 +410,9 @@ namespace {
 // slot 2 device 3 (as fast as the fastest) joins, in slots 4 and 6 devices 1 and 0 leave.
 // Slots of two steps, re-planned by the controller every slot.
 training::train_settings dynamic_job(const planner::model_profile& profile) {
-  training::controller_config cc;
+  training::control_settings cc;
   cc.policy = "joint_lyapunov";
-  cc.profile = profile;
+  cc.core.profile = profile;
   auto e = emulate({0.5, 0.5, 0.25, 0.5});
   e.cluster.devices[3].available = false;
   e.events.push_back({2, sim::event_kind::join, 3});
@@ -420,12 +420,12 @@ training::train_settings dynamic_job(const planner::model_profile& profile) {
   e.events.push_back({6, sim::event_kind::leave, 0});
   e.traces.push_back({2, {{1, 1.0 / 3}}, {}, {}});
   for (auto& d : e.cluster.devices) d.memory_bytes = 4e9;
-  cc.cluster = e.cluster;
-  cc.planner.batch = 64;
-  cc.planner.micro_batch = 16;
-  cc.planner.share_quantum = 16;
+  cc.core.cluster = e.cluster;
+  cc.core.planner.batch = 64;
+  cc.core.planner.micro_batch = 16;
+  cc.core.planner.share_quantum = 16;
   cc.replan_every = 2;
-  cc.smoothing = 0.5;
+  cc.core.smoothing = 0.5;
   training::train_settings s;
   s.controller = cc;
   s.emulated = e;

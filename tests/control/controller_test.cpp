@@ -443,3 +443,21 @@ TEST_CASE("stages_of reads layers, samples and micro-batches off the plan", "[un
   CHECK(st[2].samples == 24);
   CHECK(st[2].micro_batches == 3);
 }
+
+TEST_CASE("paced turns a run's slots into the controller's steps", "[unit]") {
+  controller_config c = small_config();
+  c.cluster.devices[1].speed = 4;
+  const auto job = paced(c, {5, 2, true});  // a training job: slots of 5 steps, devices join
+  CHECK(job.planner.slot_steps == 5);
+  CHECK(job.plan_lifetime_steps == 10);  // 2 slots of 5 steps
+  for (const auto& d : job.cluster.devices) {
+    CHECK(d.speed == 1);  // unknown until the device joins with its benchmark
+    CHECK_FALSE(d.available);
+  }
+  const auto sim = paced(c, {1, 3, false});  // the simulator: a slot is a step, devices as announced
+  CHECK(sim.planner.slot_steps == 1);
+  CHECK(sim.plan_lifetime_steps == 3);
+  CHECK(sim.cluster.devices[1].speed == 4);
+  CHECK(sim.cluster.devices[1].available);
+  CHECK(paced(c, {0, 2, false}).planner.slot_steps == 1);  // no slot is shorter than a step
+}

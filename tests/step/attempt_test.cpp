@@ -22,7 +22,7 @@ planner::plan three_groups() {
 TEST_CASE("attempt: the first probe to end decides the rests, by the paces the probes showed", "[unit][step]") {
   const auto p = three_groups();
   schedule::pace_noise paces;
-  step::attempt at(p, step::make_layout(p, 32, {true, 1.0 / 3, false}), paces, {3, true});
+  step::attempt at(1, p, step::make_layout(p, 32, {true, 1.0 / 3, false}), paces, {3, true});
   for (const auto& s : at.shape().opening) at.sent(s.group, 0);
   // Probes of 4 samples. Device 1's first forward (4 samples) took 10 ms: 7.5 ms a sample for
   // forward and backward, so its probe ends at 30 ms. Device 0's probe ends at 12 ms: 3 ms a
@@ -88,7 +88,7 @@ TEST_CASE("attempt: the first probe to end decides the rests, by the paces the p
 TEST_CASE("attempt without overlap: the sums start once the last group ended, for every stage heard", "[unit][step]") {
   const auto p = three_groups();
   schedule::pace_noise paces;
-  step::attempt at(p, step::make_layout(p, 32, {}), paces, {3, false});
+  step::attempt at(1, p, step::make_layout(p, 32, {}), paces, {3, false});
   CHECK(at.shape().probe == std::vector<int>{0, 0, 0});
   CHECK(at.stage_done(0, 0.01).empty());
   CHECK(at.stage_done(2, 0.02).empty());
@@ -103,4 +103,35 @@ TEST_CASE("attempt without overlap: the sums start once the last group ended, fo
   CHECK(m.stages[0].micro_batches == 3);
   at.teach(paces);
   CHECK(paces.prior(0) == -1);  // no probe, nothing learnt
+}
+
+TEST_CASE("attempt's apply phase: it commits once the pipelines and sums are done, and counts each holder's confirmation", "[unit][step]") {
+  const auto p = three_groups();
+  schedule::pace_noise paces;
+  step::attempt at(7, p, step::make_layout(p, 32, {}), paces, {3, true});
+  at.sum_held(2, 100);
+  at.sum_held(2, 50);
+  at.sum_held(3, 10);
+  CHECK(at.sum_bytes() == std::map<int, double>{{2, 150}, {3, 10}});
+  CHECK_FALSE(at.may_commit(true));  // no pipeline has ended
+  at.group_done(1, 0.01, {{0, 0.01, 0, 0, {}}}, 0.01);
+  at.group_done(1, 0.02, {{1, 0.02, 0, 0, {}}}, 0.02);
+  at.group_done(1, 0.03, {{2, 0.02, 0, 0, {}}, {3, 0.03, 0, 0, {}}}, 0.03);
+  CHECK_FALSE(at.may_commit(false));  // a sum still under way
+  REQUIRE(at.may_commit(true));
+  CHECK_FALSE(at.applied(0, 7, 0));  // nothing counts before the commit
+  // Layers 0 and 1 held by devices 0, 1, 2 (layer 1 also by 3); 0 and 1 summed as one bucket.
+  const std::map<int, std::vector<int>> holders{{0, {0, 1, 2}}, {1, {0, 1, 3}}};
+  at.commit({{0, {0, 1}}});
+  CHECK(at.committed());
+  CHECK_FALSE(at.may_commit(true));  // once
+  const auto all = [](int) { return true; };
+  CHECK(at.unconfirmed(holders, all) == std::set<int>{0, 1, 2, 3});
+  CHECK(at.applied(0, 7, 0));        // the bucket: layers 0 and 1
+  CHECK_FALSE(at.applied(0, 7, 0));  // a repeat
+  CHECK_FALSE(at.applied(1, 6, 0));  // an earlier attempt's
+  CHECK(at.applied(1, 7, 0));
+  CHECK(at.applied(2, 7, 0));
+  CHECK(at.unconfirmed(holders, all) == std::set<int>{3});
+  CHECK(at.unconfirmed(holders, [](int id) { return id != 3; }).empty());  // 3 left the run
 }

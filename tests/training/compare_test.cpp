@@ -12,9 +12,9 @@ TEST_CASE("each policy's mean step time and cost over the same steps as this run
   train_settings s;
   s.steps = 100;
   s.slot_steps = 10;
-  s.controller = controller_config{};
+  s.controller = control_settings{};
   s.controller->policy = "joint_lyapunov";
-  s.controller->budget.horizon_slots = 10;
+  s.controller->core.budget.horizon_slots = 10;
   s.controller->restore = control::controller_snapshot{};
   // This run: 9 s of start-up, then 0.1 s a step.
   std::map<std::int64_t, double> ours;
@@ -47,7 +47,7 @@ TEST_CASE("each policy's mean step time and cost over the same steps as this run
   REQUIRE(seen.size() == 2);
   CHECK(seen[1].controller->policy == "dp_balanced");
   CHECK(seen[0].steps == 25);
-  CHECK(seen[0].controller->budget.horizon_slots == 3);
+  CHECK(seen[0].controller->core.budget.horizon_slots == 3);
   CHECK_FALSE(seen[0].controller->restore.has_value());
   CHECK_FALSE(seen[0].resume.has_value());
 

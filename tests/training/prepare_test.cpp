@@ -71,15 +71,15 @@ TEST_CASE("a job with a controller: its budget paced over the run's slots, hyste
   CHECK(s.controller->policy == "dp_even");
   CHECK(s.controller->replan_every == 4);
   CHECK(s.slot_steps == 4);
-  CHECK(s.controller->budget.cost_per_slot == 0.01);
-  CHECK(s.controller->budget.horizon_slots == 5);  // 18 steps in slots of 4: 4 whole and one part
-  CHECK_FALSE(s.controller->hysteresis);
-  CHECK(s.controller->cluster.devices.size() == 4);
+  CHECK(s.controller->core.budget.cost_per_slot == 0.01);
+  CHECK(s.controller->core.budget.horizon_slots == 5);  // 18 steps in slots of 4: 4 whole and one part
+  CHECK_FALSE(s.controller->core.hysteresis);
+  CHECK(s.controller->core.cluster.devices.size() == 4);
   // --steps overrides the length, and the horizon follows it.
   auto q = training::prepare_job(path, 41);
   REQUIRE(q);
   CHECK(q->settings.steps == 41);
-  CHECK(q->settings.controller->budget.horizon_slots == 11);
+  CHECK(q->settings.controller->core.budget.horizon_slots == 11);
   fs::remove(path);
 }
 

@@ -42,7 +42,7 @@ result<policy_run> run_policy(const training::prepared_job& p, const std::string
   training::train_settings s = p.settings;
   if (!s.controller) return make_error("bad_job", "bench runtime needs a job with a controller (replan_every > 0)");
   s.controller->policy = policy;
-  if (o.no_budget) s.controller->budget = {};
+  if (o.no_budget) s.controller->core.budget = {};
   s.controller->replan_every = o.replan_every;
   s.slot_steps = o.replan_every;
   s.steps = o.steps;
@@ -53,10 +53,10 @@ result<policy_run> run_policy(const training::prepared_job& p, const std::string
   // to the simulator. Profile-timed devices run at the job's profile in every run: the same
   // emulated hardware for all.
   if (!s.profile_timed && p.job.profile.empty()) {
-    const int micro = s.controller->planner.micro_batch > 0 ? s.controller->planner.micro_batch : 16;
+    const int micro = s.controller->core.planner.micro_batch > 0 ? s.controller->core.planner.micro_batch : 16;
     auto profile = model::measure_profile(*p.model, micro, 15, s.optimizer);
     if (!profile) return profile.err();
-    s.controller->profile = *profile;
+    s.controller->core.profile = *profile;
     s.profile = *profile;
   }
   // The simulator's view of the same run: the true emulated cluster slot by slot (the same
@@ -70,7 +70,7 @@ result<policy_run> run_policy(const training::prepared_job& p, const std::string
   cb.on_step = [&](const training::step_record& rec) {
     if (rec.step == 0) return;  // start-up: spawning, benchmarks, first deployment
     const auto& truth = world.at(static_cast<int>(rec.step / o.replan_every));
-    planner::problem prob(*s.profile, truth, s.controller->planner, s.controller->budget);
+    planner::problem prob(*s.profile, truth, s.controller->core.planner, s.controller->core.budget);
     auto it = plans.upper_bound(rec.step);
     const auto& plan = std::prev(it)->second;
     const planner::plan* previous = nullptr;

@@ -76,7 +76,7 @@ int train_main(const train_options& o, const train_fn& how) {
   if (auto st = check_compare(*prep, o); !st) return report(st.err());
   if (!o.hysteresis.empty()) {
     if (!prep->settings.controller) return report(make_error("bad_flag", "--hysteresis needs a job re-planned online (replan_every > 0)"));
-    prep->job.hysteresis = prep->settings.controller->hysteresis = o.hysteresis == "on";
+    prep->job.hysteresis = prep->settings.controller->core.hysteresis = o.hysteresis == "on";
   }
   const std::string checkpoint_dir = o.checkpoint_dir.empty() ? o.resume : o.checkpoint_dir;
   const auto fingerprint = checkpoint_dir.empty() ? nlohmann::json() : training::job_fingerprint(*prep);

@@ -5,6 +5,9 @@ packages, for examples/jobs/own_*.yaml:
     npy/     train_inputs.npy [60000, 1, 28, 28] uint8 and train_labels.npy [60000] int64,
              val_inputs.npy / val_labels.npy (Fashion-MNIST's 10 000 test images)
     tokens/  train.bin and val.bin: the fortunes corpus (its last 8192 ids: val.bin) as uint16 character ids below 128
+    reg/     the same inputs (links to npy/'s) with train_labels.npy / val_labels.npy [n, 10]
+             float32 to regress (loss mse): each image's brightness in a 10-band grid of rows
+             (the mean pixel of each band of 28 / 10 rows, in [0, 1])
     images/  train/CLASS/*.png (3000) and val/CLASS/*.png (600), Fashion-MNIST as PNG files
 
 Run from anywhere: /usr/bin/python3 examples/data/make.py  (writes next to this file)."""
@@ -34,6 +37,12 @@ for split, part in (("train", "train"), ("t10k", "val")):
         folder = f"{here}/images/{part}/{names[y[i]]}"
         os.makedirs(folder, exist_ok=True)
         Image.fromarray(x[i, 0]).save(f"{folder}/{i:05d}.png")
+    os.makedirs(f"{here}/reg", exist_ok=True)
+    bands = np.array_split(np.arange(28), 10)
+    np.save(f"{here}/reg/{part}_labels.npy", np.stack([x[:, 0, b, :].mean(axis=(1, 2)) / 255 for b in bands], 1).astype(np.float32))
+    link = f"{here}/reg/{part}_inputs.npy"
+    if not os.path.lexists(link):
+        os.symlink(f"../npy/{part}_inputs.npy", link)
 
 os.makedirs(f"{here}/tokens", exist_ok=True)
 corpus = "/usr/share/games/fortunes"  # every file without an extension (.dat, .u8 are indexes)
@@ -43,4 +52,4 @@ ids = np.minimum(np.frombuffer(text, np.uint8), 127).astype(np.uint16)
 cut = len(ids) - 8192  # a small validation part: evaluating a text model on CPU is slow
 ids[:cut].tofile(f"{here}/tokens/train.bin")
 ids[cut:].tofile(f"{here}/tokens/val.bin")
-print(f"wrote {here}/npy, {here}/tokens ({len(ids)} ids), {here}/images")
+print(f"wrote {here}/npy, {here}/reg, {here}/tokens ({len(ids)} ids), {here}/images")

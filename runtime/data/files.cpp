@@ -57,6 +57,10 @@ class npy_samples final : public sample_store {
       for (std::size_t e = 0; e < plane; ++e, ++k) out[k] = static_cast<float>((element(x_.type, row.data(), k) - mean_[c]) / sd_[c]);
   }
   std::int64_t label(int i) const override { return static_cast<std::int64_t>(element(y_.type, y_.row(first_ + i), 0)); }
+  void target_values(int i, float* out) const override {
+    const auto* row = y_.row(first_ + i);
+    for (std::size_t k = 0, n = y_.row_elements(); k < n; ++k) out[k] = static_cast<float>(element(y_.type, row, k));
+  }
   std::uint64_t fingerprint() const override { return fp_; }
   std::int64_t samples_read() const override { return reads_.load(); }
 
@@ -136,9 +140,13 @@ result<dataset> load_npy(const source& s, bool train) {
   const auto n = x->rows();
   if (x->shape.size() < 2 || x->shape.size() > 4)
     return make_error("bad_data", xf + ": inputs must be [n, channels, rows, cols], [n, rows, cols] or [n, features], not " + std::to_string(x->shape.size()) + "-D");
-  if (y->shape.size() != 1 || y->rows() != n)
-    return make_error("bad_data", yf + ": labels must be one per input ([" + std::to_string(n) + "]), not of shape with " + std::to_string(y->shape.size()) + " axes and " + std::to_string(y->rows()) + " rows");
-  if (is_float(y->type)) return make_error("bad_data", yf + ": labels must be integers (class ids), not " + dtype_name(y->type));
+  if (is_float(y->type) && !s.regression)
+    return make_error("bad_data", yf + ": labels must be integers (class ids), not " + dtype_name(y->type) + " (real values to regress: loss mse)");
+  if (s.regression ? (y->shape.size() < 1 || y->shape.size() > 2 || y->rows() != n) : (y->shape.size() != 1 || y->rows() != n))
+    return make_error("bad_data", yf + ": labels must be one per input ([" + std::to_string(n) + "]" + (s.regression ? " or [n, k] values to regress" : "") +
+                                      "), not of shape with " + std::to_string(y->shape.size()) + " axes and " + std::to_string(y->rows()) + " rows");
+  if (s.regression && (y->row_elements() < 1 || y->row_elements() > (1 << 16)))
+    return make_error("bad_data", yf + ": a sample's values to regress must number 1..65536");
   if (n < 2) return make_error("bad_data", xf + ": fewer than 2 samples");
   if (n > INT32_MAX) return make_error("bad_data", xf + ": more than 2^31 - 1 samples");
   for (std::size_t k = 1; k < x->shape.size(); ++k)
@@ -149,16 +157,24 @@ result<dataset> load_npy(const source& s, bool train) {
   d.channels = sh.size() == 4 ? static_cast<int>(sh[1]) : 1;
   d.rows = sh.size() == 4 ? static_cast<int>(sh[2]) : sh.size() == 3 ? static_cast<int>(sh[1]) : 1;
   d.cols = static_cast<int>(sh.back());
-  // Labels: small, read whole; the largest sets the classes unless the job gives them.
+  // Labels: small, read whole; the largest sets the classes unless the job gives them. A
+  // regression's values need only be finite.
   std::int64_t top = 0;
-  for (std::int64_t i = first; i < first + count; ++i) {
+  if (s.regression) {
+    d.target_values = static_cast<int>(y->row_elements());
+    for (std::int64_t i = first; i < first + count; ++i)
+      for (std::size_t k = 0; k < y->row_elements(); ++k)
+        if (!std::isfinite(element(y->type, y->row(i), k)))
+          return make_error("bad_data", yf + ": sample " + std::to_string(i) + " has a value to regress that is not finite");
+  }
+  for (std::int64_t i = first; i < first + count && !s.regression; ++i) {
     const double l = element(y->type, y->row(i), 0);
     if (l < 0 || (s.classes > 0 && l >= s.classes))
       return make_error("bad_data", yf + ": sample " + std::to_string(i) + " has label " + std::to_string(static_cast<long long>(l)) +
                                         (s.classes > 0 ? ", outside 0.." + std::to_string(s.classes - 1) : ", below 0"));
     top = std::max(top, static_cast<std::int64_t>(l));
   }
-  d.classes = s.classes > 0 ? s.classes : static_cast<int>(top + 1);
+  d.classes = s.regression ? d.target_values : s.classes > 0 ? s.classes : static_cast<int>(top + 1);
   if (auto st = check_channels(s, d.channels, xf + ": the inputs' channels (dimension 1 of [n, channels, rows, cols])"); !st) return st.err();
   // Inputs: finite, hashed with the shape and labels.
   hasher h;
@@ -166,7 +182,8 @@ result<dataset> load_npy(const source& s, bool train) {
   h.add(static_cast<std::uint64_t>(x->type));
   h.add(static_cast<std::uint64_t>(first));
   h.add(static_cast<std::uint64_t>(count));
-  h.add(y->row(first), static_cast<std::size_t>(count) * item_bytes(y->type));
+  h.add(static_cast<std::uint64_t>(s.regression));
+  h.add(y->row(first), static_cast<std::size_t>(count) * y->row_elements() * item_bytes(y->type));
   const std::size_t row_bytes = x->row_elements() * item_bytes(x->type);
   const std::size_t lo = x->data_offset + static_cast<std::size_t>(first) * row_bytes, hi = lo + static_cast<std::size_t>(count) * row_bytes;
   const auto t = x->type;

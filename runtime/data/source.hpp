@@ -24,6 +24,9 @@ struct source {
   // std); one value for every channel, or one per channel (npy: the inputs' dimension 1).
   std::vector<double> mean{0.0}, std_dev{1.0};
   int classes = 0;               // npy: labels are below it (0: the largest label + 1)
+  // npy: the labels are real values to regress (job: loss mse), [n] or [n, k] of any dtype,
+  // not class ids; the model's output has k values a sample.
+  bool regression = false;
   std::string token_type = "uint16";  // tokens: the ids' type, uint16 or uint32
   int window = 32;               // tokens: ids a sample; its label is the id after them
   int stride = 0;                // tokens: between the starts of two samples (0: window)

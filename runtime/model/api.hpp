@@ -125,7 +125,8 @@ std::unique_ptr<device_worker> make_worker(const optimizer_config& opt, const st
 // Host side (the training driver).
 // [n, channels, rows, cols], normalised; `step` seeds augmentation (< 0: evaluation, none).
 tensor inputs(const data::dataset& d, const std::vector<int>& samples, int lo, int hi, std::int64_t step = -1);
-tensor targets(const data::dataset& d, const std::vector<int>& samples, int lo, int hi);  // [n] int64
+// [n] int64 class ids; a regression's (d.target_values > 0): [n, target_values] float32.
+tensor targets(const data::dataset& d, const std::vector<int>& samples, int lo, int hi);
 // The step's gradient sum over its `micro_batches` from every holder's partial sums, in the
 // fixed tree's order (the same bits whatever the plan); an error if a micro-batch is missing
 // or counted twice. Parts on different places are added where the left one is (IEEE addition
@@ -158,8 +159,10 @@ std::size_t bytes(const std::vector<tensor>& ts);
 // they will have (Adam: two moments; SGD with momentum: one buffer), even before the first
 // step creates it.
 std::size_t resident_bytes(const layer_copy& l, const optimizer_config& opt);
-// Test accuracy of the model made of one copy per layer.
+// Test accuracy of the model made of one copy per layer; for a regression (d.target_values >
+// 0), its mean squared error per value instead (metric_name says which).
 double accuracy(const std::vector<layer_copy>& layers, const data::dataset& d);
+inline const char* metric_name(const data::dataset& d) { return d.target_values > 0 ? "mse" : "accuracy"; }
 // Largest difference between two models, per tensor max|a - b| / max|b|, over parameters,
 // running statistics (buffers) and optimizer state; infinite where they do not line up or a
 // NaN appears.

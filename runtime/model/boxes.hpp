@@ -23,6 +23,22 @@ struct layer_box {
 
 inline tensor box(torch::Tensor t) { return std::make_shared<tensor_box>(tensor_box{std::move(t)}); }
 
+// A micro-batch's loss, summed over its samples (the step divides by the batch): the loss
+// follows the targets. Class ids (int64): cross-entropy with `label_smoothing`; reals (a
+// regression, model::targets of data::dataset::target_values): squared error, every value of
+// every sample (MSELoss with reduction sum). The last stage and the one-device reference both
+// call this, so they cannot disagree on the loss.
+inline torch::Tensor loss_sum(const torch::Tensor& output, const torch::Tensor& y, double label_smoothing) {
+  namespace F = torch::nn::functional;
+  if (y.is_floating_point()) {
+    if (!output.sizes().equals(y.sizes()))
+      throw std::runtime_error("the model's output " + std::to_string(output.numel() / std::max<std::int64_t>(1, output.size(0))) +
+                               " values a sample; the regression's targets have " + std::to_string(y.numel() / std::max<std::int64_t>(1, y.size(0))));
+    return F::mse_loss(output, y, F::MSELossFuncOptions().reduction(torch::kSum));
+  }
+  return F::cross_entropy(output, y, F::CrossEntropyFuncOptions().reduction(torch::kSum).label_smoothing(label_smoothing));
+}
+
 inline torch::nn::Sequential deep_copy(const torch::nn::Sequential& s) {
   return torch::nn::Sequential(std::dynamic_pointer_cast<torch::nn::SequentialImpl>(s->clone()));
 }

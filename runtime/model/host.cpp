@@ -30,6 +30,12 @@ tensor inputs(const data::dataset& d, const std::vector<int>& samples, int lo, i
 }
 
 tensor targets(const data::dataset& d, const std::vector<int>& samples, int lo, int hi) {
+  if (d.target_values > 0 && d.store) {  // a regression: each sample's reals
+    auto t = torch::empty({hi - lo, d.target_values}, torch::kFloat32);
+    auto* out = t.data_ptr<float>();
+    for (int i = lo; i < hi; ++i) d.store->target_values(samples[i], out + static_cast<std::size_t>(i - lo) * d.target_values);
+    return box(t);
+  }
   auto t = torch::empty({hi - lo}, torch::kInt64);
   auto* out = t.data_ptr<std::int64_t>();
   for (int i = lo; i < hi; ++i) out[i - lo] = d.store ? d.store->label(samples[i]) : d.labels[samples[i]];
@@ -132,6 +138,7 @@ std::size_t resident_bytes(const layer_copy& l, const optimizer_config& opt) {
 
 double accuracy(const std::vector<layer_copy>& layers, const data::dataset& d) {
   torch::NoGradGuard no_grad;
+  double squares = 0;  // a regression's
   std::vector<int> all(d.size());
   for (int i = 0; i < d.size(); ++i) all[i] = i;
   long correct = 0;
@@ -146,8 +153,13 @@ double accuracy(const std::vector<layer_copy>& layers, const data::dataset& d) {
     const int hi = std::min(d.size(), lo + 1000);
     torch::Tensor x = inputs(d, all, lo, hi)->t;
     for (auto& l : eval) x = l->forward(x.to(device_of(l)));
-    correct += x.argmax(1).to(torch::kCPU).eq(targets(d, all, lo, hi)->t).sum().item<long>();
+    const auto y = targets(d, all, lo, hi)->t;
+    if (d.target_values > 0)
+      squares += (x.to(torch::kCPU).to(torch::kFloat64).reshape(y.sizes()) - y.to(torch::kFloat64)).pow(2).sum().item<double>();
+    else
+      correct += x.argmax(1).to(torch::kCPU).eq(y).sum().item<long>();
   }
+  if (d.target_values > 0) return squares / (static_cast<double>(d.size()) * d.target_values);
   return static_cast<double>(correct) / d.size();
 }
 

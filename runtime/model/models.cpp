@@ -237,6 +237,9 @@ status check_data(const model_chain& m, const data::dataset& d) {
     return t ? "text windows of " + std::to_string(cols) + " tokens"
              : "images of [" + std::to_string(channels) + ", " + std::to_string(rows) + ", " + std::to_string(cols) + "]";
   };
+  if (d.target_values > 0 && io.classes > 0 && io.classes != d.target_values)
+    return make_error("bad_job", "model '" + m.name + "' gives " + std::to_string(io.classes) + " values a sample; the data regress " +
+                                     std::to_string(d.target_values) + " (loss mse: one output a target value)");
   if (tokens != d.tokens || io.channels != d.channels || io.rows != d.rows || io.cols != d.cols || (io.classes > 0 && d.classes > io.classes))
     return make_error("bad_job", "model '" + m.name + "' takes " + what(tokens, io.channels, io.rows, io.cols) + " in " +
                                      std::to_string(io.classes) + " classes; the data are " + what(d.tokens, d.channels, d.rows, d.cols) + " in " +

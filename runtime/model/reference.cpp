@@ -51,9 +51,7 @@ double reference::step(const data::dataset& d, const std::vector<int>& samples, 
       x = impl_->layers[l]->forward(x);
       for (auto& t : take_running(impl_->layers[l], start[l])) running.push_back(std::move(t));
     }
-    auto loss = torch::nn::functional::cross_entropy(
-        x, targets(d, samples, lo, hi)->t.to(impl_->device),
-        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum).label_smoothing(impl_->opt.label_smoothing));
+    auto loss = model::loss_sum(x, targets(d, samples, lo, hi)->t.to(impl_->device), impl_->opt.label_smoothing);
     loss.backward();
     loss_sum += loss.detach().to(torch::kFloat64);
     std::vector<torch::Tensor> grads;

@@ -143,9 +143,7 @@ class torch_worker final : public device_worker {
     if (it == kept_.end()) return make_error("no_forward", "loss of micro-batch " + std::to_string(micro) + " without its forward");
     if (!targets) return make_error("bad_tensor", "loss of micro-batch " + std::to_string(micro) + " without targets");
     return guarded("loss", [&]() -> result<tensor> {
-      auto loss = torch::nn::functional::cross_entropy(
-          it->second.output, targets->t.to(device_),
-          torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum).label_smoothing(opt_.label_smoothing));
+      auto loss = model::loss_sum(it->second.output, targets->t.to(device_), opt_.label_smoothing);
       // Added up where it is computed: reading it each micro-batch would stall a GPU.
       loss_ += loss.detach().to(torch::kFloat64);
       if (loss.requires_grad()) loss.backward();

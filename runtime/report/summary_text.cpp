@@ -27,14 +27,15 @@ std::string human_summary(const json& s, const std::string& out_dir) {
   out += "dynapar: " + s.value("job", std::string("job")) + " (" + s.value("model", std::string("?")) + "): " +
          std::to_string(steps) + " steps of " + std::to_string(static_cast<long long>(num(s, "batch"))) + " samples in " +
          clock_text(num(s, "wall_s")) + "\n";
-  out += "  test accuracy " + fmt("%.4f", num(s, "final_test_accuracy"));
+  const std::string metric = s.value("test_metric", std::string("accuracy"));  // or a regression's "mse"
+  out += "  test " + metric + " " + fmt("%.4f", num(s, ("final_test_" + metric).c_str()));
   if (s.contains("reference_max_rel_diff")) {
     const auto& v = s["reference_max_rel_diff"];
     const double d = v.is_number() ? v.get<double>() : INFINITY;  // "inf" or "nan": without bound
     const std::string verdict = !s.value("verified", false) ? " (OVER the tolerance)"
                                 : d == 0                   ? " (verified)"
                                                            : " (verified within tolerance " + fmt("%.3g", num(s, "verify_tolerance")) + ")";
-    out += "; one plain device: " + fmt("%.4f", num(s, "reference_test_accuracy")) + ", max relative difference " +
+    out += "; one plain device: " + fmt("%.4f", num(s, ("reference_test_" + metric).c_str())) + ", max relative difference " +
            (v.is_string() ? v.get<std::string>() : fmt("%.3g", d)) + verdict;
   }
   out += "\n";

@@ -17,7 +17,8 @@ nlohmann::json fault_json(const fault_record& r);
 // What summary.json says beside the outcome: measured by the caller.
 struct run_facts {
   planner::plan first_plan;       // the plan at step 0
-  double test_accuracy = 0;       // of the final layers
+  double test_accuracy = 0;       // of the final layers: model::accuracy, which is
+  std::string test_metric = "accuracy";  // model::metric_name: "accuracy", or a regression's "mse"
   double emulation_scale = 1;     // prepared_job::scale
   double wall_s = 0;
 };

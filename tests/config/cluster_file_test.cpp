@@ -241,11 +241,15 @@ TEST_CASE("job files: a fault plan, and the mistakes a fault plan can make", "[u
   CHECK(job_error(base + "optimizer: {lr: 0.01, schedule: {kind: cosine, min_lr: 0.1}}\n").find("min_lr") != std::string::npos);
   CHECK(job_error(base + "optimizer: {schedule: {kind: cosine, warmup_steps: 10, steps: 10}}\n").find("below steps") != std::string::npos);
   CHECK(job_error(base + "optimizer: {schedule: {kind: cosine, warmup: 10}}\n").find("warmup") != std::string::npos);
-  // The loss: cross-entropy, with label smoothing in [0, 1).
+  // The loss: cross-entropy, with label smoothing in [0, 1), or mse.
   CHECK(config::parse_job(YAML::Load(base), "t")->label_smoothing == 0);
   CHECK(config::parse_job(YAML::Load(base + "loss: {kind: cross_entropy, label_smoothing: 0.1}\n"), "t")->label_smoothing == 0.1);
   CHECK(job_error(base + "loss: {label_smoothing: 1}\n").find("loss.label_smoothing") != std::string::npos);
-  CHECK(job_error(base + "loss: {kind: mse}\n").find("'mse' is not supported") != std::string::npos);
+  // mse: the npy labels are regressed as reals (data::source::regression); nothing to smooth.
+  CHECK_FALSE(config::parse_job(YAML::Load(base), "t")->data.regression);
+  CHECK(config::parse_job(YAML::Load(base + "loss: {kind: mse}\n"), "t")->data.regression);
+  CHECK(job_error(base + "loss: {kind: mse, label_smoothing: 0.1}\n").find("loss mse has none") != std::string::npos);
+  CHECK(job_error(base + "loss: {kind: huber}\n").find("'huber' is not supported") != std::string::npos);
   CHECK(job_error(base + "loss: {smoothing: 0.1}\n").find("smoothing") != std::string::npos);
 }
 

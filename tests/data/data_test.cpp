@@ -276,6 +276,47 @@ TEST_CASE("npy data: samples read in place, in the file's shape, split and norma
   CHECK_FALSE(decode("kind=npy\npath=x\nstd=1,0\n"));
 }
 
+TEST_CASE("npy regression: labels [n] or [n, k] of any type read as reals, checked finite, and told apart by the fingerprint", "[unit][data]") {
+  const auto dir = fresh_dir("npy_reg");
+  write_file(dir + "/train_inputs.npy", npy_bytes("<f4", "(5, 3)", "False", raw(std::vector<float>(15, 1.0f))));
+  // Sample i's two values, by hand: i / 2 and -i.
+  std::vector<double> y;
+  for (int i = 0; i < 5; ++i) y.push_back(i / 2.0), y.push_back(-i);
+  write_file(dir + "/train_labels.npy", npy_bytes("<f8", "(5, 2)", "False", raw(y)));
+  auto s = npy_source(dir);
+  CHECK(load(s, true).err().message.find("labels must be integers (class ids), not float64 (real values to regress: loss mse)") != std::string::npos);
+  s.regression = true;
+  auto train = load(s, true);
+  REQUIRE(train);
+  CHECK((train->target_values == 2 && train->classes == 2 && train->size() == 4));
+  float got[2];
+  train->store->target_values(3, got);
+  CHECK((got[0] == 1.5f && got[1] == -3.0f));
+  auto val = load(s, false);
+  REQUIRE(val);
+  val->store->target_values(0, got);  // the held-out fifth: sample 4
+  CHECK((got[0] == 2.0f && got[1] == -4.0f));
+  // Travels to nodes as text; the same files read as classes are another data set.
+  auto back = decode(encode(s));
+  REQUIRE(back);
+  CHECK(back->regression);
+  write_file(dir + "/train_labels.npy", npy_bytes("<i8", "(5,)", "False", raw(std::vector<std::int64_t>{3, 0, 6, 1, 2})));
+  auto as_values = load(s, true);
+  REQUIRE(as_values);
+  CHECK(as_values->target_values == 1);
+  s.regression = false;
+  CHECK(fingerprint(*load(s, true)) != fingerprint(*as_values));
+  // A value that is not finite, or labels of three axes, are named.
+  s.regression = true;
+  y[7] = std::nan("");
+  write_file(dir + "/train_labels.npy", npy_bytes("<f8", "(5, 2)", "False", raw(y)));
+  CHECK(load(s, true).err().message.find("train_labels.npy: sample 3 has a value to regress that is not finite") != std::string::npos);
+  write_file(dir + "/train_labels.npy", npy_bytes("<f8", "(5, 2, 1)", "False", raw(std::vector<double>(10, 0))));
+  CHECK(load(s, true).err().message.find("or [n, k] values to regress") != std::string::npos);
+  s.kind = "images";
+  CHECK(check(s).err().message.find("loss mse regresses the labels of kind npy") != std::string::npos);
+}
+
 TEST_CASE("npy data: the fingerprint follows every byte; bad files are errors naming the file and sample", "[unit][data]") {
   const auto dir = fresh_dir("npy_bad");
   std::vector<float> x(40, 0.5f);

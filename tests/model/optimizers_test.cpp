@@ -195,6 +195,37 @@ TEST_CASE("label smoothing: the last stage's loss is PyTorch's smoothed cross-en
   }
 }
 
+TEST_CASE("loss mse: the last stage's loss is the squared error summed by hand", "[unit][optimizer]") {
+  // Real targets (a regression's float32 [n, k]) take the squared error over every value of
+  // every sample (MSELoss with reduction sum); class ids keep cross-entropy (above).
+  const auto d = data::synthetic(64, 2);
+  auto m = make_model("mlp", 4);
+  REQUIRE(m);
+  const int L = num_layers(**m);
+  std::vector<int> samples(8);
+  for (int i = 0; i < 8; ++i) samples[i] = i;
+  auto w = make_worker(optimizer_config{"sgd", 0.1, 0, 0});
+  for (int l = 0; l < L; ++l) w->hold(l, copy_layer(**m, l));
+  w->begin_step(0);
+  auto out = w->forward(0, 0, L, inputs(d, samples, 0, 8));
+  REQUIRE(out);
+  torch::manual_seed(3);
+  const auto y = box(torch::randn({8, 10}));
+  REQUIRE(w->backward_from_loss(0, y));
+  const auto o = (*out)->t.to(torch::kFloat64);
+  const auto t = y->t.to(torch::kFloat64);
+  double want = 0;
+  for (int i = 0; i < 8; ++i)
+    for (int k = 0; k < 10; ++k) want += std::pow(o[i][k].item<double>() - t[i][k].item<double>(), 2);
+  REQUIRE(w->loss_sum() == Approx(want).epsilon(1e-5));
+  // Targets of another width than the output: a named error, not a LibTorch broadcast.
+  w->begin_step(1);
+  REQUIRE(w->forward(0, 0, L, inputs(d, samples, 0, 8)));
+  const auto bad = w->backward_from_loss(0, box(torch::zeros({8, 7})));
+  REQUIRE_FALSE(bad);
+  CHECK(bad.err().message.find("output 10 values a sample; the regression's targets have 7") != std::string::npos);
+}
+
 TEST_CASE("clipping by global norm: the factor LibTorch's clip_grad_norm_ gives, and a worker's step by hand", "[unit][optimizer]") {
   // By hand: gradients (3, 4) and (0) have the global norm 5; bound 1 gives 1 / (5 + 1e-6).
   const std::vector<tensor> hand = {box(torch::tensor({6.0f, 8.0f})), box(torch::tensor({0.0f}))};

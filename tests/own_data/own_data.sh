@@ -15,7 +15,7 @@ out=$2
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 py=/usr/bin/python3
 export_py=$here/../../tools/export/dynapar_export.py
-rm -rf "$out" && mkdir -p "$out/npy" "$out/tokens" && cd "$out"
+rm -rf "$out" && mkdir -p "$out/npy" "$out/reg" "$out/tokens" && cd "$out"
 export OPENBLAS_NUM_THREADS=1
 
 $py "$here/make_data.py" .
@@ -54,6 +54,29 @@ for kind in npy tokens; do
   "$dynapar" launch --local 3 $kind.yaml --verify --out nodes_$kind > /dev/null 2> nodes_$kind.log || { tail -20 nodes_$kind.log; exit 1; }
   check nodes_$kind nodes_$kind.log
 done
+
+# Regression (loss mse): the same CNN regresses 10 reals a sample from float labels. Equal to
+# one device in one process and over 3 nodes; and it learns: the test mean squared error ends
+# below that of predicting every value as the training labels' mean (numpy's, the baseline).
+job reg cnn.pt "{kind: npy, path: reg}"
+printf 'loss: {kind: mse}\n' >> reg.yaml
+"$dynapar" train reg.yaml --verify --steps 60 --out run_reg > /dev/null 2> run_reg.log || { cat run_reg.log; exit 1; }
+check run_reg
+"$dynapar" launch --local 3 reg.yaml --verify --out nodes_reg > /dev/null 2> nodes_reg.log || { tail -20 nodes_reg.log; exit 1; }
+check nodes_reg
+$py - <<'PY'
+import json
+import numpy as np
+y = np.load("reg/train_labels.npy").astype(np.float64)
+train, test = y[:-180], y[-180:]  # the last tenth is held out (val_share 0.1)
+base = float(((test - train.mean(0)) ** 2).mean())
+s = json.load(open("run_reg/summary.json"))
+assert s["test_metric"] == "mse" and "final_test_accuracy" not in s, s
+got = s["final_test_mse"]
+assert 0 < got < 0.8 * base, (got, base)
+assert abs(s["reference_test_mse"] - got) <= 1e-6 * base, s
+print(f"ok: regression learns: test mse {got:.4f} against {base:.4f} for the mean")
+PY
 
 # A node started by hand reads the user's files only from its --data-dir (the folder of the
 # controller's name in it); without one the controller sends each step's inputs. Either way
@@ -96,5 +119,18 @@ job short cnn.pt "{kind: npy, path: short}"
 refused short.yaml "short/train_inputs.npy: truncated"
 job small_vocab lm.pt "{kind: tokens, path: tokens, vocab: 100, window: 32}"
 refused small_vocab.yaml "tokens/train.bin: id [0-9]* at position [0-9]* is not below vocab 100"
+job float_labels cnn.pt "{kind: npy, path: reg}"
+refused float_labels.yaml "reg/train_labels.npy: labels must be integers (class ids), not float32 (real values to regress: loss mse)"
+mkdir -p wide && cp npy/train_inputs.npy wide/
+$py -c "import numpy as np; np.save('wide/train_labels.npy', np.zeros((1800, 7), np.float32))"
+job wide cnn.pt "{kind: npy, path: wide}"
+printf 'loss: {kind: mse}\n' >> wide.yaml
+refused wide.yaml "gives 10 values a sample; the data regress 7"
+job smooth_mse cnn.pt "{kind: npy, path: reg}"
+printf 'loss: {kind: mse, label_smoothing: 0.1}\n' >> smooth_mse.yaml
+refused smooth_mse.yaml "loss.label_smoothing' smooths class labels; loss mse has none"
+job mse_tokens lm.pt "{kind: tokens, path: tokens, vocab: 128, window: 32}"
+printf 'loss: {kind: mse}\n' >> mse_tokens.yaml
+refused mse_tokens.yaml "loss mse regresses the labels of kind npy"
 job cnn_on_tokens cnn.pt "{kind: tokens, path: tokens, vocab: 128, window: 32}"
 refused cnn_on_tokens.yaml "takes images of \[3, 16, 16\].*the data are text windows of 32 tokens"

@@ -66,7 +66,7 @@ TEST_CASE("summary.json: the outcome, the job's budgets, the controller's tensor
   o.ledger.duplicated = 2;
   o.avg_energy_j = {{1, 28.5}};
   o.data_plane_bytes = {{0, 1e6}, {1, 2e6}};
-  const auto s = training::summary_json(job, 64, o, {{}, 0.8, 0.5, 3});
+  const auto s = training::summary_json(job, 64, o, {{}, 0.8, "accuracy", 0.5, 3});
   CHECK(s.at("job") == "sum");
   CHECK(s.at("batch") == 64);
   CHECK(s.at("final_test_accuracy") == 0.8);

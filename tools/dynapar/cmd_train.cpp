@@ -170,8 +170,8 @@ int train_main(const train_options& o, const train_fn& how) {
   cb.on_epoch = [&](std::int64_t epoch, const std::vector<model::layer_copy>& layers) {
     const double acc = model::accuracy(layers, test_set);
     const std::int64_t per_epoch = std::max(1, prep->train_set.size() / batch);
-    log_line("epoch {}/{}: train loss {:.4f}, test accuracy {:.4f}", epoch, (steps + per_epoch - 1) / per_epoch,
-             epoch_steps > 0 ? epoch_loss / epoch_steps : 0.0, acc);
+    log_line("epoch {}/{}: train loss {:.4f}, test {} {:.4f}", epoch, (steps + per_epoch - 1) / per_epoch,
+             epoch_steps > 0 ? epoch_loss / epoch_steps : 0.0, model::metric_name(test_set), acc);
     if (board) board->epoch(epoch, acc);
     epoch_loss = 0;
     epoch_steps = 0;
@@ -194,7 +194,7 @@ int train_main(const train_options& o, const train_fn& how) {
   if (!o.save_model.empty())
     if (auto st = model::save_model(*prep->model, outcome->final_layers, o.save_model); !st) return report(st.err());
   const double acc = model::accuracy(outcome->final_layers, test_set);
-  json summary = training::summary_json(*j, batch, *outcome, {first_plan, acc, scale, sw.seconds()});
+  json summary = training::summary_json(*j, batch, *outcome, {first_plan, acc, model::metric_name(test_set), scale, sw.seconds()});
   if (!o.compare.empty()) {
     const training::train_fn run = [&](const training::train_settings& other, const training::train_callbacks& c) {
       return actors::train(*prep->model, prep->train_set, other, c);
@@ -210,7 +210,7 @@ int train_main(const train_options& o, const train_fn& how) {
     // JSON has no infinity or NaN: a difference without bound is written as "inf" or "nan".
     const double d = check.max_rel_diff;
     summary["reference_max_rel_diff"] = std::isfinite(d) ? json(d) : json(std::isnan(d) ? "nan" : "inf");
-    summary["reference_test_accuracy"] = check.reference_accuracy;
+    summary[std::string("reference_test_") + model::metric_name(test_set)] = check.reference_accuracy;
     summary["verify_tolerance"] = check.tolerance;
     summary["verified"] = check.verified();
   }

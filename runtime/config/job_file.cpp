@@ -174,10 +174,13 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
       fields l(top.child("loss"), "loss");
       l.only({"kind", "label_smoothing"});
       const auto kind = l.text("kind", "cross_entropy");
-      if (kind != "cross_entropy" && kind != "mse")
-        throw field_error{"field 'loss.kind': '" + kind + "' is not supported; cross_entropy (class labels) or mse (npy labels to regress) is"};
-      // The loss follows the targets (model::loss_sum): mse reads the labels as reals.
+      if (kind != "cross_entropy" && kind != "mse" && kind != "next_token")
+        throw field_error{"field 'loss.kind': '" + kind +
+                          "' is not supported; cross_entropy (class labels), mse (npy labels to regress) or next_token (every position of a token window) is"};
+      // The loss follows the targets (model::loss_sum): mse reads the labels as reals,
+      // next_token takes every position's next id.
       j.data.regression = kind == "mse";
+      j.data.next_token = kind == "next_token";
       if (j.data.regression && l.has("label_smoothing")) throw field_error{"field 'loss.label_smoothing' smooths class labels; loss mse has none"};
       j.label_smoothing = l.number("label_smoothing", 0);
       if (!(j.label_smoothing >= 0 && j.label_smoothing < 1)) throw field_error{"field 'loss.label_smoothing' must be in [0, 1)"};

@@ -25,6 +25,8 @@ class sample_store {
   virtual std::int64_t label(int i) const = 0;
   // A regression's sample i: its dataset's target_values reals (none by default).
   virtual void target_values(int, float*) const {}
+  // Next-token's sample i: the id after each of its positions, target_ids of them.
+  virtual void target_ids(int, std::int64_t*) const {}
   // Over the shape and every byte the samples come from (data/source.hpp's fingerprint).
   virtual std::uint64_t fingerprint() const = 0;
   // Samples read so far, by values(): what a test counts to show a node reads only its own.
@@ -37,6 +39,7 @@ struct dataset {
   std::vector<std::uint8_t> labels;  // n
   bool tokens = false;  // the values are token ids, not pixels: a model takes them as they are
   int target_values = 0;  // > 0: a regression; each target is that many reals (store->target_values), not a class
+  int target_ids = 0;     // > 0: next-token; each target is that many ids (store->target_ids), one a position
   std::shared_ptr<const sample_store> store;  // set: the samples are read from files, not images/labels
   int size() const { return store ? store->size() : static_cast<int>(labels.size()); }
 };

@@ -95,6 +95,12 @@ class token_samples final : public sample_store {
     read(first_ + static_cast<std::size_t>(i) * stride_ + window_, 1, id);
     return static_cast<std::int64_t>(element(t_, id, 0));
   }
+  void target_ids(int i, std::int64_t* out) const override {  // the window shifted by one
+    thread_local std::vector<std::uint8_t> ids;
+    ids.resize(static_cast<std::size_t>(window_) * item_bytes(t_));
+    read(first_ + static_cast<std::size_t>(i) * stride_ + 1, window_, ids.data());
+    for (int k = 0; k < window_; ++k) out[k] = static_cast<std::int64_t>(element(t_, ids.data(), k));
+  }
   std::uint64_t fingerprint() const override { return fp_; }
   std::int64_t samples_read() const override { return reads_.load(); }
 
@@ -220,7 +226,9 @@ result<dataset> load_tokens(const source& s, bool train) {
   const auto [first, count] = split(total, own, train, s.val_share);
   if (count <= s.window) return make_error("bad_data", file + ": " + std::to_string(count) + " ids are too few for one window of " + std::to_string(s.window) + " and its label");
   hasher h;
-  for (std::uint64_t v : {std::uint64_t(*t), std::uint64_t(first), std::uint64_t(count), std::uint64_t(s.window), std::uint64_t(stride), std::uint64_t(s.vocab)}) h.add(v);
+  for (std::uint64_t v : {std::uint64_t(*t), std::uint64_t(first), std::uint64_t(count), std::uint64_t(s.window), std::uint64_t(stride), std::uint64_t(s.vocab),
+                          std::uint64_t(s.next_token)})
+    h.add(v);
   const auto& m = **f;
   auto in_range = [&](std::size_t a, std::size_t b) -> status {
     for (std::size_t at = a; at < b; at += item) {
@@ -234,6 +242,7 @@ result<dataset> load_tokens(const source& s, bool train) {
   if (auto st = pass(m, static_cast<std::size_t>(first) * item, static_cast<std::size_t>(first + count) * item, h, in_range); !st) return st.err();
   dataset d;
   d.channels = 1, d.rows = 1, d.cols = s.window, d.classes = s.vocab, d.tokens = true;
+  d.target_ids = s.next_token ? s.window : 0;
   d.store = std::make_shared<token_samples>(*f, *t, static_cast<std::size_t>(first), static_cast<std::size_t>(count), s.window, stride, h.value());
   return d;
 }

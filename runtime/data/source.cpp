@@ -35,6 +35,7 @@ status check(const source& s) {
   if (s.image_rows < 1 || s.image_cols < 1 || s.image_rows > 4096 || s.image_cols > 4096) return bad("size' must be in 1..4096");
   if (s.image_channels != 1 && s.image_channels != 3) return bad("channels' must be 1 or 3");
   if (s.crop_pad < 0 || s.crop_pad > 1024) return bad("crop_pad' must be in 0..1024");
+  if (s.next_token && s.kind != "tokens") return make_error("bad_data", "loss next_token predicts the ids of kind tokens; kind " + s.kind + " has no token file");
   if (s.regression && s.kind != "npy") return make_error("bad_data", "loss mse regresses the labels of kind npy; kind " + s.kind + " has class labels");
   return ok_status();
 }
@@ -93,7 +94,7 @@ std::string encode(const source& s) {
   o << "kind=" << s.kind << "\nsynthetic_samples=" << s.synthetic_samples << "\nseed=" << s.seed << "\npath=" << s.path
     << "\nval_share=" << s.val_share << "\nmean=" << list(s.mean) << "\nstd=" << list(s.std_dev) << "\nclasses=" << s.classes
     << "\ntoken_type=" << s.token_type << "\nwindow=" << s.window << "\nstride=" << s.stride << "\nvocab=" << s.vocab << "\nimage_rows=" << s.image_rows << "\nimage_cols=" << s.image_cols
-    << "\nimage_channels=" << s.image_channels << "\ncrop_pad=" << s.crop_pad << "\nflip=" << s.flip << "\nregression=" << s.regression << "\n";
+    << "\nimage_channels=" << s.image_channels << "\ncrop_pad=" << s.crop_pad << "\nflip=" << s.flip << "\nregression=" << s.regression << "\nnext_token=" << s.next_token << "\n";
   return o.str();
 }
 
@@ -128,6 +129,7 @@ result<source> decode(const std::string& text) {
       else if (k == "crop_pad") s.crop_pad = std::stoi(v);
       else if (k == "flip") s.flip = std::stoi(v) != 0;
       else if (k == "regression") s.regression = std::stoi(v) != 0;
+      else if (k == "next_token") s.next_token = std::stoi(v) != 0;
       else return make_error("bad_data", "a data source field not known: " + k.substr(0, 40));
     }
   } catch (const std::exception&) {

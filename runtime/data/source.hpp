@@ -27,6 +27,9 @@ struct source {
   // npy: the labels are real values to regress (job: loss mse), [n] or [n, k] of any dtype,
   // not class ids; the model's output has k values a sample.
   bool regression = false;
+  // tokens: the target is every position's next id (job: loss next_token), not only the one
+  // after the window.
+  bool next_token = false;
   std::string token_type = "uint16";  // tokens: the ids' type, uint16 or uint32
   int window = 32;               // tokens: ids a sample; its label is the id after them
   int stride = 0;                // tokens: between the starts of two samples (0: window)

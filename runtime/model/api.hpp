@@ -56,6 +56,7 @@ struct model_io {
   int channels = 1, rows = 28, cols = 28;  // one sample: [channels, rows, cols]
   int vocab = 0;             // > 0: the sample is token ids below it (text), not pixels
   int classes = 10;          // 0: unknown
+  int positions = 0;         // > 0: scores for each of so many positions, [n, positions, classes] (next-token)
 };
 // Whether `m` can train on `d`: its sample shape, pixels or tokens, and classes; the error
 // names both.

@@ -24,7 +24,9 @@ struct layer_box {
 inline tensor box(torch::Tensor t) { return std::make_shared<tensor_box>(tensor_box{std::move(t)}); }
 
 // A micro-batch's loss, summed over its samples (the step divides by the batch): the loss
-// follows the targets. Class ids (int64): cross-entropy with `label_smoothing`; reals (a
+// follows the targets. Class ids (int64 [n]): cross-entropy with `label_smoothing`; every
+// position's next id (int64 [n, positions], loss next_token): the same, averaged over the
+// positions; reals (a
 // regression, model::targets of data::dataset::target_values): squared error, every value of
 // every sample (MSELoss with reduction sum). The last stage and the one-device reference both
 // call this, so they cannot disagree on the loss.
@@ -36,7 +38,16 @@ inline torch::Tensor loss_sum(const torch::Tensor& output, const torch::Tensor& 
                                " values a sample; the regression's targets have " + std::to_string(y.numel() / std::max<std::int64_t>(1, y.size(0))));
     return F::mse_loss(output, y, F::MSELossFuncOptions().reduction(torch::kSum));
   }
-  return F::cross_entropy(output, y, F::CrossEntropyFuncOptions().reduction(torch::kSum).label_smoothing(label_smoothing));
+  const auto ce = F::CrossEntropyFuncOptions().reduction(torch::kSum).label_smoothing(label_smoothing);
+  if (y.dim() == 2) {  // next-token: [n, positions] ids against [n, positions, vocab] scores
+    if (output.dim() != 3 || output.size(0) != y.size(0) || output.size(1) != y.size(1))
+      throw std::runtime_error("next-token targets of " + std::to_string(y.size(1)) + " positions; the model's output is not [batch, " +
+                               std::to_string(y.size(1)) + ", vocab]");
+    // The mean over the positions, summed over the samples: the step's division by the batch
+    // then gives nanoGPT's loss, the mean over every token of the batch.
+    return F::cross_entropy(output.reshape({-1, output.size(2)}), y.reshape({-1}), ce) / static_cast<double>(y.size(1));
+  }
+  return F::cross_entropy(output, y, ce);
 }
 
 inline torch::nn::Sequential deep_copy(const torch::nn::Sequential& s) {

@@ -36,6 +36,12 @@ tensor targets(const data::dataset& d, const std::vector<int>& samples, int lo, 
     for (int i = lo; i < hi; ++i) d.store->target_values(samples[i], out + static_cast<std::size_t>(i - lo) * d.target_values);
     return box(t);
   }
+  if (d.target_ids > 0 && d.store) {  // next-token: each position's next id
+    auto t = torch::empty({hi - lo, d.target_ids}, torch::kInt64);
+    auto* out = t.data_ptr<std::int64_t>();
+    for (int i = lo; i < hi; ++i) d.store->target_ids(samples[i], out + static_cast<std::size_t>(i - lo) * d.target_ids);
+    return box(t);
+  }
   auto t = torch::empty({hi - lo}, torch::kInt64);
   auto* out = t.data_ptr<std::int64_t>();
   for (int i = lo; i < hi; ++i) out[i - lo] = d.store ? d.store->label(samples[i]) : d.labels[samples[i]];
@@ -157,10 +163,10 @@ double accuracy(const std::vector<layer_copy>& layers, const data::dataset& d) {
     if (d.target_values > 0)
       squares += (x.to(torch::kCPU).to(torch::kFloat64).reshape(y.sizes()) - y.to(torch::kFloat64)).pow(2).sum().item<double>();
     else
-      correct += x.argmax(1).to(torch::kCPU).eq(y).sum().item<long>();
+      correct += x.argmax(-1).to(torch::kCPU).eq(y).sum().item<long>();  // next-token: every position
   }
   if (d.target_values > 0) return squares / (static_cast<double>(d.size()) * d.target_values);
-  return static_cast<double>(correct) / d.size();
+  return static_cast<double>(correct) / (static_cast<double>(d.size()) * std::max(1, d.target_ids));
 }
 
 namespace {

@@ -122,6 +122,21 @@ struct LastTokenHeadImpl : nn::Cloneable<LastTokenHeadImpl> {
 };
 TORCH_MODULE(LastTokenHead);
 
+// The final norm and the classifier on every position: a language model's next-token scores,
+// [n, t, classes] (loss next_token). Causal blocks let each position see only those before.
+struct TokenHeadImpl : nn::Cloneable<TokenHeadImpl> {
+  TokenHeadImpl(int64_t d, int64_t classes) : d_(d), classes_(classes) { reset(); }
+  void reset() override {
+    ln_ = register_module("ln", nn::LayerNorm(nn::LayerNormOptions({d_})));
+    fc_ = register_module("fc", nn::Linear(d_, classes_));
+  }
+  torch::Tensor forward(torch::Tensor x) { return fc_(ln_(x)).transpose(0, 1).contiguous(); }
+  int64_t d_, classes_;
+  nn::LayerNorm ln_{nullptr};
+  nn::Linear fc_{nullptr};
+};
+TORCH_MODULE(TokenHead);
+
 // Mean over the sequence, then the classifier.
 struct PoolHeadImpl : nn::Cloneable<PoolHeadImpl> {
   PoolHeadImpl(int64_t d, int64_t classes) : d_(d), classes_(classes) { reset(); }
@@ -184,6 +199,11 @@ void build(model_chain& m) {
     add(m, "tokens", nn::Sequential(CharTokens(128, 32, 384)));
     for (int i = 0; i < 6; ++i) add(m, "block" + std::to_string(i), nn::Sequential(DecoderBlock(384, 6)));
     add(m, "norm+head", nn::Sequential(LastTokenHead(384, 128)));
+  } else if (m.name == "gpt_lm") {  // a small decoder as a language model: 32 characters in, each one's next out
+    m.io.rows = 1, m.io.cols = 32, m.io.vocab = 128, m.io.classes = 128, m.io.positions = 32;
+    add(m, "tokens", nn::Sequential(CharTokens(128, 32, 128)));
+    for (int i = 0; i < 4; ++i) add(m, "block" + std::to_string(i), nn::Sequential(DecoderBlock(128, 4)));
+    add(m, "norm+head", nn::Sequential(TokenHead(128, 128)));
   } else if (m.name == "transformer") {  // rows as 28 tokens, 2 encoder layers of width 64
     add(m, "tokens", nn::Sequential(Tokens(28, 28, 64)));
     for (int i = 0; i < 2; ++i)
@@ -196,7 +216,7 @@ void build(model_chain& m) {
 }  // namespace
 
 const std::vector<std::string>& builtin_model_names() {
-  static const std::vector<std::string> names = {"mlp", "cnn", "resnet", "transformer", "vgg", "resnet18", "gpt", "gpt_text"};
+  static const std::vector<std::string> names = {"mlp", "cnn", "resnet", "transformer", "vgg", "resnet18", "gpt", "gpt_text", "gpt_lm"};
   return names;
 }
 
@@ -237,6 +257,13 @@ status check_data(const model_chain& m, const data::dataset& d) {
     return t ? "text windows of " + std::to_string(cols) + " tokens"
              : "images of [" + std::to_string(channels) + ", " + std::to_string(rows) + ", " + std::to_string(cols) + "]";
   };
+  if (d.target_ids > 0 && io.positions != d.target_ids)
+    return make_error("bad_job", "loss next_token scores every position of a window of " + std::to_string(d.target_ids) + " tokens; model '" + m.name +
+                                     "' gives " + (io.positions > 0 ? "scores for " + std::to_string(io.positions) + " positions" : "one score vector a sample") +
+                                     " (its output must be [batch, " + std::to_string(d.target_ids) + ", vocab])");
+  if (d.target_ids == 0 && io.positions > 0)
+    return make_error("bad_job", "model '" + m.name + "' scores " + std::to_string(io.positions) +
+                                     " positions a sample, a language model's output: train it with loss next_token");
   if (d.target_values > 0 && io.classes > 0 && io.classes != d.target_values)
     return make_error("bad_job", "model '" + m.name + "' gives " + std::to_string(io.classes) + " values a sample; the data regress " +
                                      std::to_string(d.target_values) + " (loss mse: one output a target value)");

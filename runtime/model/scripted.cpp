@@ -309,12 +309,15 @@ result<std::shared_ptr<const model_chain>> load_torchscript(const std::string& p
   }
   if (!got.sizes().equals(want.sizes()) || !torch::equal(got.detach(), want.detach()))
     return refuse("running its children in order gives other numbers than its forward");
-  if (want.dim() != 2) return refuse("its output per batch is " + shape_of(want.sizes().vec()) + "; dynapar trains class scores [batch, classes]");
+  if (want.dim() != 2 && !(want.dim() == 3 && vocab > 0))
+    return refuse("its output per batch is " + shape_of(want.sizes().vec()) +
+                  "; dynapar trains class scores [batch, classes] (or a token model's next-token scores [batch, positions, vocab])");
 
   m->io.channels = static_cast<int>(input[0]);
   m->io.rows = static_cast<int>(input[1]);
   m->io.cols = static_cast<int>(input[2]);
-  m->io.classes = static_cast<int>(want.size(1));
+  m->io.classes = static_cast<int>(want.size(-1));
+  m->io.positions = want.dim() == 3 ? static_cast<int>(want.size(1)) : 0;
   m->io.vocab = static_cast<int>(vocab);
   for (std::size_t k = 0; k < children.size(); ++k) {
     m->names.push_back(names[k]);

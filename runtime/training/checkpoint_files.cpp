@@ -152,7 +152,7 @@ json job_fingerprint(const prepared_job& p) {
                                     {"step_size", o.schedule.step_size}, {"gamma", o.schedule.gamma}, {"min_lr", o.schedule.min_lr}}},
             {"optimizer.clip_grad_norm", o.clip_grad_norm},
             {"loss.label_smoothing", o.label_smoothing},
-            {"loss.kind", j.data.regression ? "mse" : "cross_entropy"}};
+            {"loss.kind", j.data.regression ? "mse" : j.data.next_token ? "next_token" : "cross_entropy"}};
   if (model::is_torchscript(j.model))  // the file's bytes, not only its name
     if (auto h = comm::file_sha256(j.model)) f["model_sha256"] = *h;
   return f;

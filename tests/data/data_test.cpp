@@ -380,6 +380,20 @@ TEST_CASE("token files: next-token windows over a flat array of ids, checked aga
   CHECK(val->size() == 3);
   val->store->values(2, 0, w.data());
   CHECK((w[0] == ids[88] && val->store->label(2) == ids[96]));
+  // Next-token: every position's next id, the window shifted by one (by hand: ids 89..96 for
+  // the validation window starting at 88); another data set than the one-label windows.
+  auto next = s;
+  next.next_token = true;
+  auto nval = load(next, false);
+  REQUIRE(nval);
+  CHECK(nval->target_ids == 8);
+  std::vector<std::int64_t> tids(8);
+  nval->store->target_ids(2, tids.data());
+  for (int k = 0; k < 8; ++k) CHECK(tids[k] == ids[89 + k]);
+  CHECK(fingerprint(*nval) != fingerprint(*val));
+  CHECK(decode(encode(next))->next_token);
+  next.kind = "npy";
+  CHECK(check(next).err().message.find("loss next_token predicts the ids of kind tokens") != std::string::npos);
   // uint32 ids read as such; a file of another length, or an id past the vocabulary, is named.
   std::vector<std::uint32_t> wide(ids.begin(), ids.end());
   wide[90] = 70000;

@@ -226,6 +226,40 @@ TEST_CASE("loss mse: the last stage's loss is the squared error summed by hand",
   CHECK(bad.err().message.find("output 10 values a sample; the regression's targets have 7") != std::string::npos);
 }
 
+TEST_CASE("loss next_token: every position's cross-entropy by hand, averaged over the positions and summed over the samples", "[unit][optimizer]") {
+  // gpt_lm scores each of a window's 32 positions; the target is the id after each. By hand
+  // from the scores in double precision: sum over samples of (1/T) sum over positions of
+  // -log softmax(score)[next id].
+  auto m = make_model("gpt_lm", 4);
+  REQUIRE(m);
+  const int L = num_layers(**m);
+  auto w = make_worker(optimizer_config{"sgd", 0.1, 0, 0});
+  for (int l = 0; l < L; ++l) w->hold(l, copy_layer(**m, l));
+  w->begin_step(0);
+  torch::manual_seed(5);
+  const auto ids = torch::randint(0, 128, {3, 33}, torch::kInt64);
+  auto out = w->forward(0, 0, L, box(ids.slice(1, 0, 32).to(torch::kFloat32).reshape({3, 1, 1, 32})));
+  REQUIRE(out);
+  REQUIRE((*out)->t.sizes() == torch::IntArrayRef({3, 32, 128}));
+  const auto y = box(ids.slice(1, 1, 33).contiguous());
+  REQUIRE(w->backward_from_loss(0, y));
+  const auto logp = torch::log_softmax((*out)->t.to(torch::kFloat64), 2);
+  double want = 0;
+  for (int i = 0; i < 3; ++i)
+    for (int p = 0; p < 32; ++p) want -= logp[i][p][y->t[i][p].item<std::int64_t>()].item<double>() / 32;
+  REQUIRE(w->loss_sum() == Approx(want).epsilon(1e-5));
+  // A model that scores the sample once, against every position's targets: named.
+  auto cnn = make_model("mlp", 4);
+  REQUIRE(cnn);
+  auto v = make_worker(optimizer_config{"sgd", 0.1, 0, 0});
+  for (int l = 0; l < num_layers(**cnn); ++l) v->hold(l, copy_layer(**cnn, l));
+  v->begin_step(0);
+  REQUIRE(v->forward(0, 0, num_layers(**cnn), box(torch::zeros({3, 1, 28, 28}))));
+  const auto bad = v->backward_from_loss(0, box(torch::zeros({3, 32}, torch::kInt64)));
+  REQUIRE_FALSE(bad);
+  CHECK(bad.err().message.find("the model's output is not [batch, 32, vocab]") != std::string::npos);
+}
+
 TEST_CASE("clipping by global norm: the factor LibTorch's clip_grad_norm_ gives, and a worker's step by hand", "[unit][optimizer]") {
   // By hand: gradients (3, 4) and (0) have the global norm 5; bound 1 gives 1 / (5 + 1e-6).
   const std::vector<tensor> hand = {box(torch::tensor({6.0f, 8.0f})), box(torch::tensor({0.0f}))};

@@ -21,6 +21,7 @@ export OPENBLAS_NUM_THREADS=1
 $py "$here/make_data.py" .
 $py "$export_py" "$here/user_nets.py:small_cnn" --input 3,16,16 --out cnn.pt > /dev/null 2>&1
 $py "$export_py" "$here/user_nets.py:tiny_lm" --input 1,1,32 --vocab 128 --out lm.pt > /dev/null 2>&1
+$py "$export_py" "$here/user_nets.py:tiny_next_lm" --input 1,1,32 --vocab 128 --out next_lm.pt > /dev/null 2>&1
 job() {  # NAME MODEL DATA: a job file from own_data.yaml
   sed -e "s|^model: MODEL|model: $2|" -e "s|^data: DATA|data: $3|" -e "s|^name: own_data|name: $1|" "$here/own_data.yaml" > "$1.yaml"
 }
@@ -78,6 +79,27 @@ assert abs(s["reference_test_mse"] - got) <= 1e-6 * base, s
 print(f"ok: regression learns: test mse {got:.4f} against {base:.4f} for the mean")
 PY
 
+# Next-token (loss next_token): the user's language model scores every position of a window
+# ([n, 32, 128]), each against the id after it. Equal to one device in one process and over 3
+# nodes; and it learns: its token accuracy on val.bin ends above always guessing the most
+# common id there (numpy's count, the baseline).
+job next_lm next_lm.pt "{kind: tokens, path: tokens, vocab: 128, window: 32, stride: 16}"
+printf 'loss: {kind: next_token}\n' >> next_lm.yaml
+"$dynapar" train next_lm.yaml --verify --steps 60 --out run_next > /dev/null 2> run_next.log || { cat run_next.log; exit 1; }
+check run_next
+"$dynapar" launch --local 3 next_lm.yaml --verify --out nodes_next > /dev/null 2> nodes_next.log || { tail -20 nodes_next.log; exit 1; }
+check nodes_next
+$py - <<'PY'
+import json
+import numpy as np
+val = np.fromfile("tokens/val.bin", dtype=np.uint16)
+base = np.bincount(val).max() / len(val)
+s = json.load(open("run_next/summary.json"))
+got = s["final_test_accuracy"]
+assert got > base + 0.05, (got, base)
+print(f"ok: next-token learns: token accuracy {got:.3f} against {base:.3f} for the most common id")
+PY
+
 # A node started by hand reads the user's files only from its --data-dir (the folder of the
 # controller's name in it); without one the controller sends each step's inputs. Either way
 # the run equals one device.
@@ -132,5 +154,10 @@ refused smooth_mse.yaml "loss.label_smoothing' smooths class labels; loss mse ha
 job mse_tokens lm.pt "{kind: tokens, path: tokens, vocab: 128, window: 32}"
 printf 'loss: {kind: mse}\n' >> mse_tokens.yaml
 refused mse_tokens.yaml "loss mse regresses the labels of kind npy"
+job lm_next lm.pt "{kind: tokens, path: tokens, vocab: 128, window: 32}"
+printf 'loss: {kind: next_token}\n' >> lm_next.yaml
+refused lm_next.yaml "model 'lm' gives one score vector a sample (its output must be \[batch, 32, vocab\])"
+job next_as_classes next_lm.pt "{kind: tokens, path: tokens, vocab: 128, window: 32}"
+refused next_as_classes.yaml "scores 32 positions a sample, a language model's output: train it with loss next_token"
 job cnn_on_tokens cnn.pt "{kind: tokens, path: tokens, vocab: 128, window: 32}"
 refused cnn_on_tokens.yaml "takes images of \[3, 16, 16\].*the data are text windows of 32 tokens"

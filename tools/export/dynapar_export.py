@@ -310,14 +310,17 @@ def main(argv=None):
     top.train()
     if worst > 1e-6:
         raise ExportError(f"the chain differs from the model's forward (largest relative difference {worst:.3g})")
-    if want.dim() != 2:
-        raise ExportError(f"the model gives {tuple(want.shape)} per batch; dynapar trains class scores [batch, classes]")
-    meta = {"format": "dynapar-chain", "version": 1, "source": args.model, "input": shape, "classes": int(want.shape[1]),
-            "vocab": args.vocab,
+    # Class scores [batch, classes], or a language model's [batch, positions, vocab] (a score
+    # for every position's next token: loss next_token).
+    if want.dim() != 2 and not (want.dim() == 3 and args.vocab > 0):
+        raise ExportError(f"the model gives {tuple(want.shape)} per batch; dynapar trains class scores [batch, classes]"
+                          " (or, with --vocab, next-token scores [batch, positions, vocab])")
+    meta = {"format": "dynapar-chain", "version": 1, "source": args.model, "input": shape, "classes": int(want.shape[-1]),
+            "positions": int(want.shape[1]) if want.dim() == 3 else 0, "vocab": args.vocab,
             "segments": [{"name": n, "parameters": p, "output": o} for n, p, o in rows]}
     torch.jit.save(top, args.out, _extra_files={"dynapar.json": json.dumps(meta)})
     total = sum(p for _, p, _ in rows)
-    print(f"{args.model}: {len(rows)} segments, {total} parameters, input {args.input}, {want.shape[1]} classes -> {args.out}")
+    print(f"{args.model}: {len(rows)} segments, {total} parameters, input {args.input}, {want.shape[-1]} classes{f' at each of {want.shape[1]} positions' if want.dim() == 3 else ''} -> {args.out}")
     print(f"  {'segment':<14} {'parameters':>12}  output (a sample batch of 2)")
     for n, p, o in rows:
         print(f"  {n:<14} {p:>12}  {o}")

@@ -117,6 +117,14 @@ status driver::await_devices(std::int64_t slot, std::int64_t t, bool& changed, c
 }
 
 namespace {
+// The moves that read `layer` from device `from`, and the rest.
+std::pair<std::vector<planner::layer_move>, std::vector<planner::layer_move>> split_moves(const std::vector<planner::layer_move>& moves,
+                                                                                      int from, int layer) {
+  std::pair<std::vector<planner::layer_move>, std::vector<planner::layer_move>> out;
+  for (const auto& mv : moves) (mv.from == from && mv.layer == layer ? out.first : out.second).push_back(mv);
+  return out;
+}
+
 control::decision fixed(const planner::plan& p, const char* why) {
   control::decision d;
   d.plan = p;
@@ -210,15 +218,31 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
   // layers come in (own_data test: device 5 held a layer on its way to device 4 when layer 1
   // arrived, and the two did not fit its memory at once). A move is ready when its target
   // holds nothing still to be sent; layers whose moves are done are dropped between waves. A
-  // cycle (two devices trading layers) leaves no move ready: the rest goes at once.
+  // cycle (devices trading layers) leaves no move ready: one of its layers is staged here, a
+  // copy with its optimizer state, and dropped by its giver, which then has room for what it
+  // takes; the copy goes to its targets once the rest have moved (examples/jobs/
+  // own_next_token.yaml: two edge devices swapping blocks, each with room for one, ended the
+  // run out of memory when the cycle went at once).
   std::vector<planner::layer_move> waiting(diff.moves.begin(), diff.moves.end());
+  std::vector<std::pair<planner::layer_move, model::layer_copy>> staged;
   while (!waiting.empty() && failure_.empty()) {
     std::vector<planner::layer_move> wave, later;
     for (const auto& mv : waiting) {
       const bool gives = std::any_of(late.begin(), late.end(), [&](const auto& d) { return d.first == mv.to; });
       (gives ? later : wave).push_back(mv);
     }
-    if (wave.empty()) wave.swap(later);
+    if (wave.empty()) {
+      const auto from = later.front().from, layer = later.front().layer;
+      const auto [reading, rest] = split_moves(later, from, layer);
+      self_->request(actors_.devices.at(from), timeout_, copy_atom::value, layer)
+          .receive([&](model::layer_copy& c) { for (const auto& mv : reading) staged.emplace_back(mv, c); },
+                   [&](caf::error& e) { failure_ = text(e); });
+      late.erase(std::remove(late.begin(), late.end(), std::pair{from, layer}), late.end());
+      if (failure_.empty()) failure_ = drop_layers({{from, layer}});
+      early.push_back({from, layer});  // undone as the early drops are
+      waiting = rest;
+      continue;
+    }
     bytes += move_layers(wave, t);
     waiting.swap(later);
     // Drop what no waiting move still reads.
@@ -232,6 +256,17 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
       early.insert(early.end(), sent.begin(), sent.end());  // undone as the early drops are
       late.swap(kept);
     }
+  }
+  if (failure_.empty() && !staged.empty()) {  // room first, then the staged copies
+    failure_ = drop_layers(late);
+    early.insert(early.end(), late.begin(), late.end());
+    late.clear();
+    for (auto& [mv, copy] : staged)
+      if (failure_.empty()) {
+        bytes += static_cast<double>(model::bytes(copy));
+        self_->request(actors_.devices.at(mv.to), timeout_, hold_atom::value, mv.layer, copy)
+            .receive([](bool) {}, [&](caf::error& e) { failure_ = text(e); });
+      }
   }
   if (auto st = check("migrating layers before step " + std::to_string(t)); !st) {
     undo_early();

@@ -631,6 +631,34 @@ TEST_CASE("a device that gives a layer away and takes another sends first: moves
   CHECK(diff_from_one_device(**m, d, s, out->final_layers, 16) == 0);
 }
 
+TEST_CASE("two devices that trade layers, each with room for one half: a layer of the cycle waits at the driver", "[actor][train]") {
+  // As above, but devices 1 and 2 swap halves: each gives what the other takes, so no move is
+  // ready (a cycle). Before the staging, the cycle went at once and the run ended "device 2
+  // out of memory" (seen in examples/jobs/own_next_token.yaml).
+  model::set_threads(1);
+  const auto d = data::synthetic(400, 2);
+  auto m = model::make_model("cnn", 3);
+  REQUIRE(m);
+  const model::optimizer_config adam{"adam", 1e-3, 0.9, 0};
+  const auto [cut, cap] = halves(**m, adam);
+  training::train_settings s;
+  s.steps = 4;
+  s.optimizer = adam;
+  s.hash_every = 1;
+  s.emulated = emulate({1, 1, 1});
+  s.emulated.cluster.devices[0].node = 1;  // far away: the layers come from 1 and 2
+  s.emulated.cluster.devices[0].rack = 1;
+  for (int id : {1, 2}) s.emulated.cluster.devices[id].memory_bytes = cap;
+  s.plan.groups = {{{0}, {0, 4}, 32, 16}, {{1, 2}, {0, cut, 4}, 32, 16}};
+  planner::plan next = s.plan;
+  next.groups[1].devices = {2, 1};
+  s.replans = {{2, next}};
+  auto out = actors::train(**m, d, s);
+  REQUIRE(out);
+  CHECK(out->layers_moved == 4);
+  CHECK(diff_from_one_device(**m, d, s, out->final_layers, 16) == 0);
+}
+
 TEST_CASE("a parameterless first layer (Flatten) trains exactly on any split, alone on a stage or not", "[actor][train]") {
   // examples/models/mlp_flatten.pt (examples/export_torchscript.py): Flatten, then five
   // layers of Linear with LayerNorm, GELU and Tanh. Before the fix a lone Flatten stage

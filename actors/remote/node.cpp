@@ -107,7 +107,7 @@ std::uint64_t load_data(const node_config& cfg, const wire::welcome_msg& w, node
     }
     src->path = (std::filesystem::path(cfg.data_dir) / named.filename()).string();
   }
-  auto d = data::load(*src, true);
+  auto d = model::load_data(*src, true);
   if (!d) {
     log->warn("the job's data set '{}': {}; the controller sends each step's inputs instead", src->kind, d.err().message);
     return 0;

@@ -136,8 +136,8 @@ void parse_data(const fields& top, data::source& d) {
   } else {
     d.kind = top.text("data", d.kind);
   }
-  if (d.kind != "fashion_mnist" && d.kind != "synthetic" && d.kind != "fortunes" && d.kind != "npy" && d.kind != "tokens" && d.kind != "images")
-    throw field_error{"field 'data' must be fashion_mnist, synthetic, fortunes, or a map with kind npy, tokens or images"};
+  if (d.kind != "fashion_mnist" && d.kind != "synthetic" && d.kind != "fortunes" && d.kind != "npy" && d.kind != "tokens" && d.kind != "images" && d.kind != "torch")
+    throw field_error{"field 'data' must be fashion_mnist, synthetic, fortunes, or a map with kind npy, tokens, images or torch"};
   d.synthetic_samples = top.integer("synthetic_samples", d.synthetic_samples);
   // Upper bounds keep a mistyped file from asking for memory no run needs.
   if (d.synthetic_samples < 1 || d.synthetic_samples > 1'000'000)

@@ -14,7 +14,7 @@ namespace dynapar::data {
 
 status check(const source& s) {
   auto bad = [](const std::string& what) { return make_error("bad_data", "field 'data." + what); };
-  const bool files = s.kind == "npy" || s.kind == "tokens" || s.kind == "images";
+  const bool files = s.kind == "npy" || s.kind == "tokens" || s.kind == "images" || s.kind == "torch";
   if (files && s.path.empty()) return bad("path' is required for kind " + s.kind);
   if (s.path.find('\n') != std::string::npos) return bad("path' holds a newline");
   if (s.synthetic_samples < 0 || s.synthetic_samples > 1'000'000) return make_error("bad_data", "field 'synthetic_samples' must be in 1..1000000");
@@ -36,7 +36,8 @@ status check(const source& s) {
   if (s.image_channels != 1 && s.image_channels != 3) return bad("channels' must be 1 or 3");
   if (s.crop_pad < 0 || s.crop_pad > 1024) return bad("crop_pad' must be in 0..1024");
   if (s.next_token && s.kind != "tokens") return make_error("bad_data", "loss next_token predicts the ids of kind tokens; kind " + s.kind + " has no token file");
-  if (s.regression && s.kind != "npy") return make_error("bad_data", "loss mse regresses the labels of kind npy; kind " + s.kind + " has class labels");
+  if (s.regression && s.kind != "npy" && s.kind != "torch")
+    return make_error("bad_data", "loss mse regresses the labels of kind npy or torch; kind " + s.kind + " has class labels");
   return ok_status();
 }
 
@@ -84,7 +85,7 @@ result<dataset> load(const source& s, bool train) {
   if (s.kind == "npy") return load_npy(s, train);
   if (s.kind == "tokens") return load_tokens(s, train);
   if (s.kind == "images") return load_images(s, train);
-  return make_error("bad_data", "unknown data set '" + s.kind + "' (fashion_mnist, synthetic, fortunes, npy, tokens or images)");
+  return make_error("bad_data", "unknown data set '" + s.kind + "' (fashion_mnist, synthetic, fortunes, npy, tokens or images; torch is read by model::load_data)");
 }
 
 // One "key=value" line a field; a path holds no newline (the job file's loader refuses one).

@@ -12,6 +12,7 @@
 #include "common/lr_schedule.hpp"
 #include "common/result.hpp"
 #include "data/dataset.hpp"
+#include "data/source.hpp"
 #include "planner/profile.hpp"
 
 namespace dynapar::model {
@@ -122,6 +123,11 @@ class device_worker {
 // On `place` (checked by check_place): layers, optimizer state, activations and gradients
 // live there; inputs from elsewhere are copied in, outputs stay (the receiver copies them).
 std::unique_ptr<device_worker> make_worker(const optimizer_config& opt, const std::string& place = "cpu");
+
+// A job's data set (training or validation split): kind torch, tensors a user saved with
+// torch.save (DIR/train.pt, optionally DIR/val.pt, each (inputs, labels)), read here with
+// LibTorch's loader, whole in memory; every other kind by data::load.
+result<data::dataset> load_data(const data::source& s, bool train);
 
 // Host side (the training driver).
 // [n, channels, rows, cols], normalised; `step` seeds augmentation (< 0: evaluation, none).

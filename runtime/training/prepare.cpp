@@ -108,9 +108,9 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, co
   model::optimizer_config opt{job.optimizer, job.lr,       job.momentum,        job.weight_decay,
                               job.nesterov,  job.schedule, job.label_smoothing, job.clip_grad_norm};
   const data::source& src = job.data;
-  auto train = data::load(src, true);
+  auto train = model::load_data(src, true);
   if (!train) return train.err();
-  auto test = data::load(src, false);
+  auto test = model::load_data(src, false);
   if (!test) return test.err();
   p.train_set = std::move(*train);
   p.test_set = std::move(*test);

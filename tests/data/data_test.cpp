@@ -314,7 +314,7 @@ TEST_CASE("npy regression: labels [n] or [n, k] of any type read as reals, check
   write_file(dir + "/train_labels.npy", npy_bytes("<f8", "(5, 2, 1)", "False", raw(std::vector<double>(10, 0))));
   CHECK(load(s, true).err().message.find("or [n, k] values to regress") != std::string::npos);
   s.kind = "images";
-  CHECK(check(s).err().message.find("loss mse regresses the labels of kind npy") != std::string::npos);
+  CHECK(check(s).err().message.find("loss mse regresses the labels of kind npy or torch") != std::string::npos);
 }
 
 TEST_CASE("npy data: the fingerprint follows every byte; bad files are errors naming the file and sample", "[unit][data]") {

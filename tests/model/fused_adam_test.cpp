@@ -1,8 +1,7 @@
 // Adam in one pass against LibTorch's torch::optim::Adam (the independent reference), and
 // the property exactness rests on: an element's result does not depend on where the loop
 // that updates it starts or ends. (REQUIRE throughout: LibTorch's glog defines CHECK.)
-#include <catch2/catch.hpp>
-#include <torch/torch.h>
+#include "support/torch_catch.hpp"
 
 #include <cstring>
 

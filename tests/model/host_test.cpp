@@ -1,5 +1,5 @@
 // Host-side comparison (model/host.cpp): what --verify's figure is made of.
-#include <catch2/catch.hpp>
+#include "support/torch_catch.hpp"
 
 #include <cmath>
 #include <limits>

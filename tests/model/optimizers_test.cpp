@@ -1,8 +1,7 @@
 // The optimizers a job may name, against PyTorch's update formulas worked here in double
 // precision (torch.optim.AdamW and torch.optim.SGD's documentation), and their state across
 // the wire as their own kind. (REQUIRE throughout: LibTorch's glog defines CHECK.)
-#include <catch2/catch.hpp>
-#include <torch/torch.h>
+#include "support/torch_catch.hpp"
 
 #include <cmath>
 

@@ -56,6 +56,24 @@ for kind in npy tokens; do
   check nodes_$kind nodes_$kind.log
 done
 
+# Kind torch: the same arrays saved by torch.save as (inputs, labels) in torch/train.pt, read
+# with LibTorch's loader: equal to one device over 3 nodes, and the same training as the npy
+# run, step by step (the losses in metrics.jsonl are the same numbers).
+mkdir -p torch
+$py -c "import numpy as np, torch; torch.save((torch.from_numpy(np.load('npy/train_inputs.npy')), torch.from_numpy(np.load('npy/train_labels.npy'))), 'torch/train.pt')"
+job torch cnn.pt "{kind: torch, path: torch}"
+"$dynapar" launch --local 3 torch.yaml --verify --out nodes_torch > /dev/null 2> nodes_torch.log || { tail -20 nodes_torch.log; exit 1; }
+check nodes_torch
+"$dynapar" train torch.yaml --out run_torch > /dev/null 2> run_torch.log || { cat run_torch.log; exit 1; }
+"$dynapar" train npy.yaml --out run_npy_again > /dev/null 2> run_npy_again.log || { cat run_npy_again.log; exit 1; }
+$py - <<'PY'
+import json
+loss = lambda d: [json.loads(l)["loss"] for l in open(d + "/metrics.jsonl") if '"loss"' in l]
+a, b = loss("run_torch"), loss("run_npy_again")
+assert len(a) == 24 and a == b, (a[:3], b[:3])
+print(f"ok: kind torch trains as the same arrays in npy do: {len(a)} equal losses, {a[0]:.4f} to {a[-1]:.4f}")
+PY
+
 # Regression (loss mse): the same CNN regresses 10 reals a sample from float labels. Equal to
 # one device in one process and over 3 nodes; and it learns: the test mean squared error ends
 # below that of predicting every value as the training labels' mean (numpy's, the baseline).
@@ -153,11 +171,16 @@ printf 'loss: {kind: mse, label_smoothing: 0.1}\n' >> smooth_mse.yaml
 refused smooth_mse.yaml "loss.label_smoothing' smooths class labels; loss mse has none"
 job mse_tokens lm.pt "{kind: tokens, path: tokens, vocab: 128, window: 32}"
 printf 'loss: {kind: mse}\n' >> mse_tokens.yaml
-refused mse_tokens.yaml "loss mse regresses the labels of kind npy"
+refused mse_tokens.yaml "loss mse regresses the labels of kind npy or torch"
 job lm_next lm.pt "{kind: tokens, path: tokens, vocab: 128, window: 32}"
 printf 'loss: {kind: next_token}\n' >> lm_next.yaml
 refused lm_next.yaml "model 'lm' gives one score vector a sample (its output must be \[batch, 32, vocab\])"
 job next_as_classes next_lm.pt "{kind: tokens, path: tokens, vocab: 128, window: 32}"
 refused next_as_classes.yaml "scores 32 positions a sample, a language model's output: train it with loss next_token"
+mkdir -p torch_bad && head -c 3000 torch/train.pt > torch_bad/train.pt
+job torch_short cnn.pt "{kind: torch, path: torch_bad}"
+refused torch_short.yaml "torch_bad/train.pt: not a file torch.save wrote, or truncated"
+$py -c "import torch; torch.save({'images': torch.zeros(4, 3, 16, 16), 'targets': torch.zeros(4)}, 'torch_bad/train.pt')"
+refused torch_short.yaml "torch_bad/train.pt: must hold (inputs, labels)"
 job cnn_on_tokens cnn.pt "{kind: tokens, path: tokens, vocab: 128, window: 32}"
 refused cnn_on_tokens.yaml "takes images of \[3, 16, 16\].*the data are text windows of 32 tokens"

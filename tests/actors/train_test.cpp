@@ -558,105 +558,63 @@ TEST_CASE("a device's emulated memory: a layer that does not fit is refused, nam
   }
 }
 
-// The CNN cut in two halves as close in size as can be, and a memory cap 1 % over the larger:
-// each half alone fits a device with that cap, both together do not.
-std::pair<int, double> halves(const model::model_chain& m, const model::optimizer_config& opt) {
+// Device 0 holds the whole CNN; devices 1 and 2 pipeline it in two halves as close in size as
+// can be, and each device of `capped` gets a memory cap 1 % over the larger half: each half
+// alone fits, both do not. At step 2 the pipeline's devices become `next`. `far`: device 0 on
+// another node and rack, so that layers move between the pipeline's devices, not from it. The
+// run moves 4 layers and equals one device.
+void halves_move(int devices, bool far, const std::vector<int>& capped, const std::vector<int>& next) {
+  model::set_threads(1);
+  const auto d = data::synthetic(400, 2);
+  auto m = model::make_model("cnn", 3);
+  REQUIRE(m);
+  const model::optimizer_config adam{"adam", 1e-3, 0.9, 0};
   std::vector<std::size_t> b;
-  for (int l = 0; l < 4; ++l) b.push_back(model::resident_bytes(model::copy_layer(m, l), opt));
+  for (int l = 0; l < 4; ++l) b.push_back(model::resident_bytes(model::copy_layer(**m, l), adam));
   auto half = [&](int from, int to) { return std::accumulate(b.begin() + from, b.begin() + to, std::size_t{0}); };
   int cut = 1;
   for (int c = 2; c < 4; ++c)
     if (std::max(half(0, c), half(c, 4)) < std::max(half(0, cut), half(cut, 4))) cut = c;
   const double cap = 1.01 * static_cast<double>(std::max(half(0, cut), half(cut, 4)));
   REQUIRE(static_cast<double>(half(0, 4)) > cap);
-  return {cut, cap};
+  training::train_settings s;
+  s.steps = 4;
+  s.optimizer = adam;
+  s.hash_every = 1;
+  s.emulated = emulate(std::vector<double>(static_cast<std::size_t>(devices), 1.0));
+  if (far) s.emulated.cluster.devices[0].node = 1, s.emulated.cluster.devices[0].rack = 1;
+  for (int id : capped) s.emulated.cluster.devices[static_cast<std::size_t>(id)].memory_bytes = cap;
+  s.plan.groups = {{{0}, {0, 4}, 32, 16}, {{1, 2}, {0, cut, 4}, 32, 16}};
+  planner::plan after = s.plan;
+  after.groups[1].devices = next;
+  s.replans = {{2, after}};
+  auto out = actors::train(**m, d, s);
+  REQUIRE(out);
+  CHECK(out->layers_moved == 4);
+  CHECK(diff_from_one_device(**m, d, s, out->final_layers, 16) == 0);
 }
 
 TEST_CASE("a re-plan that swaps a device's layers fits its memory: the layers it gives up go first", "[actor][train]") {
-  // Device 0 holds the whole model; devices 1 and 2 pipeline it, then swap halves. Each half
-  // fits devices 1 and 2, both halves do not: the old half must be gone before the new one
-  // arrives. Links are equal, so each layer comes from its first holder, device 0: no move reads
-  // what 1 and 2 give up.
-  model::set_threads(1);
-  const auto d = data::synthetic(400, 2);
-  auto m = model::make_model("cnn", 3);
-  REQUIRE(m);
-  const model::optimizer_config adam{"adam", 1e-3, 0.9, 0};
-  const auto [cut, cap] = halves(**m, adam);
-  training::train_settings s;
-  s.steps = 4;
-  s.optimizer = adam;
-  s.hash_every = 1;
-  s.emulated = emulate({1, 1, 1});
-  s.emulated.cluster.devices[1].memory_bytes = cap;
-  s.emulated.cluster.devices[2].memory_bytes = cap;
-  s.plan.groups = {{{0}, {0, 4}, 32, 16}, {{1, 2}, {0, cut, 4}, 32, 16}};
-  planner::plan swapped = s.plan;
-  swapped.groups[1].devices = {2, 1};
-  s.replans = {{2, swapped}};
-  auto out = actors::train(**m, d, s);
-  REQUIRE(out);
-  CHECK(out->layers_moved == 4);
-  CHECK(diff_from_one_device(**m, d, s, out->final_layers, 16) == 0);
+  // Devices 1 and 2 swap halves; the old half must be gone before the new one arrives. Links
+  // are equal, so each layer comes from its first holder, device 0: no move reads what 1 and
+  // 2 give up.
+  halves_move(3, false, {1, 2}, {2, 1});
 }
 
 TEST_CASE("a device that gives a layer away and takes another sends first: moves go in waves", "[actor][train]") {
-  // Devices 1, 2 and 3 share a node; device 0, on another rack, holds the whole model too, so
-  // layers move between 1, 2 and 3. Device 1 gives its first half to device 3 and takes the
-  // second half from device 2; a half fits device 1, both halves do not: the half must be
-  // sent and dropped before the other arrives (the own_data test met this: device 5 out of
+  // Devices 1, 2 and 3 share a node, device 0 is far: layers move between 1, 2 and 3. Device
+  // 1 gives its first half to device 3 and takes the second half from device 2: the half must
+  // be sent and dropped before the other arrives (the own_data test met this: device 5 out of
   // memory with a layer still on its way out). Before the waves every move went at once and
   // what moves read was dropped after all of them arrived.
-  model::set_threads(1);
-  const auto d = data::synthetic(400, 2);
-  auto m = model::make_model("cnn", 3);
-  REQUIRE(m);
-  const model::optimizer_config adam{"adam", 1e-3, 0.9, 0};
-  const auto [cut, cap] = halves(**m, adam);
-  training::train_settings s;
-  s.steps = 4;
-  s.optimizer = adam;
-  s.hash_every = 1;
-  s.emulated = emulate({1, 1, 1, 1});
-  s.emulated.cluster.devices[0].node = 1;
-  s.emulated.cluster.devices[0].rack = 1;
-  for (int id : {1, 2, 3}) s.emulated.cluster.devices[id].memory_bytes = cap;
-  s.plan.groups = {{{0}, {0, 4}, 32, 16}, {{1, 2}, {0, cut, 4}, 32, 16}};
-  planner::plan next = s.plan;
-  next.groups[1].devices = {3, 1};
-  s.replans = {{2, next}};
-  auto out = actors::train(**m, d, s);
-  REQUIRE(out);
-  CHECK(out->layers_moved == 4);
-  CHECK(diff_from_one_device(**m, d, s, out->final_layers, 16) == 0);
+  halves_move(4, true, {1, 2, 3}, {3, 1});
 }
 
 TEST_CASE("two devices that trade layers, each with room for one half: a layer of the cycle waits at the driver", "[actor][train]") {
-  // As above, but devices 1 and 2 swap halves: each gives what the other takes, so no move is
+  // Devices 1 and 2 swap halves, device 0 far: each gives what the other takes, so no move is
   // ready (a cycle). Before the staging, the cycle went at once and the run ended "device 2
   // out of memory" (seen in examples/jobs/own_next_token.yaml).
-  model::set_threads(1);
-  const auto d = data::synthetic(400, 2);
-  auto m = model::make_model("cnn", 3);
-  REQUIRE(m);
-  const model::optimizer_config adam{"adam", 1e-3, 0.9, 0};
-  const auto [cut, cap] = halves(**m, adam);
-  training::train_settings s;
-  s.steps = 4;
-  s.optimizer = adam;
-  s.hash_every = 1;
-  s.emulated = emulate({1, 1, 1});
-  s.emulated.cluster.devices[0].node = 1;  // far away: the layers come from 1 and 2
-  s.emulated.cluster.devices[0].rack = 1;
-  for (int id : {1, 2}) s.emulated.cluster.devices[id].memory_bytes = cap;
-  s.plan.groups = {{{0}, {0, 4}, 32, 16}, {{1, 2}, {0, cut, 4}, 32, 16}};
-  planner::plan next = s.plan;
-  next.groups[1].devices = {2, 1};
-  s.replans = {{2, next}};
-  auto out = actors::train(**m, d, s);
-  REQUIRE(out);
-  CHECK(out->layers_moved == 4);
-  CHECK(diff_from_one_device(**m, d, s, out->final_layers, 16) == 0);
+  halves_move(3, true, {1, 2}, {2, 1});
 }
 
 TEST_CASE("a parameterless first layer (Flatten) trains exactly on any split, alone on a stage or not", "[actor][train]") {

@@ -49,12 +49,16 @@ if len(sys.argv) > 2:
 print("ok:", line)
 PY
 }
-for kind in npy tokens; do
-  "$dynapar" train $kind.yaml --verify --out run_$kind > /dev/null 2> run_$kind.log || { cat run_$kind.log; exit 1; }
-  check run_$kind
-  "$dynapar" launch --local 3 $kind.yaml --verify --out nodes_$kind > /dev/null 2> nodes_$kind.log || { tail -20 nodes_$kind.log; exit 1; }
-  check nodes_$kind nodes_$kind.log
-done
+both() {  # NAME [TRAIN ARGS...]: NAME.yaml with --verify in one process (run_NAME) and over 3 nodes (nodes_NAME)
+  local name=$1
+  shift
+  "$dynapar" train $name.yaml --verify "$@" --out run_$name > /dev/null 2> run_$name.log || { cat run_$name.log; exit 1; }
+  check run_$name
+  "$dynapar" launch --local 3 $name.yaml --verify --out nodes_$name > /dev/null 2> nodes_$name.log || { tail -20 nodes_$name.log; exit 1; }
+  check nodes_$name nodes_$name.log
+}
+both npy
+both tokens
 
 # Kind torch: the same arrays saved by torch.save as (inputs, labels) in torch/train.pt, read
 # with LibTorch's loader: equal to one device over 3 nodes, and the same training as the npy
@@ -79,10 +83,7 @@ PY
 # below that of predicting every value as the training labels' mean (numpy's, the baseline).
 job reg cnn.pt "{kind: npy, path: reg}"
 printf 'loss: {kind: mse}\n' >> reg.yaml
-"$dynapar" train reg.yaml --verify --steps 60 --out run_reg > /dev/null 2> run_reg.log || { cat run_reg.log; exit 1; }
-check run_reg
-"$dynapar" launch --local 3 reg.yaml --verify --out nodes_reg > /dev/null 2> nodes_reg.log || { tail -20 nodes_reg.log; exit 1; }
-check nodes_reg
+both reg --steps 60
 $py - <<'PY'
 import json
 import numpy as np
@@ -103,16 +104,13 @@ PY
 # common id there (numpy's count, the baseline).
 job next_lm next_lm.pt "{kind: tokens, path: tokens, vocab: 128, window: 32, stride: 16}"
 printf 'loss: {kind: next_token}\n' >> next_lm.yaml
-"$dynapar" train next_lm.yaml --verify --steps 60 --out run_next > /dev/null 2> run_next.log || { cat run_next.log; exit 1; }
-check run_next
-"$dynapar" launch --local 3 next_lm.yaml --verify --out nodes_next > /dev/null 2> nodes_next.log || { tail -20 nodes_next.log; exit 1; }
-check nodes_next
+both next_lm --steps 60
 $py - <<'PY'
 import json
 import numpy as np
 val = np.fromfile("tokens/val.bin", dtype=np.uint16)
 base = np.bincount(val).max() / len(val)
-s = json.load(open("run_next/summary.json"))
+s = json.load(open("run_next_lm/summary.json"))
 got = s["final_test_accuracy"]
 assert got > base + 0.05, (got, base)
 print(f"ok: next-token learns: token accuracy {got:.3f} against {base:.3f} for the most common id")

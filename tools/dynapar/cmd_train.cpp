@@ -172,7 +172,7 @@ int train_main(const train_options& o, const train_fn& how) {
     const std::int64_t per_epoch = std::max(1, prep->train_set.size() / batch);
     log_line("epoch {}/{}: train loss {:.4f}, test {} {:.4f}", epoch, (steps + per_epoch - 1) / per_epoch,
              epoch_steps > 0 ? epoch_loss / epoch_steps : 0.0, model::metric_name(test_set), acc);
-    if (board) board->epoch(epoch, acc);
+    if (board) board->epoch(epoch, acc, model::metric_name(test_set));
     epoch_loss = 0;
     epoch_steps = 0;
   };

@@ -86,11 +86,11 @@ void live_dashboard::fault(const training::fault_record& r) {
   publish();
 }
 
-void live_dashboard::epoch(std::int64_t epoch, double test_accuracy) {
+void live_dashboard::epoch(std::int64_t epoch, double score, const std::string& metric) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.4f", test_accuracy);
-  state_["test_accuracy"] = test_accuracy;
-  note(state_["step"].get<std::int64_t>(), "epoch " + std::to_string(epoch) + " ends: test accuracy " + buf);
+  std::snprintf(buf, sizeof buf, "%.4f", score);
+  state_["test_" + metric] = score;
+  note(state_["step"].get<std::int64_t>(), "epoch " + std::to_string(epoch) + " ends: test " + metric + " " + buf);
   publish();
 }
 

@@ -22,7 +22,8 @@ class live_dashboard {
   void plan(const training::plan_record& r);
   void step(const training::step_record& r, const report::progress_meter& m);
   void fault(const training::fault_record& r);
-  void epoch(std::int64_t epoch, double test_accuracy);
+  // `metric`: model::metric_name, "accuracy" or a regression's "mse".
+  void epoch(std::int64_t epoch, double score, const std::string& metric);
   void finish(const nlohmann::json& summary);
   int port() const { return server_->port(); }
 

@@ -124,15 +124,14 @@ bool exists(const std::string& p) {
   return std::filesystem::exists(p, ec);
 }
 
-// The [first, first + count) of n rows that a split takes: the whole of its own file, or the
-// training file less (train) or only (validation) its last val_share.
+}  // namespace
+
 std::pair<std::int64_t, std::int64_t> split(std::int64_t n, bool own_file, bool train, double val_share) {
   if (own_file) return {0, n};
   const auto val = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::floor(static_cast<double>(n) * val_share)));
   return train ? std::pair{std::int64_t{0}, n - val} : std::pair{n - val, val};
 }
 
-}  // namespace
 
 result<dataset> load_npy(const source& s, bool train) {
   const bool own = !train && exists(s.path + "/val_inputs.npy");

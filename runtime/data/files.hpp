@@ -3,6 +3,9 @@
 // range, values finite) in a pass that also makes its fingerprint and then lets the pages go.
 #pragma once
 
+#include <cstdint>
+#include <utility>
+
 #include "data/source.hpp"
 
 namespace dynapar::data {
@@ -10,6 +13,9 @@ namespace dynapar::data {
 // npy: inputs [n, channels, rows, cols], [n, rows, cols] or [n, features] of any dtype
 // data/npy.hpp reads; labels [n] of an integer dtype.
 result<dataset> load_npy(const source& s, bool train);
+// The rows [first, first + count) of n that a split takes: the whole of its own file, or the
+// training file less (train) or only (validation) its last val_share (at least one row).
+std::pair<std::int64_t, std::int64_t> split(std::int64_t n, bool own_file, bool train, double val_share);
 // tokens: a flat array of uint16 or uint32 ids; sample i is the `window` ids from
 // i * stride, its label the id after them.
 result<dataset> load_tokens(const source& s, bool train);

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "data/files.hpp"
 #include "data/hash.hpp"
 #include "model/api.hpp"
 
@@ -86,11 +87,7 @@ result<data::dataset> load_torch(const data::source& s, bool train) {
   if (n < 2 || n > INT32_MAX) return make_error("bad_data", file + ": " + std::to_string(n) + " samples; 2 .. 2^31 - 1 are needed");
   for (int k = 1; k < x.dim(); ++k)
     if (x.size(k) < 1 || x.size(k) > (1 << 16)) return make_error("bad_data", file + ": a sample's sizes must be in 1..65536");
-  std::int64_t first = 0, count = n;
-  if (!own) {  // the last val_share of the training file is held out
-    const auto val = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::floor(static_cast<double>(n) * s.val_share)));
-    first = train ? 0 : n - val, count = train ? n - val : val;
-  }
+  const auto [first, count] = data::split(n, own, train, s.val_share);
   x = x.slice(0, first, first + count).to(torch::kFloat64).contiguous();
   y = y.slice(0, first, first + count).contiguous();
   data::dataset d;

@@ -78,7 +78,6 @@ class attempt {
   bool committed() const { return committed_; }
   // Holders (layer -> devices) still in the run that have not confirmed the apply phase.
   std::set<int> unconfirmed(const std::map<int, std::vector<int>>& holders, const std::function<bool(int)>& in_run) const;
-  std::int64_t tag() const { return tag_; }
   const std::map<int, double>& sum_bytes() const { return sum_bytes_; }  // by holder, received
 
   bool pipelines_done() const { return groups_done_ == p_.groups.size(); }

@@ -162,6 +162,16 @@ TEST_CASE("a device applies the schedule's rate of the training step it is given
   }
 }
 
+namespace {
+// A worker holding every layer of `m` (as a one-device run's last stage), at step 0.
+std::unique_ptr<device_worker> holding_all(const model_chain& m, const optimizer_config& o) {
+  auto w = make_worker(o);
+  for (int l = 0; l < num_layers(m); ++l) w->hold(l, copy_layer(m, l));
+  w->begin_step(0);
+  return w;
+}
+}  // namespace
+
 TEST_CASE("label smoothing: the last stage's loss is PyTorch's smoothed cross-entropy, worked by hand", "[unit][optimizer]") {
   // -(1 - e) log p_y - e / K sum_k log p_k, summed over the micro-batch (CrossEntropyLoss
   // with label_smoothing e and reduction sum), from the logits in double precision.
@@ -174,9 +184,7 @@ TEST_CASE("label smoothing: the last stage's loss is PyTorch's smoothed cross-en
   for (double e : {0.0, 0.1, 0.4}) {
     optimizer_config o{"sgd", 0.1, 0, 0};
     o.label_smoothing = e;
-    auto w = make_worker(o);
-    for (int l = 0; l < L; ++l) w->hold(l, copy_layer(**m, l));
-    w->begin_step(0);
+    auto w = holding_all(**m, o);
     auto out = w->forward(0, 0, L, inputs(d, samples, 0, 8));
     REQUIRE(out);
     const auto y = targets(d, samples, 0, 8);
@@ -203,9 +211,7 @@ TEST_CASE("loss mse: the last stage's loss is the squared error summed by hand",
   const int L = num_layers(**m);
   std::vector<int> samples(8);
   for (int i = 0; i < 8; ++i) samples[i] = i;
-  auto w = make_worker(optimizer_config{"sgd", 0.1, 0, 0});
-  for (int l = 0; l < L; ++l) w->hold(l, copy_layer(**m, l));
-  w->begin_step(0);
+  auto w = holding_all(**m, optimizer_config{"sgd", 0.1, 0, 0});
   auto out = w->forward(0, 0, L, inputs(d, samples, 0, 8));
   REQUIRE(out);
   torch::manual_seed(3);
@@ -232,9 +238,7 @@ TEST_CASE("loss next_token: every position's cross-entropy by hand, averaged ove
   auto m = make_model("gpt_lm", 4);
   REQUIRE(m);
   const int L = num_layers(**m);
-  auto w = make_worker(optimizer_config{"sgd", 0.1, 0, 0});
-  for (int l = 0; l < L; ++l) w->hold(l, copy_layer(**m, l));
-  w->begin_step(0);
+  auto w = holding_all(**m, optimizer_config{"sgd", 0.1, 0, 0});
   torch::manual_seed(5);
   const auto ids = torch::randint(0, 128, {3, 33}, torch::kInt64);
   auto out = w->forward(0, 0, L, box(ids.slice(1, 0, 32).to(torch::kFloat32).reshape({3, 1, 1, 32})));
@@ -250,9 +254,7 @@ TEST_CASE("loss next_token: every position's cross-entropy by hand, averaged ove
   // A model that scores the sample once, against every position's targets: named.
   auto cnn = make_model("mlp", 4);
   REQUIRE(cnn);
-  auto v = make_worker(optimizer_config{"sgd", 0.1, 0, 0});
-  for (int l = 0; l < num_layers(**cnn); ++l) v->hold(l, copy_layer(**cnn, l));
-  v->begin_step(0);
+  auto v = holding_all(**cnn, optimizer_config{"sgd", 0.1, 0, 0});
   REQUIRE(v->forward(0, 0, num_layers(**cnn), box(torch::zeros({3, 1, 28, 28}))));
   const auto bad = v->backward_from_loss(0, box(torch::zeros({3, 32}, torch::kInt64)));
   REQUIRE_FALSE(bad);

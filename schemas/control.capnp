@@ -118,11 +118,12 @@ struct Welcome {
   gamma @19 :Float64;
   minLr @20 :Float64;
   labelSmoothing @21 :Float64;  # the loss's (cross-entropy) label smoothing
+  bf16 @22 :Bool;             # mixed precision: each forward under autocast to bfloat16
 }
 
 # Tensor data travels after the envelope, one ZeroMQ frame per tensor, in this list's order.
 struct TensorMeta {
-  dtype @0 :UInt8;            # 0 float32, 1 float64, 2 int64, 3 int32, 4 uint8
+  dtype @0 :UInt8;            # 0 float32, 1 float64, 2 int64, 3 int32, 4 uint8, 5 bfloat16
   shape @1 :List(Int64);
 }
 

@@ -90,6 +90,7 @@ void remote_devices::impl::on_join(const std::string& route, const std::string& 
   w.nesterov = cfg.optimizer.nesterov;
   w.schedule = cfg.optimizer.schedule;
   w.label_smoothing = cfg.optimizer.label_smoothing;
+  w.bf16 = cfg.optimizer.bf16;
   if (cfg.data_hash != 0) {
     w.data = data::encode(cfg.data);
     w.data_samples = cfg.data.synthetic_samples;

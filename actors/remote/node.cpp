@@ -150,7 +150,7 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
   if (!source) return source.err();
   auto m = model::make_model(*source, w->seed);
   if (!m) return make_error(m.err().code, "the controller's model: " + m.err().message);
-  model::optimizer_config opt{w->optimizer, w->lr, w->momentum, w->weight_decay, w->nesterov, w->schedule, w->label_smoothing};
+  model::optimizer_config opt{w->optimizer, w->lr, w->momentum, w->weight_decay, w->nesterov, w->schedule, w->label_smoothing, 0, w->bf16};
   if (auto st = model::check_optimizer(opt); !st) return make_error("refused", "the controller's optimizer: " + st.err().message);
   log->info("node '{}' joined {} with {} device(s) ({})", name, cfg.controller, w->devices.size(), w->model);
 

@@ -150,7 +150,7 @@ void parse_data(const fields& top, data::source& d) {
 result<job> parse_job(const YAML::Node& doc, const std::string& name) {
   auto base = parse_cluster(doc, {"name", "data", "synthetic_samples", "steps", "epochs", "optimizer", "policy",
                                   "hash_every", "threads", "plan", "exact", "emulate", "replan_every", "emulate_cores", "emulate_compute", "profile", "dynamics",
-                                  "faults", "step_deadline_s", "verify_tolerance", "hysteresis", "regret", "loss"});
+                                  "faults", "step_deadline_s", "verify_tolerance", "hysteresis", "regret", "loss", "precision"});
   if (!base) return base.err();
   try {
     fields top(doc, "");
@@ -207,6 +207,10 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
         if (!(v <= std::numeric_limits<float>::max()))
           throw field_error{std::string("field 'optimizer.") + field + "' must be finite and at most 3.4e38 (the optimizer computes in float32)"};
     }
+    const auto precision = top.text("precision", "fp32");
+    if (precision != "fp32" && precision != "bf16")
+      throw field_error{"field 'precision': '" + precision + "' is not supported; fp32 (the default) or bf16 (each forward under autocast to bfloat16) is"};
+    j.bf16 = precision == "bf16";
     j.policy = top.text("policy", j.policy);
     if (auto p = planner::make_policy(j.policy); !p) throw field_error{"field 'policy': " + p.err().message};
     j.hash_every = top.integer("hash_every", j.hash_every);

@@ -28,6 +28,7 @@ struct job {
   lr_schedule schedule;                // optimizer.schedule (steps 0: the run's length)
   double label_smoothing = 0;          // loss: {kind: cross_entropy, label_smoothing: X}
   double clip_grad_norm = 0;           // optimizer.clip_grad_norm: the global norm's bound (0: none)
+  bool bf16 = false;                   // precision: bf16 (model::optimizer_config::bf16); default fp32
   std::uint64_t seed = 1;
   std::string policy = "joint_lyapunov";
   int hash_every = 50;

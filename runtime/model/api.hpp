@@ -47,6 +47,10 @@ struct optimizer_config {
   // > 0: the step's gradients clipped by their global 2-norm to this, as
   // torch.nn.utils.clip_grad_norm_ (every parameter of the model, in layer order; 0: off).
   double clip_grad_norm = 0;
+  // Mixed precision: each forward under LibTorch's autocast to bfloat16, as
+  // `torch.autocast(device, torch.bfloat16)` (model/boxes.hpp: autocast_scope). Parameters,
+  // their gradients, the sums and the optimizer stay float32; the loss is taken in float32.
+  bool bf16 = false;
 };
 // Whether `o` names an optimizer make_optimizer builds; the error names the field.
 status check_optimizer(const optimizer_config& o);

@@ -1,6 +1,7 @@
 // The torch side of api.hpp's opaque types. Included by torch translation units only.
 #pragma once
 
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include <sstream>
@@ -30,8 +31,11 @@ inline tensor box(torch::Tensor t) { return std::make_shared<tensor_box>(tensor_
 // regression, model::targets of data::dataset::target_values): squared error, every value of
 // every sample (MSELoss with reduction sum). The last stage and the one-device reference both
 // call this, so they cannot disagree on the loss.
-inline torch::Tensor loss_sum(const torch::Tensor& output, const torch::Tensor& y, double label_smoothing) {
+inline torch::Tensor loss_sum(const torch::Tensor& out, const torch::Tensor& y, double label_smoothing) {
   namespace F = torch::nn::functional;
+  // A bf16 forward's scores (optimizer_config::bf16) are taken in float32, as autocast does
+  // for its losses: the cast is part of the graph, so the gradient flows back through it.
+  const torch::Tensor output = out.scalar_type() == torch::kBFloat16 ? out.to(torch::kFloat32) : out;
   if (y.is_floating_point()) {
     if (!output.sizes().equals(y.sizes()))
       throw std::runtime_error("the model's output " + std::to_string(output.numel() / std::max<std::int64_t>(1, output.size(0))) +
@@ -49,6 +53,46 @@ inline torch::Tensor loss_sum(const torch::Tensor& output, const torch::Tensor& 
   }
   return F::cross_entropy(output, y, ce);
 }
+
+// Mixed precision for a scope (optimizer_config::bf16; off: nothing): LibTorch's autocast to
+// bfloat16 on this thread, for the device type given, as Python's `with torch.autocast(...)`,
+// which also drops autocast's cache of cast weights when the outermost scope ends (the
+// optimizer changes the weights in place, so a cached copy would go stale). Autocast is per
+// thread: each forward (device thread, reference, profile) opens its own. Backward needs none:
+// autograd runs each op in the types its forward recorded.
+class autocast_scope {
+ public:
+  autocast_scope(bool on, c10::DeviceType type) : on_(on), gpu_(type == c10::DeviceType::CUDA) {
+    if (!on_) return;
+    was_on_ = gpu_ ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+    was_type_ = gpu_ ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
+    if (gpu_) {
+      at::autocast::set_enabled(true);
+      at::autocast::set_autocast_gpu_dtype(torch::kBFloat16);
+    } else {
+      at::autocast::set_cpu_enabled(true);
+      at::autocast::set_autocast_cpu_dtype(torch::kBFloat16);
+    }
+    at::autocast::increment_nesting();
+  }
+  ~autocast_scope() {
+    if (!on_) return;
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    if (gpu_) {
+      at::autocast::set_enabled(was_on_);
+      at::autocast::set_autocast_gpu_dtype(was_type_);
+    } else {
+      at::autocast::set_cpu_enabled(was_on_);
+      at::autocast::set_autocast_cpu_dtype(was_type_);
+    }
+  }
+  autocast_scope(const autocast_scope&) = delete;
+  autocast_scope& operator=(const autocast_scope&) = delete;
+
+ private:
+  bool on_, gpu_, was_on_ = false;
+  at::ScalarType was_type_ = torch::kBFloat16;
+};
 
 inline torch::nn::Sequential deep_copy(const torch::nn::Sequential& s) {
   return torch::nn::Sequential(std::dynamic_pointer_cast<torch::nn::SequentialImpl>(s->clone()));

@@ -17,7 +17,7 @@ double median(std::vector<double> v) {
 // Seconds of forward and backward of a layer on input `x` (median of `repeat` runs after a
 // warm-up: on a shared machine single runs are sometimes much slower).
 std::pair<double, double> time_layer(const torch::nn::Sequential& proto, const torch::Tensor& x, bool needs_grad, int repeat,
-                                     torch::Tensor* out) {
+                                     bool bf16, torch::Tensor* out) {
   using clock = std::chrono::steady_clock;
   const auto device = x.device();
   auto layer = deep_copy(proto);
@@ -28,7 +28,10 @@ std::pair<double, double> time_layer(const torch::nn::Sequential& proto, const t
   for (int r = 0; r <= repeat; ++r) {  // run 0 warms up
     synchronize(device);  // a GPU runs queued work later: time it to the end
     const auto t0 = clock::now();
-    y = layer->forward(in);
+    {
+      autocast_scope mixed(bf16, device.type());  // as a device runs it (a bf16 job's activations are half the bytes)
+      y = layer->forward(in);
+    }
     synchronize(device);
     const auto t1 = clock::now();
     if (y.requires_grad()) y.backward(torch::ones_like(y));  // a parameterless first layer has no graph
@@ -41,6 +44,19 @@ std::pair<double, double> time_layer(const torch::nn::Sequential& proto, const t
   }
   if (out) *out = y.detach();
   return {median(fwd), median(bwd)};
+}
+
+// A layer that autocast cannot run: LibTorch 1.13's CPU autocast leaves some ops to their
+// inputs' types (LayerNorm fed a bf16 activation with float32 weights fails). The job's
+// setting is what is wrong; the message's last line says why (a TorchScript traceback
+// comes before it).
+error bf16_refused(std::size_t layer, const std::string& name, std::string what) {
+  while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
+  const auto cut = what.rfind('\n');
+  return make_error("bad_precision", "layer " + std::to_string(layer) + " (" + name + ") cannot run under precision: bf16 (" +
+                                    (cut == std::string::npos ? what : what.substr(cut + 1)) +
+                                    "): LibTorch 1.13's autocast on the CPU casts only some ops to bfloat16 and leaves "
+                                    "others, such as LayerNorm, to their inputs' types; train this model with precision: fp32");
 }
 
 // Seconds of `step` given gradient sums shaped like `params` (median of `repeat` after a
@@ -97,9 +113,13 @@ result<planner::model_profile> measure_profile(const model_chain& m, int batch, 
     torch::Tensor y1, y2;
     double f1 = 0, b1 = 0, f2 = 0, b2 = 0;
     try {  // LibTorch reports a layer that cannot run by throwing: an error naming the layer
-      std::tie(f1, b1) = time_layer(m.layers[l], x1, l > 0, repeat, &y1);
-      std::tie(f2, b2) = time_layer(m.layers[l], x2, l > 0, repeat, &y2);
-    } catch (const std::exception& e) {
+      std::tie(f1, b1) = time_layer(m.layers[l], x1, l > 0, repeat, opt.bf16, &y1);
+      std::tie(f2, b2) = time_layer(m.layers[l], x2, l > 0, repeat, opt.bf16, &y2);
+    } catch (const c10::Error& e) {  // an eager op's: its message without LibTorch's backtrace
+      if (opt.bf16) return bf16_refused(l, m.names[l], e.what_without_backtrace());
+      return make_error("torch", "profile of layer " + std::to_string(l) + " (" + m.names[l] + "): " + e.what());
+    } catch (const std::exception& e) {  // the TorchScript interpreter's: its traceback, then the message
+      if (opt.bf16) return bf16_refused(l, m.names[l], e.what());
       return make_error("torch", "profile of layer " + std::to_string(l) + " (" + m.names[l] + "): " + e.what());
     }
     planner::layer_profile lp;

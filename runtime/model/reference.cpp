@@ -47,9 +47,12 @@ double reference::step(const data::dataset& d, const std::vector<int>& samples, 
     torch::Tensor x = inputs(d, samples, lo, hi, step)->t.to(impl_->device);
     set_draws(step, micro);
     std::vector<torch::Tensor> running;  // after the gradients, in the same tree
-    for (std::size_t l = 0; l < impl_->layers.size(); ++l) {
-      x = impl_->layers[l]->forward(x);
-      for (auto& t : take_running(impl_->layers[l], start[l])) running.push_back(std::move(t));
+    {
+      autocast_scope mixed(impl_->opt.bf16, impl_->device.type());  // the forward only, as a device's
+      for (std::size_t l = 0; l < impl_->layers.size(); ++l) {
+        x = impl_->layers[l]->forward(x);
+        for (auto& t : take_running(impl_->layers[l], start[l])) running.push_back(std::move(t));
+      }
     }
     auto loss = model::loss_sum(x, targets(d, samples, lo, hi)->t.to(impl_->device), impl_->opt.label_smoothing);
     loss.backward();

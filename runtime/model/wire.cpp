@@ -10,7 +10,8 @@ struct type_entry {
   std::uint8_t code;
   torch::ScalarType type;
 };
-constexpr type_entry types[] = {{0, torch::kFloat32}, {1, torch::kFloat64}, {2, torch::kInt64}, {3, torch::kInt32}, {4, torch::kUInt8}};
+constexpr type_entry types[] = {{0, torch::kFloat32}, {1, torch::kFloat64}, {2, torch::kInt64}, {3, torch::kInt32}, {4, torch::kUInt8},
+                               {5, torch::kBFloat16}};  // a bf16 job's activations between stages
 
 // Layout codes of a parameter's optimizer state.
 constexpr std::int64_t no_state = 0, adam_state = 1, sgd_state = 2, adamw_state = 3;

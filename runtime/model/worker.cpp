@@ -116,6 +116,7 @@ class torch_worker final : public device_worker {
       torch::Tensor y = x;
       set_draws(step_, first_micro_ + micro);
       std::map<int, std::vector<torch::Tensor>> running;
+      autocast_scope mixed(opt_.bf16, device_.type());
       for (int l = lo; l < hi; ++l) {
         auto& h = layers_[l];
         y = h.module->forward(y);

@@ -153,6 +153,7 @@ json job_fingerprint(const prepared_job& p) {
             {"optimizer.clip_grad_norm", o.clip_grad_norm},
             {"loss.label_smoothing", o.label_smoothing},
             {"loss.kind", j.data.regression ? "mse" : j.data.next_token ? "next_token" : "cross_entropy"}};
+  if (o.bf16) f["precision"] = "bf16";  // absent for fp32, as before the field existed
   if (model::is_torchscript(j.model))  // the file's bytes, not only its name
     if (auto h = comm::file_sha256(j.model)) f["model_sha256"] = *h;
   return f;

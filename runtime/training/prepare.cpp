@@ -106,7 +106,8 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, co
   const auto& job = p.job;
   model::set_threads(job.threads);
   model::optimizer_config opt{job.optimizer, job.lr,       job.momentum,        job.weight_decay,
-                              job.nesterov,  job.schedule, job.label_smoothing, job.clip_grad_norm};
+                              job.nesterov,  job.schedule, job.label_smoothing, job.clip_grad_norm,
+                              job.bf16};
   const data::source& src = job.data;
   auto train = model::load_data(src, true);
   if (!train) return train.err();

@@ -121,6 +121,7 @@ body read_body(schema::Envelope::Reader env, const decode_limits& lim) {
       m.schedule.gamma = r.getGamma();
       m.schedule.min_lr = r.getMinLr();
       m.label_smoothing = r.getLabelSmoothing();
+      m.bf16 = r.getBf16();
       m.rejoin = r.getRejoin();
       m.model_hash = text(r.getModelHash(), lim, "welcome.modelHash");
       m.data = text(r.getData(), lim, "welcome.data");
@@ -204,6 +205,7 @@ std::vector<std::uint8_t> encode(const envelope& e) {
                    w.setGamma(m.schedule.gamma);
                    w.setMinLr(m.schedule.min_lr);
                    w.setLabelSmoothing(m.label_smoothing);
+                   w.setBf16(m.bf16);
                    w.setRejoin(m.rejoin);
                    w.setModelHash(m.model_hash);
                    w.setData(m.data);

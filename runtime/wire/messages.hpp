@@ -25,7 +25,7 @@ namespace dynapar::wire {
 // 14: a drop is answered (ack) once the layer is gone: a re-plan waits for it before layers move in.
 // 20: the Plan, DeviceReport and Metrics bodies, which nothing sent, are gone (plans travel as
 // device calls; measurements as stage reports).
-inline constexpr std::uint16_t protocol_version = 21;
+inline constexpr std::uint16_t protocol_version = 22;
 
 struct join_msg {
   std::string node;
@@ -80,6 +80,7 @@ struct welcome_msg {
   bool nesterov = false;
   lr_schedule schedule;
   double label_smoothing = 0;
+  bool bf16 = false;  // mixed precision (model::optimizer_config::bf16)
   bool rejoin = false;
   std::string model_hash;  // a TorchScript file's SHA-256 in hex; empty for built-in models
   // The job's training set, for the node to load itself (data::source; seed: `seed`), and the

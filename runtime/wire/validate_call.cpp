@@ -31,7 +31,7 @@ status check_places(const std::vector<ops::tree_place>& ps, const std::string& f
 status check_tensors(const device_call& m) {
   for (std::size_t i = 0; i < m.tensors.size(); ++i) {
     const std::string where = "call.tensors[" + std::to_string(i) + "]";
-    if (m.tensors[i].dtype > 4) return bad(where + ".dtype", "has an unknown value");
+    if (m.tensors[i].dtype > 5) return bad(where + ".dtype", "has an unknown value");
     if (m.tensors[i].shape.size() > 8) return bad(where + ".shape", "has more than 8 dimensions");
     for (auto d : m.tensors[i].shape)
       if (d < 0) return bad(where + ".shape", "has a negative size");
@@ -39,7 +39,7 @@ status check_tensors(const device_call& m) {
   return ok_status();
 }
 
-constexpr std::size_t element_bytes[] = {4, 8, 8, 4, 1};  // dtype codes 0-4: f32, f64, i64, i32, u8
+constexpr std::size_t element_bytes[] = {4, 8, 8, 4, 1, 2};  // dtype codes 0-5: f32, f64, i64, i32, u8, bf16
 constexpr std::int64_t max_elements = std::int64_t{1} << 34;
 
 status want_tensors(const device_call& m, std::size_t n, const std::string& op) {

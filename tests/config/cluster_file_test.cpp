@@ -249,6 +249,10 @@ TEST_CASE("job files: a fault plan, and the mistakes a fault plan can make", "[u
   CHECK_FALSE(config::parse_job(YAML::Load(base), "t")->data.regression);
   CHECK(config::parse_job(YAML::Load(base + "loss: {kind: mse}\n"), "t")->data.regression);
   CHECK(job_error(base + "loss: {kind: mse, label_smoothing: 0.1}\n").find("loss mse has none") != std::string::npos);
+  CHECK_FALSE(config::parse_job(YAML::Load(base), "t")->bf16);
+  CHECK(config::parse_job(YAML::Load(base + "precision: bf16\n"), "t")->bf16);
+  CHECK_FALSE(config::parse_job(YAML::Load(base + "precision: fp32\n"), "t")->bf16);
+  CHECK(job_error(base + "precision: fp16\n").find("field 'precision': 'fp16' is not supported") != std::string::npos);
   CHECK(job_error(base + "loss: {kind: huber}\n").find("'huber' is not supported") != std::string::npos);
   CHECK(job_error(base + "loss: {smoothing: 0.1}\n").find("smoothing") != std::string::npos);
 }

@@ -261,6 +261,65 @@ TEST_CASE("loss next_token: every position's cross-entropy by hand, averaged ove
   CHECK(bad.err().message.find("the model's output is not [batch, 32, vocab]") != std::string::npos);
 }
 
+TEST_CASE("precision bf16: a device's forward is the bfloat16 forward worked by hand; its loss is taken in float32", "[unit][optimizer]") {
+  // autocast's rule for a Linear: input, weight and bias cast to bfloat16, then the op. By hand
+  // here without autocast, layer by layer; ReLU keeps the type.
+  const auto d = data::synthetic(64, 2);
+  auto m = make_model("mlp", 4);
+  REQUIRE(m);
+  const int L = num_layers(**m);
+  std::vector<int> samples(8);
+  for (int i = 0; i < 8; ++i) samples[i] = i;
+  optimizer_config o{"sgd", 0.1, 0, 0};
+  o.bf16 = true;
+  auto w = holding_all(**m, o);
+  auto out = w->forward(0, 0, L, inputs(d, samples, 0, 8));
+  REQUIRE(out);
+  REQUIRE((*out)->t.scalar_type() == torch::kBFloat16);
+  torch::Tensor x = inputs(d, samples, 0, 8)->t.flatten(1);
+  for (int l = 0; l < L; ++l) {
+    auto p = (*m)->layers[l]->parameters();
+    REQUIRE(p.size() == 2);
+    x = torch::linear(x.to(torch::kBFloat16), p[0].detach().to(torch::kBFloat16), p[1].detach().to(torch::kBFloat16));
+    if (l + 1 < L) x = torch::relu(x);
+  }
+  REQUIRE(torch::equal((*out)->t, x));
+  // The float32 forward is another result: autocast was on.
+  auto w32 = holding_all(**m, optimizer_config{"sgd", 0.1, 0, 0});
+  auto out32 = w32->forward(0, 0, L, inputs(d, samples, 0, 8));
+  REQUIRE(out32);
+  REQUIRE_FALSE(torch::equal((*out32)->t.to(torch::kBFloat16), x));
+  // The loss: cross-entropy of the bf16 scores read as float32, summed, by hand.
+  const auto y = targets(d, samples, 0, 8);
+  REQUIRE(w->backward_from_loss(0, y));
+  const auto logp = torch::log_softmax(x.to(torch::kFloat64), 1);
+  double want = 0;
+  for (int i = 0; i < 8; ++i) want -= logp[i][y->t[i].item<std::int64_t>()].item<double>();
+  REQUIRE(w->loss_sum() == Approx(want).epsilon(1e-5));
+  // The gradients are float32, as the parameters.
+  const auto parts = w->partial_gradients(0);
+  REQUIRE(!parts.empty());
+  REQUIRE(parts[0].grads[0]->t.scalar_type() == torch::kFloat32);
+}
+
+TEST_CASE("precision bf16: a layer autocast cannot run is refused before training, naming the layer and the setting", "[unit][optimizer]") {
+  // LibTorch 1.13's CPU autocast runs a Linear in bfloat16 but leaves LayerNorm to its input's
+  // type, and LayerNorm refuses a bf16 input with float32 weights.
+  namespace nn = torch::nn;
+  model_chain m;
+  m.name = "linear_then_norm";
+  m.names = {"fc", "norm"};
+  m.layers = {nn::Sequential(nn::Flatten(), nn::Linear(784, 8)), nn::Sequential(nn::LayerNorm(nn::LayerNormOptions({8})))};
+  optimizer_config o{"sgd", 0.1, 0, 0};
+  REQUIRE(measure_profile(m, 2, 1, o, "cpu"));  // float32: runs
+  o.bf16 = true;
+  const auto p = measure_profile(m, 2, 1, o, "cpu");
+  REQUIRE_FALSE(p);
+  CHECK(p.err().code == "bad_precision");
+  CHECK(p.err().message.find("layer 1 (norm) cannot run under precision: bf16") != std::string::npos);
+  CHECK(p.err().message.find("BFloat16") != std::string::npos);  // LibTorch's reason, its last line
+}
+
 TEST_CASE("clipping by global norm: the factor LibTorch's clip_grad_norm_ gives, and a worker's step by hand", "[unit][optimizer]") {
   // By hand: gradients (3, 4) and (0) have the global norm 5; bound 1 gives 1 / (5 + 1e-6).
   const std::vector<tensor> hand = {box(torch::tensor({6.0f, 8.0f})), box(torch::tensor({0.0f}))};

@@ -124,6 +124,9 @@ TEST_CASE("a Welcome round-trips with its optimizer", "[unit][wire]") {
   CHECK(back.label_smoothing == 0);
   w.label_smoothing = 0.1;
   CHECK(std::get<welcome_msg>(round_trip(wrap(w)).msg).label_smoothing == 0.1);
+  CHECK_FALSE(back.bf16);
+  w.bf16 = true;
+  CHECK(std::get<welcome_msg>(round_trip(wrap(w)).msg).bf16);
   w.schedule = {"cosine", 7, 90, 1, 0.1, 1e-4};
   const auto cos = std::get<welcome_msg>(round_trip(wrap(w)).msg).schedule;
   CHECK(cos.kind == "cosine");

@@ -10,7 +10,9 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <stdexcept>
+#include <thread>
 
 #include "common/rng.hpp"
 #include "data/hash.hpp"
@@ -106,6 +108,48 @@ class image_samples final : public sample_store {
   mutable std::atomic<std::int64_t> reads_{0};
 };
 
+// Reads and decodes every file once, on up to 8 threads (decoding a large folder one image
+// after another took most of a run's start): each file's digest (label, size, bytes), in
+// the files' order. The error is the first file's in that order, whichever thread met it.
+result<std::vector<std::uint64_t>> check_all(const std::vector<image_file>& files, const source& s) {
+  const std::size_t n = files.size();
+  std::vector<std::uint64_t> digests(n);
+  std::vector<std::optional<error>> errors(n);
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < n;) {
+      try {
+        auto bytes = read_bytes(files[i].path);
+        std::string why;
+        if (!bytes)
+          errors[i] = bytes.err();
+        else if (decode(*bytes, s, &why).empty())
+          errors[i] = make_error("bad_data", files[i].path + ": does not decode as PNG or JPEG (" + why + ")");
+        if (errors[i]) {
+          next = n;  // no point decoding the rest
+          continue;
+        }
+        hasher f;
+        f.add(static_cast<std::uint64_t>(files[i].label));
+        f.add(bytes->size());
+        f.add(reinterpret_cast<const std::uint8_t*>(bytes->data()), bytes->size());
+        digests[i] = f.value();
+      } catch (const std::exception& e) {  // out of memory for a huge file
+        errors[i] = make_error("io", files[i].path + ": " + e.what());
+        next = n;
+      }
+    }
+  };
+  const std::size_t threads = std::min<std::size_t>({8, std::max(1u, std::thread::hardware_concurrency()), n / 16 + 1});
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  for (auto& e : errors)
+    if (e) return *e;
+  return digests;
+}
+
 bool image_name(const fs::path& p) {
   std::string e = p.extension().string();
   std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -162,15 +206,9 @@ result<dataset> load_images(const source& s, bool train) {
     h.add(v);
   for (const auto* v : {&s.mean, &s.std_dev})
     for (const double m : *v) h.add(static_cast<std::uint64_t>(std::llround(m * 1e9)));
-  for (const auto& f : files) {
-    auto bytes = read_bytes(f.path);
-    if (!bytes) return bytes.err();
-    std::string why;
-    if (decode(*bytes, s, &why).empty()) return make_error("bad_data", f.path + ": does not decode as PNG or JPEG (" + why + ")");
-    h.add(static_cast<std::uint64_t>(f.label));
-    h.add(bytes->size());
-    h.add(reinterpret_cast<const std::uint8_t*>(bytes->data()), bytes->size());
-  }
+  auto digests = check_all(files, s);
+  if (!digests) return digests.err();
+  for (const auto d : *digests) h.add(d);
   dataset d;
   d.channels = s.image_channels, d.rows = s.image_rows, d.cols = s.image_cols;
   d.classes = static_cast<int>(names->size());

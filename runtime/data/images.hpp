@@ -8,7 +8,8 @@
 namespace dynapar::data {
 
 // Lists path/train (or path/val; without it, every round(1 / val_share)-th training image
-// is held out) and decodes each image once to check it, keeping only names and labels.
+// is held out) and decodes each image once to check it (on up to 8 threads), keeping only
+// names and labels.
 // Errors name the file: one that does not decode, a val class train lacks, an empty folder.
 result<dataset> load_images(const source& s, bool train);
 

@@ -486,3 +486,36 @@ TEST_CASE("image folders: classes by folder name, pixels as CHW in [0, 1] normal
   png(dir + "/val/bird/0.png", 0, 0);
   CHECK(load(s, false).err().message.find("val/bird: a class the training folder does not have") != std::string::npos);
 }
+
+TEST_CASE("image folders are checked on several threads: the first bad file in order is named, the fingerprint is the files'", "[unit][data]") {
+  const auto dir = fresh_dir("many_images");
+  auto png = [&](const std::string& path, int value) {
+    std::vector<unsigned char> px(12, static_cast<unsigned char>(value));
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    REQUIRE(stbi_write_png(path.c_str(), 2, 2, 3, px.data(), 6) == 1);
+  };
+  auto name = [&](const char* cls, int i) { return dir + "/train/" + cls + "/" + (i < 10 ? "0" : "") + std::to_string(i) + ".png"; };
+  for (int i = 0; i < 60; ++i) {  // 120 files: several threads check them
+    png(name("cat", i), i);
+    png(name("dog", i), 100 + i);
+  }
+  source s;
+  s.kind = "images", s.path = dir, s.image_rows = 2, s.image_cols = 2, s.val_share = 0.5;
+  auto a = load(s, true), b = load(s, true);
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(a->size() == 60);
+  CHECK(fingerprint(*a) == fingerprint(*b));
+  png(name("dog", 58), 7);  // one image's pixels changed (a training one: every 2nd is held out)
+  auto c = load(s, true);
+  REQUIRE(c);
+  CHECK(fingerprint(*c) != fingerprint(*a));
+  // Two broken files: the one first in the files' order (cats before dogs) is named.
+  write_file(name("dog", 2), "\x89PNG but truncated");
+  write_file(name("cat", 50), "\x89PNG but truncated");
+  for (int k = 0; k < 5; ++k) {
+    auto bad = load(s, true);
+    REQUIRE_FALSE(bad);
+    CHECK(bad.err().message.find("train/cat/50.png: does not decode") != std::string::npos);
+  }
+}

@@ -141,7 +141,13 @@ result<dataset> load_npy(const source& s, bool train) {
   if (!x) return x.err();
   auto y = open_npy(stem + "labels.npy");
   if (!y) return y.err();
-  const std::string xf = stem + "inputs.npy", yf = stem + "labels.npy";
+  return arrays_dataset(std::move(*x), std::move(*y), stem + "inputs.npy", stem + "labels.npy", own, train, s);
+}
+
+result<dataset> arrays_dataset(npy_array x_in, npy_array y_in, const std::string& xf, const std::string& yf, bool own, bool train,
+                               const source& s) {
+  const auto* x = &x_in;
+  const auto* y = &y_in;
   const auto n = x->rows();
   if (x->shape.size() < 2 || x->shape.size() > 4)
     return make_error("bad_data", xf + ": inputs must be [n, channels, rows, cols], [n, rows, cols] or [n, features], not " + std::to_string(x->shape.size()) + "-D");
@@ -205,7 +211,7 @@ result<dataset> load_npy(const source& s, bool train) {
     for (const double m : *v) h.add(static_cast<std::uint64_t>(std::llround(m * 1e9)));
   std::vector<double> mean, sd;
   for (int c = 0; c < d.channels; ++c) mean.push_back(mean_of(s, c)), sd.push_back(std_of(s, c));
-  d.store = std::make_shared<npy_samples>(std::move(*x), std::move(*y), first, count, std::move(mean), std::move(sd), h.value());
+  d.store = std::make_shared<npy_samples>(std::move(x_in), std::move(y_in), first, count, std::move(mean), std::move(sd), h.value());
   return d;
 }
 

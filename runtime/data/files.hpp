@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "data/npy.hpp"
 #include "data/source.hpp"
 
 namespace dynapar::data {
@@ -13,6 +14,10 @@ namespace dynapar::data {
 // npy: inputs [n, channels, rows, cols], [n, rows, cols] or [n, features] of any dtype
 // data/npy.hpp reads; labels [n] of an integer dtype.
 result<dataset> load_npy(const source& s, bool train);
+// The checks, split and store of an (inputs, labels) pair of mapped arrays, as for npy, wherever
+// the arrays lie in their files (model/torch_data.cpp: torch.save's storages); xf and yf name
+// the files in errors; own: the validation split has a file of its own.
+result<dataset> arrays_dataset(npy_array x, npy_array y, const std::string& xf, const std::string& yf, bool own, bool train, const source& s);
 // The rows [first, first + count) of n that a split takes: the whole of its own file, or the
 // training file less (train) or only (validation) its last val_share (at least one row).
 std::pair<std::int64_t, std::int64_t> split(std::int64_t n, bool own_file, bool train, double val_share);

@@ -66,7 +66,7 @@ TEST_CASE("torch data: (inputs, labels) saved by torch.save's format, split and 
   CHECK(data::fingerprint(*from_dict) == data::fingerprint(*train));
   // Regression: float labels [n, 2], read as reals.
   save(dir + "/train.pt", c10::ivalue::Tuple::create({x, torch::arange(10, torch::kFloat32).reshape({5, 2})}));
-  CHECK(model::load_data(s, true).err().message.find("labels must be integers (class ids), not Float") != std::string::npos);
+  CHECK(model::load_data(s, true).err().message.find("labels must be integers (class ids), not float32") != std::string::npos);
   s.regression = true;
   auto reg = model::load_data(s, true);
   REQUIRE(reg);

@@ -78,14 +78,15 @@ assert a[-1] < a[0] / 5, a  # and it learns
 print(f"ok: bf16 loss {a[0]:.4f} to {a[-1]:.4f}, float32 {b[0]:.4f} to {b[-1]:.4f}")
 PY
 
-# Kind torch: the same arrays saved by torch.save as (inputs, labels) in torch/train.pt, read
-# with LibTorch's loader: equal to one device over 3 nodes, and the same training as the npy
-# run, step by step (the losses in metrics.jsonl are the same numbers).
+# Kind torch: the same arrays saved by torch.save as (inputs, labels) in torch/train.pt, its
+# pickle read by LibTorch, its tensors read from the file's mapping: equal to one device over 3
+# nodes, each reading only its own samples, and the same training as the npy run, step by step
+# (the losses in metrics.jsonl are the same numbers).
 mkdir -p torch
 $py -c "import numpy as np, torch; torch.save((torch.from_numpy(np.load('npy/train_inputs.npy')), torch.from_numpy(np.load('npy/train_labels.npy'))), 'torch/train.pt')"
 job torch cnn.pt "{kind: torch, path: torch}"
 "$dynapar" launch --local 3 torch.yaml --verify --out nodes_torch > /dev/null 2> nodes_torch.log || { tail -20 nodes_torch.log; exit 1; }
-check nodes_torch
+check nodes_torch nodes_torch.log
 "$dynapar" train torch.yaml --out run_torch > /dev/null 2> run_torch.log || { cat run_torch.log; exit 1; }
 "$dynapar" train npy.yaml --out run_npy_again > /dev/null 2> run_npy_again.log || { cat run_npy_again.log; exit 1; }
 $py - <<'PY'

@@ -3,14 +3,16 @@
 # 1000-sample one (issue 48; docs/BENCHMARKS.md, "Your own data: memory"): the data set is
 # memory-mapped and each node reads only its devices' samples, so the difference should be
 # far below the file's size. A controller and two `dynapar node` processes (one device each)
-# on this machine, each node under /usr/bin/time -v (its maximum resident set).
-#   tools/bench/npy_memory.sh [OUT_DIR] [STEPS]
+# on this machine, each node under /usr/bin/time -v (its maximum resident set). KIND=torch:
+# the same arrays saved by torch.save (data kind torch, mapped the same way).
+#   [KIND=npy|torch] tools/bench/npy_memory.sh [OUT_DIR] [STEPS]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/../.." && pwd)
 dynapar=${DYNAPAR:-$src/build/bin/dynapar}
-out=${1:-/tmp/dynapar_npy_memory}
+out=$(mkdir -p "${1:-/tmp/dynapar_npy_memory}" && cd "${1:-/tmp/dynapar_npy_memory}" && pwd)
 steps=${2:-40}
+kind=${KIND:-npy}
 py=/usr/bin/python3
 mkdir -p "$out" && cd "$out"
 export OPENBLAS_NUM_THREADS=1
@@ -29,6 +31,13 @@ for name, n in (("big", 87382), ("small", 1000)):  # 87382 x 3 x 32 x 32 float32
     x.flush()
     np.save(f"{name}/train_labels.npy", rng.integers(0, 10, n).astype(np.int64))
 PY
+if [ "$kind" = torch ]; then
+  for name in small big; do
+    [ -f torch_$name/train.pt ] && continue
+    mkdir -p torch_$name
+    $py -c "import sys, numpy as np, torch; d = sys.argv[1]; torch.save((torch.from_numpy(np.load(d + '/train_inputs.npy')), torch.from_numpy(np.load(d + '/train_labels.npy'))), 'torch_' + d + '/train.pt')" $name
+  done
+fi
 cat > net.py <<'PY'
 import torch.nn as nn
 def make_net():
@@ -40,7 +49,7 @@ for data in small big; do
   cat > $data.yaml <<YAML
 name: npy_memory_$data
 model: net.pt
-data: {kind: npy, path: $data, val_share: 0.01}
+data: {kind: $kind, path: $([ "$kind" = torch ] && echo torch_$data || echo $data), val_share: 0.01}
 batch: 64
 micro_batch: 16
 steps: $steps
@@ -57,7 +66,7 @@ YAML
   ctl=$!
   for _ in $(seq 100); do [ -f ctl_$data/keys/controller.key ] && break; sleep 0.1; done
   for dev in 0 1; do
-    /usr/bin/time -v -o node_${data}_$dev.time "$dynapar" node --controller tcp://127.0.0.1:$port --keys ctl_$data/keys --device $dev \
+    /usr/bin/time -v -o node_${data}_$dev.time "$dynapar" node --controller tcp://127.0.0.1:$port --keys ctl_$data/keys --device $dev --data-dir "$out" \
       > /dev/null 2> node_${data}_$dev.log &
   done
   wait $ctl

@@ -98,4 +98,13 @@ TEST_CASE("torch data: a file that is not (inputs, labels), a label out of range
   CHECK(message().find("train.pt: sample 1 holds a value that is not finite") != std::string::npos);
   save(dir + "/train.pt", c10::ivalue::Tuple::create({torch::zeros({4}), torch::tensor({0, 1, 0, 1}, torch::kInt64)}));
   CHECK(message().find("inputs must be [n, channels, rows, cols]") != std::string::npos);
+  // Read from the file's mapping as saved: a type the data library does not read, or a
+  // strided view, is named with what to save instead.
+  const auto y = torch::tensor({0, 1, 0, 1}, torch::kInt64);
+  save(dir + "/train.pt", c10::ivalue::Tuple::create({torch::zeros({4, 3}, torch::kFloat16), y}));
+  CHECK(message().find("the inputs are Half; kind torch reads uint8, int8, int16, int32, int64, float32 and float64") != std::string::npos);
+  save(dir + "/train.pt", c10::ivalue::Tuple::create({torch::zeros({3, 4}).t(), y}));
+  CHECK(message().find("the inputs are a strided view; save .contiguous()") != std::string::npos);
+  save(dir + "/train.pt", c10::ivalue::Tuple::create({torch::zeros({3, 4}).t().contiguous(), y}));
+  CHECK(message() == "loaded");
 }

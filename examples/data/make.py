@@ -9,7 +9,6 @@ packages, for examples/jobs/own_*.yaml:
              float32 to regress (loss mse): each image's brightness in a 10-band grid of rows
              (the mean pixel of each band of 28 / 10 rows, in [0, 1])
     torch/   train.pt and val.pt: torch.save((inputs, labels)) of the same arrays as npy/
-             (the first 12 000 training images: the whole file is read into memory)
     images/  train/CLASS/*.png (3000) and val/CLASS/*.png (600), Fashion-MNIST as PNG files
 
 Run from anywhere: /usr/bin/python3 examples/data/make.py  (writes next to this file)."""
@@ -41,8 +40,7 @@ for split, part in (("train", "train"), ("t10k", "val")):
         os.makedirs(folder, exist_ok=True)
         Image.fromarray(x[i, 0]).save(f"{folder}/{i:05d}.png")
     os.makedirs(f"{here}/torch", exist_ok=True)
-    keep = 12000 if part == "train" else len(y)
-    torch.save((torch.from_numpy(x[:keep].copy()), torch.from_numpy(y[:keep].copy())), f"{here}/torch/{part}.pt")
+    torch.save((torch.from_numpy(x.copy()), torch.from_numpy(y.copy())), f"{here}/torch/{part}.pt")
     os.makedirs(f"{here}/reg", exist_ok=True)
     bands = np.array_split(np.arange(28), 10)
     np.save(f"{here}/reg/{part}_labels.npy", np.stack([x[:, 0, b, :].mean(axis=(1, 2)) / 255 for b in bands], 1).astype(np.float32))

@@ -8,7 +8,10 @@ job.yaml (batch, leave events) under OUT_DIR/seed-*/, and prints one markdown ta
 campaign and fault kind, how many there were, the time from the fault to the first step after
 it (detection, then recovery and re-plan), the steps and samples redone, the node-loss
 deadline that detected it (over nodes), joins to the joiner's first step, and the useful-work
-utilisation of the runs (the time of the steps that count over the training's wall time).
+utilisation of the runs (the time of the steps that count over the training's wall time),
+apart for runs that a crash, hang or partition struck and runs none did. A fault answered by
+a retry (every device answered the probes: nothing lost) counts as well as one that cost a
+device.
 """
 import json
 import re
@@ -21,6 +24,9 @@ STAMP = re.compile(r"^\[(\d\d:\d\d:\d\d\.\d+)\]")
 INJECTED = re.compile(r"step (\d+): fault injected \(\w+\): device (\d+) (killed|hung|cut off)\b.*?(\d+) us into the (\w+)")
 GOING_ON = re.compile(r"(devices? lost) \(([^)]*)\), going on at step (\d+)")
 RECOVERED = re.compile(r"step (\d+): recovered in ([\d.]+) s")
+# A failed attempt with every device answering (a hang or a pause shorter than the step
+# deadline plus the probes): no device is lost, the step re-runs (or counts, if it applied).
+RETRIED = re.compile(r"step (\d+): .*: every device answers; (the step re-runs|the step had applied)")
 SILENT = re.compile(r"lost \(no message for ([\d.]+) s(?:, ([\d.]+) s allowed)?\)")
 NODE_JOINED = re.compile(r"\[remote\] \[info\] node '([^']+)' joined with")
 PLAN_JOINED = re.compile(r"step (\d+): new plan .*?\): (.*?); (?:old plan|new plan \d)")
@@ -63,6 +69,9 @@ def run_figures(run):
             pending["resumed"] = t
             recoveries.append(pending)
             pending = None
+        elif m := RETRIED.search(line):
+            recoveries.append({"at": t, "resumed": t, "how": m.group(2), "next": int(m.group(1)), "silent": None, "allowed": None,
+                               "retry": True})
     # Each recovery answers the earliest fault before it that no earlier recovery answered;
     # faults that struck while the same failure was being handled share its recovery.
     events, unattributed = [], 0
@@ -77,9 +86,11 @@ def run_figures(run):
         failed_at = max(x["step"] for x in mine)
         undone = failed_at - r["next"] if "rolled back" in r["how"] else 0
         abandoned = 0 if "had applied" in r["how"] else 1
+        if r.get("retry"):  # no device lost: a stalled one answered the probes
+            undone, abandoned = 0, 0 if "had applied" in r["how"] else 1
         events.append({"kind": f["kind"], "moment": f["moment"], "to_next_s": r["resumed"] - f["at"],
                        "detect_s": r["at"] - f["at"], "steps": undone + abandoned, "samples": (undone + abandoned) * batch,
-                       "allowed": r["allowed"], "faults": len(mine)})
+                       "allowed": r["allowed"], "faults": len(mine), "retry": bool(r.get("retry"))})
     # A node's devices take part from the first plan after it joined (restarted nodes only:
     # the first nodes start the run).
     joins = []
@@ -108,7 +119,8 @@ def run_figures(run):
         wall = t_last - (first_progress[0] - before_first)
         useful = sum(final.values())
     leaves = len(re.findall(r"kind: leave", job))
-    return events, joins, (useful, wall), leaves, unattributed
+    # Whether a crash, hang or partition struck this run (slow-downs and leaves do not count).
+    return events, joins, (useful, wall), leaves, unattributed, bool(faults)
 
 
 def fmt(values, digits=2):
@@ -128,26 +140,27 @@ def main(dirs):
         runs = sorted(p for p in d.glob("seed-*") if (p / "out" / "metrics.jsonl").exists() and (p / "log.txt").exists())
         events, joins, util, leaves, fault_free, false_losses = [], [], [], 0, [], 0
         for run in runs:
-            e, j, u, lv, fl = run_figures(run)
+            e, j, u, lv, fl, struck = run_figures(run)
             events += e
             joins += j
             leaves += lv
             false_losses += fl
             if u[0] is not None and u[1]:
-                (util if e else fault_free).append(u[0] / u[1])
+                (util if struck else fault_free).append(u[0] / u[1])
         for kind in ["crash", "hang", "partition"]:
             k = [x for x in events if x["kind"] == kind]
             if not k:
                 continue
             allowed = [x["allowed"] for x in k if x["allowed"] is not None]
-            print(f"| {d.name} | {kind} | {len(k)} | {fmt([x['to_next_s'] for x in k])} | {fmt([x['detect_s'] for x in k])} |"
+            retried = sum(x["retry"] for x in k)
+            print(f"| {d.name} | {kind} | {len(k)} ({retried} retried) | {fmt([x['to_next_s'] for x in k])} | {fmt([x['detect_s'] for x in k])} |"
                   f" {fmt(allowed)} | {sum(x['steps'] for x in k)} ({sum(x['steps'] for x in k) / len(k):.2f} each) |"
                   f" {sum(x['samples'] for x in k)} |")
         print(f"| {d.name} | graceful leave | {leaves} | no failed step | - | - | 0 | 0 |")
         summary.append((d.name, len(runs), joins, util, fault_free, false_losses))
     print()
-    print("| campaign | runs | restarted node to its first step (s) | useful-work utilisation, runs with faults |"
-          " runs without | healthy nodes taken for lost |")
+    print("| campaign | runs | restarted node to its first step (s) | useful-work utilisation: runs a crash, hang or partition struck |"
+          " runs none struck | healthy nodes taken for lost |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for name, n, joins, util, free, fl in summary:
         print(f"| {name} | {n} | {fmt(joins)} | {fmt(util)} | {fmt(free)} | {fl} |")

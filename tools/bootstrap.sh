@@ -71,7 +71,7 @@ case "$mode" in
   test)
     (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 600)
     # The libraries, the actors and their tests again under AddressSanitizer + UBSan, and the
-    # simulator's parallel policy runs under ThreadSanitizer (docs/TESTING.md).
+    # libraries without LibTorch and CAF under ThreadSanitizer (docs/TESTING.md).
     for san in address,undefined thread; do
       dir=build-${san%%,*}
       cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DDYNAPAR_SANITIZE="$san" \

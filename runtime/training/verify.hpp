@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "model/api.hpp"
 #include "training/prepare.hpp"
 
@@ -21,5 +23,18 @@ struct reference_check {
 // place: the same samples in the same order and, for an exact job, the same fixed
 // micro-batches every group accumulates over.
 reference_check check_against_reference(const prepared_job& p, std::int64_t steps, const std::vector<model::layer_copy>& trained);
+
+// --verify-against DIR: a model too large for one device is checked against a second run of
+// the same job under another plan instead. Every run writes OUT/layer_hashes.json: the job's
+// fingerprint (checkpoint_files.hpp), its steps and each layer's model::state_hashes. An
+// exact job's layers are the same bits under any plan, so the two runs' hashes must be equal.
+inline constexpr const char* layer_hashes_file = "layer_hashes.json";
+nlohmann::json layer_hashes_json(const prepared_job& p, std::int64_t steps, const std::vector<model::layer_copy>& trained);
+// The other run's file, read before this run trains: refused (bad_verify, naming what) when
+// it is missing or unreadable, when this job is not exact, or when the other run trained
+// another job (fingerprint) or another number of steps.
+result<nlohmann::json> other_run(const std::string& dir, const prepared_job& p, std::int64_t steps);
+// The layers whose hashes differ between the two files (empty: bit for bit the same).
+std::vector<int> layers_differing(const nlohmann::json& mine, const nlohmann::json& other);
 
 }  // namespace dynapar::training

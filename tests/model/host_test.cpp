@@ -2,6 +2,7 @@
 #include "support/torch_catch.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "model/boxes.hpp"
@@ -38,4 +39,39 @@ TEST_CASE("max_rel_diff: equal models 0, a NaN or a moved buffer counts", "[unit
   CHECK(max_rel_diff(b, moved) == 1.0);
   // Models that do not line up differ without bound.
   CHECK(std::isinf(max_rel_diff(a, {})));
+}
+
+TEST_CASE("state_hashes: equal layers hash alike; a changed bit of a parameter, buffer or optimizer state does not", "[unit][model]") {
+  const std::vector<layer_copy> a{linear_with_bn(0.5f), linear_with_bn(0.25f)}, b{linear_with_bn(0.5f), linear_with_bn(0.25f)};
+  const auto ha = state_hashes(a);
+  REQUIRE(ha.size() == 2);
+  CHECK(ha == state_hashes(b));
+  CHECK(ha[0] != ha[1]);
+  auto flip_low_bit = [](const torch::Tensor& t) {  // the last bit of element 0
+    torch::NoGradGuard no_grad;
+    auto f = t.flatten();
+    std::int32_t bits;
+    float v = f[0].item<float>();
+    std::memcpy(&bits, &v, 4);
+    bits ^= 1;
+    std::memcpy(&v, &bits, 4);
+    f[0] = v;
+  };
+  flip_low_bit(b[1]->module->parameters().back());
+  CHECK(state_hashes(b)[0] == ha[0]);
+  CHECK(state_hashes(b)[1] != ha[1]);
+  const std::vector<layer_copy> c{linear_with_bn(0.5f)};
+  const auto hc = state_hashes(c)[0];
+  flip_low_bit(c[0]->module->buffers().front());
+  CHECK(state_hashes(c)[0] != hc);
+  // Optimizer state: a trained copy (SGD with momentum) against the same with one bit of its
+  // momentum buffer changed.
+  auto opt = make_optimizer(c[0]->module->parameters(), optimizer_config{"sgd", 0.1, 0.9, 0});
+  for (auto& p : c[0]->module->parameters()) p.mutable_grad() = torch::ones_like(p);
+  opt->step();
+  for (const auto& p : c[0]->module->parameters())
+    c[0]->states.push_back(copy_state(*opt->state().at(state_key(p)), torch::kCPU));
+  const auto trained = state_hashes(c)[0];
+  flip_low_bit(static_cast<torch::optim::SGDParamState&>(*c[0]->states[0]).momentum_buffer());
+  CHECK(state_hashes(c)[0] != trained);
 }

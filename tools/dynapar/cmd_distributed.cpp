@@ -333,7 +333,7 @@ int node_main(node_options o) {
 void add_controller_flags(CLI::App* sub, controller_options& o) {
   sub->add_option("job", o.train.job, "Job YAML (docs/FORMATS.md)")->required();
   sub->add_option("--out", o.train.out, "Directory for metrics.jsonl, plans.jsonl and summary.json");
-  sub->add_flag("--verify", o.train.verify, "Also run the job on one plain device and report reference_max_rel_diff");
+  add_verify_flags(sub, o.train);
   sub->add_option("--steps", o.train.steps, "Override the job's length")->check(CLI::Range(1, 100000000));
   add_checkpoint_flags(sub, o.train);
   add_dashboard_flags(sub, o.train);

@@ -78,6 +78,12 @@ int train_main(const train_options& o, const train_fn& how) {
     if (!prep->settings.controller) return report(make_error("bad_flag", "--hysteresis needs a job re-planned online (replan_every > 0)"));
     prep->job.hysteresis = prep->settings.controller->core.hysteresis = o.hysteresis == "on";
   }
+  nlohmann::json against;  // the other run's layer hashes, checked before this run trains
+  if (!o.verify_against.empty()) {
+    auto other = training::other_run(o.verify_against, *prep, prep->settings.steps);
+    if (!other) return report(other.err());
+    against = std::move(*other);
+  }
   const std::string checkpoint_dir = o.checkpoint_dir.empty() ? o.resume : o.checkpoint_dir;
   const auto fingerprint = checkpoint_dir.empty() ? nlohmann::json() : training::job_fingerprint(*prep);
   if (!o.resume.empty()) {
@@ -214,10 +220,26 @@ int train_main(const train_options& o, const train_fn& how) {
     summary["verify_tolerance"] = check.tolerance;
     summary["verified"] = check.verified();
   }
+  const auto hashes = training::layer_hashes_json(*prep, steps, outcome->final_layers);
+  std::ofstream(fs::path(o.out) / training::layer_hashes_file) << hashes.dump(2) << "\n";
+  std::vector<int> differing;
+  if (!against.is_null()) {
+    differing = training::layers_differing(hashes, against);
+    summary["verified_against"] = o.verify_against;
+    summary["layers_differing"] = differing;
+  }
   if (!unwritten.empty()) summary["checkpoints_not_written"] = unwritten;
   std::ofstream(fs::path(o.out) / "summary.json") << summary.dump(2) << "\n";
   if (board) board->finish(summary);
   std::cout << report::human_summary(summary, o.out);
+  if (!against.is_null() && !differing.empty()) {
+    std::cerr << "dynapar: verify FAILED: " << differing.size() << " of " << hashes["layers"].size() << " layers differ from the run in '"
+              << o.verify_against << "' (the first: layer " << differing.front() << ")\n";
+    return exit_mismatch;
+  }
+  if (!against.is_null())
+    std::cerr << "dynapar: verify ok: all " << hashes["layers"].size() << " layers bit for bit those of the run in '" << o.verify_against
+              << "' (parameters, buffers, optimizer state)\n";
   if (o.verify && !check.verified()) {
     std::cerr << "dynapar: verify FAILED: the run differs from one plain device by " << check.max_rel_diff
               << " (max relative), over the job's tolerance " << check.tolerance << "\n";
@@ -231,6 +253,13 @@ int train_main(const train_options& o, const train_fn& how) {
   if (!unwritten.empty())
     return report(make_error("io", std::to_string(unwritten.size()) + " checkpoint(s) could not be written, the first " + unwritten.front()));
   return exit_ok;
+}
+
+void add_verify_flags(CLI::App* sub, train_options& o) {
+  sub->add_flag("--verify", o.verify, "Also run the job on one plain device and report reference_max_rel_diff");
+  sub->add_option("--verify-against", o.verify_against,
+                  "Compare every layer's whole state, bit for bit, with the run of the same exact job whose --out this is "
+                  "(for a model one device cannot hold; docs/RELIABILITY.md)");
 }
 
 void add_dashboard_flags(CLI::App* sub, train_options& o) {
@@ -282,7 +311,7 @@ void add_train(CLI::App& app, runner& run) {
   auto* sub = app.add_subcommand("train", "Train a model with device and group actors in this process");
   sub->add_option("job", o->job, "Job YAML (docs/FORMATS.md)")->required();
   sub->add_option("--out", o->out, "Directory for metrics.jsonl and summary.json (default out/train)");
-  sub->add_flag("--verify", o->verify, "Also run the job on one plain device and report reference_max_rel_diff");
+  add_verify_flags(sub, *o);
   sub->add_option("--save-model", o->save_model, "Write the trained TorchScript model here (.pt, loads in PyTorch)");
   sub->add_option("--steps", o->steps, "Override the job's length")->check(CLI::Range(1, 100000000));
   sub->add_option("--place", o->place, "Put every device on this place, cpu or cuda:N, at its real speed (docs/GPU.md)");

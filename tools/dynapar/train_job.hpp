@@ -17,6 +17,7 @@ namespace dynapar::cli {
 struct train_options {
   std::string job, out = "out/train";
   bool verify = false;
+  std::string verify_against;   // another run's --out: its layers must be this run's bits (training/verify.hpp)
   std::string save_model;       // a TorchScript model's trained copy (--save-model)
   std::int64_t steps = 0;
   std::string place;            // non-empty: every device computes there (docs/GPU.md)
@@ -39,6 +40,8 @@ struct train_options {
 using train_fn = std::function<result<training::train_outcome>(training::prepared_job&, const training::train_callbacks&)>;
 
 int train_main(const train_options& o, const train_fn& how);
+// --verify, --verify-against.
+void add_verify_flags(CLI::App* sub, train_options& o);
 // --checkpoint-dir, --checkpoint-every, --keep-checkpoints, --resume.
 void add_checkpoint_flags(CLI::App* sub, train_options& o);
 // --dashboard PORT, --dashboard-host.

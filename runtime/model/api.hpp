@@ -178,7 +178,7 @@ inline const char* metric_name(const data::dataset& d) { return d.target_values 
 // running statistics (buffers) and optimizer state; infinite where they do not line up or a
 // NaN appears.
 double max_rel_diff(const std::vector<layer_copy>& a, const std::vector<layer_copy>& b);
-// Each layer's whole state hashed (64-bit FNV-1a over each tensor's type, shape and bytes, in
+// Each layer's whole state hashed (data::hasher over each tensor's type, shape and bytes, in
 // max_rel_diff's order: parameters, buffers, optimizer state with its step count): equal
 // exactly when the layers are bit for bit the same, but for a hash collision.
 std::vector<std::uint64_t> state_hashes(const std::vector<layer_copy>& layers);

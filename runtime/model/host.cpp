@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <iterator>
 #include <limits>
 
+#include "data/hash.hpp"
 #include "model/boxes.hpp"
 #include "schedule/reduction_tree.hpp"
 
@@ -223,24 +223,15 @@ double max_rel_diff(const std::vector<layer_copy>& a, const std::vector<layer_co
 std::vector<std::uint64_t> state_hashes(const std::vector<layer_copy>& layers) {
   std::vector<std::uint64_t> out;
   for (const auto& l : layers) {
-    std::uint64_t h = 1469598103934665603ull;
-    auto add = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    data::hasher h;
     for (const auto& t : whole_state(*l)) {
       const auto c = t.detach().to(torch::kCPU).contiguous();
-      add(static_cast<std::uint64_t>(c.scalar_type()));
-      add(static_cast<std::uint64_t>(c.dim()));
-      for (auto d : c.sizes()) add(static_cast<std::uint64_t>(d));
-      const auto* p = static_cast<const unsigned char*>(c.data_ptr());
-      const auto n = static_cast<std::size_t>(c.nbytes());
-      std::size_t i = 0;
-      for (; i + 8 <= n; i += 8) {
-        std::uint64_t w;
-        std::memcpy(&w, p + i, 8);
-        add(w);
-      }
-      for (; i < n; ++i) add(p[i]);
+      h.add(static_cast<std::uint64_t>(c.scalar_type()));
+      h.add(static_cast<std::uint64_t>(c.dim()));
+      for (auto d : c.sizes()) h.add(static_cast<std::uint64_t>(d));
+      h.add(static_cast<const std::uint8_t*>(c.data_ptr()), static_cast<std::size_t>(c.nbytes()));
     }
-    out.push_back(h);
+    out.push_back(h.value());
   }
   return out;
 }

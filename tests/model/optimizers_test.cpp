@@ -164,6 +164,14 @@ TEST_CASE("a device applies the schedule's rate of the training step it is given
 
 namespace {
 // A worker holding every layer of `m` (as a one-device run's last stage), at step 0.
+// The mlp and 8 synthetic samples: what the loss tests feed a worker holding every layer.
+struct mlp_case {
+  data::dataset d = data::synthetic(64, 2);
+  std::shared_ptr<const model_chain> m = *make_model("mlp", 4);
+  int L = num_layers(*m);
+  std::vector<int> samples = {0, 1, 2, 3, 4, 5, 6, 7};
+};
+
 std::unique_ptr<device_worker> holding_all(const model_chain& m, const optimizer_config& o) {
   auto w = make_worker(o);
   for (int l = 0; l < num_layers(m); ++l) w->hold(l, copy_layer(m, l));
@@ -175,16 +183,11 @@ std::unique_ptr<device_worker> holding_all(const model_chain& m, const optimizer
 TEST_CASE("label smoothing: the last stage's loss is PyTorch's smoothed cross-entropy, worked by hand", "[unit][optimizer]") {
   // -(1 - e) log p_y - e / K sum_k log p_k, summed over the micro-batch (CrossEntropyLoss
   // with label_smoothing e and reduction sum), from the logits in double precision.
-  const auto d = data::synthetic(64, 2);
-  auto m = make_model("mlp", 4);
-  REQUIRE(m);
-  const int L = num_layers(**m);
-  std::vector<int> samples(8);
-  for (int i = 0; i < 8; ++i) samples[i] = i;
+  const auto [d, m, L, samples] = mlp_case{};
   for (double e : {0.0, 0.1, 0.4}) {
     optimizer_config o{"sgd", 0.1, 0, 0};
     o.label_smoothing = e;
-    auto w = holding_all(**m, o);
+    auto w = holding_all(*m, o);
     auto out = w->forward(0, 0, L, inputs(d, samples, 0, 8));
     REQUIRE(out);
     const auto y = targets(d, samples, 0, 8);
@@ -205,13 +208,8 @@ TEST_CASE("label smoothing: the last stage's loss is PyTorch's smoothed cross-en
 TEST_CASE("loss mse: the last stage's loss is the squared error summed by hand", "[unit][optimizer]") {
   // Real targets (a regression's float32 [n, k]) take the squared error over every value of
   // every sample (MSELoss with reduction sum); class ids keep cross-entropy (above).
-  const auto d = data::synthetic(64, 2);
-  auto m = make_model("mlp", 4);
-  REQUIRE(m);
-  const int L = num_layers(**m);
-  std::vector<int> samples(8);
-  for (int i = 0; i < 8; ++i) samples[i] = i;
-  auto w = holding_all(**m, optimizer_config{"sgd", 0.1, 0, 0});
+  const auto [d, m, L, samples] = mlp_case{};
+  auto w = holding_all(*m, optimizer_config{"sgd", 0.1, 0, 0});
   auto out = w->forward(0, 0, L, inputs(d, samples, 0, 8));
   REQUIRE(out);
   torch::manual_seed(3);
@@ -264,28 +262,23 @@ TEST_CASE("loss next_token: every position's cross-entropy by hand, averaged ove
 TEST_CASE("precision bf16: a device's forward is the bfloat16 forward worked by hand; its loss is taken in float32", "[unit][optimizer]") {
   // autocast's rule for a Linear: input, weight and bias cast to bfloat16, then the op. By hand
   // here without autocast, layer by layer; ReLU keeps the type.
-  const auto d = data::synthetic(64, 2);
-  auto m = make_model("mlp", 4);
-  REQUIRE(m);
-  const int L = num_layers(**m);
-  std::vector<int> samples(8);
-  for (int i = 0; i < 8; ++i) samples[i] = i;
+  const auto [d, m, L, samples] = mlp_case{};
   optimizer_config o{"sgd", 0.1, 0, 0};
   o.bf16 = true;
-  auto w = holding_all(**m, o);
+  auto w = holding_all(*m, o);
   auto out = w->forward(0, 0, L, inputs(d, samples, 0, 8));
   REQUIRE(out);
   REQUIRE((*out)->t.scalar_type() == torch::kBFloat16);
   torch::Tensor x = inputs(d, samples, 0, 8)->t.flatten(1);
   for (int l = 0; l < L; ++l) {
-    auto p = (*m)->layers[l]->parameters();
+    auto p = m->layers[l]->parameters();
     REQUIRE(p.size() == 2);
     x = torch::linear(x.to(torch::kBFloat16), p[0].detach().to(torch::kBFloat16), p[1].detach().to(torch::kBFloat16));
     if (l + 1 < L) x = torch::relu(x);
   }
   REQUIRE(torch::equal((*out)->t, x));
   // The float32 forward is another result: autocast was on.
-  auto w32 = holding_all(**m, optimizer_config{"sgd", 0.1, 0, 0});
+  auto w32 = holding_all(*m, optimizer_config{"sgd", 0.1, 0, 0});
   auto out32 = w32->forward(0, 0, L, inputs(d, samples, 0, 8));
   REQUIRE(out32);
   REQUIRE_FALSE(torch::equal((*out32)->t.to(torch::kBFloat16), x));

@@ -82,12 +82,13 @@ result<data::npy_array> as_array(const torch::Tensor& t, const std::shared_ptr<c
                                       "; kind torch reads uint8, int8, int16, int32, int64, float32 and float64 (save .float() or .long())");
   if (t.numel() == 0) return make_error("bad_data", f->path() + ": " + what + " are empty");
   if (!t.is_contiguous()) return make_error("bad_data", f->path() + ": " + what + " are a strided view; save .contiguous()");
+  const auto damaged = make_error("bad_data", f->path() + ": " + what + " reach past their record in the file (a damaged file?)");
   const auto* begin = static_cast<const std::uint8_t*>(t.data_ptr());
+  if (begin < f->bytes() || begin >= f->bytes() + f->size()) return damaged;
   const auto nbytes = static_cast<std::size_t>(t.numel()) * t.element_size();
   const auto at = static_cast<std::size_t>(begin - f->bytes());
   const auto in = std::upper_bound(records.begin(), records.end(), std::pair{at, SIZE_MAX});
-  if (begin < f->bytes() || in == records.begin() || at + nbytes > std::prev(in)->second)
-    return make_error("bad_data", f->path() + ": " + what + " reach past their record in the file (a damaged file?)");
+  if (in == records.begin() || at + nbytes > std::prev(in)->second) return damaged;
   data::npy_array a;
   a.file = f;
   a.type = type->second;

@@ -72,6 +72,10 @@ const std::vector<std::string>& builtin_model_names();   // mlp, cnn, resnet, tr
 // file's own forward: model/scripted.hpp). Built-in parameters are drawn from `seed`, a file's
 // come from the file, so every replica and the reference start from the same bits.
 result<std::shared_ptr<const model_chain>> make_model(const std::string& name_or_path, std::uint64_t seed);
+// Layer `index` of make_model(name_or_path, seed) by itself, the same bits: a built-in model's
+// layer is drawn from the seed and its index alone, without building the others; a TorchScript
+// file's comes from the file. The error names the model's layer count.
+result<layer_copy> make_layer(const std::string& name_or_path, std::uint64_t seed, int index);
 // A TorchScript file's name (ends in .pt), as opposed to a built-in model's.
 inline bool is_torchscript(const std::string& name) { return name.size() > 3 && name.compare(name.size() - 3, 3, ".pt") == 0; }
 int num_layers(const model_chain& m);

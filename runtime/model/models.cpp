@@ -147,69 +147,91 @@ struct PoolHeadImpl : nn::Cloneable<PoolHeadImpl> {
 };
 TORCH_MODULE(PoolHead);
 
-void add(model_chain& m, std::string name, nn::Sequential s) {
-  m.names.push_back(std::move(name));
-  m.layers.push_back(std::move(s));
+// Which of a built-in model's layers to build, and from what seed. Each layer's parameters
+// are drawn from a seed of the job's seed and the layer's index alone, so that a process can
+// build any one layer by itself, bit for bit as the whole model has it (make_layer).
+struct build_spec {
+  std::uint64_t seed = 0;
+  int only = -1;  // >= 0: only this layer; the others stay empty Sequentials
+};
+
+// A seed for layer `index` of a model seeded `seed` (splitmix64 of the two).
+std::uint64_t layer_seed(std::uint64_t seed, std::size_t index) {
+  std::uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (index + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
 }
 
-void build(model_chain& m) {
+template <class Make>
+void add(model_chain& m, const build_spec& spec, std::string name, Make make) {
+  const auto index = m.layers.size();
+  m.names.push_back(std::move(name));
+  if (spec.only >= 0 && static_cast<std::size_t>(spec.only) != index) {
+    m.layers.push_back(nn::Sequential());
+    return;
+  }
+  torch::manual_seed(layer_seed(spec.seed, index));
+  m.layers.push_back(make());
+}
+
+void build(model_chain& m, const build_spec& spec) {
   if (m.name == "mlp") {  // 784-1024-1024-10
-    add(m, "fc1+relu", nn::Sequential(nn::Flatten(), nn::Linear(784, 1024), nn::ReLU()));
-    add(m, "fc2+relu", nn::Sequential(nn::Linear(1024, 1024), nn::ReLU()));
-    add(m, "fc3", nn::Sequential(nn::Linear(1024, 10)));
+    add(m, spec, "fc1+relu", [&] { return nn::Sequential(nn::Flatten(), nn::Linear(784, 1024), nn::ReLU()); });
+    add(m, spec, "fc2+relu", [&] { return nn::Sequential(nn::Linear(1024, 1024), nn::ReLU()); });
+    add(m, spec, "fc3", [&] { return nn::Sequential(nn::Linear(1024, 10)); });
   } else if (m.name == "cnn") {  // the Fashion-MNIST CNN of the planner's fmnist_cnn profile
-    add(m, "conv1+relu+pool", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 32, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2)));
-    add(m, "conv2+relu+pool", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(32, 64, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2)));
-    add(m, "fc1+relu", nn::Sequential(nn::Flatten(), nn::Linear(3136, 128), nn::ReLU()));
-    add(m, "fc2", nn::Sequential(nn::Linear(128, 10)));
+    add(m, spec, "conv1+relu+pool", [&] { return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 32, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2)); });
+    add(m, spec, "conv2+relu+pool", [&] { return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(32, 64, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2)); });
+    add(m, spec, "fc1+relu", [&] { return nn::Sequential(nn::Flatten(), nn::Linear(3136, 128), nn::ReLU()); });
+    add(m, spec, "fc2", [&] { return nn::Sequential(nn::Linear(128, 10)); });
   } else if (m.name == "vgg") {  // VGG-style, 12.3 M parameters: a model worth a GPU
-    add(m, "block1", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 64, 3).padding(1)), nn::ReLU(),
-                                    nn::Conv2d(nn::Conv2dOptions(64, 64, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2)));
-    add(m, "block2", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(64, 128, 3).padding(1)), nn::ReLU(),
-                                    nn::Conv2d(nn::Conv2dOptions(128, 128, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2)));
-    add(m, "fc1+relu", nn::Sequential(nn::Flatten(), nn::Linear(128 * 7 * 7, 1536), nn::ReLU()));
-    add(m, "fc2+relu", nn::Sequential(nn::Linear(1536, 1536), nn::ReLU()));
-    add(m, "fc3", nn::Sequential(nn::Linear(1536, 10)));
+    add(m, spec, "block1", [&] { return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 64, 3).padding(1)), nn::ReLU(),
+                                    nn::Conv2d(nn::Conv2dOptions(64, 64, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2)); });
+    add(m, spec, "block2", [&] { return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(64, 128, 3).padding(1)), nn::ReLU(),
+                                    nn::Conv2d(nn::Conv2dOptions(128, 128, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2)); });
+    add(m, spec, "fc1+relu", [&] { return nn::Sequential(nn::Flatten(), nn::Linear(128 * 7 * 7, 1536), nn::ReLU()); });
+    add(m, spec, "fc2+relu", [&] { return nn::Sequential(nn::Linear(1536, 1536), nn::ReLU()); });
+    add(m, spec, "fc3", [&] { return nn::Sequential(nn::Linear(1536, 10)); });
   } else if (m.name == "resnet") {  // small ResNet-style: stem, 4 residual blocks, head
-    add(m, "stem", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 16, 3).padding(1)), nn::ReLU()));
-    add(m, "block1", nn::Sequential(Residual(16)));
-    add(m, "block2+pool", nn::Sequential(Residual(16), nn::MaxPool2d(2)));
-    add(m, "block3", nn::Sequential(Residual(16)));
-    add(m, "block4+pool", nn::Sequential(Residual(16), nn::MaxPool2d(2)));
-    add(m, "head", nn::Sequential(nn::Flatten(), nn::Linear(16 * 7 * 7, 10)));
+    add(m, spec, "stem", [&] { return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 16, 3).padding(1)), nn::ReLU()); });
+    add(m, spec, "block1", [&] { return nn::Sequential(Residual(16)); });
+    add(m, spec, "block2+pool", [&] { return nn::Sequential(Residual(16), nn::MaxPool2d(2)); });
+    add(m, spec, "block3", [&] { return nn::Sequential(Residual(16)); });
+    add(m, spec, "block4+pool", [&] { return nn::Sequential(Residual(16), nn::MaxPool2d(2)); });
+    add(m, spec, "head", [&] { return nn::Sequential(nn::Flatten(), nn::Linear(16 * 7 * 7, 10)); });
   } else if (m.name == "resnet18") {  // ResNet-18's widths and blocks, 11.2 M parameters, 1x28x28 in
     // The stem halves the image (28 -> 14) as ResNet's 7x7/2 stem does, so 2 cores train it.
-    add(m, "stem", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 64, 3).stride(2).padding(1)), nn::ReLU()));
+    add(m, spec, "stem", [&] { return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 64, 3).stride(2).padding(1)), nn::ReLU()); });
     const int64_t widths[] = {64, 128, 256, 512};
     int64_t in = 64;
     for (int s = 0; s < 4; ++s) {
       for (int b = 0; b < 2; ++b) {
-        add(m, "stage" + std::to_string(s + 1) + (b ? "b" : "a"), nn::Sequential(BasicBlock(in, widths[s], s > 0 && b == 0 ? 2 : 1)));
+        add(m, spec, "stage" + std::to_string(s + 1) + (b ? "b" : "a"), [&] { return nn::Sequential(BasicBlock(in, widths[s], s > 0 && b == 0 ? 2 : 1)); });
         in = widths[s];
       }
     }
-    add(m, "pool+fc", nn::Sequential(nn::AdaptiveAvgPool2d(nn::AdaptiveAvgPool2dOptions(1)), nn::Flatten(), nn::Linear(512, 10)));
+    add(m, spec, "pool+fc", [&] { return nn::Sequential(nn::AdaptiveAvgPool2d(nn::AdaptiveAvgPool2dOptions(1)), nn::Flatten(), nn::Linear(512, 10)); });
   } else if (m.name == "gpt") {  // GPT-style decoder, 6 blocks of width 384, 10.7 M parameters
     // Tokens are pairs of image rows (14 tokens of 56 pixels); the class is read at the last.
-    add(m, "tokens", nn::Sequential(Tokens(28, 28, 384, 2)));
-    for (int i = 0; i < 6; ++i) add(m, "block" + std::to_string(i), nn::Sequential(DecoderBlock(384, 6)));
-    add(m, "norm+head", nn::Sequential(LastTokenHead(384, 10)));
+    add(m, spec, "tokens", [&] { return nn::Sequential(Tokens(28, 28, 384, 2)); });
+    for (int i = 0; i < 6; ++i) add(m, spec, "block" + std::to_string(i), [&] { return nn::Sequential(DecoderBlock(384, 6)); });
+    add(m, spec, "norm+head", [&] { return nn::Sequential(LastTokenHead(384, 10)); });
   } else if (m.name == "gpt_text") {  // the same decoder on text: 32 characters in, the next out
     m.io.rows = 1, m.io.cols = 32, m.io.vocab = 128, m.io.classes = 128;
-    add(m, "tokens", nn::Sequential(CharTokens(128, 32, 384)));
-    for (int i = 0; i < 6; ++i) add(m, "block" + std::to_string(i), nn::Sequential(DecoderBlock(384, 6)));
-    add(m, "norm+head", nn::Sequential(LastTokenHead(384, 128)));
+    add(m, spec, "tokens", [&] { return nn::Sequential(CharTokens(128, 32, 384)); });
+    for (int i = 0; i < 6; ++i) add(m, spec, "block" + std::to_string(i), [&] { return nn::Sequential(DecoderBlock(384, 6)); });
+    add(m, spec, "norm+head", [&] { return nn::Sequential(LastTokenHead(384, 128)); });
   } else if (m.name == "gpt_lm") {  // a small decoder as a language model: 32 characters in, each one's next out
     m.io.rows = 1, m.io.cols = 32, m.io.vocab = 128, m.io.classes = 128, m.io.positions = 32;
-    add(m, "tokens", nn::Sequential(CharTokens(128, 32, 128)));
-    for (int i = 0; i < 4; ++i) add(m, "block" + std::to_string(i), nn::Sequential(DecoderBlock(128, 4)));
-    add(m, "norm+head", nn::Sequential(TokenHead(128, 128)));
+    add(m, spec, "tokens", [&] { return nn::Sequential(CharTokens(128, 32, 128)); });
+    for (int i = 0; i < 4; ++i) add(m, spec, "block" + std::to_string(i), [&] { return nn::Sequential(DecoderBlock(128, 4)); });
+    add(m, spec, "norm+head", [&] { return nn::Sequential(TokenHead(128, 128)); });
   } else if (m.name == "transformer") {  // rows as 28 tokens, 2 encoder layers of width 64
-    add(m, "tokens", nn::Sequential(Tokens(28, 28, 64)));
+    add(m, spec, "tokens", [&] { return nn::Sequential(Tokens(28, 28, 64)); });
     for (int i = 0; i < 2; ++i)
-      add(m, "encoder" + std::to_string(i),
-          nn::Sequential(nn::TransformerEncoderLayer(nn::TransformerEncoderLayerOptions(64, 4).dim_feedforward(128).dropout(0.0))));
-    add(m, "pool+head", nn::Sequential(PoolHead(64, 10)));
+      add(m, spec, "encoder" + std::to_string(i), [&] { return nn::Sequential(nn::TransformerEncoderLayer(nn::TransformerEncoderLayerOptions(64, 4).dim_feedforward(128).dropout(0.0))); });
+    add(m, spec, "pool+head", [&] { return nn::Sequential(PoolHead(64, 10)); });
   }
 }
 
@@ -224,14 +246,31 @@ result<std::shared_ptr<const model_chain>> make_model(const std::string& name, s
   if (is_torchscript(name)) return load_torchscript(name, seed);
   auto m = std::make_shared<model_chain>();
   m->name = name;
-  torch::manual_seed(seed);
-  build(*m);
+  build(*m, {seed, -1});
   if (m->layers.empty()) {
     std::string known;
     for (const auto& n : builtin_model_names()) known += (known.empty() ? "" : ", ") + n;
     return make_error("unknown_model", "unknown model '" + name + "' (built-in: " + known + "; or a TorchScript .pt file)");
   }
   return std::shared_ptr<const model_chain>(std::move(m));
+}
+
+result<layer_copy> make_layer(const std::string& name, std::uint64_t seed, int index) {
+  std::shared_ptr<const model_chain> whole;
+  model_chain one;
+  if (is_torchscript(name)) {
+    auto m = load_torchscript(name, seed);
+    if (!m) return m.err();
+    whole = *m;
+  } else {
+    one.name = name;
+    build(one, {seed, index});
+    if (one.layers.empty()) return make_model(name, seed).err();  // unknown: its error lists the built-in names
+  }
+  const model_chain& m = whole ? *whole : one;
+  if (index < 0 || index >= num_layers(m))
+    return make_error("bad_layer", "model '" + name + "' has " + std::to_string(num_layers(m)) + " layers; no layer " + std::to_string(index));
+  return copy_layer(m, index);
 }
 
 status save_model(const model_chain& m, const std::vector<layer_copy>& layers, const std::string& path) {

@@ -75,3 +75,29 @@ TEST_CASE("state_hashes: equal layers hash alike; a changed bit of a parameter, 
   flip_low_bit(static_cast<torch::optim::SGDParamState&>(*c[0]->states[0]).momentum_buffer());
   CHECK(state_hashes(c)[0] != trained);
 }
+
+TEST_CASE("make_layer: each built-in layer built by itself is make_model's, bit for bit; its seed is its own", "[unit][model]") {
+  for (const std::string name : {"mlp", "cnn", "resnet", "transformer", "gpt_lm"}) {
+    INFO(name);
+    auto whole = make_model(name, 7);
+    REQUIRE(whole);
+    std::vector<layer_copy> all, alone, other_seed;
+    for (int l = 0; l < num_layers(**whole); ++l) {
+      all.push_back(copy_layer(**whole, l));
+      auto one = make_layer(name, 7, l);
+      REQUIRE(one);
+      alone.push_back(*one);
+      other_seed.push_back(*make_layer(name, 8, l));
+    }
+    const auto h = state_hashes(all), ha = state_hashes(alone), hs = state_hashes(other_seed);
+    CHECK(h == ha);
+    for (std::size_t l = 0; l < h.size(); ++l)
+      if (!all[l]->module->parameters().empty()) CHECK(hs[l] != h[l]);  // parameterless layers hash alike
+  }
+  // Layers of one shape (gpt_lm's 4 blocks) start from different draws.
+  auto b1 = make_layer("gpt_lm", 7, 1), b2 = make_layer("gpt_lm", 7, 2);
+  REQUIRE((b1 && b2));
+  CHECK(state_hashes({*b1}) != state_hashes({*b2}));
+  CHECK(make_layer("cnn", 7, 4).err().message == "model 'cnn' has 4 layers; no layer 4");
+  CHECK(make_layer("nope", 7, 0).err().code == "unknown_model");
+}

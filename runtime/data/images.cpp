@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 
 #include "common/rng.hpp"
@@ -142,7 +143,13 @@ result<std::vector<std::uint64_t>> check_all(const std::vector<image_file>& file
   };
   const std::size_t threads = std::min<std::size_t>({8, std::max(1u, std::thread::hardware_concurrency()), n / 16 + 1});
   std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  for (std::size_t t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {  // no thread to be had: fewer do the work
+      break;
+    }
+  }
   work();
   for (auto& t : pool) t.join();
   for (auto& e : errors)

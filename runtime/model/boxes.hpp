@@ -66,30 +66,27 @@ class autocast_scope {
     if (!on_) return;
     was_on_ = gpu_ ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
     was_type_ = gpu_ ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
-    if (gpu_) {
-      at::autocast::set_enabled(true);
-      at::autocast::set_autocast_gpu_dtype(torch::kBFloat16);
-    } else {
-      at::autocast::set_cpu_enabled(true);
-      at::autocast::set_autocast_cpu_dtype(torch::kBFloat16);
-    }
+    set(true, torch::kBFloat16);
     at::autocast::increment_nesting();
   }
   ~autocast_scope() {
     if (!on_) return;
     if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    if (gpu_) {
-      at::autocast::set_enabled(was_on_);
-      at::autocast::set_autocast_gpu_dtype(was_type_);
-    } else {
-      at::autocast::set_cpu_enabled(was_on_);
-      at::autocast::set_autocast_cpu_dtype(was_type_);
-    }
+    set(was_on_, was_type_);
   }
   autocast_scope(const autocast_scope&) = delete;
   autocast_scope& operator=(const autocast_scope&) = delete;
 
  private:
+  void set(bool on, at::ScalarType type) const {
+    if (gpu_) {
+      at::autocast::set_enabled(on);
+      at::autocast::set_autocast_gpu_dtype(type);
+    } else {
+      at::autocast::set_cpu_enabled(on);
+      at::autocast::set_autocast_cpu_dtype(type);
+    }
+  }
   bool on_, gpu_, was_on_ = false;
   at::ScalarType was_type_ = torch::kBFloat16;
 };

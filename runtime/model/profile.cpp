@@ -115,11 +115,11 @@ result<planner::model_profile> measure_profile(const model_chain& m, int batch, 
     try {  // LibTorch reports a layer that cannot run by throwing: an error naming the layer
       std::tie(f1, b1) = time_layer(m.layers[l], x1, l > 0, repeat, opt.bf16, &y1);
       std::tie(f2, b2) = time_layer(m.layers[l], x2, l > 0, repeat, opt.bf16, &y2);
-    } catch (const c10::Error& e) {  // an eager op's: its message without LibTorch's backtrace
-      if (opt.bf16) return bf16_refused(l, m.names[l], e.what_without_backtrace());
-      return make_error("torch", "profile of layer " + std::to_string(l) + " (" + m.names[l] + "): " + e.what());
-    } catch (const std::exception& e) {  // the TorchScript interpreter's: its traceback, then the message
-      if (opt.bf16) return bf16_refused(l, m.names[l], e.what());
+    } catch (const std::exception& e) {
+      // An eager op's c10::Error without LibTorch's backtrace; the TorchScript interpreter's
+      // error is its traceback, then the message.
+      const auto* op = dynamic_cast<const c10::Error*>(&e);
+      if (opt.bf16) return bf16_refused(l, m.names[l], op ? op->what_without_backtrace() : e.what());
       return make_error("torch", "profile of layer " + std::to_string(l) + " (" + m.names[l] + "): " + e.what());
     }
     planner::layer_profile lp;

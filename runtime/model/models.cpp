@@ -180,6 +180,8 @@ void build(model_chain& m, const build_spec& spec) {
     add(m, spec, "fc1+relu", [&] { return nn::Sequential(nn::Flatten(), nn::Linear(784, 1024), nn::ReLU()); });
     add(m, spec, "fc2+relu", [&] { return nn::Sequential(nn::Linear(1024, 1024), nn::ReLU()); });
     add(m, spec, "fc3", [&] { return nn::Sequential(nn::Linear(1024, 10)); });
+  } else if (m.name == "linear") {  // one Linear(784, 10), 7,850 parameters: for measuring the control plane
+    add(m, spec, "fc", [&] { return nn::Sequential(nn::Flatten(), nn::Linear(784, 10)); });
   } else if (m.name == "cnn") {  // the Fashion-MNIST CNN of the planner's fmnist_cnn profile
     add(m, spec, "conv1+relu+pool", [&] { return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 32, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2)); });
     add(m, spec, "conv2+relu+pool", [&] { return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(32, 64, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2)); });
@@ -238,7 +240,7 @@ void build(model_chain& m, const build_spec& spec) {
 }  // namespace
 
 const std::vector<std::string>& builtin_model_names() {
-  static const std::vector<std::string> names = {"mlp", "cnn", "resnet", "transformer", "vgg", "resnet18", "gpt", "gpt_text", "gpt_lm"};
+  static const std::vector<std::string> names = {"mlp", "linear", "cnn", "resnet", "transformer", "vgg", "resnet18", "gpt", "gpt_text", "gpt_lm"};
   return names;
 }
 

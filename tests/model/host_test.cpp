@@ -77,7 +77,7 @@ TEST_CASE("state_hashes: equal layers hash alike; a changed bit of a parameter, 
 }
 
 TEST_CASE("make_layer: each built-in layer built by itself is make_model's, bit for bit; its seed is its own", "[unit][model]") {
-  for (const std::string name : {"mlp", "cnn", "resnet", "transformer", "gpt_lm"}) {
+  for (const std::string name : {"mlp", "linear", "cnn", "resnet", "transformer", "gpt_lm"}) {
     INFO(name);
     auto whole = make_model(name, 7);
     REQUIRE(whole);

@@ -1,11 +1,14 @@
 #include "cli_util.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <iostream>
+#include <thread>
 
 #include "commands.hpp"
 
@@ -32,6 +35,30 @@ int run_gnuplot(const std::string& dir, const std::string& script, const std::st
   while (waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) return 127;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+int wait_run(pid_t pid, double timeout_s, const std::function<bool()>& stop) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (true) {
+    int st = 0;
+    if (waitpid(pid, &st, WNOHANG) == pid) {
+      kill(-pid, SIGKILL);  // nodes left behind, if any
+      return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+    if (std::chrono::steady_clock::now() > until || (stop && stop())) {
+      kill(-pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+process_usage own_usage() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  const auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+  return {sec(u.ru_utime) + sec(u.ru_stime), static_cast<double>(u.ru_maxrss) / 1024.0};  // ru_maxrss: KiB on Linux
 }
 
 int report(const error& e) {

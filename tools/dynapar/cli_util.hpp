@@ -2,7 +2,10 @@
 // the clock; the libraries they call do not).
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,6 +22,18 @@ int report_exit(const error& e);  // the exit code report gives, without printin
 // stderr into `log` there when one is named. Returns gnuplot's exit status; 127 when gnuplot
 // is not installed.
 int run_gnuplot(const std::string& dir, const std::string& script, const std::string& log = "");
+
+// Waits for the process group led by `pid` (launch::spawn_self with own_group); kills the
+// group when `stop` says so or at the deadline, and what is left of it once the leader exits.
+// The leader's exit code (-1: killed by us).
+int wait_run(pid_t pid, double timeout_s, const std::function<bool()>& stop);
+
+// This process's CPU time (user and system) and peak resident memory, from getrusage.
+struct process_usage {
+  double cpu_s = 0;
+  double max_rss_mb = 0;
+};
+process_usage own_usage();
 
 class stopwatch {
  public:

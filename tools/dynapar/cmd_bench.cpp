@@ -221,6 +221,7 @@ void add_bench(CLI::App& app, runner& run) {
   add_bench_wire(*bench, run);
   add_bench_sum(*bench, run);
   add_bench_optimizer(*bench, run);
+  add_bench_control(*bench, run);
 }
 
 }  // namespace dynapar::cli

@@ -2,8 +2,6 @@
 // (sim/chaos.hpp), each the job run with --verify in one process (`train`) or over K node
 // processes (`launch --local K --respawn-s 1`), maybe killed and resumed from its checkpoint.
 // One row per run and a verdict; a failing seed replays with --runs 1 --seed SEED.
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -13,7 +11,6 @@
 #include <iomanip>
 #include <iostream>
 #include <sstream>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
@@ -84,25 +81,6 @@ std::int64_t latest_step(const fs::path& dir) {
     return std::stoll(name.substr(5));
   } catch (...) {
     return -1;
-  }
-}
-
-// Waits for the process group `pid`; kills it when `stop` says so or at the deadline.
-// Returns the exit code (-1: killed by us).
-int wait_run(pid_t pid, double timeout_s, const std::function<bool()>& stop) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  while (true) {
-    int st = 0;
-    if (waitpid(pid, &st, WNOHANG) == pid) {
-      kill(-pid, SIGKILL);  // nodes left behind, if any
-      return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    }
-    if (std::chrono::steady_clock::now() > until || (stop && stop())) {
-      kill(-pid, SIGKILL);
-      waitpid(pid, &st, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
 

@@ -162,7 +162,9 @@ int train_main(const train_options& o, const train_fn& how) {
   double epoch_loss = 0;
   int epoch_steps = 0;
   cb.on_step = [&](const training::step_record& r) {
-    metrics << training::step_json(r).dump() << "\n" << std::flush;
+    auto row = training::step_json(r);
+    row["process_cpu_s"] = own_usage().cpu_s;  // over nodes: the controller's process alone
+    metrics << row.dump() << "\n" << std::flush;
     if (!o.compare.empty() && r.step < o.compare_steps) step_times[r.step] = r.time_s;  // a re-run step: its last attempt
     epoch_loss += r.loss;
     ++epoch_steps;
@@ -201,6 +203,8 @@ int train_main(const train_options& o, const train_fn& how) {
     if (auto st = model::save_model(*prep->model, outcome->final_layers, o.save_model); !st) return report(st.err());
   const double acc = model::accuracy(outcome->final_layers, test_set);
   json summary = training::summary_json(*j, batch, *outcome, {first_plan, acc, model::metric_name(test_set), scale, sw.seconds()});
+  const auto usage = own_usage();  // the run's, before --compare and --verify train again
+  summary["process"] = {{"cpu_s", usage.cpu_s}, {"max_rss_mb", usage.max_rss_mb}};
   if (!o.compare.empty()) {
     const training::train_fn run = [&](const training::train_settings& other, const training::train_callbacks& c) {
       return actors::train(*prep->model, prep->train_set, other, c);
@@ -229,6 +233,7 @@ int train_main(const train_options& o, const train_fn& how) {
     summary["layers_differing"] = differing;
   }
   if (!unwritten.empty()) summary["checkpoints_not_written"] = unwritten;
+
   std::ofstream(fs::path(o.out) / "summary.json") << summary.dump(2) << "\n";
   if (board) board->finish(summary);
   std::cout << report::human_summary(summary, o.out);

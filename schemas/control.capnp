@@ -159,6 +159,7 @@ struct LayerCopy {
   to @2 :Int32;
   bytes @3 :UInt64;           # what the move costs on the emulated link
   layout @4 :List(Int64);
+  built @5 :UInt64;           # non-zero: no layout or tensors; the node builds the fresh layer, hashing to this
 }
 
 struct Migrate {

@@ -48,11 +48,17 @@ stage_report report_from(const wire::ops::stage_report& r);
 // A layer with its optimizer state (from -1: sent by the controller).
 wire::ops::hold layer_of(int layer, int from, int to, std::size_t bytes, const model::layer_copy& l,
                          std::vector<model::tensor>& tensors);
+// A layer the controller places: when the copy is still the model's layer before any step
+// (its state hashes to `fresh[layer]`, model::state_hashes), the node builds it itself from
+// the job's model and seed, and no tensor travels (issue 50); else as layer_of.
+wire::ops::hold placed_layer(int layer, int to, const model::layer_copy& l, const std::vector<std::uint64_t>& fresh,
+                             std::vector<model::tensor>& tensors);
 struct layer_msg {
   int layer = 0, from = -1, to = 0;
   std::size_t bytes = 0;
   model::layer_copy replica;
 };
+// A built layer (hold::built) is `m`'s own, checked against the sender's hash.
 result<layer_msg> layer_from(const model::model_chain& m, const wire::ops::hold& h, const std::vector<model::tensor>& tensors);
 
 // A device's gradients as the exact sum's partial sums, and the holders' sum.

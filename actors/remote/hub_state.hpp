@@ -30,6 +30,7 @@ struct remote_devices::impl {
   std::unique_ptr<comm::outbox> out;
   std::string endpoint;
   std::string model_hash;  // a TorchScript model's SHA-256: nodes check their file against it
+  std::vector<std::uint64_t> fresh;  // each layer's state hash before any step (frames.hpp placed_layer)
   struct entry {
     std::string route;  // the node's identity on the ROUTER
     remote_device_handle proxy;

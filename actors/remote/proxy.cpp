@@ -84,7 +84,7 @@ remote_device_handle::behavior_type remote_device(proxy* self, int id, std::stri
   return {
       [=](hold_atom, int layer, const model::layer_copy& replica) -> caf::result<bool> {
         std::vector<model::tensor> ts;
-        auto op = remote::layer_of(layer, -1, id, 0, replica, ts);
+        auto op = remote::placed_layer(layer, id, replica, hub->fresh, ts);
         return ask<bool>(self, call(std::move(op)), ts, acknowledged);
       },
       [=](migrate_atom, int layer, int to, const device_peer&, const comm::link_spec& link,

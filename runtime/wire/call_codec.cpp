@@ -61,6 +61,7 @@ void write_call(schema::DeviceCall::Builder c, const device_call& m) {
                    b.setTo(h.to);
                    b.setBytes(h.bytes);
                    set_ints(b.initLayout(n(h.layout)), h.layout);
+                   b.setBuilt(h.built);
                  },
                  [&](const ops::migrate& x) {
                    auto b = o.initMigrate();
@@ -242,6 +243,7 @@ device_op read_op(Op::Reader o, const decode_limits& lim) {
       ops::hold h{to_int(r.getLayer(), "call.hold.layer"), r.getFrom(), r.getTo(), r.getBytes(), {}};
       check_list(r.getLayout(), lim, "call.hold.layout");
       for (auto v : r.getLayout()) h.layout.push_back(v);
+      h.built = r.getBuilt();
       return h;
     }
     case Op::MIGRATE: {

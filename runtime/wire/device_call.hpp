@@ -23,6 +23,9 @@ struct hold {                                    // a layer placed (from -1) or 
   int layer = 0, from = -1, to = 0;
   std::uint64_t bytes = 0;
   std::vector<std::int64_t> layout;              // model::to_wire; tensors: the layer's state
+  // Non-zero (placed only): no layout and no tensors; the node builds the layer from the job's
+  // model and seed, as it was before any step, and its state must hash to this (state_hashes).
+  std::uint64_t built = 0;
 };
 struct migrate { int layer = 0, to = 0; link path; };
 struct moved { int layer = 0, from = 0, to = 0; std::uint64_t bytes = 0; std::string refused; };

@@ -52,6 +52,8 @@ status check_op(const device_call& m) {
       overloaded{
           [&](const ops::hold& x) -> status {
             if (x.from < -1 || x.to < -1) return bad("call.hold", "names a device below -1");
+            if (x.built != 0 && (x.from != -1 || !x.layout.empty()))
+              return bad("call.hold.built", "a layer built by the node is placed (from -1) and has no layout");
             return ok_status();
           },
           [&](const ops::migrate& x) -> status {

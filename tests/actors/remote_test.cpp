@@ -141,6 +141,50 @@ TEST_CASE("a layer moves between processes with its Adam state and trains on bit
   for (int l = 0; l < L; ++l) CHECK(b->hash(l) == a->hash(l));
 }
 
+TEST_CASE("a fresh layer is built by the node, checked by hash; a trained one travels", "[remote]") {
+  model::set_threads(1);
+  auto m = model::make_model("cnn", 9);
+  REQUIRE(m);
+  const int L = model::num_layers(**m);
+  // What the hub keeps: each layer's hash before any step, from its own build of the model.
+  std::vector<std::uint64_t> fresh;
+  for (int l = 0; l < L; ++l) fresh.push_back(model::state_hashes({model::copy_layer(**m, l)}).front());
+  // The node's build, made apart from the controller's from the job's name and seed.
+  auto node = model::make_model("cnn", 9);
+  REQUIRE(node);
+  model::optimizer_config opt;
+  auto trained = model::make_worker(opt);
+  for (int l = 0; l < L; ++l) trained->hold(l, model::copy_layer(**m, l));
+  train_step(*trained, L, data::synthetic(64, 4), std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+  for (int l = 0; l < L; ++l) {
+    INFO("layer " << l);
+    std::vector<model::tensor> ts;
+    const auto h = remote::placed_layer(l, 2, model::copy_layer(**m, l), fresh, ts);
+    CHECK((h.built == fresh[static_cast<std::size_t>(l)] && ts.empty() && h.layout.empty() && h.from == -1 && h.to == 2));
+    auto lm = remote::layer_from(**node, h, ts);
+    REQUIRE(lm);
+    CHECK(model::state_hashes({lm->replica}).front() == fresh[static_cast<std::size_t>(l)]);
+    // A copy that trained is not the fresh layer: its state travels, and arrives bit for bit.
+    const auto moved = remote::placed_layer(l, 2, trained->copy(l), fresh, ts);
+    CHECK((moved.built == 0 && !ts.empty()));
+    auto back = remote::layer_from(**node, moved, ts);
+    REQUIRE(back);
+    CHECK(model::state_hashes({back->replica}).front() == model::state_hashes({trained->copy(l)}).front());
+  }
+  // A node whose model is not the controller's (another seed here; another file or LibTorch
+  // in life) refuses to build, naming the layer.
+  auto other = model::make_model("cnn", 10);
+  REQUIRE(other);
+  std::vector<model::tensor> none;
+  const auto h = remote::placed_layer(1, 2, model::copy_layer(**m, 1), fresh, none);
+  auto refused = remote::layer_from(**other, h, none);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.err().message.find("layer 1 built here") != std::string::npos);
+  auto beyond = h;
+  beyond.layer = L;
+  CHECK_FALSE(remote::layer_from(**node, beyond, none));
+}
+
 // The controller relays data between devices but hands answers to the caller's proxy: a
 // layer copy's answer is a layer with its sender, as a migrating layer is.
 TEST_CASE("only unasked activations, gradients, sum chunks and migrating layers are data", "[remote]") {

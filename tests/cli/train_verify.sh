@@ -21,6 +21,9 @@ if int(sys.argv[2]) > 0:
     # Every node loaded Fashion-MNIST itself and proved it by fingerprint: the steps named
     # their samples, and no input or target tensor crossed the controller.
     assert by["inputs"] == 0, by
+    # Each node built its layers from the job's model and seed, checked by hash: no layer was
+    # sent (nothing was lost, so nothing was placed again from the controller's copies).
+    assert by["sent"] == 0, by
     # The CNN's parameters (conv1, conv2, fc1, fc2), float32: a central sum would gather at
     # least this much every step.
     params = 4 * ((32 * 9 + 32) + (64 * 32 * 9 + 64) + (64 * 7 * 7 * 128 + 128) + (128 * 10 + 10))

@@ -60,7 +60,10 @@ TEST_CASE("every device operation round-trips with its fields", "[unit][wire]") 
 
   const auto h = round_trip(ops::hold{3, 1, 2, 123456, {2, 0, 1}}, 4);
   CHECK((h.layer == 3 && h.from == 1 && h.to == 2 && h.bytes == 123456));
-  CHECK(h.layout == std::vector<std::int64_t>{2, 0, 1});
+  CHECK((h.layout == std::vector<std::int64_t>{2, 0, 1} && h.built == 0));
+  ops::hold fresh{3, -1, 2, 0, {}};
+  fresh.built = 0x0123456789abcdefull;
+  CHECK(round_trip(fresh, 0).built == 0x0123456789abcdefull);
   const auto mi = round_trip(ops::migrate{4, 9, {1.5e9, 2e-4}});
   CHECK((mi.layer == 4 && mi.to == 9 && mi.path.bandwidth == 1.5e9 && mi.path.latency == 2e-4));
   const auto mo = round_trip(ops::moved{4, 2, 9, 0, "device 9 is out of memory"});
@@ -212,6 +215,12 @@ TEST_CASE("malformed device operations are refused, each naming what is wrong", 
   CHECK(refusal(ops::fail{4'000'000'000ull}).find("call.fail") != std::string::npos);
   CHECK(refusal(ops::timing{{{-1, 0, 0, 0}}}).find("call.timing") != std::string::npos);
   CHECK(refusal(ops::hold{-5, -1, 0, 0, {}}).find("call.hold.layer") != std::string::npos);  // travels unsigned
+  ops::hold built_migrating{0, 1, 2, 0, {}};  // a layer built by the node is never a migration
+  built_migrating.built = 7;
+  CHECK(refusal(built_migrating).find("call.hold.built") != std::string::npos);
+  ops::hold built_with_layout{0, -1, 2, 0, {1}};
+  built_with_layout.built = 7;
+  CHECK(refusal(built_with_layout).find("call.hold.built") != std::string::npos);
   CHECK(refusal(ops::migrate{0, 1, {-1, 0}}).find("call.migrate.link") != std::string::npos);
   CHECK(refusal(ops::stage_report{0, 0, 0, -1, 0, 0, {}, ""}).find("call.stageReport") != std::string::npos);
   CHECK(refusal(ops::stage_report{0, 0, 0, 0, 0, 0, {}, "", 3}).find("call.stageReport.interim") != std::string::npos);

@@ -177,19 +177,20 @@ wire::ops::hold placed_layer(int layer, int to, const model::layer_copy& l, cons
   return layer_of(layer, -1, to, 0, l, tensors);
 }
 
-result<layer_msg> layer_from(const model::model_chain& m, const wire::ops::hold& h, const std::vector<model::tensor>& tensors) {
+result<layer_msg> layer_from(const model::layer_source& src, const wire::ops::hold& h, const std::vector<model::tensor>& tensors) {
   layer_msg out{h.layer, h.from, h.to, static_cast<std::size_t>(h.bytes), nullptr};
   if (h.built != 0) {
-    if (!tensors.empty() || h.layer < 0 || h.layer >= model::num_layers(m))
-      return bad("hold", "a layer to build names no layer of the model, or comes with tensors");
-    out.replica = model::copy_layer(m, h.layer);
-    if (const auto mine = model::state_hashes({out.replica}).front(); mine != h.built)
+    if (!tensors.empty()) return bad("hold", "a layer to build comes with tensors");
+    auto l = src.fresh(h.layer);
+    if (!l) return l.err();
+    if (const auto mine = model::state_hashes({*l}).front(); mine != h.built)
       return make_error("bad_model", "layer " + std::to_string(h.layer) + " built here from the job's model and seed differs from the controller's " +
                                          "(state hash " + std::to_string(mine) + ", not " + std::to_string(h.built) +
                                          "): another model file or another LibTorch on this node");
+    out.replica = std::move(*l);
     return out;
   }
-  auto l = model::from_wire(m, h.layer, model::layer_wire{h.layout, tensors});
+  auto l = src.from_wire(h.layer, model::layer_wire{h.layout, tensors});
   if (!l) return l.err();
   out.replica = std::move(*l);
   return out;

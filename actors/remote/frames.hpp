@@ -58,8 +58,9 @@ struct layer_msg {
   std::size_t bytes = 0;
   model::layer_copy replica;
 };
-// A built layer (hold::built) is `m`'s own, checked against the sender's hash.
-result<layer_msg> layer_from(const model::model_chain& m, const wire::ops::hold& h, const std::vector<model::tensor>& tensors);
+// The layer's shapes come from `src`; a built layer (hold::built) is src's fresh one, checked
+// against the sender's hash.
+result<layer_msg> layer_from(const model::layer_source& src, const wire::ops::hold& h, const std::vector<model::tensor>& tensors);
 
 // A device's gradients as the exact sum's partial sums, and the holders' sum.
 wire::ops::gradient_set gradients_of(const device_gradients& g, std::vector<model::tensor>& tensors);

@@ -228,6 +228,7 @@ result<std::shared_ptr<remote_devices>> remote_devices::start(caf::actor_system&
     if (!hash) return hash.err();
     h->model_hash = *hash;
   }
+  h->layers = model::layer_source::of(h->model);
   for (int l = 0; l < model::num_layers(*h->model); ++l) h->fresh.push_back(model::state_hashes({model::copy_layer(*h->model, l)}).front());
   if (h->cfg.keys) {
     // The handler first: a CURVE socket of a context without one admits every key.

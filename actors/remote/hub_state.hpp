@@ -31,6 +31,7 @@ struct remote_devices::impl {
   std::string endpoint;
   std::string model_hash;  // a TorchScript model's SHA-256: nodes check their file against it
   std::vector<std::uint64_t> fresh;  // each layer's state hash before any step (frames.hpp placed_layer)
+  model::layer_source layers;        // the model's, for the layers nodes send
   struct entry {
     std::string route;  // the node's identity on the ROUTER
     remote_device_handle proxy;

@@ -1,6 +1,7 @@
 #include "actors/remote/node.hpp"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <caf/all.hpp>
@@ -148,7 +149,7 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
   if (!w->accepted) return make_error("refused", "the controller refused node '" + name + "': " + w->reason);
   auto source = model_source(cfg, *w);
   if (!source) return source.err();
-  auto m = model::make_model(*source, w->seed);
+  auto m = model::layer_source::open(*source, w->seed);
   if (!m) return make_error(m.err().code, "the controller's model: " + m.err().message);
   model::optimizer_config opt{w->optimizer, w->lr, w->momentum, w->weight_decay, w->nesterov, w->schedule, w->label_smoothing, 0, w->bf16};
   if (auto st = model::check_optimizer(opt); !st) return make_error("refused", "the controller's optimizer: " + st.err().message);
@@ -156,7 +157,7 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
 
   auto sh = std::make_shared<node_shared>();
   sh->out = std::make_unique<comm::outbox>(ctx, outbox_address);
-  sh->model = *m;
+  sh->layers = *m;
   sh->name = name;
   const std::uint64_t data_hash = load_data(cfg, *w, *sh);
   // At once, so that the controller knows before the first step whether to send sample ids.
@@ -315,7 +316,9 @@ result<node_outcome> run_node(const node_config& cfg, const std::atomic<bool>& l
     ++out.rejoins;
     log->info("node '{}' joins again with fresh devices", name);
   }
-  log->info("node '{}': all devices retired", name);
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);  // ru_maxrss: KiB
+  log->info("node '{}': all devices retired (peak memory {:.1f} MB)", name, static_cast<double>(u.ru_maxrss) / 1024.0);
   return out;
 }
 

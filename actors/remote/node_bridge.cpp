@@ -118,7 +118,7 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
   std::visit(
       overloaded{
           [&](const ops::hold& h) {
-            auto lm = remote::layer_from(*sh->model, h, ts);
+            auto lm = remote::layer_from(sh->layers, h, ts);
             if (!lm) return c.id != 0 ? sh->fail(c, lm.err().message) : logging::get("node")->warn("{}", lm.err().message);
             if (lm->from < 0) {
               self->request(dev, caf::infinite, hold_atom::value, lm->layer, lm->replica).then(ack, on_error);

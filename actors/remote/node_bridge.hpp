@@ -27,7 +27,7 @@ struct node_shared {
   // received) or cut off (what comes and goes is dropped).
   std::atomic<std::int64_t> silent_until_us{0};
   std::atomic<bool> cut_off{false};
-  std::shared_ptr<const model::model_chain> model;
+  model::layer_source layers;  // the job's model, one layer at a time: a node builds only what it holds
   std::shared_ptr<const data::dataset> data;  // the job's training set, when this node holds the controller's
   std::atomic<int> live{0};
   std::string name;

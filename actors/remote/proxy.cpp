@@ -142,10 +142,10 @@ remote_device_handle::behavior_type remote_device(proxy* self, int id, std::stri
                                   answer<std::uint64_t, ops::hashed>("a hash", [](const ops::hashed& h, auto&) { return h.value; }));
       },
       [=](copy_atom, int layer) -> caf::result<model::layer_copy> {
-        auto m = self->state.hub->model;
+        auto hub = self->state.hub;
         return ask<model::layer_copy>(self, call(ops::copy{layer}), {},
-                                      answer<model::layer_copy, ops::hold>("a copy", [m](const ops::hold& h, auto& ts) -> result<model::layer_copy> {
-                                        auto l = remote::layer_from(*m, h, ts);
+                                      answer<model::layer_copy, ops::hold>("a copy", [hub](const ops::hold& h, auto& ts) -> result<model::layer_copy> {
+                                          auto l = remote::layer_from(hub->layers, h, ts);
                                         if (!l) return l.err();
                                         return l->replica;
                                       }));

@@ -22,6 +22,7 @@ using tensor = std::shared_ptr<tensor_box>;
 struct layer_box;                          // a deep copy of one layer: module, parameters, optimizer state
 using layer_copy = std::shared_ptr<layer_box>;
 class model_chain;                         // the initial model, built once from a seed
+struct layer_wire;                         // a layer as tensors for another process (below)
 
 // Parameter gradients summed over the micro-batches of one node of the exact sum's tree
 // (level, index: micro-batches [index 2^level, (index+1) 2^level) of the step).
@@ -76,6 +77,23 @@ result<std::shared_ptr<const model_chain>> make_model(const std::string& name_or
 // layer is drawn from the seed and its index alone, without building the others; a TorchScript
 // file's comes from the file. The error names the model's layer count.
 result<layer_copy> make_layer(const std::string& name_or_path, std::uint64_t seed, int index);
+// The layers of a model as a process that holds only some of them gets them (issue 50): a
+// built-in model's layer is built alone from the seed when asked (make_layer), and nothing of
+// the others is kept; a TorchScript model is kept whole, as its file defines its layers.
+class layer_source {
+ public:
+  static result<layer_source> open(const std::string& name_or_path, std::uint64_t seed);
+  static layer_source of(std::shared_ptr<const model_chain> whole);  // a process with the whole model
+  int num_layers() const { return layers_; }
+  result<layer_copy> fresh(int layer) const;  // the layer before any step
+  result<layer_copy> from_wire(int layer, const layer_wire& w) const;  // model::from_wire on it
+
+ private:
+  std::string name_;
+  std::uint64_t seed_ = 0;
+  int layers_ = 0;
+  std::shared_ptr<const model_chain> whole_;  // TorchScript, or of(): every layer
+};
 // A TorchScript file's name (ends in .pt), as opposed to a built-in model's.
 inline bool is_torchscript(const std::string& name) { return name.size() > 3 && name.compare(name.size() - 3, 3, ".pt") == 0; }
 int num_layers(const model_chain& m);

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "model/boxes.hpp"
 #include "model/fused_adam.hpp"
@@ -273,6 +274,47 @@ result<layer_copy> make_layer(const std::string& name, std::uint64_t seed, int i
   if (index < 0 || index >= num_layers(m))
     return make_error("bad_layer", "model '" + name + "' has " + std::to_string(num_layers(m)) + " layers; no layer " + std::to_string(index));
   return copy_layer(m, index);
+}
+
+result<layer_source> layer_source::open(const std::string& name, std::uint64_t seed) {
+  if (is_torchscript(name)) {
+    auto m = load_torchscript(name, seed);
+    if (!m) return m.err();
+    return of(*m);
+  }
+  model_chain outline;  // names and shapes; no layer built
+  outline.name = name;
+  build(outline, {seed, std::numeric_limits<int>::max()});
+  if (outline.layers.empty()) return make_model(name, seed).err();  // unknown: its error lists the built-in names
+  layer_source s;
+  s.name_ = name;
+  s.seed_ = seed;
+  s.layers_ = model::num_layers(outline);
+  return s;
+}
+
+layer_source layer_source::of(std::shared_ptr<const model_chain> whole) {
+  layer_source s;
+  s.name_ = whole->name;
+  s.layers_ = model::num_layers(*whole);
+  s.whole_ = std::move(whole);
+  return s;
+}
+
+result<layer_copy> layer_source::fresh(int layer) const {
+  if (layer < 0 || layer >= layers_) return make_error("bad_layer", "model '" + name_ + "' has " + std::to_string(layers_) + " layers; no layer " + std::to_string(layer));
+  if (whole_) return copy_layer(*whole_, layer);
+  return make_layer(name_, seed_, layer);
+}
+
+result<layer_copy> layer_source::from_wire(int layer, const layer_wire& w) const {
+  if (whole_) return model::from_wire(*whole_, layer, w);
+  auto f = fresh(layer);
+  if (!f) return f.err();
+  model_chain one;  // the layer's shapes at its index: what from_wire fills
+  one.layers.resize(static_cast<std::size_t>(layer) + 1);
+  one.layers[static_cast<std::size_t>(layer)] = (*f)->module;
+  return model::from_wire(one, layer, w);
 }
 
 status save_model(const model_chain& m, const std::vector<layer_copy>& layers, const std::string& path) {

@@ -129,7 +129,7 @@ TEST_CASE("a layer moves between processes with its Adam state and trains on bit
     const auto c = remote::call_to(1, remote::layer_of(l, 0, 1, 0, a->copy(l), ts));
     auto got = remote::unpack(through_zeromq(remote::pack(c, ts)));
     REQUIRE(got);
-    auto lm = remote::layer_from(**m, std::get<wire::ops::hold>(std::get<wire::device_call>(got->env.msg).op), got->tensors);
+    auto lm = remote::layer_from(model::layer_source::of(*m), std::get<wire::ops::hold>(std::get<wire::device_call>(got->env.msg).op), got->tensors);
     REQUIRE(lm);
     CHECK(lm->layer == l);
     b->hold(l, lm->replica);
@@ -149,9 +149,10 @@ TEST_CASE("a fresh layer is built by the node, checked by hash; a trained one tr
   // What the hub keeps: each layer's hash before any step, from its own build of the model.
   std::vector<std::uint64_t> fresh;
   for (int l = 0; l < L; ++l) fresh.push_back(model::state_hashes({model::copy_layer(**m, l)}).front());
-  // The node's build, made apart from the controller's from the job's name and seed.
-  auto node = model::make_model("cnn", 9);
+  // The node's source: from the job's name and seed, building a layer only when asked.
+  auto node = model::layer_source::open("cnn", 9);
   REQUIRE(node);
+  REQUIRE(node->num_layers() == L);
   model::optimizer_config opt;
   auto trained = model::make_worker(opt);
   for (int l = 0; l < L; ++l) trained->hold(l, model::copy_layer(**m, l));
@@ -161,28 +162,28 @@ TEST_CASE("a fresh layer is built by the node, checked by hash; a trained one tr
     std::vector<model::tensor> ts;
     const auto h = remote::placed_layer(l, 2, model::copy_layer(**m, l), fresh, ts);
     CHECK((h.built == fresh[static_cast<std::size_t>(l)] && ts.empty() && h.layout.empty() && h.from == -1 && h.to == 2));
-    auto lm = remote::layer_from(**node, h, ts);
+    auto lm = remote::layer_from(*node, h, ts);
     REQUIRE(lm);
     CHECK(model::state_hashes({lm->replica}).front() == fresh[static_cast<std::size_t>(l)]);
     // A copy that trained is not the fresh layer: its state travels, and arrives bit for bit.
     const auto moved = remote::placed_layer(l, 2, trained->copy(l), fresh, ts);
     CHECK((moved.built == 0 && !ts.empty()));
-    auto back = remote::layer_from(**node, moved, ts);
+    auto back = remote::layer_from(*node, moved, ts);
     REQUIRE(back);
     CHECK(model::state_hashes({back->replica}).front() == model::state_hashes({trained->copy(l)}).front());
   }
   // A node whose model is not the controller's (another seed here; another file or LibTorch
   // in life) refuses to build, naming the layer.
-  auto other = model::make_model("cnn", 10);
+  auto other = model::layer_source::open("cnn", 10);
   REQUIRE(other);
   std::vector<model::tensor> none;
   const auto h = remote::placed_layer(1, 2, model::copy_layer(**m, 1), fresh, none);
-  auto refused = remote::layer_from(**other, h, none);
+  auto refused = remote::layer_from(*other, h, none);
   REQUIRE_FALSE(refused);
   CHECK(refused.err().message.find("layer 1 built here") != std::string::npos);
   auto beyond = h;
   beyond.layer = L;
-  CHECK_FALSE(remote::layer_from(**node, beyond, none));
+  CHECK_FALSE(remote::layer_from(*node, beyond, none));
 }
 
 // The controller relays data between devices but hands answers to the caller's proxy: a
@@ -259,7 +260,8 @@ TEST_CASE("malformed device calls are errors naming what is wrong", "[remote]") 
   std::vector<model::tensor> ts;
   auto lc = remote::layer_of(1, -1, 0, 0, model::copy_layer(**m, 1), ts);
   lc.layer = 0;
-  REQUIRE_FALSE(remote::layer_from(**m, lc, ts));
+  REQUIRE_FALSE(remote::layer_from(model::layer_source::of(*m), lc, ts));
+  REQUIRE_FALSE(remote::layer_from(*model::layer_source::open("cnn", 1), lc, ts));  // a node's, one layer at a time
 
   // Garbage where a header should be.
   comm::packet junk;

@@ -76,6 +76,35 @@ TEST_CASE("state_hashes: equal layers hash alike; a changed bit of a parameter, 
   CHECK(state_hashes(c)[0] != trained);
 }
 
+TEST_CASE("layer_source: a node's layers one at a time are the whole model's, fresh and as sent", "[unit][model]") {
+  for (const std::string name : {"mlp", "cnn", "resnet"}) {
+    INFO(name);
+    auto whole = make_model(name, 5);
+    REQUIRE(whole);
+    auto alone = layer_source::open(name, 5);
+    REQUIRE(alone);
+    const auto of_whole = layer_source::of(*whole);
+    REQUIRE(alone->num_layers() == num_layers(**whole));
+    for (int l = 0; l < alone->num_layers(); ++l) {
+      INFO("layer " << l);
+      const auto f = alone->fresh(l);
+      REQUIRE(f);
+      CHECK(state_hashes({*f}) == state_hashes({copy_layer(**whole, l)}));
+      // A trained-looking state (every parameter shifted) read back on either source.
+      auto changed = copy_layer(**whole, l);
+      for (auto& p : changed->module->parameters()) p.data().add_(0.5);
+      const auto w = to_wire(changed);
+      const auto a = alone->from_wire(l, w), b = of_whole.from_wire(l, w);
+      REQUIRE((a && b));
+      CHECK(state_hashes({*a}) == state_hashes({changed}));
+      CHECK(state_hashes({*b}) == state_hashes({changed}));
+    }
+    CHECK_FALSE(alone->fresh(alone->num_layers()));
+    CHECK_FALSE(alone->fresh(-1));
+  }
+  CHECK_FALSE(layer_source::open("no_such_model", 1));
+}
+
 TEST_CASE("make_layer: each built-in layer built by itself is make_model's, bit for bit; its seed is its own", "[unit][model]") {
   for (const std::string name : {"mlp", "linear", "cnn", "resnet", "transformer", "gpt_lm"}) {
     INFO(name);

@@ -145,7 +145,7 @@ remote_device_handle::behavior_type remote_device(proxy* self, int id, std::stri
         auto hub = self->state.hub;
         return ask<model::layer_copy>(self, call(ops::copy{layer}), {},
                                       answer<model::layer_copy, ops::hold>("a copy", [hub](const ops::hold& h, auto& ts) -> result<model::layer_copy> {
-                                          auto l = remote::layer_from(hub->layers, h, ts);
+                                        auto l = remote::layer_from(hub->layers, h, ts);
                                         if (!l) return l.err();
                                         return l->replica;
                                       }));

@@ -282,7 +282,7 @@ result<layer_source> layer_source::open(const std::string& name, std::uint64_t s
     if (!m) return m.err();
     return of(*m);
   }
-  model_chain outline;  // names and shapes; no layer built
+  model_chain outline;  // the layers' names and count; none built
   outline.name = name;
   build(outline, {seed, std::numeric_limits<int>::max()});
   if (outline.layers.empty()) return make_model(name, seed).err();  // unknown: its error lists the built-in names

@@ -11,6 +11,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <nlohmann/json.hpp>
 
@@ -138,11 +139,8 @@ int bench_control(const control_bench_options& o) {
                              {"controller_tensor_bytes_per_step", p.controller_tensor_bytes_per_step}});
     x.push_back(p.nodes), cpu.push_back(p.cpu_per_step_s), rss.push_back(p.max_rss_mb);
   }
-  std::sort(x.begin(), x.end());
-  const bool can_fit = std::unique(x.begin(), x.end()) - x.begin() >= 2;
+  const bool can_fit = std::set<double>(x.begin(), x.end()).size() >= 2;
   if (can_fit) {
-    x.clear();
-    for (const auto& p : points) x.push_back(p.nodes);
     const auto fc = least_squares(x, cpu);
     auto fm = least_squares(x, rss);
     // Memory that does not grow over the points measured (LibTorch's own dominates) is not

@@ -70,6 +70,7 @@ struct Heartbeat {
   timeNs @1 :Int64;
   dataHash @2 :UInt64;        # a node's: the fingerprint of the data set it loaded for the job
                               # (runtime/data/source.hpp), 0 for none
+  peakRssMb @3 :Float64;      # a node's: its peak resident memory so far, MB (0: not said)
 }
 
 enum FaultKind {

@@ -1,5 +1,6 @@
 #include "actors/remote/hub.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -143,6 +144,8 @@ void remote_devices::impl::handle(comm::packet p) {
   if (const auto* h = std::get_if<wire::heartbeat_msg>(&u->env.msg)) {  // seen above; it may prove the data set
     std::lock_guard<std::mutex> lock(mu);
     node_data[p.route] = h->data_hash;
+    auto& peak = node_peak[p.route];
+    peak = std::max(peak, h->peak_rss_mb);
     return;
   }
   auto* c = std::get_if<wire::device_call>(&u->env.msg);
@@ -317,6 +320,11 @@ std::map<std::string, double> remote_devices::tensor_bytes() const {
           {"sent", static_cast<double>(impl_->sent.load())},
           {"inputs", static_cast<double>(impl_->inputs.load())},
           {"gradients", static_cast<double>(impl_->gradients.load())}};
+}
+
+std::map<std::string, double> remote_devices::node_peak_rss_mb() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->node_peak;
 }
 
 std::uint64_t remote_devices::strangers_refused() const { return impl_->strangers_refused.load(); }

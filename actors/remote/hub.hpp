@@ -76,6 +76,8 @@ class remote_devices : public device_directory {
   // "inputs" sent to nodes (a step's inputs and targets, to a node without the data set),
   // "sent" to nodes (gradient sums, layers placed from here).
   std::map<std::string, double> tensor_bytes() const;
+  // Each node's peak resident memory in MB, as its latest heartbeat said, by node (route).
+  std::map<std::string, double> node_peak_rss_mb() const;
   // Messages from routes that have not joined, dropped over remote_config::strangers.
   std::uint64_t strangers_refused() const;
   // Stops the network thread after sending what is queued (device retirements included).

@@ -65,6 +65,7 @@ struct remote_devices::impl {
   std::atomic<std::uint64_t> relayed{0}, gathered{0}, sent{0}, inputs{0}, gradients{0};
   // By route: the data set fingerprint the node's heartbeat proved (0: none yet).
   std::map<std::string, std::uint64_t> node_data;
+  std::map<std::string, double> node_peak;  // MB, by route: the most a node's heartbeats said
   bool holds_data(const std::string& route) const {
     std::lock_guard<std::mutex> lock(mu);
     auto it = node_data.find(route);
@@ -89,6 +90,13 @@ struct remote_devices::impl {
   void check_nodes();
   void handle(comm::packet p);
   void on_join(const std::string& route, const std::string& peer, const wire::join_msg& m);
+  // The node at `route` was asked for `bytes` (a layer copy): its heartbeats wait behind that
+  // answer, so it is not lost while the answer may still be coming at a slow rate (20 MB/s:
+  // encrypted, on a loaded machine; docs/RELIABILITY.md, "Detection").
+  void expect_large(const std::string& route, double bytes) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = nodes.find(route); it != nodes.end()) it->second.busy_until(now_s() + bytes / 20e6);
+  }
   void broadcast_peers();  // from the network thread only
   // `role`: the key the sender proved (none without CURVE). An operator may retire any
   // device; a node key, or a joined node, only those its route hosts.

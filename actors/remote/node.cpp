@@ -1,7 +1,6 @@
 #include "actors/remote/node.hpp"
 
 #include <signal.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <caf/all.hpp>
@@ -18,6 +17,7 @@
 #include "actors/remote/mesh.hpp"
 #include "actors/remote/frames.hpp"
 #include "comm/curve.hpp"
+#include "common/memory_peak.hpp"
 #include "data/source.hpp"
 #include "logging/logging.hpp"
 #include "wire/codec.hpp"
@@ -161,7 +161,7 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
   sh->name = name;
   const std::uint64_t data_hash = load_data(cfg, *w, *sh);
   // At once, so that the controller knows before the first step whether to send sample ids.
-  if (auto st = send_body(dealer, name, wire::heartbeat_msg{name, 0, data_hash}); !st) return st.err();
+  if (auto st = send_body(dealer, name, wire::heartbeat_msg{name, 0, data_hash, peak_rss_mb()}); !st) return st.err();
   out.devices = static_cast<int>(w->devices.size());
   caf::actor_system_config cc;
   cc.set("scheduler.max-threads", static_cast<std::size_t>(std::max(1, cfg.scheduler_threads)));
@@ -265,7 +265,7 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
     }
     if (clock::now() - last_beat > std::chrono::duration<double>(cfg.heartbeat_s)) {
       last_beat = clock::now();
-      (void)send_body(dealer, name, wire::heartbeat_msg{name, 0, data_hash});
+      (void)send_body(dealer, name, wire::heartbeat_msg{name, 0, data_hash, peak_rss_mb()});
     }
     if (clock::now() - last_heard > std::chrono::duration<double>(cfg.controller_timeout_s)) {
       failure = make_error("controller_lost", "no word from the controller at " + cfg.controller + " for " +
@@ -316,9 +316,7 @@ result<node_outcome> run_node(const node_config& cfg, const std::atomic<bool>& l
     ++out.rejoins;
     log->info("node '{}' joins again with fresh devices", name);
   }
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);  // ru_maxrss: KiB
-  log->info("node '{}': all devices retired (peak memory {:.1f} MB)", name, static_cast<double>(u.ru_maxrss) / 1024.0);
+  log->info("node '{}': all devices retired (peak memory {:.1f} MB)", name, peak_rss_mb());
   return out;
 }
 

@@ -4,6 +4,7 @@
 // is only starved of CPU misses it. Pure: times are seconds on any clock the caller keeps.
 #pragma once
 
+#include <algorithm>
 #include <deque>
 
 namespace dynapar::control {
@@ -25,12 +26,16 @@ class silence_detector {
   void heard(double now_s);
   // How long the node may stay silent now.
   double allowed_s() const;
-  bool lost(double now_s) const { return now_s - last_s_ > allowed_s(); }
+  bool lost(double now_s) const { return now_s > busy_until_s_ && now_s - last_s_ > allowed_s(); }
+  // The node was asked for something large (a layer copy): its heartbeats queue behind that
+  // answer on the one connection, so it is not lost before `until_s`, however long it is silent.
+  void busy_until(double until_s) { busy_until_s_ = std::max(busy_until_s_, until_s); }
   double last_s() const { return last_s_; }
 
  private:
   silence_config c_;
   double last_s_;
+  double busy_until_s_ = 0;
   std::deque<double> gaps_;
 };
 

@@ -68,7 +68,7 @@ struct model_io {
 // names both.
 status check_data(const model_chain& m, const data::dataset& d);
 
-const std::vector<std::string>& builtin_model_names();   // mlp, linear, cnn, resnet, transformer, vgg, resnet18, gpt, gpt_text, gpt_lm
+const std::vector<std::string>& builtin_model_names();   // mlp, linear, wide, cnn, resnet, transformer, vgg, resnet18, gpt, gpt_text, gpt_lm
 // A built-in name or a TorchScript file (each top-level child one layer, checked against the
 // file's own forward: model/scripted.hpp). Built-in parameters are drawn from `seed`, a file's
 // come from the file, so every replica and the reference start from the same bits.

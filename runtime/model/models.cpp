@@ -181,6 +181,11 @@ void build(model_chain& m, const build_spec& spec) {
     add(m, spec, "fc1+relu", [&] { return nn::Sequential(nn::Flatten(), nn::Linear(784, 1024), nn::ReLU()); });
     add(m, spec, "fc2+relu", [&] { return nn::Sequential(nn::Linear(1024, 1024), nn::ReLU()); });
     add(m, spec, "fc3", [&] { return nn::Sequential(nn::Linear(1024, 10)); });
+  } else if (m.name == "wide") {  // 784-4096-4096-4096-10, 37.5 M parameters (150 MB): a model of which a node holds a part
+    add(m, spec, "fc1+relu", [&] { return nn::Sequential(nn::Flatten(), nn::Linear(784, 4096), nn::ReLU()); });
+    add(m, spec, "fc2+relu", [&] { return nn::Sequential(nn::Linear(4096, 4096), nn::ReLU()); });
+    add(m, spec, "fc3+relu", [&] { return nn::Sequential(nn::Linear(4096, 4096), nn::ReLU()); });
+    add(m, spec, "fc4", [&] { return nn::Sequential(nn::Linear(4096, 10)); });
   } else if (m.name == "linear") {  // one Linear(784, 10), 7,850 parameters: for measuring the control plane
     add(m, spec, "fc", [&] { return nn::Sequential(nn::Flatten(), nn::Linear(784, 10)); });
   } else if (m.name == "cnn") {  // the Fashion-MNIST CNN of the planner's fmnist_cnn profile
@@ -241,7 +246,7 @@ void build(model_chain& m, const build_spec& spec) {
 }  // namespace
 
 const std::vector<std::string>& builtin_model_names() {
-  static const std::vector<std::string> names = {"mlp", "linear", "cnn", "resnet", "transformer", "vgg", "resnet18", "gpt", "gpt_text", "gpt_lm"};
+  static const std::vector<std::string> names = {"mlp", "linear", "wide", "cnn", "resnet", "transformer", "vgg", "resnet18", "gpt", "gpt_text", "gpt_lm"};
   return names;
 }
 

@@ -99,6 +99,8 @@ struct train_outcome {
   // Over processes: tensor bytes through the controller's process by kind
   // (remote_devices::tensor_bytes); empty in one process.
   std::map<std::string, double> controller_tensor_bytes;
+  // Over processes: each node's peak resident memory (MB) as its heartbeats said, by node.
+  std::map<std::string, double> node_peak_rss_mb;
   // By device: the bytes of the other holders' chunks it received for the holders' sums
   // (peer_sum), in the run; empty with the driver's sum.
   std::map<int, double> sum_received_bytes;

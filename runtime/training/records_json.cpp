@@ -112,6 +112,7 @@ json summary_json(const config::job& j, int batch, const train_outcome& o, const
     for (const auto& [kind, b] : o.controller_tensor_bytes) total += b;
     s["controller_tensor_bytes"] = total;
     s["controller_tensor_bytes_by_kind"] = o.controller_tensor_bytes;
+    s["node_peak_rss_mb"] = o.node_peak_rss_mb;
     s["controller_tensor_bytes_per_step"] = o.steps > 0 ? total / static_cast<double>(o.steps) : 0.0;
   }
   return s;

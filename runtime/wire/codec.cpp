@@ -83,7 +83,7 @@ body read_body(schema::Envelope::Reader env, const decode_limits& lim) {
     }
     case schema::Envelope::Body::HEARTBEAT: {
       auto r = b.getHeartbeat();
-      return heartbeat_msg{text(r.getNode(), lim, "heartbeat.node"), r.getTimeNs(), r.getDataHash()};
+      return heartbeat_msg{text(r.getNode(), lim, "heartbeat.node"), r.getTimeNs(), r.getDataHash(), r.getPeakRssMb()};
     }
     case schema::Envelope::Body::FAULT: {
       auto r = b.getFault();
@@ -175,6 +175,7 @@ std::vector<std::uint8_t> encode(const envelope& e) {
                    h.setNode(m.node);
                    h.setTimeNs(m.time_ns);
                    h.setDataHash(m.data_hash);
+                   h.setPeakRssMb(m.peak_rss_mb);
                  },
                  [&](const fault_command& m) {
                    auto f = b.initFault();

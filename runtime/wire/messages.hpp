@@ -56,6 +56,7 @@ struct heartbeat_msg {
   std::string node;
   std::int64_t time_ns = 0;
   std::uint64_t data_hash = 0;  // a node's: the data set it loaded (data::fingerprint), 0 for none
+  double peak_rss_mb = 0;       // a node's: its peak resident memory so far (0: not said)
 };
 
 enum class fault_kind { kill, slow, pause, leave, join, partition };

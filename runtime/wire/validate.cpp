@@ -60,6 +60,8 @@ status validate_body(const body& b, const decode_limits& /*lists were bounded on
           },
           [&](const heartbeat_msg& m) -> status {
             if (m.node.empty()) return bad("heartbeat.node", "must not be empty");
+            if (!(std::isfinite(m.peak_rss_mb) && m.peak_rss_mb >= 0 && m.peak_rss_mb < 1e9))
+              return bad("heartbeat.peakRssMb", "must be finite, >= 0 and < 1e9");
             return ok_status();
           },
           [&](const fault_command& m) -> status {

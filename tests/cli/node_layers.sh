@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Nodes build only the layers they hold (issue 50; docs/DISTRIBUTED.md): VGG (12.3 M
-# parameters, 49 MB) pipelined over 4 one-device nodes, each layer built by its node from the
+# Nodes build only the layers they hold (issue 50; docs/DISTRIBUTED.md): the `wide` MLP (37.5 M
+# parameters, 150 MB) pipelined over 4 one-device nodes, each layer built by its node from the
 # job's seed, with `--verify` 0 and no layer sent by the controller. The node holding only the
-# last layer (fc3, 15 k parameters) peaks within 20 MB of a node of the one-layer `linear`
-# model: it never built the other 49 MB. (Each node logs its peak resident memory at exit.)
+# last layer (fc4, 41 k parameters) peaks within 60 MB of a node of the one-layer `linear`
+# model: it never built the other 150 MB. (60: a BLAS thread's buffer, 32 MB, comes and goes
+# with the threads that ran a product.) (Each node logs its peak resident memory at exit, and
+# its heartbeats carry it to summary.json's node_peak_rss_mb.)
 # node_layers.sh DYNAPAR OUT
 set -euo pipefail
 bin=$1 out=$2
 rm -rf "$out" && mkdir -p "$out" && cd "$out"
-cat > vgg.yaml <<'YAML'
-name: vgg_pipeline4
-model: vgg
+cat > wide.yaml <<'YAML'
+name: wide_pipeline4
+model: wide
 data: synthetic
 synthetic_samples: 2000
 batch: 32
@@ -23,23 +25,29 @@ emulate: false
 devices:
   - {id: 0, count: 4, speed: 1, memory_gb: 4}
 YAML
-sed 's/^model: vgg/model: linear/; s/^name: .*/name: linear4/' vgg.yaml > linear.yaml
-"$bin" launch --local 4 vgg.yaml --verify --out vgg > vgg.log 2>&1 || { tail -20 vgg.log; exit 1; }
+sed 's/^model: wide/model: linear/; s/^name: .*/name: linear4/' wide.yaml > linear.yaml
+"$bin" launch --local 4 wide.yaml --verify --out wide > wide.log 2>&1 || { tail -20 wide.log; exit 1; }
 "$bin" launch --local 4 linear.yaml --out linear > linear.log 2>&1 || { tail -20 linear.log; exit 1; }
 /usr/bin/python3 - <<'PY'
 import json, re
-s = json.load(open("vgg/summary.json"))
+s = json.load(open("wide/summary.json"))
 assert s["reference_max_rel_diff"] == 0 and s["controller_tensor_bytes_by_kind"]["sent"] == 0, s
 plan = s["final_plan"]["groups"]
 assert len(plan) == 1 and len(plan[0]["devices"]) == 4, plan
 last_device = plan[0]["devices"][-1]
-assert plan[0]["splits"][-2] == 4, plan  # the last stage holds fc3 alone
+assert plan[0]["splits"][-2] == 3, plan  # the last stage holds fc4 alone
 peak = lambda log: {m.group(1): float(m.group(2)) for m in re.finditer(r"node '([^']+)': all devices retired \(peak memory ([0-9.]+) MB\)", open(log).read())}
-vgg, linear = peak("vgg.log"), peak("linear.log")
-assert len(vgg) == 4 and len(linear) == 4, (vgg, linear)
+wide, linear = peak("wide.log"), peak("linear.log")
+assert len(wide) == 4 and len(linear) == 4, (wide, linear)
 # launch --local 4 gives device i to node-i.
-holder = vgg["node-%d" % last_device]
+holder = wide["node-%d" % last_device]
 base = max(linear.values())
-assert holder < base + 20, ("the last stage's node built more than its layer", holder, base)
-print("ok: the node holding fc3 peaked at %.1f MB, a linear model's at %.1f; the others %s" % (holder, base, sorted(vgg.values())))
+assert holder < base + 60, ("the last stage's node built more than its layer", holder, base)
+# The controller's summary has each node's peak as its heartbeats said: the node's own figure at
+# exit within 2 % (the kernel's high-water mark lags; the log rounds), past the process's
+# start-up (LibTorch alone is over 100 MB).
+said = s["node_peak_rss_mb"]
+assert sorted(said) == sorted(wide), (said, wide)
+assert all(100 < said[n] and abs(said[n] - wide[n]) <= 0.02 * wide[n] for n in said), (said, wide)
+print("ok: the node holding fc4 peaked at %.1f MB, a linear model's at %.1f; the others %s" % (holder, base, sorted(wide.values())))
 PY

@@ -35,3 +35,18 @@ TEST_CASE("a silent node is lost after a multiple of its largest recent gap, wit
   CHECK(d.last_s() == last);
   CHECK(d.allowed_s() == 10);
 }
+
+TEST_CASE("a node sending a large answer is not lost before the time that answer may take", "[unit][control]") {
+  control::silence_detector d({}, 0);
+  double t = 0;
+  for (int k = 0; k < 8; ++k) d.heard(t += 0.1);  // allowed: the floor, 0.5 s
+  d.busy_until(t + 8);                            // asked for a layer copy that may take 8 s
+  CHECK_FALSE(d.lost(t + 0.6));
+  CHECK_FALSE(d.lost(t + 7.9));
+  CHECK(d.lost(t + 8.1));                         // past it, the usual allowance from the last message
+  d.busy_until(t + 2);                            // a shorter grace never cuts a longer one
+  CHECK_FALSE(d.lost(t + 7.9));
+  d.heard(t + 8.05);                              // the answer came: the 8 s gap is now among the gaps
+  CHECK_FALSE(d.lost(t + 8.05 + 10));             // 4 x 7.95 s, capped at 10
+  CHECK(d.lost(t + 8.05 + 10.1));
+}

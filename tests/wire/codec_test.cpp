@@ -1,6 +1,8 @@
 // Every control-plane message survives encode -> decode unchanged.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "wire/codec.hpp"
 
 using namespace dynapar;
@@ -50,8 +52,14 @@ TEST_CASE("join, leave, heartbeat, fault and welcome round-trip", "[unit][wire]"
   CHECK(l.devices == std::vector<int>{5, 6});
   CHECK(l.reason == "SIGTERM");
 
-  auto h = std::get<heartbeat_msg>(round_trip(wrap(heartbeat_msg{"node-3", 123456789, 0xfedcba9876543210ull})).msg);
-  CHECK((h.time_ns == 123456789 && h.data_hash == 0xfedcba9876543210ull));
+  auto h = std::get<heartbeat_msg>(round_trip(wrap(heartbeat_msg{"node-3", 123456789, 0xfedcba9876543210ull, 187.25})).msg);
+  CHECK((h.time_ns == 123456789 && h.data_hash == 0xfedcba9876543210ull && h.peak_rss_mb == 187.25));
+  for (double peak : {-1.0, std::nan(""), 1e12}) {  // a node's memory is a size
+    const auto bytes = encode(wrap(heartbeat_msg{"node-3", 0, 0, peak}));
+    auto refused = decode(bytes.data(), bytes.size());
+    REQUIRE_FALSE(refused);
+    CHECK(refused.err().message.find("heartbeat.peakRssMb") != std::string::npos);
+  }
 
   fault_command f{fault_kind::slow, 5, 0.25, 10, -1};
   auto fb = std::get<fault_command>(round_trip(wrap(f)).msg);

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "commands.hpp"
+#include "common/memory_peak.hpp"
 
 namespace dynapar::cli {
 
@@ -58,7 +59,7 @@ process_usage own_usage() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   const auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
-  return {sec(u.ru_utime) + sec(u.ru_stime), static_cast<double>(u.ru_maxrss) / 1024.0};  // ru_maxrss: KiB on Linux
+  return {sec(u.ru_utime) + sec(u.ru_stime), peak_rss_mb()};
 }
 
 int report(const error& e) {

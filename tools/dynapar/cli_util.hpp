@@ -28,7 +28,7 @@ int run_gnuplot(const std::string& dir, const std::string& script, const std::st
 // The leader's exit code (-1: killed by us).
 int wait_run(pid_t pid, double timeout_s, const std::function<bool()>& stop);
 
-// This process's CPU time (user and system) and peak resident memory, from getrusage.
+// This process's CPU time (user and system, getrusage) and peak resident memory (peak_rss_mb).
 struct process_usage {
   double cpu_s = 0;
   double max_rss_mb = 0;

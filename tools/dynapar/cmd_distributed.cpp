@@ -230,7 +230,10 @@ result<training::train_outcome> train_remote(training::prepared_job& p, const tr
   if (!store) return store.err();
   if (*store) p.settings.gloo_store = (*store)->endpoint();
   auto out = actors::train(sys, a, *p.model, p.train_set, p.settings, cb);
-  if (out) out->controller_tensor_bytes = (*remote)->tensor_bytes();
+  if (out) {
+    out->controller_tensor_bytes = (*remote)->tensor_bytes();
+    out->node_peak_rss_mb = (*remote)->node_peak_rss_mb();
+  }
   trained = true;
   if (keeper.joinable()) keeper.join();
   // The driver stopped every proxy: their nodes are told to retire their devices.

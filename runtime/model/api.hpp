@@ -93,6 +93,8 @@ class layer_source {
   std::uint64_t seed_ = 0;
   int layers_ = 0;
   std::shared_ptr<const model_chain> whole_;  // TorchScript, or of(): every layer
+  // The chain holding `layer`: the whole model, or one built with that layer alone.
+  result<std::shared_ptr<const model_chain>> chain_for(int layer) const;
 };
 // A TorchScript file's name (ends in .pt), as opposed to a built-in model's.
 inline bool is_torchscript(const std::string& name) { return name.size() > 3 && name.compare(name.size() - 3, 3, ".pt") == 0; }

@@ -264,21 +264,9 @@ result<std::shared_ptr<const model_chain>> make_model(const std::string& name, s
 }
 
 result<layer_copy> make_layer(const std::string& name, std::uint64_t seed, int index) {
-  std::shared_ptr<const model_chain> whole;
-  model_chain one;
-  if (is_torchscript(name)) {
-    auto m = load_torchscript(name, seed);
-    if (!m) return m.err();
-    whole = *m;
-  } else {
-    one.name = name;
-    build(one, {seed, index});
-    if (one.layers.empty()) return make_model(name, seed).err();  // unknown: its error lists the built-in names
-  }
-  const model_chain& m = whole ? *whole : one;
-  if (index < 0 || index >= num_layers(m))
-    return make_error("bad_layer", "model '" + name + "' has " + std::to_string(num_layers(m)) + " layers; no layer " + std::to_string(index));
-  return copy_layer(m, index);
+  auto s = layer_source::open(name, seed);
+  if (!s) return s.err();
+  return s->fresh(index);
 }
 
 result<layer_source> layer_source::open(const std::string& name, std::uint64_t seed) {
@@ -306,20 +294,26 @@ layer_source layer_source::of(std::shared_ptr<const model_chain> whole) {
   return s;
 }
 
+result<std::shared_ptr<const model_chain>> layer_source::chain_for(int layer) const {
+  if (layer < 0 || layer >= layers_)
+    return make_error("bad_layer", "model '" + name_ + "' has " + std::to_string(layers_) + " layers; no layer " + std::to_string(layer));
+  if (whole_) return whole_;
+  auto one = std::make_shared<model_chain>();  // this layer built, the others empty
+  one->name = name_;
+  build(*one, {seed_, layer});
+  return std::shared_ptr<const model_chain>(std::move(one));
+}
+
 result<layer_copy> layer_source::fresh(int layer) const {
-  if (layer < 0 || layer >= layers_) return make_error("bad_layer", "model '" + name_ + "' has " + std::to_string(layers_) + " layers; no layer " + std::to_string(layer));
-  if (whole_) return copy_layer(*whole_, layer);
-  return make_layer(name_, seed_, layer);
+  auto c = chain_for(layer);
+  if (!c) return c.err();
+  return copy_layer(**c, layer);
 }
 
 result<layer_copy> layer_source::from_wire(int layer, const layer_wire& w) const {
-  if (whole_) return model::from_wire(*whole_, layer, w);
-  auto f = fresh(layer);
-  if (!f) return f.err();
-  model_chain one;  // the layer's shapes at its index: what from_wire fills
-  one.layers.resize(static_cast<std::size_t>(layer) + 1);
-  one.layers[static_cast<std::size_t>(layer)] = (*f)->module;
-  return model::from_wire(one, layer, w);
+  auto c = chain_for(layer);
+  if (!c) return c.err();
+  return model::from_wire(**c, layer, w);
 }
 
 status save_model(const model_chain& m, const std::vector<layer_copy>& layers, const std::string& path) {

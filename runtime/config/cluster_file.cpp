@@ -103,10 +103,12 @@ result<cluster_file> parse_cluster(const YAML::Node& doc, std::initializer_list<
     out.model = top.text("model", "");
     if (top.has("budget")) {
       fields b(top.child("budget"), "budget");
-      b.only({"cost_per_slot", "energy_per_slot", "slot_slack"});
+      b.only({"cost_per_slot", "energy_per_slot", "slot_slack", "payback"});
       if (b.has("cost_per_slot")) out.budget.cost_per_slot = b.positive("cost_per_slot", 1);
       out.budget.slot_slack = b.number("slot_slack", out.budget.slot_slack);
       if (!(out.budget.slot_slack >= 0)) throw field_error{"field 'budget.slot_slack' must be >= 0"};
+      out.budget.payback = b.number("payback", out.budget.payback);
+      if (!(out.budget.payback >= 0 && out.budget.payback <= 1)) throw field_error{"field 'budget.payback' must be in [0, 1]"};
       if (b.has("energy_per_slot")) {
         fields e(b.child("energy_per_slot"), "budget.energy_per_slot");
         for (const auto& kv : e.node()) {

@@ -12,8 +12,8 @@ namespace dynapar::control {
 
 controller_config paced(controller_config c, const pacing& p) {
   const int steps = std::max(1, p.slot_steps);
-  c.planner.slot_steps = steps;
   c.plan_lifetime_steps = p.plan_lifetime_slots * steps;
+  c.planner.plan_steps = std::max(1, static_cast<int>(std::lround(c.plan_lifetime_steps)));
   if (p.joins)
     for (auto& d : c.cluster.devices) {
       d.speed = 1;  // unknown until the device joins with its benchmark

@@ -23,7 +23,7 @@ score_weights weights(const problem& p, const queue_state& q) {
     if (bar > 0) w.energy[i] = z / bar;
   }
   // A slot's allowance: what is left of the whole run's budget over the slots left, with
-  // budgets::slot_slack (docs/MODEL.md, "Every slot within its share"). A run already over
+  // budgets::slot_slack and budgets::payback (docs/MODEL.md, "Every slot within its share"). A run already over
   // it has nothing left to guard: the queues alone steer it (forcing the
   // cheapest plan then would buy back little at any cost in time).
   const int H = p.budget.horizon_slots;
@@ -31,7 +31,7 @@ score_weights weights(const problem& p, const queue_state& q) {
     const double slots_left = H - q.slots;
     const auto allowance = [&](double per_slot, double spent) {
       const double left = std::max(0.0, per_slot * H - spent);
-      return std::min(left, (1 + p.budget.slot_slack) * left / slots_left);
+      return std::min(left, std::max((1 + p.budget.slot_slack) * left / slots_left, p.budget.payback * left));
     };
     bool any = false;
     if (p.budget.has_cost()) {

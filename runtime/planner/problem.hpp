@@ -23,11 +23,12 @@ struct planner_config {
                                                     // costs O(devices))
   int warm_eval_budget = 64;                        // per slot when warm-started on the same devices
   int search_stall_kicks = 64;                      // a search ends after this many fruitless kicks
-  // Steps a plan runs per slot: its migration is paid once over them, so a plan is scored by
-  // its mean step over the slot (docs/MODEL.md). 1: a slot is one step (the simulator).
-  int slot_steps = 1;
-  // A one-off migration's share of each of the slot's steps.
-  double per_step(double migration_s) const { return migration_s / std::max(1, slot_steps); }
+  // Steps a new plan is expected to run: its migration is paid once over them, so a plan is
+  // scored by its mean step over them (docs/MODEL.md). control::paced sets it to the plan's
+  // expected life, the horizon the hysteresis weighs migration over too.
+  int plan_steps = 1;
+  // A one-off migration's share of each of those steps.
+  double per_step(double migration_s) const { return migration_s / std::max(1, plan_steps); }
   double research_queue_shift = 0.5;                // a full search also when the cost queue moved this
                                                     // many budgets since the last one
   int max_stages = 16;                              // longest pipeline considered
@@ -70,6 +71,11 @@ struct budgets {
   // for cheap ones, which a short run has too few slots to pay back; a slack of H or more
   // guards the last slot only.
   double slot_slack = 0;
+  // ... and at least this share of what is left of the run's budget: on a long run one slot
+  // may overspend as far as cuts each later slot's share by about this fraction, so the
+  // queues can trade dear slots for cheap ones; within the last 1 / payback slots the
+  // allowance above stands alone (0: it always does).
+  double payback = 0.05;
   bool has_cost() const { return cost_per_slot != unlimited; }
 };
 

@@ -64,9 +64,10 @@ struct scenario {
   double estimate_smoothing = 0.5;      // weight of the newest measurement
   double detect_s = 0.5;                // time to notice a failed device
   // The controller's hysteresis (control::controller_config), as training has it: a new plan
-  // must gain more than the predictions' noise plus its migration over this many slots.
+  // must gain more than the predictions' noise plus its migration over this many slots. The
+  // planner scores a plan's migration over them too, as in training (default the same, 2).
   bool hysteresis = false;
-  double plan_lifetime_slots = 10;
+  double plan_lifetime_slots = 2;
   std::vector<device_trace> traces;
   std::vector<link_trace> link_traces;
   std::vector<event> events;

@@ -33,7 +33,7 @@ TEST_CASE("the controller actor decides what the controller state machine decide
     d.available = false;
   }
   direct_cfg.planner = cfg.core.planner;
-  direct_cfg.planner.slot_steps = 5;
+  direct_cfg.planner.plan_steps = 10;
   direct_cfg.budget = cfg.core.budget;
   direct_cfg.hysteresis = true;
   direct_cfg.plan_lifetime_steps = 10;

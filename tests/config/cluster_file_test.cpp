@@ -25,7 +25,7 @@ batch: 128
 schedule: gpipe
 micro_batch: 4
 v: 50
-budget: {cost_per_slot: 0.5, energy_per_slot: {2: 300}, slot_slack: 0.25}
+budget: {cost_per_slot: 0.5, energy_per_slot: {2: 300}, slot_slack: 0.25, payback: 0.1}
 links:
   same_node: {bandwidth_gbps: 800, latency_us: 2}
   overrides: [{a: 0, b: 2, bandwidth_gbps: 8, latency_us: 100}]
@@ -41,6 +41,7 @@ devices:
   REQUIRE(r->budget.energy_per_slot.size() == 1);
   CHECK(r->budget.energy_per_slot[0].device_id == 2);
   CHECK(r->budget.slot_slack == 0.25);
+  CHECK(r->budget.payback == 0.1);
   REQUIRE(r->cluster.devices.size() == 3);
   CHECK(r->cluster.devices[0].price_per_s == Approx(0.001));
   CHECK(r->cluster.devices[1].id == 1);
@@ -80,6 +81,7 @@ TEST_CASE("mistakes in a cluster file name the field", "[unit][config]") {
   CHECK(parse_error("links: {overrides: [{a: 0, b: 9, bandwidth_gbps: 1}]}\ndevices: [{}]").find("unknown device") != std::string::npos);
   CHECK(parse_error("budget: {energy_per_slot: {7: 10}}\ndevices: [{}]").find("unknown device id 7") != std::string::npos);
   CHECK(parse_error("budget: {slot_slack: -1}\ndevices: [{}]").find("budget.slot_slack") != std::string::npos);
+  CHECK(parse_error("budget: {payback: 2}\ndevices: [{}]").find("budget.payback") != std::string::npos);
   CHECK(parse_error("- 1\n- 2").find("must be a map") != std::string::npos);
   // Sizes no run needs (a typo of a few digits) are refused before anything is allocated.
   CHECK(parse_error("batch: 1048576\ndevices: [{}]").empty());

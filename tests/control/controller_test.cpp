@@ -448,16 +448,17 @@ TEST_CASE("paced turns a run's slots into the controller's steps", "[unit]") {
   controller_config c = small_config();
   c.cluster.devices[1].speed = 4;
   const auto job = paced(c, {5, 2, true});  // a training job: slots of 5 steps, devices join
-  CHECK(job.planner.slot_steps == 5);
   CHECK(job.plan_lifetime_steps == 10);  // 2 slots of 5 steps
+  CHECK(job.planner.plan_steps == 10);     // the planner scores migration over the same life
   for (const auto& d : job.cluster.devices) {
     CHECK(d.speed == 1);  // unknown until the device joins with its benchmark
     CHECK_FALSE(d.available);
   }
   const auto sim = paced(c, {1, 3, false});  // the simulator: a slot is a step, devices as announced
-  CHECK(sim.planner.slot_steps == 1);
   CHECK(sim.plan_lifetime_steps == 3);
+  CHECK(sim.planner.plan_steps == 3);
   CHECK(sim.cluster.devices[1].speed == 4);
   CHECK(sim.cluster.devices[1].available);
-  CHECK(paced(c, {0, 2, false}).planner.slot_steps == 1);  // no slot is shorter than a step
+  CHECK(paced(c, {0, 2, false}).plan_lifetime_steps == 2);  // no slot is shorter than a step
+  CHECK(paced(c, {1, 1.4, false}).planner.plan_steps == 1);
 }

@@ -259,4 +259,15 @@ TEST_CASE("with a known horizon every slot is paced: what is left over the slots
   // Slack 0.2: 0.84 of it.
   b.slot_slack = 0.2;
   CHECK(joules_at(b, 0, 0) <= 0.84 * fast_j * (1 + 1e-9));
+  // A long run: 70 fast_j over 100 slots. The payback floor (a 20th of what is left, 3.5
+  // fast_j) lets the first slot buy the fastest plan; without it, 0.7 of it at most.
+  b.slot_slack = 0;
+  b.horizon_slots = 100;
+  CHECK(joules_at(b, 0, 0) == Approx(fast_j));
+  b.payback = 0;
+  CHECK(joules_at(b, 0, 0) <= 0.7 * fast_j * (1 + 1e-9));
+  // Near the end the share stands alone: 3.5 fast_j left over the last 5 slots, 0.7 a slot
+  // (a 20th of it, 0.175, is less).
+  b.payback = 0.05;
+  CHECK(joules_at(b, 95, 66.5 * fast_j) <= 0.7 * fast_j * (1 + 1e-9));
 }

@@ -190,11 +190,11 @@ TEST_CASE("joint_lyapunov takes a joining device when its migration pays off ove
   c.tiers.same_node = {1e9, 0};
   plan alone;
   alone.groups.push_back({{0}, {0, 4}, 32, 8});
-  const auto devices_used = [&](int slot_steps) {
+  const auto devices_used = [&](int plan_steps) {
     planner_config cfg;
     cfg.batch = 32;
     cfg.micro_batch = 8;
-    cfg.slot_steps = slot_steps;
+    cfg.plan_steps = plan_steps;
     problem p(m, c, cfg);
     auto pol = make_policy("joint_lyapunov");
     REQUIRE(pol);
@@ -204,19 +204,19 @@ TEST_CASE("joint_lyapunov takes a joining device when its migration pays off ove
     for (const auto& g : d->groups) n += g.devices.size();
     return n;
   };
-  // A slot of one step: 240 + 200 ms > 384 ms, device 0 stays alone. A slot of 10 steps:
+  // A plan of one step: 240 + 200 ms > 384 ms, device 0 stays alone. A plan of 10 steps:
   // 240 + 20 ms a step on average < 384 ms, device 1 joins.
   CHECK(devices_used(1) == 1);
   CHECK(devices_used(10) == 2);
 }
 
-TEST_CASE("hysteresis: the gain is a step's once the new plan is in place, whatever the slot's length", "[unit][planner]") {
-  // Scored by the slot's mean step, a plan's migration counts 1 / slot_steps; the gain the
+TEST_CASE("hysteresis: the gain is a step's once the new plan is in place, whatever its expected life", "[unit][planner]") {
+  // Scored by its mean step, a plan's migration counts 1 / plan_steps; the gain the
   // hysteresis weighs must leave it out all the same (the threshold has it, over the life).
   fixture f;
   for (auto& l : f.m.layers) l.param_bytes *= 5;
-  for (int slot_steps : {1, 10}) {
-    f.cfg.slot_steps = slot_steps;
+  for (int plan_steps : {1, 10}) {
+    f.cfg.plan_steps = plan_steps;
     const problem h(f.m, f.c, f.cfg);
     const auto pipe = *(*make_policy("pipeline_balanced"))->decide({h, nullptr, {}, 0});
     const auto bal = *(*make_policy("dp_balanced"))->decide({h, nullptr, {}, 0});

@@ -284,7 +284,7 @@ TEST_CASE("plans that break the model's rules are errors, not numbers", "[unit][
   CHECK(evaluate(p, pl, nullptr, {}).err().code == "bad_plan");
 }
 
-TEST_CASE("a slot of several steps pays its migration once: plans are scored by the slot's mean step", "[unit][planner]") {
+TEST_CASE("a plan of several steps pays its migration once: plans are scored by their mean step", "[unit][planner]") {
   auto m = uniform_model(4, 1e-3, 10e6);
   m.optimizer_state_factor = 0;
   auto c = same_node_devices(2);
@@ -295,7 +295,7 @@ TEST_CASE("a slot of several steps pays its migration once: plans are scored by 
   for (int k : {1, 20}) {
     planner_config cfg;
     cfg.batch = 8;
-    cfg.slot_steps = k;
+    cfg.plan_steps = k;
     problem p(m, c, cfg);
     auto r = evaluate(p, next, &prev, {});
     REQUIRE(r);

@@ -117,14 +117,6 @@ status driver::await_devices(std::int64_t slot, std::int64_t t, bool& changed, c
 }
 
 namespace {
-// The moves that read `layer` from device `from`, and the rest.
-std::pair<std::vector<planner::layer_move>, std::vector<planner::layer_move>> split_moves(const std::vector<planner::layer_move>& moves,
-                                                                                      int from, int layer) {
-  std::pair<std::vector<planner::layer_move>, std::vector<planner::layer_move>> out;
-  for (const auto& mv : moves) (mv.from == from && mv.layer == layer ? out.first : out.second).push_back(mv);
-  return out;
-}
-
 control::decision fixed(const planner::plan& p, const char* why) {
   control::decision d;
   d.plan = p;
@@ -232,15 +224,23 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
       (gives ? later : wave).push_back(mv);
     }
     if (wave.empty()) {
-      const auto from = later.front().from, layer = later.front().layer;
-      const auto [reading, rest] = split_moves(later, from, layer);
+      // Staged at a giver (every waiting target gives a layer a waiting move reads): a device
+      // keeping the layer keeps it (own_data test: device 0 lost layer 0 here).
+      const auto giver = std::find_if(later.begin(), later.end(), [&](const auto& mv) { return std::count(late.begin(), late.end(), std::pair{mv.from, mv.layer}); });
+      if (giver == later.end()) {
+        failure_ = "a cycle of moves without a giver";
+        break;
+      }
+      const auto from = giver->from, layer = giver->layer;
+      // The moves reading that layer there first, then the rest.
+      const auto rest = std::stable_partition(later.begin(), later.end(), [&](const auto& mv) { return mv.from == from && mv.layer == layer; });
       self_->request(actors_.devices.at(from), timeout_, copy_atom::value, layer)
-          .receive([&](model::layer_copy& c) { for (const auto& mv : reading) staged.emplace_back(mv, c); },
+          .receive([&](model::layer_copy& c) { std::for_each(later.begin(), rest, [&](const auto& mv) { staged.emplace_back(mv, c); }); },
                    [&](caf::error& e) { failure_ = text(e); });
       late.erase(std::remove(late.begin(), late.end(), std::pair{from, layer}), late.end());
       if (failure_.empty()) failure_ = drop_layers({{from, layer}});
       early.push_back({from, layer});  // undone as the early drops are
-      waiting = rest;
+      waiting.assign(rest, later.end());
       continue;
     }
     bytes += move_layers(wave, t);

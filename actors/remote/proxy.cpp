@@ -142,12 +142,12 @@ remote_device_handle::behavior_type remote_device(proxy* self, int id, std::stri
                                   answer<std::uint64_t, ops::hashed>("a hash", [](const ops::hashed& h, auto&) { return h.value; }));
       },
       [=](copy_atom, int layer) -> caf::result<model::layer_copy> {
-        auto hub = self->state.hub;
+        auto shared = self->state.hub;
         // The answer: the parameters and up to three optimizer tensors each (Adam's moments, amsgrad's maximum).
-        hub->expect_large(self->state.route, 4.0 * static_cast<double>(model::param_bytes(*hub->model, layer)));
+        shared->expect_large(self->state.route, 4.0 * static_cast<double>(model::param_bytes(*shared->model, layer)));
         return ask<model::layer_copy>(self, call(ops::copy{layer}), {},
-                                      answer<model::layer_copy, ops::hold>("a copy", [hub](const ops::hold& h, auto& ts) -> result<model::layer_copy> {
-                                        auto l = remote::layer_from(hub->layers, h, ts);
+                                      answer<model::layer_copy, ops::hold>("a copy", [shared](const ops::hold& h, auto& ts) -> result<model::layer_copy> {
+                                        auto l = remote::layer_from(shared->layers, h, ts);
                                         if (!l) return l.err();
                                         return l->replica;
                                       }));

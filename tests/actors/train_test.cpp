@@ -617,6 +617,32 @@ TEST_CASE("two devices that trade layers, each with room for one half: a layer o
   halves_move(3, true, {1, 2}, {2, 1});
 }
 
+TEST_CASE("a cycle of layer trades is broken at a giver, never at a device that keeps the layer", "[actor][train]") {
+  // The own_data test's undone re-plan (CI, 2026-11-28): devices 2 and 3 (one node) trade
+  // layers, and device 3 also takes layer 0 from device 0, which keeps it. The first move
+  // left waiting was device 0's; the driver staged and dropped that layer from device 0, and
+  // the next step failed "device 0: forward of layer 0 on a device that does not hold it".
+  model::set_threads(1);
+  const auto d = data::synthetic(400, 2);
+  auto m = model::make_model("cnn", 3);
+  REQUIRE(m);
+  training::train_settings s;
+  s.steps = 6;
+  s.optimizer = {"adam", 1e-3, 0.9, 0};
+  s.hash_every = 1;
+  s.emulated = emulate(std::vector<double>(6, 1.0));
+  for (int i = 0; i < 6; ++i) s.emulated.cluster.devices[static_cast<std::size_t>(i)].node = i / 2;
+  planner::plan a, b;
+  a.groups = {{{0}, {0, 4}, 40, 8}, {{1}, {0, 4}, 16, 8}, {{3, 2}, {0, 2, 4}, 8, 8}};
+  b.groups = {{{0}, {0, 4}, 32, 8}, {{4, 2, 3}, {0, 1, 2, 4}, 8, 8}, {{5, 1}, {0, 1, 4}, 24, 8}};
+  s.plan = a;
+  s.replans = {{2, b}, {4, a}};
+  auto out = actors::train(**m, d, s);
+  INFO((out ? std::string() : out.err().message));
+  REQUIRE(out);
+  CHECK(diff_from_one_device(**m, d, s, out->final_layers, 8) == 0);
+}
+
 TEST_CASE("a parameterless first layer (Flatten) trains exactly on any split, alone on a stage or not", "[actor][train]") {
   // examples/models/mlp_flatten.pt (examples/export_torchscript.py): Flatten, then five
   // layers of Linear with LayerNorm, GELU and Tanh. Before the fix a lone Flatten stage

@@ -46,10 +46,10 @@ struct controller_config {
 
 // The one rule from a run's own units to the controller's: a run's slot is `slot_steps`
 // steps (a job's replan_every; the simulator's slot is one step), and a new plan is expected
-// to stand `plan_lifetime_slots` slots: the planner scores its migration over that life and the
-// hysteresis weighs it over the same (planner_config::plan_steps). With `joins`, every device is unknown (unavailable,
-// speed 1) until it joins with its benchmark, as a training job's devices are. Used by the
-// controller actor and the simulator alike.
+// to stand `plan_lifetime_slots` slots: the planner scores its migration over that life
+// (planner_config::plan_steps) and the hysteresis weighs it over the same. With `joins`,
+// every device is unknown (unavailable, speed 1) until it joins with its benchmark, as a
+// training job's devices are. Used by the controller actor and the simulator alike.
 struct pacing {
   int slot_steps = 1;
   double plan_lifetime_slots = 2;

@@ -23,8 +23,8 @@ score_weights weights(const problem& p, const queue_state& q) {
     if (bar > 0) w.energy[i] = z / bar;
   }
   // A slot's allowance: what is left of the whole run's budget over the slots left, with
-  // budgets::slot_slack and budgets::payback (docs/MODEL.md, "Every slot within its share"). A run already over
-  // it has nothing left to guard: the queues alone steer it (forcing the
+  // budgets::slot_slack and budgets::payback (docs/MODEL.md, "Every slot within its share").
+  // A run already over it has nothing left to guard: the queues alone steer it (forcing the
   // cheapest plan then would buy back little at any cost in time).
   const int H = p.budget.horizon_slots;
   if (H > 0 && q.slots < H) {

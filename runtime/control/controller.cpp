@@ -12,8 +12,7 @@ namespace dynapar::control {
 
 controller_config paced(controller_config c, const pacing& p) {
   const int steps = std::max(1, p.slot_steps);
-  c.plan_lifetime_steps = p.plan_lifetime_slots * steps;
-  c.planner.plan_steps = std::max(1, static_cast<int>(std::lround(c.plan_lifetime_steps)));
+  c.planner.plan_steps = std::max(1, static_cast<int>(std::lround(p.plan_lifetime_slots * steps)));
   if (p.joins)
     for (auto& d : c.cluster.devices) {
       d.speed = 1;  // unknown until the device joins with its benchmark
@@ -244,7 +243,7 @@ result<decision> controller::decide(std::int64_t slot, const std::vector<int>& h
     *next = planner::layout_keeping(p, *current_).value_or(*current_);
   } else if (cfg_.hysteresis && current_ && events_.empty()) {  // hysteresis, unless devices came or went
     const double noise = std::max(cfg_.planner.replan_margin, noise_);
-    const auto c = planner::check_switch(p, *current_, *next, q, cfg_.plan_lifetime_steps, noise);
+    const auto c = planner::check_switch(p, *current_, *next, q, cfg_.planner.plan_steps, noise);
     if (c.keep || c.instead) {
       ++kept_;
       d.kept_why = c.why + " (proposed " + planner::describe(*next) + ")";

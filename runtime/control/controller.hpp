@@ -32,9 +32,9 @@ struct controller_config {
   // Weight of each step's measurement in the speed and bandwidth estimates.
   double smoothing = 0.1;
   // Hysteresis (planner/hysteresis.hpp): a new plan must gain more a step than the
-  // predictions' measured noise plus its migration spread over `plan_lifetime_steps`.
+  // predictions' measured noise plus its migration spread over the plan's expected life,
+  // `planner.plan_steps` (the steps the search scores its migration over, too).
   bool hysteresis = false;
-  double plan_lifetime_steps = 20;
   // Regret check: a plan change whose steady steps measured slower than the plan before it,
   // by more than the noise (and not cheaper by as much), is undone at the next decision; the
   // layout undone is not taken again for `regret_hold_slots` decisions unless devices come
@@ -46,8 +46,9 @@ struct controller_config {
 
 // The one rule from a run's own units to the controller's: a run's slot is `slot_steps`
 // steps (a job's replan_every; the simulator's slot is one step), and a new plan is expected
-// to stand `plan_lifetime_slots` slots: the planner scores its migration over that life
-// (planner_config::plan_steps) and the hysteresis weighs it over the same. With `joins`,
+// to stand `plan_lifetime_slots` slots: the planner scores its migration over that life,
+// rounded to whole steps (planner_config::plan_steps), and the hysteresis weighs it over the
+// same. With `joins`,
 // every device is unknown (unavailable, speed 1) until it joins with its benchmark, as a
 // training job's devices are. Used by the controller actor and the simulator alike.
 struct pacing {

@@ -28,7 +28,7 @@ struct control_settings {
   std::string policy = "joint_lyapunov";      // any planner policy by name
   std::shared_ptr<planner::policy> custom;    // or the caller's own (then `policy` is unused)
   int replan_every = 10;                      // steps a slot
-  // Hysteresis's horizon (control::controller_config::plan_lifetime_steps), in slots.
+  // A new plan's expected life in slots, over which its migration is weighed (control::paced).
   double plan_lifetime_slots = 2;
   std::optional<control::controller_snapshot> restore;  // resuming: start from a checkpoint's state
   // The profile (measured at start), every device that may take part (ids, memory, prices,

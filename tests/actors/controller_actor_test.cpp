@@ -36,7 +36,6 @@ TEST_CASE("the controller actor decides what the controller state machine decide
   direct_cfg.planner.plan_steps = 10;
   direct_cfg.budget = cfg.core.budget;
   direct_cfg.hysteresis = true;
-  direct_cfg.plan_lifetime_steps = 10;
   control::controller direct(direct_cfg, std::move(*planner::make_policy("dp_balanced")));
 
   caf::actor_system_config sc;

@@ -164,7 +164,7 @@ TEST_CASE("a revoked decision leaves the plan before it in force", "[unit][contr
 TEST_CASE("hysteresis keeps a plan whose new shares gain less than the re-plan margin", "[unit][control]") {
   auto cfg = small_config();
   cfg.hysteresis = true;
-  cfg.plan_lifetime_steps = 10;
+  cfg.planner.plan_steps = 10;
   cfg.planner.replan_margin = 0.5;  // only big gains move (layer moves are weighed in planner_tests)
   controller c(cfg, policy("dp_balanced"));
   auto d = c.decide(0);
@@ -448,17 +448,15 @@ TEST_CASE("paced turns a run's slots into the controller's steps", "[unit]") {
   controller_config c = small_config();
   c.cluster.devices[1].speed = 4;
   const auto job = paced(c, {5, 2, true});  // a training job: slots of 5 steps, devices join
-  CHECK(job.plan_lifetime_steps == 10);  // 2 slots of 5 steps
-  CHECK(job.planner.plan_steps == 10);     // the planner scores migration over the same life
+  CHECK(job.planner.plan_steps == 10);  // 2 slots of 5 steps: migration is weighed over them
   for (const auto& d : job.cluster.devices) {
     CHECK(d.speed == 1);  // unknown until the device joins with its benchmark
     CHECK_FALSE(d.available);
   }
   const auto sim = paced(c, {1, 3, false});  // the simulator: a slot is a step, devices as announced
-  CHECK(sim.plan_lifetime_steps == 3);
   CHECK(sim.planner.plan_steps == 3);
   CHECK(sim.cluster.devices[1].speed == 4);
   CHECK(sim.cluster.devices[1].available);
-  CHECK(paced(c, {0, 2, false}).plan_lifetime_steps == 2);  // no slot is shorter than a step
+  CHECK(paced(c, {0, 2, false}).planner.plan_steps == 2);  // no slot is shorter than a step
   CHECK(paced(c, {1, 1.4, false}).planner.plan_steps == 1);
 }

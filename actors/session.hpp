@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "actors/controller_actor.hpp"
 #include "actors/device_actor.hpp"
@@ -25,6 +26,9 @@ class device_directory {
   virtual bool lost(int id) const = 0;      // its node went silent (a crash, not a leave)
   // Faults `dynapar inject` asked for since the last call (their step is ignored: now).
   virtual std::vector<sim::fault> injected() = 0;
+  // Bytes of memory the device's node measured and announced (`dynapar node --devices auto`);
+  // none: the job's figure holds.
+  virtual std::optional<double> described_memory(int /*id*/) const { return std::nullopt; }
 };
 
 struct cluster_actors {

@@ -38,7 +38,8 @@ struct DeviceSpec {
 
 struct Join {
   node @0 :Text;
-  devices @1 :List(DeviceSpec);
+  devices @1 :List(DeviceSpec);  # by the job's id; id -1: any free device, described by the node
+                                 # (memoryBytes), numbered in the Welcome
   dataEndpoint @2 :Text;      # tcp://HOST:PORT where the node takes activations, gradients and
                               # layers from other nodes (docs/DISTRIBUTED.md, "Data plane")
 }

@@ -288,6 +288,12 @@ bool remote_devices::present(int id) const {
   return it != impl_->devices.end() && !it->second.leaving && !it->second.lost;
 }
 
+std::optional<double> remote_devices::described_memory(int id) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->devices.find(id);
+  return it == impl_->devices.end() ? std::nullopt : it->second.described;
+}
+
 bool remote_devices::hosted(int id) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->devices.count(id) > 0;

@@ -1,6 +1,7 @@
 // The controller's hub (hub_state.hpp): membership. Nodes join and leave, go silent and are
 // lost, devices are retired; after each change every node hears the new peer list, so that
 // data goes node to node (docs/DISTRIBUTED.md, "Data plane").
+#include <algorithm>
 #include <chrono>
 
 #include "actors/remote/hub_state.hpp"
@@ -50,11 +51,24 @@ void remote_devices::impl::on_join(const std::string& route, const std::string& 
   {
     std::lock_guard<std::mutex> lock(mu);
     if (!nodes.count(route) && nodes.size() >= cfg.max_routes) problem = "too many nodes (" + std::to_string(nodes.size()) + ")";
+    const auto hosted = [&](int id) { return devices.count(id) && !devices.at(id).lost; };
     for (const auto& d : m.devices) {
-      if (!cfg.devices.count(d.id)) problem = "device " + std::to_string(d.id) + " is not in the job's cluster";
-      else if (devices.count(d.id) && !devices.at(d.id).lost)
-        problem = "device " + std::to_string(d.id) + " is already hosted by another node";
+      if (d.id >= 0 && !cfg.devices.count(d.id)) problem = "device " + std::to_string(d.id) + " is not in the job's cluster";
+      else if (d.id >= 0 && hosted(d.id)) problem = "device " + std::to_string(d.id) + " is already hosted by another node";
       ids.push_back(d.id);
+    }
+    // A device the node describes (id -1) takes the lowest id of the job's that nobody hosts
+    // nor is named in this join.
+    auto next = cfg.devices.begin();
+    for (int& id : ids) {
+      if (id >= 0) continue;
+      while (next != cfg.devices.end() && (hosted(*next) || std::count(ids.begin(), ids.end(), *next))) ++next;
+      if (next == cfg.devices.end()) {
+        problem = "no device of the job's cluster is free for a node that describes itself (" + std::to_string(cfg.devices.size()) +
+                  " in the job, all hosted)";
+        break;
+      }
+      id = *next++;
     }
   }
   if (!problem.empty()) {
@@ -76,7 +90,10 @@ void remote_devices::impl::on_join(const std::string& route, const std::string& 
     node_data.erase(route);  // until its heartbeat proves the data set it loaded for this hosting
     // A lost node's device may join again (a replacement, or the node itself once fenced):
     // it is a new hosting; the old proxy stays lost until the driver stops it.
-    for (int id : ids) devices[id] = entry{route, remote_device_handle{}, false, false, next_gen++};
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      devices[ids[i]] = entry{route, remote_device_handle{}, false, false, next_gen++, std::nullopt};
+      if (m.devices[i].id < 0) devices[ids[i]].described = m.devices[i].memory_bytes;
+    }
   }
   w.accepted = true;
   w.devices = ids;

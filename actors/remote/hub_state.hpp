@@ -38,6 +38,7 @@ struct remote_devices::impl {
     bool leaving = false;
     bool lost = false;  // its node went silent
     std::uint64_t gen = 0;  // which hosting of the device (a lost one may join again)
+    std::optional<double> described;  // bytes of memory, when its node described it (id -1)
   };
   std::uint64_t next_gen = 1;
   mutable std::mutex mu;

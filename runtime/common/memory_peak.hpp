@@ -1,4 +1,5 @@
-// This process's peak resident memory, for the figures runs report (summary.json, node logs).
+// This process's peak resident memory, for the figures runs report (summary.json, node logs),
+// and the host's memory available, which a node that describes itself announces.
 #pragma once
 
 namespace dynapar {
@@ -7,5 +8,9 @@ namespace dynapar {
 // `launch` forks from a controller holding the whole model would report the controller's.
 // 0 where /proc cannot be read.
 double peak_rss_mb();
+
+// MB: /proc/meminfo's MemAvailable (what new work can take without swapping). 0 where /proc
+// cannot be read.
+double available_memory_mb();
 
 }  // namespace dynapar

@@ -35,9 +35,17 @@ void controller::set_available(int id, bool on) {
     }
 }
 
-void controller::join(int id, double measured_speed) {
+void controller::join(int id, double measured_speed, double memory_bytes) {
   set_available(id, true);
   estimates_.announce(id, measured_speed);
+  if (memory_bytes > 0)
+    for (auto& d : cfg_.cluster.devices)
+      if (d.id == id && d.memory_bytes != memory_bytes) {
+        d.memory_bytes = memory_bytes;
+        char mb[32];
+        std::snprintf(mb, sizeof mb, "%.3g MB", memory_bytes / 1e6);
+        events_.push_back("device " + std::to_string(id) + " now has " + mb + " of memory");
+      }
 }
 
 void controller::leave(int id) { set_available(id, false); }

@@ -96,8 +96,10 @@ class controller {
  public:
   controller(controller_config cfg, std::shared_ptr<planner::policy> policy);
 
-  // A device arrives with the speed its benchmark measured (the estimate restarts there).
-  void join(int id, double measured_speed);
+  // A device arrives with the speed its benchmark measured (the estimate restarts there) and,
+  // when memory_bytes > 0, the memory it has (its node may describe it: `--devices auto`),
+  // which replaces the figure announced before.
+  void join(int id, double measured_speed, double memory_bytes = 0);
   void leave(int id);
   // The cluster as now announced (the simulator's world each slot): availability changes
   // count as joins and leaves; speeds are ignored (the estimates hold them).

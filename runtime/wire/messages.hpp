@@ -29,6 +29,8 @@ inline constexpr std::uint16_t protocol_version = 23;
 
 struct join_msg {
   std::string node;
+  // Devices of the job's by id; or id -1, any free one, described by the node (its memory:
+  // `dynapar node --devices auto`), which the controller numbers in its welcome.
   std::vector<planner::device_spec> devices;
   std::string data_endpoint;  // tcp://HOST:PORT of the node's data socket
 };

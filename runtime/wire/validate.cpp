@@ -32,7 +32,10 @@ status validate_body(const body& b, const decode_limits& /*lists were bounded on
             std::unordered_set<int> ids;
             for (std::size_t i = 0; i < m.devices.size(); ++i) {
               const std::string where = "join.devices[" + std::to_string(i) + "]";
-              if (!ids.insert(m.devices[i].id).second) return bad(where + ".id", "repeats id " + std::to_string(m.devices[i].id));
+              // -1: any free device of the job's (a node that describes itself, `--devices auto`).
+              if (m.devices[i].id < -1) return bad(where + ".id", "must be a device id or -1 (any)");
+              if (m.devices[i].id >= 0 && !ids.insert(m.devices[i].id).second)
+                return bad(where + ".id", "repeats id " + std::to_string(m.devices[i].id));
               if (auto s = check_spec(m.devices[i], where); !s) return s;
             }
             if (!m.data_endpoint.empty() && m.data_endpoint.rfind("tcp://", 0) != 0)

@@ -148,6 +148,44 @@ TEST_CASE("a node gets sample ids only once its heartbeat proves the controller'
   (*hub)->stop();
 }
 
+TEST_CASE("a node that describes itself gets the job's lowest free ids and keeps the memory it said", "[remote]") {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto m = model::make_model("mlp", 1);
+  REQUIRE(m);
+  auto hub = actors::remote::remote_devices::start(sys, *m, mlp_job({0, 1, 2, 3}));
+  REQUIRE(hub);
+  zmq::context_t ctx{1};
+  const auto spec = [](int id, double bytes) {
+    planner::device_spec d;
+    d.id = id;
+    d.memory_bytes = bytes;
+    return d;
+  };
+  // Node a names device 1 and describes one more: that one takes 0, the lowest free id.
+  raw_node a(ctx, (*hub)->endpoint(), "a");
+  a.send(wire::join_msg{"a", {spec(1, 16e9), spec(-1, 2e9)}, ""});
+  auto w = a.next<wire::welcome_msg>();
+  REQUIRE(w.accepted);
+  CHECK(w.devices == std::vector<int>{1, 0});
+  CHECK((*hub)->described_memory(0) == std::optional<double>(2e9));
+  CHECK_FALSE((*hub)->described_memory(1));  // named: the job's figure holds
+  // Node b asks for three: only 2 and 3 are free, so it is refused whole, naming why.
+  raw_node b(ctx, (*hub)->endpoint(), "b");
+  b.send(wire::join_msg{"b", {spec(-1, 1e9), spec(-1, 1e9), spec(-1, 1e9)}, ""});
+  w = b.next<wire::welcome_msg>();
+  CHECK_FALSE(w.accepted);
+  CHECK(w.reason.find("no device of the job's cluster is free") != std::string::npos);
+  CHECK((*hub)->present_ids() == std::set<int>{0, 1});
+  b.send(wire::join_msg{"b", {spec(-1, 1e9), spec(-1, 3e9)}, ""});
+  w = b.next<wire::welcome_msg>();
+  REQUIRE(w.accepted);
+  CHECK(w.devices == std::vector<int>{2, 3});
+  CHECK((*hub)->described_memory(3) == std::optional<double>(3e9));
+  CHECK((*hub)->present_ids() == std::set<int>{0, 1, 2, 3});
+  (*hub)->stop();
+}
+
 TEST_CASE("a node gives up on a controller that does not answer", "[remote]") {
   auto n = node_of("tcp://127.0.0.1:9", 0, 0.5);  // discard: nothing answers there
   std::atomic<bool> leave{false};

@@ -161,6 +161,38 @@ TEST_CASE("a revoked decision leaves the plan before it in force", "[unit][contr
   CHECK(known->reason.find("device 13 failed") != std::string::npos);
 }
 
+TEST_CASE("a device its node described plans with the memory it has, not the job's", "[unit][control]") {
+  auto cfg = small_config();
+  controller c(cfg, policy("dp_balanced"));
+  auto d = c.decide(0);
+  REQUIRE(d);
+  const auto uses = [](const planner::plan& p, int id) {
+    for (const auto& g : p.groups)
+      if (std::find(g.devices.begin(), g.devices.end(), id) != g.devices.end()) return true;
+    return false;
+  };
+  CHECK(uses(d->plan, 13));  // 16 GB as the job says
+  // Device 13's node measured 0.3 MB: the model's 4 layers of 0.1 MB and their gradients do
+  // not fit, so data parallelism leaves it out.
+  c.join(13, 1, 3e5);
+  auto next = c.decide(1);
+  REQUIRE(next);
+  CHECK_FALSE(uses(next->plan, 13));
+  CHECK(next->reason.find("device 13 now has 0.3 MB of memory") != std::string::npos);
+  // The planner itself on the cluster as described.
+  auto described = cfg;
+  described.cluster.devices[3].memory_bytes = 3e5;
+  const planner::problem p(described.profile, described.cluster, described.planner, described.budget);
+  auto direct = policy("dp_balanced")->decide({p, nullptr, {}, 0});
+  REQUIRE(direct);
+  CHECK(next->plan.groups == direct->groups);
+  // A join that says nothing of memory (a re-probe) keeps what the node said.
+  c.join(13, 1);
+  auto again = c.decide(2);
+  REQUIRE(again);
+  CHECK_FALSE(uses(again->plan, 13));
+}
+
 TEST_CASE("hysteresis keeps a plan whose new shares gain less than the re-plan margin", "[unit][control]") {
   auto cfg = small_config();
   cfg.hysteresis = true;

@@ -79,6 +79,15 @@ TEST_CASE("malformed envelopes are rejected, each with its own error", "[unit][w
     d.memory_bytes = 0;
     CHECK(message_of(bytes_of(join_msg{"n", {d}, ""})).find("memoryBytes") != std::string::npos);
     CHECK(code_of(bytes_of(join_msg{"", {d}, ""})) == "bad_field");
+    // A node that describes itself asks for any free device (-1), as often as it has devices;
+    // a named id may come once.
+    d.memory_bytes = 1e9;
+    d.id = -1;
+    CHECK(message_of(bytes_of(join_msg{"n", {d, d}, ""})).empty());
+    d.id = 3;
+    CHECK(message_of(bytes_of(join_msg{"n", {d, d}, ""})).find("repeats id 3") != std::string::npos);
+    d.id = -2;
+    CHECK(message_of(bytes_of(join_msg{"n", {d}, ""})).find("join.devices[0].id must be a device id or -1") != std::string::npos);
   }
   SECTION("a membership list that names a device twice, a node twice, or no data address") {
     peers_msg m;

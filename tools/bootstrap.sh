@@ -64,8 +64,8 @@ export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 case "$mode" in
   demo)
     echo "bootstrap: demo: the CNN on Fashion-MNIST over 6 emulated devices (2 GPU-class, 4 edge devices too small for the model alone),"
-    echo "  re-planned online by joint_lyapunov, then dp_even and dp_balanced side by side on the same devices (a few minutes on 2 cores)"
-    build/bin/dynapar train examples/jobs/flagship.yaml --verify --compare dp_even,dp_balanced --out out/demo
+    echo "  re-planned online by joint_lyapunov, then dp_even, dp_balanced and dp_dispatch side by side on the same devices (a few minutes on 2 cores)"
+    build/bin/dynapar train examples/jobs/flagship.yaml --verify --compare dp_even,dp_balanced,dp_dispatch --out out/demo
     build/bin/dynapar report out/demo
     ;;
   test)

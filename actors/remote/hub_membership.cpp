@@ -61,7 +61,7 @@ void remote_devices::impl::on_join(const std::string& route, const std::string& 
     // nor is named in this join.
     auto next = cfg.devices.begin();
     for (int& id : ids) {
-      if (id >= 0) continue;
+      if (id >= 0 || !problem.empty()) continue;
       while (next != cfg.devices.end() && (hosted(*next) || std::count(ids.begin(), ids.end(), *next))) ++next;
       if (next == cfg.devices.end()) {
         problem = "no device of the job's cluster is free for a node that describes itself (" + std::to_string(cfg.devices.size()) +

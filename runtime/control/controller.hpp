@@ -48,9 +48,8 @@ struct controller_config {
 // steps (a job's replan_every; the simulator's slot is one step), and a new plan is expected
 // to stand `plan_lifetime_slots` slots: the planner scores its migration over that life,
 // rounded to whole steps (planner_config::plan_steps), and the hysteresis weighs it over the
-// same. With `joins`,
-// every device is unknown (unavailable, speed 1) until it joins with its benchmark, as a
-// training job's devices are. Used by the controller actor and the simulator alike.
+// same. With `joins`, every device is unknown (unavailable, speed 1) until it joins with its
+// benchmark, as a training job's devices are. Used by the controller actor and the simulator alike.
 struct pacing {
   int slot_steps = 1;
   double plan_lifetime_slots = 2;

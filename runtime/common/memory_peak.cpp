@@ -19,6 +19,8 @@ double proc_field_mb(const char* file, const std::string& name) {
 
 double peak_rss_mb() { return proc_field_mb("/proc/self/status", "VmHWM:"); }
 
+double resident_mb() { return proc_field_mb("/proc/self/status", "VmRSS:"); }
+
 double available_memory_mb() { return proc_field_mb("/proc/meminfo", "MemAvailable:"); }
 
 }  // namespace dynapar

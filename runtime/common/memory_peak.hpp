@@ -9,6 +9,9 @@ namespace dynapar {
 // 0 where /proc cannot be read.
 double peak_rss_mb();
 
+// MB: /proc/self/status's VmRSS, resident now. 0 where /proc cannot be read.
+double resident_mb();
+
 // MB: /proc/meminfo's MemAvailable (what new work can take without swapping). 0 where /proc
 // cannot be read.
 double available_memory_mb();

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -13,6 +14,7 @@
 
 #include "actors/trainer.hpp"
 #include "cli_util.hpp"
+#include "common/memory_cap.hpp"
 #include "commands.hpp"
 #include "training/checkpoint_files.hpp"
 #include "training/compare.hpp"
@@ -205,6 +207,7 @@ int train_main(const train_options& o, const train_fn& how) {
   json summary = training::summary_json(*j, batch, *outcome, {first_plan, acc, model::metric_name(test_set), scale, sw.seconds()});
   const auto usage = own_usage();  // the run's, before --compare and --verify train again
   summary["process"] = {{"cpu_s", usage.cpu_s}, {"max_rss_mb", usage.max_rss_mb}};
+  if (const auto cap = rss_cap_from_env(std::getenv("DYNAPAR_MAX_RSS_MB")); cap && *cap > 0) summary["process"]["max_rss_cap_mb"] = *cap;
   if (!o.compare.empty()) {
     const training::train_fn run = [&](const training::train_settings& other, const training::train_callbacks& c) {
       return actors::train(*prep->model, prep->train_set, other, c);

@@ -2,12 +2,15 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <optional>
 
 #include "commands.hpp"
 #include "common/allocator.hpp"
+#include "common/memory_cap.hpp"
 #include "logging/logging.hpp"
 
 int main(int argc, char** argv) {
@@ -34,6 +37,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::optional<std::string> log_level;
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off (default: $DYNAPAR_LOG or info)");
+  std::optional<long> max_rss_mb;
+  app.add_option("--max-rss-mb", max_rss_mb,
+                 "End this process, and each process it starts, once its resident memory is over N MB, as the kernel's "
+                 "out-of-memory killer would (sets DYNAPAR_MAX_RSS_MB; docs/DISTRIBUTED.md)")
+      ->check(CLI::Range(1L, 10'000'000L));
   cli::runner run;
   auto* version = app.add_subcommand("version", "Print the version");
   version->callback([&] { run = [] { std::cout << "dynapar " << DYNAPAR_VERSION << "\n"; return 0; }; });
@@ -70,6 +78,21 @@ int main(int argc, char** argv) {
     return cli::exit_usage;
   }
   if (!run) return cli::exit_usage;
+  // Before the subcommand runs, so that the processes it starts (launch's nodes) inherit it.
+  if (max_rss_mb) setenv("DYNAPAR_MAX_RSS_MB", std::to_string(*max_rss_mb).c_str(), 1);
+  const auto cap = rss_cap_from_env(std::getenv("DYNAPAR_MAX_RSS_MB"));
+  if (!cap) {
+    std::cerr << "dynapar: " << cap.err().message << "\n";
+    return cli::exit_usage;
+  }
+  std::unique_ptr<rss_watch> watch;
+  if (*cap > 0) logging::get("main")->info("resident memory capped at {:.0f} MB", *cap);
+  if (*cap > 0)
+    watch = std::make_unique<rss_watch>(rss_watch::options{*cap, std::chrono::milliseconds(20), {}, [cap = *cap](double rss) {
+      std::fprintf(stderr, "dynapar: over its memory cap: %.1f MB resident, over --max-rss-mb %.0f (DYNAPAR_MAX_RSS_MB); exiting\n", rss, cap);
+      std::fflush(stderr);
+      std::_Exit(cli::exit_failed);  // as a process the kernel killed: nothing more runs
+    }});
   // Errors are values everywhere below; one a library throws past them (LibTorch on a model
   // that fails at run time) still ends the run with its message, not with an abort.
   try {

@@ -77,7 +77,7 @@ case "$mode" in
       cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DDYNAPAR_SANITIZE="$san" \
         -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache > /dev/null
       cmake --build "$dir" -j "$(nproc)"
-      (cd "$dir" && ctest --output-on-failure -j "$(nproc)" --timeout 600)
+      (cd "$dir" && LSAN_OPTIONS="suppressions=$PWD/../tests/lsan.supp" ctest --output-on-failure -j "$(nproc)" --timeout 600)
     done
     ;;
   build) ;;

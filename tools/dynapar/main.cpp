@@ -86,13 +86,14 @@ int main(int argc, char** argv) {
     return cli::exit_usage;
   }
   std::unique_ptr<rss_watch> watch;
-  if (*cap > 0) logging::get("main")->info("resident memory capped at {:.0f} MB", *cap);
-  if (*cap > 0)
+  if (*cap > 0) {
+    logging::get("main")->info("resident memory capped at {:.0f} MB", *cap);
     watch = std::make_unique<rss_watch>(rss_watch::options{*cap, std::chrono::milliseconds(20), {}, [cap = *cap](double rss) {
       std::fprintf(stderr, "dynapar: over its memory cap: %.1f MB resident, over --max-rss-mb %.0f (DYNAPAR_MAX_RSS_MB); exiting\n", rss, cap);
       std::fflush(stderr);
       std::_Exit(cli::exit_failed);  // as a process the kernel killed: nothing more runs
     }});
+  }
   // Errors are values everywhere below; one a library throws past them (LibTorch on a model
   // that fails at run time) still ends the run with its message, not with an abort.
   try {

@@ -235,7 +235,18 @@ result<std::shared_ptr<remote_devices>> remote_devices::start(caf::actor_system&
   for (int l = 0; l < model::num_layers(*h->model); ++l) h->fresh.push_back(model::state_hashes({model::copy_layer(*h->model, l)}).front());
   if (h->cfg.keys) {
     // The handler first: a CURVE socket of a context without one admits every key.
-    auto a = comm::authenticator::start(h->ctx, h->cfg.keys->authorized, [log = h->log](const std::string& why) { log->warn("{}", why); });
+    // Keys admitted in authorized/ after the start count too (a Slurm task makes its own).
+    comm::authenticator::reload_fn reload;
+    if (!h->cfg.keys->authorized_dir.empty())
+      reload = [log = h->log, read = comm::authorized_reloader(h->cfg.keys->authorized_dir, [log = h->log](const std::string& why) {
+                  log->warn("authorized keys not read again: {}", why);
+                })]() mutable {
+        auto keys = read();
+        if (keys) log->info("read {} authorized key(s) again", keys->size());
+        return keys;
+      };
+    auto a = comm::authenticator::start(
+        h->ctx, h->cfg.keys->authorized, [log = h->log](const std::string& why) { log->warn("{}", why); }, std::move(reload));
     if (!a) return a.err();
     h->auth = std::move(*a);
     if (auto st = comm::make_curve_server(h->router, *h->cfg.keys); !st) return st.err();

@@ -83,9 +83,7 @@ void remote_devices::impl::on_join(const std::string& route, const std::string& 
     nodes.insert_or_assign(route, control::silence_detector(c, now_s()));
     // The key the node proved (ROLE:NAME from the handshake) is what its peers pin.
     std::string key;
-    if (cfg.keys)
-      for (const auto& k : cfg.keys->authorized)
-        if (peer == comm::to_string(k.role) + ":" + k.name) key = k.key;
+    if (auth) key = auth->key_of(peer).value_or("");
     data_sockets[route] = data_socket{m.data_endpoint, key};
     node_data.erase(route);  // until its heartbeat proves the data set it loaded for this hosting
     // A lost node's device may join again (a replacement, or the node itself once fenced):

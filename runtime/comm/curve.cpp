@@ -28,10 +28,11 @@ status make_curve_client(zmq::socket_t& s, const client_keys& k) {
 }
 
 result<std::unique_ptr<authenticator>> authenticator::start(zmq::context_t& ctx, std::vector<public_key> authorized,
-                                                            std::function<void(const std::string&)> on_refusal) {
+                                                            std::function<void(const std::string&)> on_refusal, reload_fn reload) {
   std::unique_ptr<authenticator> a(new authenticator());
   a->keys_ = std::move(authorized);
   a->on_refusal_ = std::move(on_refusal);
+  a->reload_ = std::move(reload);
   try {
     a->rep_ = std::make_unique<zmq::socket_t>(ctx, zmq::socket_type::rep);
     a->rep_->set(zmq::sockopt::linger, 0);
@@ -47,6 +48,22 @@ void authenticator::authorize(std::vector<public_key> keys) {
   std::lock_guard<std::mutex> lock(mu_);
   keys_ = std::move(keys);
 }
+
+std::optional<std::string> authenticator::key_of(const std::string& peer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& k : keys_)
+    if (peer == to_string(k.role) + ":" + k.name) return k.key;
+  return std::nullopt;
+}
+
+namespace {
+// ROLE:NAME of a listed client key (never a controller's).
+std::optional<std::string> admitted(const std::vector<public_key>& keys, const char* z85) {
+  for (const auto& k : keys)
+    if (k.key == z85 && k.role != key_role::controller) return to_string(k.role) + ":" + k.name;
+  return std::nullopt;
+}
+}  // namespace
 
 authenticator::~authenticator() {
   stop_ = true;
@@ -76,14 +93,24 @@ void authenticator::loop() {
     } else {
       char z85[41];
       zmq_z85_encode(z85, static_cast<const std::uint8_t*>(req[6].data()), 32);
-      std::lock_guard<std::mutex> lock(mu_);
-      for (const auto& k : keys_)
-        if (k.key == z85 && k.role != key_role::controller) {
-          status = "200";
-          text = "OK";
-          user = to_string(k.role) + ":" + k.name;
+      std::unique_lock<std::mutex> lock(mu_);
+      auto who = admitted(keys_, z85);
+      if (!who && reload_) {
+        lock.unlock();  // reading the directory takes a while: key_of may go on meanwhile
+        auto fresh = reload_();
+        lock.lock();
+        if (fresh) {
+          keys_ = std::move(*fresh);
+          who = admitted(keys_, z85);
         }
-      if (status != "200") text = "key " + std::string(z85) + " is not authorized";
+      }
+      if (who) {
+        status = "200";
+        text = "OK";
+        user = *who;
+      } else {
+        text = "key " + std::string(z85) + " is not authorized";
+      }
     }
     if (status != "200") {
       ++refused_;

@@ -26,11 +26,14 @@ status make_curve_client(zmq::socket_t& s, const client_keys& k);
 // The ZAP handler of one ZeroMQ context; it must run before a CURVE server socket of that
 // context accepts a connection (without a handler libzmq would admit every key). Admits a
 // client whose key is listed (not a controller key), refuses every other; `on_refusal` hears
-// of each refusal (from the handler's thread).
+// of each refusal (from the handler's thread). `reload`, where given, is asked for a new
+// list before a key not listed is refused (authorized_reloader: keys admitted since).
 class authenticator {
  public:
+  using reload_fn = std::function<std::optional<std::vector<public_key>>()>;
   static result<std::unique_ptr<authenticator>> start(zmq::context_t& ctx, std::vector<public_key> authorized,
-                                                      std::function<void(const std::string&)> on_refusal = {});
+                                                      std::function<void(const std::string&)> on_refusal = {},
+                                                      reload_fn reload = {});
   ~authenticator();
   authenticator(const authenticator&) = delete;
   authenticator& operator=(const authenticator&) = delete;
@@ -38,6 +41,8 @@ class authenticator {
   // Replaces the admitted keys (a node's data socket admits the current peers only); a
   // connection already admitted stays.
   void authorize(std::vector<public_key> keys);
+  // The Z85 public key of an admitted peer ("ROLE:NAME", as packets name it), if listed.
+  std::optional<std::string> key_of(const std::string& peer);
 
  private:
   authenticator() = default;
@@ -46,6 +51,7 @@ class authenticator {
   std::mutex mu_;
   std::vector<public_key> keys_;  // guarded by mu_
   std::function<void(const std::string&)> on_refusal_;
+  reload_fn reload_;  // handler thread only
   std::atomic<bool> stop_{false};
   std::atomic<int> refused_{0};
   std::thread thread_;

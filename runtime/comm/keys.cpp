@@ -7,6 +7,7 @@
 #include <zmq.h>
 
 #include <algorithm>
+#include <ctime>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -67,13 +68,19 @@ result<public_key> public_from(const std::map<std::string, std::string>& f, cons
 
 // Created afresh with its mode (O_EXCL after removing any old file), so that a secret is
 // never readable by others, not even briefly.
+// Whole or not at all (a temporary file renamed over the name): a controller that reads
+// authorized/ while a node writes its key there never sees half a file.
 status write_file(const fs::path& p, const std::string& text, ::mode_t mode) {
+  const auto tmp = p.string() + ".tmp" + std::to_string(::getpid());
   std::error_code ec;
-  fs::remove(p, ec);
-  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL, mode);
+  fs::remove(tmp, ec);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, mode);
   if (fd < 0) return make_error("io", "cannot write " + p.string());
   const bool ok = ::write(fd, text.data(), text.size()) == static_cast<::ssize_t>(text.size());
-  if (::close(fd) != 0 || !ok) return make_error("io", "cannot write " + p.string());
+  if (::close(fd) != 0 || !ok || ::rename(tmp.c_str(), p.c_str()) != 0) {
+    fs::remove(tmp, ec);
+    return make_error("io", "cannot write " + p.string());
+  }
   return ok_status();
 }
 
@@ -182,9 +189,30 @@ result<server_keys> load_server_keys(const std::string& dir) {
   if (!own) return own.err();
   if (own->pub.role != key_role::controller)
     return make_error("bad_key", dir + "/controller.key is a " + to_string(own->pub.role) + " key, not a controller key");
-  auto authorized = read_public_keys((fs::path(dir) / "authorized").string());
+  const auto from = (fs::path(dir) / "authorized").string();
+  auto authorized = read_public_keys(from);
   if (!authorized) return authorized.err();
-  return server_keys{*own, *authorized};
+  return server_keys{*own, *authorized, from};
+}
+
+std::function<std::optional<std::vector<public_key>>()> authorized_reloader(std::string dir,
+                                                                             std::function<void(const std::string&)> on_error) {
+  return [dir = std::move(dir), on_error = std::move(on_error), read = std::int64_t{-1}]() mutable -> std::optional<std::vector<public_key>> {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) return std::nullopt;
+    const std::int64_t mtime = std::int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+    // A file system with coarse times may show no change for a key written in the tick of
+    // the last read: a directory changed in the last 2 s is read again.
+    const bool recent = ::time(nullptr) - st.st_mtim.tv_sec < 2;
+    if (mtime == read && !recent) return std::nullopt;
+    auto keys = read_public_keys(dir);
+    if (!keys) {
+      if (on_error) on_error(keys.err().message);
+      return std::nullopt;
+    }
+    read = mtime;
+    return std::move(*keys);
+  };
 }
 
 result<client_keys> load_client_keys(const std::string& dir, const std::vector<std::string>& names) {

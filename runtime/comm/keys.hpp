@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,7 @@ result<std::vector<public_key>> read_public_keys(const std::string& dir);
 struct server_keys {
   key_pair own;
   std::vector<public_key> authorized;
+  std::string authorized_dir;  // where `authorized` was read from ("": given in memory)
 };
 // What a CURVE client needs: its own pair and the server key it pins.
 struct client_keys {
@@ -54,6 +57,11 @@ struct client_keys {
   std::string server_key;
 };
 result<server_keys> load_server_keys(const std::string& dir);
+// Reads DIR (an authorized/ directory) again when it changed since the last read: keys that
+// nodes made and admitted after the controller started (a Slurm task's own key). Nothing
+// when it did not change or cannot be read (`on_error` says why); never a partial list.
+std::function<std::optional<std::vector<public_key>>()> authorized_reloader(std::string dir,
+                                                                             std::function<void(const std::string&)> on_error = {});
 // DIR/NAME.key for each name in `names`, the first that exists (so `node --leave` may use an
 // operator key or, failing that, the node's own), and DIR/controller.pub.
 result<client_keys> load_client_keys(const std::string& dir, const std::vector<std::string>& names);

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # A real Slurm on this machine (Debian's munge, slurmctld and slurmd; a generated slurm.conf
 # with this machine as the one node, no cgroups) runs the elastic job through examples/slurm:
-#  1. `sbatch dynapar.sbatch` (2 tasks: the controller, nodes for devices 0 and 1); a second
-#     allocation (`sbatch join.sbatch`, devices 2 and 3) joins mid-run, and its `scancel`
-#     makes its nodes leave; a third (device 2 again) joins and its node process is killed
+#  1. `sbatch dynapar.sbatch` (2 tasks: the controller, nodes for devices 0 and 1, the ids
+#     from the tasks, a key per device made in advance); a second allocation (`sbatch
+#     join.sbatch`, 2 tasks that describe themselves, each with a key it made and admitted
+#     while the run went on) joins mid-run as devices 2 and 3, and its `scancel` makes its
+#     nodes leave; a third (1 task, device 2 again) joins and its node process is killed
 #     (SIGKILL, as when its machine fails: a crash; scancel, even with --signal=KILL, cancels
 #     with a SIGTERM first, which is a leave). The run must equal one device (--verify), lose
 #     and repeat no sample, show the joins and leaves in plans.jsonl, and recover.
@@ -110,14 +112,14 @@ sys.exit(0 if n >= int(sys.argv[4]) else 1)' "$2" "$3" "$1/out/plans.jsonl" "${4
 export DYNAPAR_RUN=$out/elastic
 first=$(sbatch --parsable --ntasks=2 -o "$out/first.out" "$root/examples/slurm/dynapar.sbatch" "$job" --steps 200 --verify)
 for _ in $(seq 1200); do [ "$(steps "$DYNAPAR_RUN")" -ge 4 ] && break; sleep 0.1; done
-join=$(DYNAPAR_DEVICE_BASE=2 sbatch --parsable --ntasks=2 -o "$out/join.out" "$root/examples/slurm/join.sbatch")
+join=$(sbatch --parsable --ntasks=2 -o "$out/join.out" "$root/examples/slurm/join.sbatch")
 wait_plan "$DYNAPAR_RUN" joined 2
 wait_plan "$DYNAPAR_RUN" joined 3
 scancel "$join"
 wait_plan "$DYNAPAR_RUN" left 2
 wait_plan "$DYNAPAR_RUN" left 3
 wait_job "$join"
-crash=$(DYNAPAR_DEVICE_BASE=2 sbatch --parsable --ntasks=1 -o "$out/crash.out" "$root/examples/slurm/join.sbatch")
+crash=$(sbatch --parsable --ntasks=1 -o "$out/crash.out" "$root/examples/slurm/join.sbatch")
 wait_plan "$DYNAPAR_RUN" joined 2 2
 # The job's node process: a process of the dynapar binary (not srun, whose arguments also hold
 # "node --slurm", nor srun's helper) whose environment names the job (proctrack/linuxproc lists
@@ -133,7 +135,7 @@ done
 wait_job "$crash"
 wait_job "$first"
 grep -q "verify ok" "$out/first.out" || { echo "first job:"; cat "$out/first.out"; exit 1; }
-/usr/bin/python3 - "$DYNAPAR_RUN/out" "$out/first.out" <<'PY'
+/usr/bin/python3 - "$DYNAPAR_RUN/out" "$out/first.out" "$join" "$crash" <<'PY'
 import json, re, sys
 d = sys.argv[1]
 s = json.load(open(d + "/summary.json"))
@@ -152,10 +154,13 @@ for dev in (2, 3):
     again = rejoined if dev == 2 else s["steps"]
     assert 0 < joined < left < s["steps"], (dev, joined, left)
     assert not any(used(p, dev) for p in plans if p["step"] < joined or left <= p["step"] < again), dev
-# Each node proved its own key: device-0, -1, -3 once, device-2 twice (two allocations).
+# Each node proved its own key: the first job's the keys of its devices; each task of the
+# others the key it made (slurm-JOB.STEP-TASK), which the controller read once it was met.
 log = "".join(open(sys.argv[2].replace("first", f)).read() for f in ("first", "join", "crash"))
-for dev, times in ((0, 1), (1, 1), (2, 2), (3, 1)):
-    assert len(re.findall(r"joined with 1 device\(s\), key node:device-%d$" % dev, log, re.M)) == times, dev
+join, crash = sys.argv[3], sys.argv[4]
+for key in ("device-0", "device-1", rf"slurm-{join}\.\d+-0", rf"slurm-{join}\.\d+-1", rf"slurm-{crash}\.\d+-0"):
+    assert len(re.findall(r"joined with 1 device\(s\), key node:%s$" % key, log, re.M)) == 1, key
+assert "authorized key(s) again" in log, "the controller never read authorized/ again"
 print("elastic: diff", s["reference_max_rel_diff"], "joins", s["joins"], "leaves", s["leaves"], "lost", s["devices_lost"],
       "replans", s["replans"])
 PY

@@ -44,8 +44,8 @@ struct server {
   zmq::socket_t router{ctx, zmq::socket_type::router};
   std::string endpoint;
   int port = 0;
-  server(const comm::key_pair& own, std::vector<comm::public_key> admitted) {
-    auto a = comm::authenticator::start(ctx, std::move(admitted));
+  server(const comm::key_pair& own, std::vector<comm::public_key> admitted, comm::authenticator::reload_fn reload = {}) {
+    auto a = comm::authenticator::start(ctx, std::move(admitted), {}, std::move(reload));
     REQUIRE(a);
     auth = std::move(*a);
     REQUIRE(comm::make_curve_server(router, comm::server_keys{own, {}}));
@@ -235,6 +235,49 @@ TEST_CASE("a CURVE server admits listed keys only, and a client pins the server'
   REQUIRE(why);
   CHECK(why->find("does not") != std::string::npos);
   CHECK_FALSE(s.next(300));  // none of the three got a message through
+}
+
+TEST_CASE("a key admitted in authorized/ after the server started gets in; others still do not", "[curve]") {
+  const auto dir = temp_dir("reload");
+  const auto ctl = pair_of("controller", comm::key_role::controller);
+  const auto first = pair_of("first", comm::key_role::node);
+  const auto late = pair_of("slurm-7-0", comm::key_role::node);
+  const auto stranger = pair_of("stranger", comm::key_role::node);
+  REQUIRE(comm::write_public_key(dir, first.pub));
+  std::vector<std::string> errors;
+  auto read = comm::authorized_reloader(dir, [&](const std::string& why) { errors.push_back(why); });
+  auto loaded = comm::read_public_keys(dir);
+  REQUIRE(loaded);
+  server s(ctl, *loaded, read);
+
+  client early(comm::client_keys{late, ctl.pub.key}, s.endpoint);  // before its key is admitted
+  early.send("too soon");
+  auto why = early.failure(5000);
+  REQUIRE(why);
+  CHECK(why->find("refused this key") != std::string::npos);
+  CHECK_FALSE(s.auth->key_of("node:slurm-7-0"));
+
+  REQUIRE(comm::write_public_key(dir, late.pub));  // what `dynapar keygen --authorize` does
+  client now(comm::client_keys{late, ctl.pub.key}, s.endpoint);
+  now.send("my key is in authorized/ now");
+  auto got = s.next(5000);
+  REQUIRE(got);
+  CHECK(got->peer == "node:slurm-7-0");
+  CHECK(s.auth->key_of("node:slurm-7-0") == late.pub.key);
+  CHECK(s.auth->key_of("node:first") == first.pub.key);
+
+  client unlisted(comm::client_keys{stranger, ctl.pub.key}, s.endpoint);
+  unlisted.send("and me?");
+  REQUIRE(unlisted.failure(5000));
+  // A file that does not parse leaves the admitted keys as they were, and says why.
+  std::ofstream(fs::path(dir) / "broken.pub") << "not a key\n";
+  client again(comm::client_keys{stranger, ctl.pub.key}, s.endpoint);
+  again.send("now?");
+  REQUIRE(again.failure(5000));
+  CHECK_FALSE(errors.empty());
+  CHECK(s.auth->key_of("node:slurm-7-0") == late.pub.key);
+  CHECK_FALSE(s.next(300));
+  fs::remove_all(dir);
 }
 
 TEST_CASE("tampered and replayed CURVE traffic never reaches the application", "[curve]") {

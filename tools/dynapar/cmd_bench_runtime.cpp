@@ -1,7 +1,11 @@
 // `dynapar bench runtime JOB`: the policies side by side through the same actor runtime on the
 // job's emulated cluster and dynamics (each re-planned by the controller every slot): step
 // time, cost against the budget, the simulator's prediction for the very plans that ran
-// (fidelity), and efficiency against the communication-free floor.
+// (fidelity), and efficiency against the communication-free floor. With `--local N` the
+// devices run in N node processes, as `launch --local N` runs them.
+#include <stdlib.h>
+
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -11,6 +15,8 @@
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "actors/trainer.hpp"
+#include "comm/keys.hpp"
+#include "remote_train.hpp"
 #include "training/prepare.hpp"
 #include "planner/policy.hpp"
 #include "sim/des.hpp"
@@ -29,6 +35,8 @@ struct runtime_bench_options {
   bool no_budget = false;
   std::string emulate_compute;  // empty: the job's
   bool json = false;
+  int local = 0;     // > 0: the devices in this many node processes (launch --local)
+  std::string keys;  // with local: the throwaway keys the nodes and the controller use
 };
 
 struct policy_run {
@@ -82,14 +90,42 @@ result<policy_run> run_policy(const training::prepared_job& p, const std::string
     r.cost += rec.cost;
     ++r.steps;
   };
-  auto out = actors::train(*p.model, p.train_set, s, cb);
+  result<training::train_outcome> out = make_error("bad_flag", "no run");
+  if (o.local > 0) {
+    training::prepared_job q = p;
+    q.settings = s;
+    controller_options c;
+    c.bind = "tcp://127.0.0.1:0";
+    c.local_nodes = o.local;
+    c.keys = o.keys;
+    if (auto st = load_keys(c); !st) return st.err();
+    out = train_remote(q, cb, c);
+  } else {
+    out = actors::train(*p.model, p.train_set, s, cb);
+  }
   if (!out) return out.err();
   r.replans = out->replans;
   r.accuracy = model::accuracy(out->final_layers, p.test_set);
   return r;
 }
 
-int bench_runtime(const runtime_bench_options& o) {
+// Throwaway keys for --local's nodes, removed at the end.
+struct temp_keys {
+  std::string dir;
+  ~temp_keys() {
+    std::error_code ec;
+    if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+  }
+};
+
+int bench_runtime(runtime_bench_options o) {
+  temp_keys keys;
+  if (o.local > 0) {
+    std::string pattern = (std::filesystem::temp_directory_path() / "dynapar-bench-XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) return report(make_error("io", "cannot make a directory for the nodes' keys in /tmp"));
+    keys.dir = o.keys = pattern + "/keys";
+    if (auto st = comm::write_local_keys(o.keys, o.local); !st) return report(st.err());
+  }
   auto p = training::prepare_job(o.job, o.steps);
   if (!p) return report(p.err());
   for (const auto& name : o.policies)
@@ -134,13 +170,14 @@ int bench_runtime(const runtime_bench_options& o) {
                     {"replans", static_cast<double>(r->replans) / o.rounds},
                     {"test_accuracy", r->accuracy}});
   }
-  json out = {{"job", p->job.name}, {"steps", o.steps}, {"rounds", o.rounds}, {"replan_every", o.replan_every}, {"emulation_scale", p->scale}, {"runs", rows}};
+  json out = {{"job", p->job.name}, {"node_processes", o.local}, {"steps", o.steps}, {"rounds", o.rounds}, {"replan_every", o.replan_every}, {"emulation_scale", p->scale}, {"runs", rows}};
   if (o.json) {
     std::cout << out.dump() << "\n";
     return exit_ok;
   }
   std::cout << p->job.name << ": " << o.rounds << " rounds of " << o.steps << " steps, a slot every " << o.replan_every
-            << " steps, the same runtime and dynamics for every policy\n"
+            << " steps, the same runtime and dynamics for every policy"
+            << (o.local > 0 ? ", the devices in " + std::to_string(o.local) + " node processes" : std::string()) << "\n"
             << std::left << std::setw(16) << "policy" << std::right << std::setw(10) << "step ms" << std::setw(9) << "ratio"
             << std::setw(10) << "sim ms" << std::setw(10) << "meas/sim" << std::setw(10) << "part/sim" << std::setw(10) << "driver ms"
             << std::setw(8) << "eff" << std::setw(11) << "cost/step"
@@ -178,6 +215,8 @@ void add_bench_runtime(CLI::App& bench, runner& run) {
       ->check(CLI::IsMember({"cpu", "profile"}));
   sub->add_flag("--no-budget", o->no_budget, "Drop the job's cost budget (the fastest plans, whatever they cost)");
   sub->add_flag("--json", o->json, "Print one JSON object");
+  sub->add_option("--local", o->local, "Run the devices in N node processes on this machine, as launch --local N (default: in this process)")
+      ->check(CLI::Range(1, 256));
   sub->callback([o, &run] { run = [o] { return bench_runtime(*o); }; });
 }
 

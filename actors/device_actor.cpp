@@ -235,6 +235,8 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
         s.speed.new_step();
         s.report.device = s.cfg.id;
         s.report.step = s.task.step;
+        if (s.updated_step >= 0 && s.updated_step == s.task.train_step - 1)
+          s.report.idle_s = std::chrono::duration<double>(clock::now() - s.updated_at).count();
         s.worker->begin_step(s.task.train_step, s.task.first_micro, s.task.accumulate);
         s.active = true;
         s.told_forward = false;

@@ -31,6 +31,10 @@ struct device_state {
   bool told_forward = false;       // a probe's first forward was reported
   std::optional<stage_task> rest;  // a probe's rest that came before the probe ended
   std::chrono::steady_clock::time_point wait_since;
+  // Its last update (a layer's sum applied): from then until the next step's task came, the
+  // device waited on the controller (stage_report::idle_s).
+  std::chrono::steady_clock::time_point updated_at;
+  std::int64_t updated_step = -1;  // the training step of that update
   device_clock speed{1};                        // emulated speed, CPU- or profile-timed
   comm::link_shaper to_next, to_prev;          // this device's side of its pipeline links
   std::map<int, comm::link_shaper> migration;  // by target device

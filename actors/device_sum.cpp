@@ -78,6 +78,8 @@ caf::result<applied> apply_sum(device_state& s, std::int64_t step, int layer, co
   auto st = s.worker->apply(layer, sum, divisor, s.task.train_step, scale);
   s.speed.finish(w, s.speed.update_s(layer));
   if (!st) return caf::make_error(caf::sec::runtime_error, st.err().message);
+  s.updated_at = std::chrono::steady_clock::now();
+  s.updated_step = s.task.train_step;
   return applied{s.cfg.id, step, layer};
 }
 

@@ -95,6 +95,8 @@ result<training::train_outcome> driver::run() {
   recovery_.fresh = recovery_.cut.layers;
   faults_.rng.seed(s_.seed ^ 0xfa17ull);
   double total_time = 0, total_cost = 0;
+  double steady_wait = 0, steady_time = 0;  // controller waits and step times of steady steps
+  int incidents = 0;  // recoveries and retries up to the last step that ended
   std::int64_t slot = -1;
   for (std::int64_t t = start; t < s_.steps; ++t) {
     const auto t0 = clock::now();
@@ -129,6 +131,7 @@ result<training::train_outcome> driver::run() {
     }
     if (!next) return next.err();
     bool moved = false;  // this step's plan change moved layers
+    const bool replanned = static_cast<bool>(*next);
     if (*next) {
       const auto before = out_.layers_moved;
       if (auto st = apply(**next, t, slot, rec); !st) {
@@ -187,6 +190,12 @@ result<training::train_outcome> driver::run() {
     }
     total_time += rec.time_s;
     total_cost += rec.cost;
+    if (t > start && !replanned && incidents == out_.recoveries + out_.step_retries) {
+      steady_wait += rec.controller_wait_s;
+      steady_time += rec.time_s;
+      ++out_.steady_steps;
+    }
+    incidents = out_.recoveries + out_.step_retries;
     for (const auto& l : measure.links) out_.data_plane_bytes[l.from] += l.bytes;
     out_.messages_per_step = 0;
     for (const auto& st : rec.stages) out_.messages_per_step += st.messages;
@@ -216,6 +225,8 @@ result<training::train_outcome> driver::run() {
   out_.mean_step_time_s = ran > 0 ? total_time / ran : 0;
   out_.samples_per_s = total_time > 0 ? ran * s_.batch / total_time : 0;
   out_.avg_cost = ran > 0 ? total_cost / ran : 0;
+  out_.controller_wait_s = out_.steady_steps > 0 ? steady_wait / out_.steady_steps : 0;
+  out_.controller_wait_share = steady_time > 0 ? steady_wait / steady_time : 0;
   for (auto& [id, j] : out_.avg_energy_j) j = ran > 0 ? j / static_cast<double>(ran) : 0;
   out_.ledger = ledger.check(sampler, s_.steps);
   for (double r : recovery_.seconds) {

@@ -89,7 +89,7 @@ void driver::await_pipelines(step::attempt& at, reduction_work& work, const std:
           if (r.step != attempt_.tag) return;  // an abandoned attempt's
           if (!r.error.empty()) failure_ = r.error;
           std::vector<step::stage_result> stages;
-          for (const auto& st : r.stages) stages.push_back({st.device, st.compute_s, st.wait_s, st.messages, st.links});
+          for (const auto& st : r.stages) stages.push_back({st.device, st.compute_s, st.wait_s, st.messages, st.links, st.idle_s});
           for (int id : at.group_done(r.loss_sum, r.time_s, stages, since(started))) work.ready(id);
         },
         [&](device_gradients& g) { work.on(g); },
@@ -168,7 +168,12 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
   auto m = at.measure();
   measure.stages = std::move(m.stages);
   measure.links.insert(measure.links.end(), m.links.begin(), m.links.end());
-  for (const auto& st : at.stage_times()) rec.stages.push_back({st.device, st.compute_s, st.wait_s, st.messages, st.samples});
+  double wait = -1;  // the least wait of a device that updated in the step before
+  for (const auto& st : at.stage_times()) {
+    rec.stages.push_back({st.device, st.compute_s, st.wait_s, st.messages, st.samples, st.idle_s});
+    if (st.idle_s > 0 && (wait < 0 || st.idle_s < wait)) wait = st.idle_s;
+  }
+  rec.controller_wait_s = std::max(0.0, wait);
   at.teach(paces_);
   if (auto st = work->finish(); !st) return make_error(st.err().code, "step " + std::to_string(t) + ", " + st.err().message);
   if (!at.may_commit(work->done())) return make_error("sums", "step " + std::to_string(t) + ": the sums did not all arrive");

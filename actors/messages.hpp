@@ -119,6 +119,9 @@ struct stage_report {
   std::int64_t step = 0;
   double compute_s = 0;                  // forward and backward work
   double wait_s = 0;                     // blocked on a receive
+  // From its update of the step before (its last sum applied) until this step's task came:
+  // the time it waited on the controller between steps (0 when it did not update then).
+  double idle_s = 0;
   double loss_sum = 0;                   // last stage
   int messages = 0;                      // activations and gradients sent
   std::vector<control::link_measure> links;  // what each link it sent on did, as its NIC would count

@@ -232,6 +232,7 @@ struct StageReport {
   links @6 :List(LinkUse);
   error @7 :Text;
   interim @8 :UInt8;          # a probe's progress: 1 its first forward ended, 2 it ended; 0 the stage's end
+  idleS @9 :Float64;          # from its update of the step before until this step's task (0: none then)
 }
 
 struct GradientsCall {

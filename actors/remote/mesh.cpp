@@ -18,7 +18,7 @@ result<std::unique_ptr<node_mesh>> node_mesh::start(zmq::context_t& ctx, const s
     auto a = comm::authenticator::start(ctx, {}, [](const std::string& why) { logging::get("node")->warn("data socket: {}", why); });
     if (!a) return a.err();
     m->auth_ = std::move(*a);
-    if (auto st = comm::make_curve_server(m->router_, comm::server_keys{cfg.keys->own, {}}); !st) return st.err();
+    if (auto st = comm::make_curve_server(m->router_, comm::server_keys{cfg.keys->own, {}, ""}); !st) return st.err();
   }
   try {
     m->router_.set(zmq::sockopt::linger, 0);

@@ -102,7 +102,7 @@ control::measurement attempt::measure() const {
 
 std::vector<stage_time> attempt::stage_times() const {
   std::vector<stage_time> out;
-  for (const auto& st : stages_) out.push_back({st.device, st.compute_s, st.wait_s, st.messages, ran(st.device)});
+  for (const auto& st : stages_) out.push_back({st.device, st.compute_s, st.wait_s, st.messages, ran(st.device), st.idle_s});
   return out;
 }
 

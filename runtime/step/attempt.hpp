@@ -29,6 +29,7 @@ struct stage_result {
   double wait_s = 0;     // blocked on a receive
   int messages = 0;      // activations and gradients sent
   std::vector<control::link_measure> links;
+  double idle_s = 0;     // waiting on the controller before the step (stage_report::idle_s)
 };
 
 // A stage in the step record: stage_result's figures and the samples it ran (with dispatch,
@@ -38,6 +39,7 @@ struct stage_time {
   double compute_s = 0, wait_s = 0;
   int messages = 0;
   int samples = 0;
+  double idle_s = 0;
 };
 
 struct attempt_options {

@@ -20,6 +20,7 @@ struct stage_timing {
   double compute_s = 0, wait_s = 0;
   int messages = 0;
   int samples = 0;  // the device's part of the batch (with within-step dispatch, not its share)
+  double idle_s = 0;  // waiting on the controller before the step (from its last update)
 };
 
 struct step_record {
@@ -35,6 +36,10 @@ struct step_record {
   double cost = 0;                   // sum of the used devices' price x time_s
   double predicted_s = 0;            // the controller's prediction for the plan in force (0: none)
   double cost_queue = 0;             // the controller's cost queue at its latest decision
+  // The control round trip on the step's critical path: the least any device of the step
+  // waited between its update of the step before and this step's task (stage_timing::idle_s).
+  // The device that updated last waits least: the others' waits add the step's imbalance.
+  double controller_wait_s = 0;
   std::vector<stage_timing> stages;
 };
 
@@ -96,6 +101,11 @@ struct train_outcome {
   // every device still answering.
   int faults_injected = 0, devices_lost = 0, recoveries = 0, step_retries = 0;
   double mean_recovery_s = 0, max_recovery_s = 0;
+  // Steady steps (no layer moved, no fault or retry, not the run's first): the mean of
+  // step_record::controller_wait_s, and its share of their time (issue 51: ~0 once control
+  // is pipelined).
+  double controller_wait_s = 0, controller_wait_share = 0;
+  int steady_steps = 0;
   // Over processes: tensor bytes through the controller's process by kind
   // (remote_devices::tensor_bytes); empty in one process.
   std::map<std::string, double> controller_tensor_bytes;

@@ -27,7 +27,7 @@ json energy_budget_json(const planner::budgets& b) {
 json step_json(const step_record& r) {
   json stages = json::array();
   for (const auto& st : r.stages)
-    stages.push_back({{"device", st.device}, {"compute_s", st.compute_s}, {"wait_s", st.wait_s}, {"messages", st.messages}, {"samples", st.samples}});
+    stages.push_back({{"device", st.device}, {"compute_s", st.compute_s}, {"wait_s", st.wait_s}, {"idle_s", st.idle_s}, {"messages", st.messages}, {"samples", st.samples}});
   return {{"step", r.step},
           {"loss", r.loss},
           {"lr", r.lr},
@@ -40,6 +40,7 @@ json step_json(const step_record& r) {
           {"cost", r.cost},
           {"predicted_s", r.predicted_s},
           {"cost_queue", r.cost_queue},
+          {"controller_wait_s", r.controller_wait_s},
           {"stages", stages}};
 }
 
@@ -98,6 +99,9 @@ json summary_json(const config::job& j, int batch, const train_outcome& o, const
             {"step_retries", o.step_retries},
             {"mean_recovery_s", o.mean_recovery_s},
             {"max_recovery_s", o.max_recovery_s},
+            {"controller_wait_s_per_step", o.controller_wait_s},
+            {"controller_wait_share", o.controller_wait_share},
+            {"steady_steps", o.steady_steps},
             {"checkpoints", o.checkpoints},
             {"wall_s", f.wall_s},
             {"data_plane_bytes", by_device(o.data_plane_bytes)}};

@@ -129,6 +129,7 @@ void write_call(schema::DeviceCall::Builder c, const device_call& m) {
                    b.setWaitS(x.wait_s);
                    b.setLossSum(x.loss_sum);
                    b.setInterim(static_cast<std::uint8_t>(x.interim));
+                   b.setIdleS(x.idle_s);
                    auto ls = b.initLinks(n(x.links));
                    for (std::size_t i = 0; i < x.links.size(); ++i) {
                      auto l = ls[static_cast<unsigned>(i)];
@@ -294,7 +295,7 @@ device_op read_op(Op::Reader o, const decode_limits& lim) {
       auto r = o.getStageReport();
       ops::stage_report s{r.getDevice(), r.getStep(), to_int(r.getMessages(), "call.stageReport.messages"),
                           r.getComputeS(), r.getWaitS(), r.getLossSum(), {}, text(r.getError(), lim, "call.stageReport.error"),
-                          r.getInterim()};
+                          r.getInterim(), r.getIdleS()};
       check_list(r.getLinks(), lim, "call.stageReport.links");
       for (auto l : r.getLinks())
         s.links.push_back({l.getFrom(), l.getTo(), to_int(l.getTransfers(), "call.stageReport.links.transfers"), l.getBytes(), l.getBusyS()});

@@ -62,6 +62,7 @@ struct stage_report {
   std::vector<link_use> links;
   std::string error;
   int interim = 0;                               // 1, 2: a probe's progress (StageReport)
+  double idle_s = 0;                             // waiting on the controller before the step
 };
 struct gradients { std::int64_t tag = 0; std::vector<int> layers; };
 struct tree_place { int level = 0; std::int64_t index = 0; };

@@ -92,7 +92,7 @@ status check_op(const device_call& m) {
           [&](const ops::activation&) { return want_tensors(m, 1, "activation"); },
           [&](const ops::gradient&) { return want_tensors(m, 1, "gradient"); },
           [&](const ops::stage_report& x) -> status {
-            if (!finite_nonneg(x.compute_s) || !finite_nonneg(x.wait_s)) return bad("call.stageReport", "times must be finite and >= 0");
+            if (!finite_nonneg(x.compute_s) || !finite_nonneg(x.wait_s) || !finite_nonneg(x.idle_s)) return bad("call.stageReport", "times must be finite and >= 0");
             if (!std::isfinite(x.loss_sum)) return bad("call.stageReport.lossSum", "must be finite");
             if (x.interim < 0 || x.interim > 2) return bad("call.stageReport.interim", "must be 0, 1 or 2");
             for (const auto& l : x.links)

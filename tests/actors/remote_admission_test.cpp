@@ -219,7 +219,7 @@ TEST_CASE("a controller serving CURVE admits listed keys only, and only operator
 
   rc.bind = "tcp://127.0.0.1:0";
   rc.allow_remote = false;
-  rc.keys = comm::server_keys{ctl, {node.pub, op.pub}};
+  rc.keys = comm::server_keys{ctl, {node.pub, op.pub}, ""};
   auto hub = actors::remote::remote_devices::start(sys, *m, rc);
   REQUIRE(hub);
   const auto ep = (*hub)->endpoint();

@@ -9,7 +9,9 @@
 #include "train_helpers.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
+#include <thread>
 
 using namespace dynapar;
 using test::diff_from_one_device;
@@ -665,4 +667,49 @@ TEST_CASE("a parameterless first layer (Flatten) trains exactly on any split, al
     REQUIRE(out);
     CHECK(diff_from_one_device(**m, d, s, out->final_layers) == 0);
   }
+}
+
+TEST_CASE("a device's wait on the driver between steps is measured: a pause after a step shows in the next", "[actor][train]") {
+  // The driver calls on_step between steps, before it sends the next step's tasks: a pause
+  // there is time every device waits after its update (the hand-known reference).
+  model::set_threads(1);
+  const auto d = data::synthetic(640, 4);
+  auto m = model::make_model("mlp", 8);
+  REQUIRE(m);
+  training::train_settings s;
+  s.plan = two_groups(3, planner::schedule_kind::one_f_one_b);
+  s.steps = 8;
+  s.optimizer = {"sgd", 0.02, 0.9, 0};
+  planner::plan merged;  // a re-plan at step 6: that step is not steady
+  merged.groups = {{{0, 1, 2}, {0, 1, 2, 3}, 64, 8}};
+  s.replans = {{6, merged}};
+  constexpr double pause_s = 0.25;
+  std::vector<training::step_record> recs;
+  training::train_callbacks cb;
+  cb.on_step = [&](const training::step_record& r) {
+    recs.push_back(r);
+    if (r.step == 3) std::this_thread::sleep_for(std::chrono::duration<double>(pause_s));
+  };
+  auto out = actors::train(**m, d, s, cb);
+  REQUIRE(out);
+  REQUIRE(recs.size() == 8);
+  CHECK(recs[0].controller_wait_s == 0);  // no step before it
+  CHECK(recs[4].controller_wait_s >= pause_s);
+  CHECK(recs[4].controller_wait_s < pause_s + 1.0);
+  for (const auto& st : recs[4].stages) CHECK(st.idle_s >= pause_s);  // every device waited
+  for (int t : {1, 2, 3, 5, 7}) {
+    CHECK(recs[t].controller_wait_s > 0);
+    CHECK(recs[t].controller_wait_s < recs[4].controller_wait_s - 0.8 * pause_s);
+  }
+  // The summary: steady steps are all but the first and the re-planned one.
+  double wait = 0, time = 0;
+  for (const auto& r : recs)
+    if (r.step != 0 && r.step != 6) {
+      wait += r.controller_wait_s;
+      time += r.time_s;
+    }
+  CHECK(out->steady_steps == 6);
+  CHECK(out->controller_wait_s == Approx(wait / 6));
+  CHECK(out->controller_wait_share == Approx(wait / time));
+  CHECK(diff_from_one_device(**m, d, s, out->final_layers) == 0);
 }

@@ -48,7 +48,7 @@ struct server {
     auto a = comm::authenticator::start(ctx, std::move(admitted), {}, std::move(reload));
     REQUIRE(a);
     auth = std::move(*a);
-    REQUIRE(comm::make_curve_server(router, comm::server_keys{own, {}}));
+    REQUIRE(comm::make_curve_server(router, comm::server_keys{own, {}, ""}));
     router.set(zmq::sockopt::linger, 0);
     router.bind("tcp://127.0.0.1:0");
     endpoint = router.get(zmq::sockopt::last_endpoint);

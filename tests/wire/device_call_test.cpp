@@ -2,6 +2,8 @@
 // fields contradict each other or its tensor frames is refused, naming the field.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "wire/codec.hpp"
 
 using namespace dynapar;
@@ -115,6 +117,8 @@ TEST_CASE("every device operation round-trips with its fields", "[unit][wire]") 
   CHECK(rb.error == "lost");
   CHECK(rb.interim == 0);
   CHECK(round_trip(ops::stage_report{3, 41, 0, 0.5, 0, 0, {}, "", 2}).interim == 2);  // a probe ended
+  CHECK(round_trip(ops::stage_report{3, 41, 0, 0.5, 0, 0, {}, "", 0, 0.125}).idle_s == 0.125);  // waited on the controller
+  CHECK(rb.idle_s == 0);
 
   const auto gs = round_trip(ops::gradients{41, {0, 2, 5}});
   CHECK((gs.tag == 41 && gs.layers == std::vector<int>{0, 2, 5}));
@@ -224,4 +228,6 @@ TEST_CASE("malformed device operations are refused, each naming what is wrong", 
   CHECK(refusal(ops::migrate{0, 1, {-1, 0}}).find("call.migrate.link") != std::string::npos);
   CHECK(refusal(ops::stage_report{0, 0, 0, -1, 0, 0, {}, ""}).find("call.stageReport") != std::string::npos);
   CHECK(refusal(ops::stage_report{0, 0, 0, 0, 0, 0, {}, "", 3}).find("call.stageReport.interim") != std::string::npos);
+  CHECK(refusal(ops::stage_report{0, 0, 0, 0, 0, 0, {}, "", 0, -1}).find("call.stageReport") != std::string::npos);
+  CHECK(refusal(ops::stage_report{0, 0, 0, 0, 0, 0, {}, "", 0, std::nan("")}).find("call.stageReport") != std::string::npos);
 }

@@ -79,7 +79,7 @@ int wire_main(const wire_options& o) {
     auto client = comm::make_key_pair("node", comm::key_role::node);
     if (!server) return report(server.err());
     if (!client) return report(client.err());
-    keys = curve_keys{{*server, {client->pub}}, {*client, server->pub.key}};
+    keys = curve_keys{{*server, {client->pub}, ""}, {*client, server->pub.key}};
   }
   nlohmann::json rows = nlohmann::json::array();
   if (!o.json)

@@ -7,8 +7,8 @@
 #include <zmq.h>
 
 #include <algorithm>
-#include <ctime>
 #include <cctype>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -66,10 +66,9 @@ result<public_key> public_from(const std::map<std::string, std::string>& f, cons
   return k;
 }
 
-// Created afresh with its mode (O_EXCL after removing any old file), so that a secret is
-// never readable by others, not even briefly.
-// Whole or not at all (a temporary file renamed over the name): a controller that reads
-// authorized/ while a node writes its key there never sees half a file.
+// Created afresh with its mode under a temporary name (O_EXCL), then renamed over the name: a
+// secret is never readable by others, not even briefly, and a controller reading authorized/
+// while a node writes its key there never sees half a file.
 status write_file(const fs::path& p, const std::string& text, ::mode_t mode) {
   const auto tmp = p.string() + ".tmp" + std::to_string(::getpid());
   std::error_code ec;

@@ -46,6 +46,19 @@ struct policy_run {
   double accuracy = 0;
 };
 
+// As `launch --local N` trains: a controller on loopback and N node processes.
+result<training::train_outcome> over_nodes(const training::prepared_job& p, const training::train_settings& s,
+                                           const training::train_callbacks& cb, const runtime_bench_options& o) {
+  training::prepared_job q = p;
+  q.settings = s;
+  controller_options c;
+  c.bind = "tcp://127.0.0.1:0";
+  c.local_nodes = o.local;
+  c.keys = o.keys;
+  if (auto st = load_keys(c); !st) return st.err();
+  return train_remote(q, cb, c);
+}
+
 result<policy_run> run_policy(const training::prepared_job& p, const std::string& policy, const runtime_bench_options& o) {
   training::train_settings s = p.settings;
   if (!s.controller) return make_error("bad_job", "bench runtime needs a job with a controller (replan_every > 0)");
@@ -90,19 +103,7 @@ result<policy_run> run_policy(const training::prepared_job& p, const std::string
     r.cost += rec.cost;
     ++r.steps;
   };
-  result<training::train_outcome> out = make_error("bad_flag", "no run");
-  if (o.local > 0) {
-    training::prepared_job q = p;
-    q.settings = s;
-    controller_options c;
-    c.bind = "tcp://127.0.0.1:0";
-    c.local_nodes = o.local;
-    c.keys = o.keys;
-    if (auto st = load_keys(c); !st) return st.err();
-    out = train_remote(q, cb, c);
-  } else {
-    out = actors::train(*p.model, p.train_set, s, cb);
-  }
+  auto out = o.local > 0 ? over_nodes(p, s, cb, o) : actors::train(*p.model, p.train_set, s, cb);
   if (!out) return out.err();
   r.replans = out->replans;
   r.accuracy = model::accuracy(out->final_layers, p.test_set);
@@ -123,7 +124,8 @@ int bench_runtime(runtime_bench_options o) {
   if (o.local > 0) {
     std::string pattern = (std::filesystem::temp_directory_path() / "dynapar-bench-XXXXXX").string();
     if (!::mkdtemp(pattern.data())) return report(make_error("io", "cannot make a directory for the nodes' keys in /tmp"));
-    keys.dir = o.keys = pattern + "/keys";
+    keys.dir = pattern;
+    o.keys = pattern + "/keys";
     if (auto st = comm::write_local_keys(o.keys, o.local); !st) return report(st.err());
   }
   auto p = training::prepare_job(o.job, o.steps);

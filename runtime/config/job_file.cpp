@@ -145,9 +145,49 @@ void parse_data(const fields& top, data::source& d) {
   if (auto st = data::check(d); !st) throw field_error{st.err().message};
 }
 
+// A job without `devices:` takes its devices from the nodes that host them, each described
+// by its node (`dynapar node --devices auto`: its memory) and measured as it joins (its
+// speed, by the probe): the pool is `max_devices` ids (default 64), none of them known in
+// advance. Without listed devices there is nothing to emulate, no price or power to budget
+// and no device to name in a fixed plan. Returns the document with the pool listed.
+YAML::Node with_described_pool(const YAML::Node& doc, bool& described) {
+  fields top(doc, "");
+  described = doc.IsMap() && !doc["devices"];
+  if (!described) {
+    if (top.has("max_devices")) throw field_error{"field 'max_devices' sizes the pool of a job without 'devices'; this job lists its devices"};
+    return doc;
+  }
+  if (top.boolean("emulate", true))
+    throw field_error{"field 'devices' is required with emulate: true (emulated devices need their speeds); with emulate: false, "
+                      "nodes describe their devices as they join (dynapar node --devices auto; docs/CLUSTERS.md)"};
+  if (top.integer("replan_every", 0) <= 0)
+    throw field_error{"a job without 'devices' needs a controller to plan for the devices that join: set replan_every"};
+  if (top.has("plan")) throw field_error{"field 'plan' names devices, and this job lists none"};
+  if (top.has("budget")) throw field_error{"field 'budget': a job without 'devices' has no prices or power to budget"};
+  const int pool = top.integer("max_devices", 64);
+  if (pool < 1 || pool > 4096) throw field_error{"field 'max_devices' must be in 1..4096"};
+  YAML::Node out = YAML::Clone(doc);
+  out.remove("max_devices");
+  YAML::Node entry;
+  entry["id"] = 0;
+  entry["count"] = pool;
+  entry["name"] = "auto";
+  out["devices"].push_back(entry);
+  return out;
+}
+
 }  // namespace
 
-result<job> parse_job(const YAML::Node& doc, const std::string& name) {
+result<job> parse_job(const YAML::Node& given, const std::string& name) {
+  bool described = false;
+  YAML::Node doc;
+  try {
+    doc = with_described_pool(given, described);
+  } catch (const field_error& e) {
+    return make_error("bad_config", e.message);
+  } catch (const YAML::Exception& e) {
+    return make_error("bad_config", std::string("malformed YAML: ") + e.what());
+  }
   auto base = parse_cluster(doc, {"name", "data", "synthetic_samples", "steps", "epochs", "optimizer", "policy",
                                   "hash_every", "threads", "plan", "exact", "emulate", "replan_every", "emulate_cores", "emulate_compute", "profile", "dynamics",
                                   "faults", "step_deadline_s", "verify_tolerance", "hysteresis", "regret", "loss", "precision"});
@@ -155,6 +195,7 @@ result<job> parse_job(const YAML::Node& doc, const std::string& name) {
   try {
     fields top(doc, "");
     job j;
+    j.described = described;
     j.name = top.text("name", name);
     j.cluster = std::move(*base);
     j.model = j.cluster.model.empty() ? j.model : j.cluster.model;

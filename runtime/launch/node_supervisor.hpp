@@ -14,7 +14,8 @@ class process_table {
  public:
   enum class state { running, exited, failed };  // failed: a non-zero exit, or killed
   virtual ~process_table() = default;
-  // Starts `dynapar node` named `name` hosting `devices`: a handle, or -1 if it could not.
+  // Starts `dynapar node` named `name` hosting `devices` (none: one it describes itself): a
+  // handle, or -1 if it could not.
   virtual int start(const std::string& name, const std::vector<int>& devices) = 0;
   // Whether it still runs; an ended process is reaped, and its handle means nothing after.
   virtual state poll(int handle) = 0;
@@ -26,11 +27,13 @@ struct supervisor_config {
   int nodes = 0;           // --local N
   std::vector<int> only;   // --devices: which of the job's devices the nodes host (empty: all)
   double respawn_s = -1;   // --respawn-s: a crashed node starts again this long after (< 0: never)
+  bool described = false;  // the job lists no devices: each node describes one (--devices auto)
 };
 
 class node_supervisor {
  public:
   // The job's devices go round-robin over the nodes; a node left with none is not started.
+  // With `described`, every node starts with none named: it describes its own.
   node_supervisor(process_table& os, const supervisor_config& cfg, const std::set<int>& job_devices);
 
   const std::vector<std::vector<int>>& devices() const { return devices_; }

@@ -39,6 +39,7 @@ int posix_nodes::start(const std::string& name, const std::vector<int>& devices)
     if (std::filesystem::exists(keys_ + "/" + own + ".key")) args.insert(args.end(), {"--key-name", own});
   }
   for (int d : devices) args.insert(args.end(), {"--device", std::to_string(d)});
+  if (devices.empty()) args.insert(args.end(), {"--devices", "auto"});
   args.insert(args.end(), extra_.begin(), extra_.end());
   return spawn_self(std::move(args));
 }

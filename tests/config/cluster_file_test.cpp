@@ -284,6 +284,30 @@ TEST_CASE("job files: sizes past what any run needs are named, and the largest a
   CHECK(job_error(no_steps + "steps: 1500000000").find("'steps' must be in 0..1000000000") != std::string::npos);
 }
 
+TEST_CASE("job files: without 'devices', a pool of ids that nodes describe, and what such a job cannot say", "[unit][config]") {
+  const std::string base = "model: cnn\nsteps: 10\nemulate: false\nreplan_every: 5\n";
+  auto pool = config::parse_job(YAML::Load(base), "t");
+  REQUIRE(pool);
+  CHECK(pool->described);
+  const auto& devices = pool->cluster.cluster.devices;
+  REQUIRE(devices.size() == 64);  // the documented default
+  CHECK((devices.front().id == 0 && devices.back().id == 63));
+  CHECK((devices[5].available && devices[5].price_per_s == 0 && devices[5].power_w == 0 && devices[5].speed == 1));
+  auto sized = config::parse_job(YAML::Load(base + "max_devices: 3"), "t");
+  REQUIRE(sized);
+  CHECK(sized->cluster.cluster.devices.size() == 3);
+  CHECK_FALSE(config::parse_job(YAML::Load(base + "devices: [{id: 0}]"), "t")->described);
+  CHECK(job_error(base + "max_devices: 0").find("'max_devices' must be in 1..4096") != std::string::npos);
+  CHECK(job_error(base + "max_devices: 4097").find("'max_devices' must be in 1..4096") != std::string::npos);
+  CHECK(job_error(base + "max_devices: 4\ndevices: [{id: 0}]").find("'max_devices' sizes the pool of a job without 'devices'") !=
+        std::string::npos);
+  // Emulated devices need their speeds; without re-planning nothing plans for those that join.
+  CHECK(job_error("model: cnn\nsteps: 10\nreplan_every: 5\n").find("'devices' is required with emulate: true") != std::string::npos);
+  CHECK(job_error("model: cnn\nsteps: 10\nemulate: false\n").find("set replan_every") != std::string::npos);
+  CHECK(job_error(base + "budget: {cost_per_slot: 1}").find("no prices or power to budget") != std::string::npos);
+  CHECK(job_error(base + "plan: [{devices: [0], splits: [0, 4], share: 64}]").find("'plan' names devices") != std::string::npos);
+}
+
 TEST_CASE("scenario files: the controller's hysteresis, off unless asked, and its lifetime checked", "[unit][config]") {
   const std::string base = "model: resnet50\ndevices: [{}, {}]\n";
   auto plain = config::parse_scenario(YAML::Load(base), "s");

@@ -96,3 +96,20 @@ TEST_CASE("without --respawn-s a crashed node stays down", "[unit][launch]") {
   CHECK(s.respawn(100.0, none_held).empty());
   CHECK(os.procs.size() == 1);
 }
+
+TEST_CASE("for a job without devices every node starts naming none (it describes its own), and restarts so", "[unit][launch]") {
+  fake_table os;
+  supervisor_config cfg{3, {}, 1.0};
+  cfg.described = true;
+  node_supervisor s(os, cfg, {0, 1, 2, 3, 4, 5, 6, 7});  // the job's pool: not handed out
+  CHECK(s.devices() == std::vector<std::vector<int>>{{}, {}, {}});
+  s.start();
+  REQUIRE(os.procs.size() == 3);
+  for (const auto& [h, p] : os.procs) CHECK(p.devices.empty());
+  CHECK(os.procs.at(102).name == "node-2");
+  os.procs.at(101).now = process_table::state::failed;
+  CHECK(s.poll(1.0).size() == 1);
+  // Its device had an id of its own: the new node describes another, whatever the controller holds.
+  CHECK(s.respawn(2.5, [](int) { return true; }) == std::vector<std::string>{"node-1-r1"});
+  CHECK(os.procs.at(103).devices.empty());
+}

@@ -94,7 +94,8 @@ void add_controller_flags(CLI::App* sub, controller_options& o) {
   sub->add_option("--wait-s", o.wait_s, "Seconds to wait for the nodes hosting the starting devices (default 60)")
       ->check(CLI::Range(0.1, 86400.0));
   sub->add_option("--min-devices", o.min_devices,
-                  "Start once nodes host this many of the devices available at slot 0 (default all); the others join when their nodes come")
+                  "Start once nodes host this many of the devices available at slot 0 (default all; for a job without devices, the "
+                  "--local nodes' or 1); the others join when their nodes come")
       ->check(CLI::Range(1, 100000));
   sub->add_flag("--allow-remote", o.allow_remote, "Allow a --bind address beyond loopback (needs --keys)");
   sub->add_option("--keys", o.keys,

@@ -140,18 +140,26 @@ result<training::train_outcome> train_remote(training::prepared_job& p, const tr
     node_args = {"--data-dir", folder.parent_path().string()};
   }
   launch::posix_nodes os((*remote)->endpoint(), o.keys, node_args);
+  const bool described = p.job.described;
+  if (described && !o.local_devices.empty())
+    return make_error("bad_flag", "--devices names the job's devices for the local nodes, and job '" + p.job.name + "' lists none");
   launch::supervisor_config sc;
   sc.nodes = o.local_nodes;
   sc.only = o.local_devices;
   sc.respawn_s = o.respawn_s;
+  sc.described = described;
   launch::node_supervisor kids(os, sc, rc.devices);
   kids.start();
   const auto t0 = clock::now();
   auto now_s = [&] { return std::chrono::duration<double>(clock::now() - t0).count(); };
   const auto need = starting_devices(p);
-  const std::size_t enough = o.min_devices > 0 ? std::min<std::size_t>(o.min_devices, need.size()) : need.size();
+  // A job without devices starts once its local nodes' devices (or --min-devices, default 1)
+  // joined; the rest of its pool joins as nodes come.
+  const std::size_t by_default = described ? std::max<std::size_t>(1, static_cast<std::size_t>(o.local_nodes)) : need.size();
+  const std::size_t enough = std::min<std::size_t>(o.min_devices > 0 ? o.min_devices : by_default, need.size());
   const auto until = clock::now() + std::chrono::duration<double>(o.wait_s);
-  log->info("waiting for nodes hosting {} of devices {}", enough, list(need));
+  if (described) log->info("waiting for {} device(s) to join, described by their nodes (dynapar node --devices auto)", enough);
+  else log->info("waiting for nodes hosting {} of devices {}", enough, list(need));
   while (true) {
     const auto have = (*remote)->present_ids();
     std::set<int> missing;
@@ -164,6 +172,10 @@ result<training::train_outcome> train_remote(training::prepared_job& p, const tr
     }
     if (clock::now() > until) {
       kids.kill_rest();
+      if (described)
+        return make_error("no_nodes", std::to_string(need.size() - missing.size()) + " of the " + std::to_string(enough) +
+                                          " device(s) needed joined within " + std::to_string(o.wait_s) +
+                                          " s (start nodes with: dynapar node --controller " + (*remote)->endpoint() + " --devices auto)");
       return make_error("no_nodes", "no node hosts device(s) " + list(missing) + " after " + std::to_string(o.wait_s) +
                                         " s (start them with: dynapar node --controller " + (*remote)->endpoint() + " --device ID)");
     }

@@ -19,6 +19,9 @@ struct cluster_file {
   // Where each device computes when the runtime runs it: device id -> "cuda:N" (docs/GPU.md).
   // Devices not listed compute on the CPU. The planner sees speeds, not places.
   std::map<int, std::string> places;
+  // A job file without `devices:`: the cluster is a pool of `max_devices` ids that nodes
+  // describe as they join (`dynapar node --devices auto`); it trains over nodes only.
+  bool described = false;
 };
 
 result<cluster_file> load_cluster_file(const std::string& path);

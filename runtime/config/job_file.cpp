@@ -195,9 +195,9 @@ result<job> parse_job(const YAML::Node& given, const std::string& name) {
   try {
     fields top(doc, "");
     job j;
-    j.described = described;
     j.name = top.text("name", name);
     j.cluster = std::move(*base);
+    j.cluster.described = described;
     j.model = j.cluster.model.empty() ? j.model : j.cluster.model;
     j.seed = j.cluster.planner.seed;
     j.data.seed = j.seed;

@@ -45,9 +45,6 @@ struct job {
   std::string emulate_compute = "cpu"; // "cpu": a device's work lasts its CPU time / speed;
                                        // "profile": the profile's time / speed
   cluster_file cluster;                // devices, links, planner settings (batch, schedule, ...)
-  // No `devices:` in the file: the cluster is a pool of `max_devices` ids that nodes describe
-  // as they join (`dynapar node --devices auto`); it trains over nodes only.
-  bool described = false;
   // Dynamics of the emulated cluster, in the scenario format (traces, links, events, random
   // processes) with slots of `replan_every` steps (10 without a controller).
   sim::scenario dynamics;

@@ -288,7 +288,7 @@ TEST_CASE("job files: without 'devices', a pool of ids that nodes describe, and 
   const std::string base = "model: cnn\nsteps: 10\nemulate: false\nreplan_every: 5\n";
   auto pool = config::parse_job(YAML::Load(base), "t");
   REQUIRE(pool);
-  CHECK(pool->described);
+  CHECK(pool->cluster.described);
   const auto& devices = pool->cluster.cluster.devices;
   REQUIRE(devices.size() == 64);  // the documented default
   CHECK((devices.front().id == 0 && devices.back().id == 63));
@@ -296,7 +296,7 @@ TEST_CASE("job files: without 'devices', a pool of ids that nodes describe, and 
   auto sized = config::parse_job(YAML::Load(base + "max_devices: 3"), "t");
   REQUIRE(sized);
   CHECK(sized->cluster.cluster.devices.size() == 3);
-  CHECK_FALSE(config::parse_job(YAML::Load(base + "devices: [{id: 0}]"), "t")->described);
+  CHECK_FALSE(config::parse_job(YAML::Load(base + "devices: [{id: 0}]"), "t")->cluster.described);
   CHECK(job_error(base + "max_devices: 0").find("'max_devices' must be in 1..4096") != std::string::npos);
   CHECK(job_error(base + "max_devices: 4097").find("'max_devices' must be in 1..4096") != std::string::npos);
   CHECK(job_error(base + "max_devices: 4\ndevices: [{id: 0}]").find("'max_devices' sizes the pool of a job without 'devices'") !=

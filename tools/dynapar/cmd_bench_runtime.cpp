@@ -130,7 +130,7 @@ int bench_runtime(runtime_bench_options o) {
   }
   auto p = training::prepare_job(o.job, o.steps);
   if (!p) return report(p.err());
-  if (p->job.described)
+  if (p->job.cluster.described)
     return report(make_error("bad_job", "job '" + p->job.name + "' lists no devices: bench runtime sets the measured step time against " +
                                             "the simulated one, which needs the devices' speeds in the job"));
   for (const auto& name : o.policies)

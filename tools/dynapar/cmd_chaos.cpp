@@ -157,7 +157,7 @@ row run_one(const chaos_options& o, const config::job& j, std::int64_t steps, st
 int chaos_main(const chaos_options& o) {
   auto j = config::load_job_file(o.job);
   if (!j) return report(j.err());
-  if (j->described)
+  if (j->cluster.described)
     return report(make_error("bad_job", o.job + ": chaos draws its faults among the job's devices, and this job lists none (give 'devices')"));
   if (j->replan_every < 1) return report(make_error("bad_job", o.job + ": chaos needs a controller to re-plan around faults: set replan_every"));
   std::int64_t steps = o.steps > 0 ? o.steps : j->steps;

@@ -75,7 +75,7 @@ int train_main(const train_options& o, const train_fn& how) {
     if (report_exit(prep.err()) == exit_failed) write_error_summary(o.out, o.job, prep.err().message);  // a model failing here
     return report(prep.err());
   }
-  if (prep->job.described && !how)
+  if (prep->job.cluster.described && !how)
     return report(make_error("bad_job", "job '" + prep->job.name + "' lists no devices: its nodes describe them as they join, so it runs "
                                         "over nodes: dynapar launch --local N, or dynapar controller with dynapar node --devices auto "
                                         "(docs/CLUSTERS.md)"));

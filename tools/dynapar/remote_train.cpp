@@ -140,7 +140,7 @@ result<training::train_outcome> train_remote(training::prepared_job& p, const tr
     node_args = {"--data-dir", folder.parent_path().string()};
   }
   launch::posix_nodes os((*remote)->endpoint(), o.keys, node_args);
-  const bool described = p.job.described;
+  const bool described = p.job.cluster.described;
   if (described && !o.local_devices.empty())
     return make_error("bad_flag", "--devices names the job's devices for the local nodes, and job '" + p.job.name + "' lists none");
   launch::supervisor_config sc;

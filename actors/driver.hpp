@@ -157,6 +157,19 @@ class driver {
   status apply_step(step::attempt& at, reduction_work& work, std::int64_t t, clock::time_point started, clock::time_point deadline,
                     training::step_record& rec);
   status run_step(std::int64_t t, const std::vector<int>& samples, training::step_record& rec, control::measurement& measure);
+  // An attempt at step t in flight: its opening tasks sent and its sums started.
+  struct in_flight {
+    std::int64_t t = -1;
+    std::vector<int> samples;
+    std::optional<step::attempt> at;
+    std::unique_ptr<reduction_work> work;
+    clock::time_point started, deadline;
+  };
+  in_flight start_attempt(std::int64_t t, std::vector<int> samples);
+  // Pipelined control: whether step `next` may start as soon as the step before commits,
+  // nothing being due between them (the run loop's work before a step would then find
+  // nothing to do).
+  bool may_start_early(std::int64_t next) const;
   status check_replicas(std::int64_t t);
   // One copy of each layer from its first holder, waiting at most `wait`.
   void request_layers(std::vector<model::layer_copy>& out, std::chrono::milliseconds wait, const char* what);
@@ -236,6 +249,9 @@ class driver {
     std::int64_t tag = 0;
     std::optional<step::attempt> last;
   } attempt_;
+  // Pipelined control: the next step, started with this one's commit.
+  std::optional<in_flight> early_;
+  data::global_sampler* sampler_ = nullptr;       // the run's (run())
   std::int64_t comm_generation_ = 0;              // reduce_task::generation: moves on with plans and failures
   bool force_replan_ = false;
   struct {

@@ -75,6 +75,7 @@ result<training::train_outcome> driver::run() {
   for (int k = 0; k < 2; ++k) bench_ref_s_ = std::min(bench_ref_s_, model::benchmark_work());
 
   data::global_sampler sampler(d_.size(), s_.batch, s_.seed);
+  sampler_ = &sampler;
   data::sample_ledger ledger(d_.size());
   const std::int64_t start = s_.resume ? s_.resume->step : 0;
   if (s_.resume) {
@@ -98,67 +99,74 @@ result<training::train_outcome> driver::run() {
   double steady_wait = 0, steady_time = 0;  // controller waits and step times of steady steps
   int incidents = 0;  // recoveries and retries up to the last step that ended
   std::int64_t slot = -1;
+  auto last_end = clock::now();  // of the last step that ended
   for (std::int64_t t = start; t < s_.steps; ++t) {
-    const auto t0 = clock::now();
+    // A step started with the commit of the one before (pipelined control) skips the work
+    // before a step: may_start_early found nothing due. Its time runs from that step's end.
+    const bool early = early_ && early_->t == t;
+    const auto t0 = early ? last_end : clock::now();
     training::step_record rec;
     rec.step = t;
-    bool changed = force_replan_;
-    force_replan_ = false;
-    if (t / s_.slot_steps > slot) {  // a rollback does not enter past slots again
-      slot = t / s_.slot_steps;
-      if (auto st = enter_slot(slot, changed); !st) return st.err();
-    }
-    if (remote_departures()) changed = true;
-    // A device that died between steps (unused, or after the last one) is lost before it is
-    // planned again.
-    drain_stale();
-    if (members_.member_died()) {  // step t has not started
-      if (auto st = recover(t, false, make_error("device_lost", "a device stopped between steps"), ledger, sampler); !st)
-        return st.err();
-      --t;  // the loop's ++t: go on at t
-      continue;
-    }
-    if (members_.joined_count() == 0)
-      if (auto st = await_devices(slot, t, changed, "no device left"); !st) return st.err();
-    auto next = next_plan(t, changed);
-    if (!next && actors_.controller && members_.joined_count() > 0 && out_.devices_lost > 0) {
-      // Those left after a loss cannot run the model (too little memory among them):
-      // replacements may come.
-      if (auto st = await_devices(slot, t, changed, next.err().message); !st) return st.err();
-      force_replan_ = true;
-      --t;  // the loop's ++t: plan step t again
-      continue;
-    }
-    if (!next) return next.err();
-    bool moved = false;  // this step's plan change moved layers
-    const bool replanned = static_cast<bool>(*next);
-    if (*next) {
-      const auto before = out_.layers_moved;
-      if (auto st = apply(**next, t, slot, rec); !st) {
-        // A device lost while layers moved: nothing was applied; plan again without it.
-        if (auto r = recover(t, false, st.err(), ledger, sampler); !r) return r.err();
-        --t;
+    bool moved = false;      // this step's plan change moved layers
+    bool replanned = false;
+    if (!early) {
+      bool changed = force_replan_;
+      force_replan_ = false;
+      if (t / s_.slot_steps > slot) {  // a rollback does not enter past slots again
+        slot = t / s_.slot_steps;
+        if (auto st = enter_slot(slot, changed); !st) return st.err();
+      }
+      if (remote_departures()) changed = true;
+      // A device that died between steps (unused, or after the last one) is lost before it is
+      // planned again.
+      drain_stale();
+      if (members_.member_died()) {  // step t has not started
+        if (auto st = recover(t, false, make_error("device_lost", "a device stopped between steps"), ledger, sampler); !st)
+          return st.err();
+        --t;  // the loop's ++t: go on at t
         continue;
       }
-      recovery_.fresh.clear();
-      moved = out_.layers_moved > before;
+      if (members_.joined_count() == 0)
+        if (auto st = await_devices(slot, t, changed, "no device left"); !st) return st.err();
+      auto next = next_plan(t, changed);
+      if (!next && actors_.controller && members_.joined_count() > 0 && out_.devices_lost > 0) {
+        // Those left after a loss cannot run the model (too little memory among them):
+        // replacements may come.
+        if (auto st = await_devices(slot, t, changed, next.err().message); !st) return st.err();
+        force_replan_ = true;
+        --t;  // the loop's ++t: plan step t again
+        continue;
+      }
+      if (!next) return next.err();
+      replanned = static_cast<bool>(*next);
+      if (*next) {
+        const auto before = out_.layers_moved;
+        if (auto st = apply(**next, t, slot, rec); !st) {
+          // A device lost while layers moved: nothing was applied; plan again without it.
+          if (auto r = recover(t, false, st.err(), ledger, sampler); !r) return r.err();
+          --t;
+          continue;
+        }
+        recovery_.fresh.clear();
+        moved = out_.layers_moved > before;
+      }
+      if (!current_) return make_error("bad_job", "no plan before step " + std::to_string(t));
+      for (int id : members_.leaving_ids())
+        for (const auto& g : current_->groups)
+          if (std::count(g.devices.begin(), g.devices.end(), id))
+            return make_error("device_left", "device " + std::to_string(id) + " left at slot " + std::to_string(slot) +
+                                                 " but the plan in force still uses it (re-planning needs a controller)");
+      retire_leavers();
+      if (recovery_.since) {
+        recovery_.seconds.push_back(since(*recovery_.since));
+        recovery_.since.reset();
+        note({t, "recovered", "", -1, "", recovery_.how + "; re-planned and migrated", recovery_.seconds.back()});
+        logging::get("train")->warn("step {}: recovered in {:.3f} s ({}; re-plan and migration included)", t, recovery_.seconds.back(),
+                                    recovery_.how);
+      }
     }
-    if (!current_) return make_error("bad_job", "no plan before step " + std::to_string(t));
     rec.predicted_s = predicted_s_;
     rec.cost_queue = queue_;
-    for (int id : members_.leaving_ids())
-      for (const auto& g : current_->groups)
-        if (std::count(g.devices.begin(), g.devices.end(), id))
-          return make_error("device_left", "device " + std::to_string(id) + " left at slot " + std::to_string(slot) +
-                                               " but the plan in force still uses it (re-planning needs a controller)");
-    retire_leavers();
-    if (recovery_.since) {
-      recovery_.seconds.push_back(since(*recovery_.since));
-      recovery_.since.reset();
-      note({t, "recovered", "", -1, "", recovery_.how + "; re-planned and migrated", recovery_.seconds.back()});
-      logging::get("train")->warn("step {}: recovered in {:.3f} s ({}; re-plan and migration included)", t, recovery_.seconds.back(),
-                                  recovery_.how);
-    }
     fire_faults(t);
     if (moved) fire_armed(sim::fault_moment::replan, t, plan_devices(), timing_.last_step_s);
     const auto samples = sampler.step_samples(t);
@@ -172,7 +180,8 @@ result<training::train_outcome> driver::run() {
     if (t == s_.perturb_step && holders_.count(s_.perturb_layer) &&
         s_.perturb_group < static_cast<int>(holders_[s_.perturb_layer].size()))
       self_->send(actors_.devices.at(holders_[s_.perturb_layer][s_.perturb_group]), perturb_atom::value, s_.perturb_layer);
-    rec.time_s = since(t0);
+    last_end = clock::now();
+    rec.time_s = std::chrono::duration<double>(last_end - t0).count();
     timing_.last_step_s = rec.time_s;
     if (rec.pipeline_s > 0) timing_.last_pipeline_s = rec.pipeline_s;
     timing_.mean_step_s = timing_.mean_step_s > 0 ? 0.9 * timing_.mean_step_s + 0.1 * rec.time_s : rec.time_s;

@@ -126,6 +126,10 @@ status driver::apply_step(step::attempt& at, reduction_work& work, std::int64_t 
   const auto update_started = clock::now();
   at.commit(work.buckets());
   const int acks = work.apply(static_cast<double>(s_.batch), *scale);
+  // Pipelined control: every holder takes the commit before the next step's task (both come
+  // from here, the task through its group's supervisor or the same node connection), so the
+  // next step may go out now, its devices starting as soon as they have applied this one.
+  if (may_start_early(t + 1)) early_ = start_attempt(t + 1, sampler_->step_samples(t + 1));
   auto on_down = [&](caf::down_msg& d) { note_down(d); };
   for (int k = 0; k < acks && failure_.empty();)
     self_->receive(on_down, [&](const applied& a) { k += at.applied(a.device, a.step, a.layer); },
@@ -139,21 +143,24 @@ status driver::apply_step(step::attempt& at, reduction_work& work, std::int64_t 
   return ok_status();
 }
 
-status driver::run_step(std::int64_t t, const std::vector<int>& samples, training::step_record& rec, control::measurement& measure) {
-  attempt_.last.reset();
+driver::in_flight driver::start_attempt(std::int64_t t, std::vector<int> samples) {
+  in_flight f;
+  f.t = t;
+  f.samples = std::move(samples);
   ++attempt_.tag;
   // The step's layout (step/layout.hpp) and its attempt, pumped here; over node processes too
   // (a probe's interim reports and its rest's task are on the wire since protocol 21).
   const step::layout_options lo{dispatches_, s_.dispatch_probe, s_.exact};
   const double fwd_ratio = lo.dispatch ? work_over_fwd(s_.profile) : 3;  // read only by a dispatch
-  auto& at = attempt_.last.emplace(attempt_.tag, *current_, step::make_layout(*current_, s_.batch, lo), paces_,
-                                   step::attempt_options{fwd_ratio, s_.overlap_sums});
+  auto& at = f.at.emplace(attempt_.tag, *current_, step::make_layout(*current_, s_.batch, lo), paces_,
+                          step::attempt_options{fwd_ratio, s_.overlap_sums});
   // The step's clock starts before its first task goes out: a device's pace is judged by the
   // time since its own task went out, which on a busy machine may be well after.
-  const auto started = clock::now(), deadline = started + step_deadline();
+  f.started = clock::now();
+  f.deadline = f.started + step_deadline();
   for (const auto& sl : at.shape().opening) {
-    at.sent(sl.group, since(started));
-    send_slice(sl, samples, t, false);
+    at.sent(sl.group, since(f.started));
+    send_slice(sl, f.samples, t, false);
   }
   // Each layer: every holder's partial sums, added in the exact sum's fixed tree over the
   // step's micro-batches (in the order of the step's samples), by the holders themselves or
@@ -161,7 +168,33 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
   // start when its stage reports (overlapped with the other stages' backward), or when every
   // group has (overlap_sums off).
   const double clip = s_.optimizer.clip_grad_norm;
-  auto work = reduction_->start({attempt_.tag, at.shape().micro_batches, &holders_, comm_generation_, clip > 0 ? static_cast<double>(s_.batch) : 0.0});
+  f.work = reduction_->start({attempt_.tag, at.shape().micro_batches, &holders_, comm_generation_, clip > 0 ? static_cast<double>(s_.batch) : 0.0});
+  return f;
+}
+
+bool driver::may_start_early(std::int64_t next) const {
+  if (!s_.pipelined_control || !sampler_ || next >= s_.steps || next % s_.slot_steps == 0) return false;
+  // The checks between steps (driver_run.cpp) need the step before at rest.
+  const auto due = [next](std::int64_t every) { return every > 0 && next % every == 0; };
+  if (due(s_.hash_every) || due(s_.checkpoint_every) || (cb_.on_epoch && due(sampler_->steps_per_epoch()))) return false;
+  if (next - 1 == s_.perturb_step || force_replan_ || recovery_.since || !faults_.armed.empty()) return false;
+  if (faults_.next < s_.faults.size() && s_.faults[faults_.next].step <= next) return false;
+  if (cluster_.slow_down_over(next) || members_.member_died() || !members_.leaving_ids().empty()) return false;
+  // A node that asked to leave, or went silent, is seen before the next step starts.
+  if (actors_.remote)
+    for (int id : members_.joined_ids())
+      if (actors_.remote->lost(id) || !actors_.remote->present(id)) return false;
+  return true;
+}
+
+status driver::run_step(std::int64_t t, const std::vector<int>& samples, training::step_record& rec, control::measurement& measure) {
+  attempt_.last.reset();
+  // Started with the step before's commit (pipelined control), or now.
+  in_flight f = early_ && early_->t == t ? std::move(*early_) : start_attempt(t, samples);
+  early_.reset();
+  auto& at = attempt_.last.emplace(std::move(*f.at));
+  auto& work = f.work;
+  const auto started = f.started, deadline = f.deadline;
   await_pipelines(at, *work, samples, t, started, deadline);
   for (const auto& [id, bytes] : at.sum_bytes()) out_.sum_received_bytes[id] += bytes;  // a failed attempt's too
   if (auto st = check("step " + std::to_string(t)); !st) return st;

@@ -40,6 +40,12 @@ class emulated_cluster {
   void forget(int id) { slow_.erase(id); }  // a lost device's slow-down dies with it
   // The slow-downs over at step t (removed): those devices are back at their world speed.
   std::vector<int> slow_downs_over(std::int64_t t);
+  // Whether one is over at step t (nothing removed).
+  bool slow_down_over(std::int64_t t) const {
+    for (const auto& [id, s] : slow_)
+      if (t >= s.until) return true;
+    return false;
+  }
 
   // What plan `p` costs a second: the price of every device it uses.
   double price_per_s(const planner::plan& p) const;

@@ -81,6 +81,11 @@ struct train_settings {
   std::optional<control_settings> controller;
   // Every this many steps, a checkpoint goes to callbacks.on_checkpoint (0: never).
   int checkpoint_every = 0;
+  // Pipelined control (docs/RUNTIME.md): step t+1's tasks go out right after step t's commit
+  // when nothing is due between the two steps (a slot's start, a check, a fault, a member
+  // change), so no device waits on the driver's round trip. Off: each step's tasks go out once
+  // the step before is confirmed (`--serial-control`).
+  bool pipelined_control = true;
   // Resume from a checkpoint: steps [0, resume->step) count as applied; the layers are
   // placed by the first plan as they were saved, and the controller restarts from its state.
   std::optional<checkpoint> resume;

@@ -248,10 +248,11 @@ class driver {
   struct {
     std::int64_t tag = 0;
     std::optional<step::attempt> last;
+    // Pipelined control: the next step, started with the last one's commit, and the run's
+    // sampler (run()), which names its samples.
+    std::optional<in_flight> early;
+    data::global_sampler* sampler = nullptr;
   } attempt_;
-  // Pipelined control: the next step, started with this one's commit.
-  std::optional<in_flight> early_;
-  data::global_sampler* sampler_ = nullptr;       // the run's (run())
   std::int64_t comm_generation_ = 0;              // reduce_task::generation: moves on with plans and failures
   bool force_replan_ = false;
   struct {

@@ -61,7 +61,7 @@ void driver::drain_stale() {
 status driver::recover(std::int64_t& t, bool committed, const error& why, data::sample_ledger& ledger,
                        data::global_sampler& sampler) {
   const auto started = clock::now();
-  early_.reset();  // a step started early is abandoned with the one that failed
+  attempt_.early.reset();  // a step started early is abandoned with the one that failed
   ++comm_generation_;  // a holder's Gloo communicator may be broken now
   auto lost = find_lost();
   if (committed) {

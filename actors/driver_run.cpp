@@ -75,7 +75,7 @@ result<training::train_outcome> driver::run() {
   for (int k = 0; k < 2; ++k) bench_ref_s_ = std::min(bench_ref_s_, model::benchmark_work());
 
   data::global_sampler sampler(d_.size(), s_.batch, s_.seed);
-  sampler_ = &sampler;
+  attempt_.sampler = &sampler;
   data::sample_ledger ledger(d_.size());
   const std::int64_t start = s_.resume ? s_.resume->step : 0;
   if (s_.resume) {
@@ -103,7 +103,8 @@ result<training::train_outcome> driver::run() {
   for (std::int64_t t = start; t < s_.steps; ++t) {
     // A step started with the commit of the one before (pipelined control) skips the work
     // before a step: may_start_early found nothing due. Its time runs from that step's end.
-    const bool early = early_ && early_->t == t;
+    const bool early = attempt_.early && attempt_.early->t == t;
+    out_.steps_started_early += early;
     const auto t0 = early ? last_end : clock::now();
     training::step_record rec;
     rec.step = t;

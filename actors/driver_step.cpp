@@ -129,7 +129,7 @@ status driver::apply_step(step::attempt& at, reduction_work& work, std::int64_t 
   // Pipelined control: every holder takes the commit before the next step's task (both come
   // from here, the task through its group's supervisor or the same node connection), so the
   // next step may go out now, its devices starting as soon as they have applied this one.
-  if (may_start_early(t + 1)) early_ = start_attempt(t + 1, sampler_->step_samples(t + 1));
+  if (may_start_early(t + 1)) attempt_.early = start_attempt(t + 1, attempt_.sampler->step_samples(t + 1));
   auto on_down = [&](caf::down_msg& d) { note_down(d); };
   for (int k = 0; k < acks && failure_.empty();)
     self_->receive(on_down, [&](const applied& a) { k += at.applied(a.device, a.step, a.layer); },
@@ -173,10 +173,13 @@ driver::in_flight driver::start_attempt(std::int64_t t, std::vector<int> samples
 }
 
 bool driver::may_start_early(std::int64_t next) const {
-  if (!s_.pipelined_control || !sampler_ || next >= s_.steps || next % s_.slot_steps == 0) return false;
+  if (!s_.pipelined_control || !attempt_.sampler || next >= s_.steps || next % s_.slot_steps == 0) return false;
+  // Plans change only before a step that next_plan would re-plan.
+  if (actors_.controller ? next % replan_every_ == 0 : std::any_of(s_.replans.begin(), s_.replans.end(), [next](const auto& r) { return r.first == next; }))
+    return false;
   // The checks between steps (driver_run.cpp) need the step before at rest.
   const auto due = [next](std::int64_t every) { return every > 0 && next % every == 0; };
-  if (due(s_.hash_every) || due(s_.checkpoint_every) || (cb_.on_epoch && due(sampler_->steps_per_epoch()))) return false;
+  if (due(s_.hash_every) || due(s_.checkpoint_every) || (cb_.on_epoch && due(attempt_.sampler->steps_per_epoch()))) return false;
   if (next - 1 == s_.perturb_step || force_replan_ || recovery_.since || !faults_.armed.empty()) return false;
   if (faults_.next < s_.faults.size() && s_.faults[faults_.next].step <= next) return false;
   if (cluster_.slow_down_over(next) || members_.member_died() || !members_.leaving_ids().empty()) return false;
@@ -190,8 +193,8 @@ bool driver::may_start_early(std::int64_t next) const {
 status driver::run_step(std::int64_t t, const std::vector<int>& samples, training::step_record& rec, control::measurement& measure) {
   attempt_.last.reset();
   // Started with the step before's commit (pipelined control), or now.
-  in_flight f = early_ && early_->t == t ? std::move(*early_) : start_attempt(t, samples);
-  early_.reset();
+  in_flight f = attempt_.early && attempt_.early->t == t ? std::move(*attempt_.early) : start_attempt(t, samples);
+  attempt_.early.reset();
   auto& at = attempt_.last.emplace(std::move(*f.at));
   auto& work = f.work;
   const auto started = f.started, deadline = f.deadline;

@@ -106,6 +106,8 @@ struct train_outcome {
   // is pipelined).
   double controller_wait_s = 0, controller_wait_share = 0;
   int steady_steps = 0;
+  // Steps whose tasks went out with the step before's commit (pipelined control).
+  int steps_started_early = 0;
   // Over processes: tensor bytes through the controller's process by kind
   // (remote_devices::tensor_bytes); empty in one process.
   std::map<std::string, double> controller_tensor_bytes;

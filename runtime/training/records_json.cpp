@@ -102,6 +102,7 @@ json summary_json(const config::job& j, int batch, const train_outcome& o, const
             {"controller_wait_s_per_step", o.controller_wait_s},
             {"controller_wait_share", o.controller_wait_share},
             {"steady_steps", o.steady_steps},
+            {"steps_started_early", o.steps_started_early},
             {"checkpoints", o.checkpoints},
             {"wall_s", f.wall_s},
             {"data_plane_bytes", by_device(o.data_plane_bytes)}};

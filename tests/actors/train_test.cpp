@@ -683,6 +683,7 @@ TEST_CASE("a device's wait on the driver between steps is measured: a pause afte
   planner::plan merged;  // a re-plan at step 6: that step is not steady
   merged.groups = {{{0, 1, 2}, {0, 1, 2, 3}, 64, 8}};
   s.replans = {{6, merged}};
+  s.pipelined_control = false;  // serial control: the round trip is on every step's path
   constexpr double pause_s = 0.25;
   std::vector<training::step_record> recs;
   training::train_callbacks cb;
@@ -712,4 +713,46 @@ TEST_CASE("a device's wait on the driver between steps is measured: a pause afte
   CHECK(out->controller_wait_s == Approx(wait / 6));
   CHECK(out->controller_wait_share == Approx(wait / time));
   CHECK(diff_from_one_device(**m, d, s, out->final_layers) == 0);
+}
+
+TEST_CASE("pipelined control: a step goes out with the commit before it, so a pause between steps keeps no device waiting",
+          "[actor][train]") {
+  // The same pause as above, after step 2: under pipelined control step 3's tasks went out
+  // with step 2's commit, so its devices never wait on the driver. Steps start early except
+  // where something is due between them (hand count below), and the bits are serial control's.
+  model::set_threads(1);
+  const auto d = data::synthetic(640, 4);
+  auto m = model::make_model("mlp", 8);
+  REQUIRE(m);
+  training::train_settings s;
+  s.plan = two_groups(3, planner::schedule_kind::one_f_one_b);
+  s.steps = 12;
+  s.slot_steps = 5;  // slots start at steps 5 and 10
+  s.hash_every = 4;  // replica checks after steps 3 and 7
+  s.optimizer = {"sgd", 0.02, 0.9, 0};
+  planner::plan merged;  // a re-plan before step 8
+  merged.groups = {{{0, 1, 2}, {0, 1, 2, 3}, 64, 8}};
+  s.replans = {{8, merged}};
+  constexpr double pause_s = 0.25;
+  std::vector<training::step_record> recs;
+  training::train_callbacks cb;
+  cb.on_step = [&](const training::step_record& r) {
+    recs.push_back(r);
+    if (r.step == 2) std::this_thread::sleep_for(std::chrono::duration<double>(pause_s));
+  };
+  auto out = actors::train(**m, d, s, cb);
+  REQUIRE(out);
+  REQUIRE(recs.size() == 12);
+  // Early: 1, 2, 3, 6, 7, 9, 11. Not 0 (the first), 4 and 8 (after a check), 5 and 10 (a
+  // slot's start), 8 (a re-plan).
+  CHECK(out->steps_started_early == 7);
+  CHECK(recs[3].controller_wait_s < pause_s / 4);
+  for (const auto& st : recs[3].stages) CHECK(st.idle_s < pause_s / 4);
+  CHECK(recs[3].time_s >= pause_s);  // the driver's pause is in the step's period, not on the devices
+  CHECK(diff_from_one_device(**m, d, s, out->final_layers) == 0);
+  s.pipelined_control = false;
+  auto serial = actors::train(**m, d, s, {});
+  REQUIRE(serial);
+  CHECK(serial->steps_started_early == 0);
+  CHECK(model::max_rel_diff(serial->final_layers, out->final_layers) == 0);
 }

@@ -90,6 +90,7 @@ void add_controller_flags(CLI::App* sub, controller_options& o) {
   add_verify_flags(sub, o.train);
   sub->add_option("--steps", o.train.steps, "Override the job's length")->check(CLI::Range(1, 100000000));
   add_checkpoint_flags(sub, o.train);
+  add_step_flags(sub, o.train);
   add_dashboard_flags(sub, o.train);
   sub->add_option("--wait-s", o.wait_s, "Seconds to wait for the nodes hosting the starting devices (default 60)")
       ->check(CLI::Range(0.1, 86400.0));

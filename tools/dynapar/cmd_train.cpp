@@ -80,6 +80,7 @@ int train_main(const train_options& o, const train_fn& how) {
                                         "over nodes: dynapar launch --local N, or dynapar controller with dynapar node --devices auto "
                                         "(docs/CLUSTERS.md)"));
   if (auto st = check_compare(*prep, o); !st) return report(st.err());
+  prep->settings.pipelined_control = !o.serial_control;
   if (!o.hysteresis.empty()) {
     if (!prep->settings.controller) return report(make_error("bad_flag", "--hysteresis needs a job re-planned online (replan_every > 0)"));
     prep->job.hysteresis = prep->settings.controller->core.hysteresis = o.hysteresis == "on";
@@ -283,6 +284,11 @@ void add_dashboard_flags(CLI::App* sub, train_options& o) {
                   "A secret every dashboard request must carry (?token= or Authorization: Bearer); required beyond loopback");
 }
 
+void add_step_flags(CLI::App* sub, train_options& o) {
+  sub->add_flag("--serial-control", o.serial_control,
+                "Start each step only once the step before is confirmed (default: pipelined control, docs/RUNTIME.md)");
+}
+
 void add_checkpoint_flags(CLI::App* sub, train_options& o) {
   sub->add_option("--checkpoint-dir", o.checkpoint_dir, "Write checkpoints into this directory (docs/RELIABILITY.md)");
   sub->add_option("--checkpoint-every", o.checkpoint_every, "Steps between checkpoints (default 50)")->check(CLI::Range(1, 100000000));
@@ -335,6 +341,7 @@ void add_train(CLI::App& app, runner& run) {
   sub->add_option("--compare-steps", o->compare_steps, "Steps of each side-by-side run (default 100)")
       ->check(CLI::Range(1, 100000000));
   add_checkpoint_flags(sub, *o);
+  add_step_flags(sub, *o);
   add_dashboard_flags(sub, *o);
   sub->callback([o, &run] { run = [o] { return train_main(*o, nullptr); }; });
 

@@ -35,6 +35,7 @@ struct train_options {
   int dashboard_port = -1;
   std::string dashboard_host = "127.0.0.1";
   std::string dashboard_token;  // required beyond loopback
+  bool serial_control = false;  // --serial-control: no step starts before the one before is confirmed
 };
 
 using train_fn = std::function<result<training::train_outcome>(training::prepared_job&, const training::train_callbacks&)>;
@@ -46,5 +47,7 @@ void add_verify_flags(CLI::App* sub, train_options& o);
 void add_checkpoint_flags(CLI::App* sub, train_options& o);
 // --dashboard PORT, --dashboard-host.
 void add_dashboard_flags(CLI::App* sub, train_options& o);
+// --serial-control.
+void add_step_flags(CLI::App* sub, train_options& o);
 
 }  // namespace dynapar::cli

@@ -669,29 +669,43 @@ TEST_CASE("a parameterless first layer (Flatten) trains exactly on any split, al
   }
 }
 
+namespace {
+// Two groups training the MLP with a re-plan (merging them) before step `replan_at`, and a
+// pause of `pause_s` in on_step after step `pause_after`: every step's record.
+struct paused_run {
+  data::dataset d = data::synthetic(640, 4);
+  result<std::shared_ptr<const model::model_chain>> m = model::make_model("mlp", 8);
+  training::train_settings s;
+  std::vector<training::step_record> recs;
+  paused_run(std::int64_t steps, std::int64_t replan_at) {
+    model::set_threads(1);
+    s.plan = two_groups(3, planner::schedule_kind::one_f_one_b);
+    s.steps = steps;
+    s.optimizer = {"sgd", 0.02, 0.9, 0};
+    planner::plan merged;
+    merged.groups = {{{0, 1, 2}, {0, 1, 2, 3}, 64, 8}};
+    s.replans = {{replan_at, merged}};
+  }
+  result<training::train_outcome> run(std::int64_t pause_after, double pause_s) {
+    training::train_callbacks cb;
+    cb.on_step = [&](const training::step_record& r) {
+      recs.push_back(r);
+      if (r.step == pause_after) std::this_thread::sleep_for(std::chrono::duration<double>(pause_s));
+    };
+    return actors::train(**m, d, s, cb);
+  }
+};
+}  // namespace
+
 TEST_CASE("a device's wait on the driver between steps is measured: a pause after a step shows in the next", "[actor][train]") {
   // The driver calls on_step between steps, before it sends the next step's tasks: a pause
   // there is time every device waits after its update (the hand-known reference).
-  model::set_threads(1);
-  const auto d = data::synthetic(640, 4);
-  auto m = model::make_model("mlp", 8);
-  REQUIRE(m);
-  training::train_settings s;
-  s.plan = two_groups(3, planner::schedule_kind::one_f_one_b);
-  s.steps = 8;
-  s.optimizer = {"sgd", 0.02, 0.9, 0};
-  planner::plan merged;  // a re-plan at step 6: that step is not steady
-  merged.groups = {{{0, 1, 2}, {0, 1, 2, 3}, 64, 8}};
-  s.replans = {{6, merged}};
+  paused_run p(8, 6);  // the re-plan at step 6: that step is not steady
+  REQUIRE(p.m);
+  auto& [d, m, s, recs] = p;
   s.pipelined_control = false;  // serial control: the round trip is on every step's path
   constexpr double pause_s = 0.25;
-  std::vector<training::step_record> recs;
-  training::train_callbacks cb;
-  cb.on_step = [&](const training::step_record& r) {
-    recs.push_back(r);
-    if (r.step == 3) std::this_thread::sleep_for(std::chrono::duration<double>(pause_s));
-  };
-  auto out = actors::train(**m, d, s, cb);
+  auto out = p.run(3, pause_s);
   REQUIRE(out);
   REQUIRE(recs.size() == 8);
   CHECK(recs[0].controller_wait_s == 0);  // no step before it
@@ -720,27 +734,13 @@ TEST_CASE("pipelined control: a step goes out with the commit before it, so a pa
   // The same pause as above, after step 2: under pipelined control step 3's tasks went out
   // with step 2's commit, so its devices never wait on the driver. Steps start early except
   // where something is due between them (hand count below), and the bits are serial control's.
-  model::set_threads(1);
-  const auto d = data::synthetic(640, 4);
-  auto m = model::make_model("mlp", 8);
-  REQUIRE(m);
-  training::train_settings s;
-  s.plan = two_groups(3, planner::schedule_kind::one_f_one_b);
-  s.steps = 12;
+  paused_run p(12, 8);  // a re-plan before step 8
+  REQUIRE(p.m);
+  auto& [d, m, s, recs] = p;
   s.slot_steps = 5;  // slots start at steps 5 and 10
   s.hash_every = 4;  // replica checks after steps 3 and 7
-  s.optimizer = {"sgd", 0.02, 0.9, 0};
-  planner::plan merged;  // a re-plan before step 8
-  merged.groups = {{{0, 1, 2}, {0, 1, 2, 3}, 64, 8}};
-  s.replans = {{8, merged}};
   constexpr double pause_s = 0.25;
-  std::vector<training::step_record> recs;
-  training::train_callbacks cb;
-  cb.on_step = [&](const training::step_record& r) {
-    recs.push_back(r);
-    if (r.step == 2) std::this_thread::sleep_for(std::chrono::duration<double>(pause_s));
-  };
-  auto out = actors::train(**m, d, s, cb);
+  auto out = p.run(2, pause_s);
   REQUIRE(out);
   REQUIRE(recs.size() == 12);
   // Early: 1, 2, 3, 6, 7, 9, 11. Not 0 (the first), 4 and 8 (after a check), 5 and 10 (a

@@ -27,7 +27,9 @@ controller_actor::behavior_type controller(controller_actor::stateful_pointer<co
   if (cfg.restore) self->state.core->restore(*cfg.restore);
   return {
       [=](snapshot_atom) { return self->state.core->snapshot(); },
-      [=](join_atom, int id, double measured_speed, double memory_bytes) { self->state.core->join(id, measured_speed, memory_bytes); },
+      [=](join_atom, int id, double measured_speed, double memory_bytes, int node) {
+        self->state.core->join(id, measured_speed, memory_bytes, node);
+      },
       [=](leave_atom, int id) { self->state.core->leave(id); },
       // What a step really took: learn speeds and links; its cost counts towards the slot.
       [=](report_atom, const control::measurement& m) { self->state.core->observe(m); },

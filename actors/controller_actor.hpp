@@ -11,9 +11,10 @@
 
 namespace dynapar::actors {
 
-// Its messages, checked at compile time: a device joins with its measured speed, leaves, a
-// step's measurement; the plan for a slot; the state for a checkpoint.
-using controller_actor = caf::typed_actor<caf::reacts_to<join_atom, int, double, double>, caf::reacts_to<leave_atom, int>,
+// Its messages, checked at compile time: a device joins with its measured speed (and, when
+// its node described it, its memory and host's node; 0 and -1: as before), leaves, a step's
+// measurement; the plan for a slot; the state for a checkpoint.
+using controller_actor = caf::typed_actor<caf::reacts_to<join_atom, int, double, double, int>, caf::reacts_to<leave_atom, int>,
                                           caf::reacts_to<report_atom, control::measurement>,
                                           caf::replies_to<plan_atom, std::int64_t>::with<control::decision>,
                                           caf::replies_to<snapshot_atom>::with<control::controller_snapshot>>;

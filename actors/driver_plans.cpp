@@ -51,7 +51,7 @@ void driver::reprobe_idle() {
     if (!busy.count(id) && !members_.failing(id) && actors_.devices.count(id)) idle.push_back(id);
   // One that fails or is late is skipped: the fault path, not this, finds devices that are gone.
   for (const auto& [id, probe_s] : probe_all(idle, timeout_))
-    self_->send(actors_.controller, join_atom::value, id, announced_speed(id, probe_s), 0.0);
+    self_->send(actors_.controller, join_atom::value, id, announced_speed(id, probe_s), 0.0, -1);
 }
 
 status driver::update_membership(std::int64_t slot, bool& changed) {
@@ -69,8 +69,17 @@ status driver::update_membership(std::int64_t slot, bool& changed) {
       if (!a) return make_error("device_lost", "device " + std::to_string(id) + " left its node while joining");
       self_->monitor(a);
       self_->send(a, speed_atom::value, cluster_.true_speed(id));
-      // A node that described the device says how much memory it has; else the job does.
-      const double memory = actors_.remote ? actors_.remote->described_memory(id).value_or(dev.memory_bytes) : dev.memory_bytes;
+      // A node that described the device says how much memory it has, else the job does; and
+      // on which host it is: devices described on one host share a node in the plans (its
+      // same_node links), numbered after the job's nodes.
+      const auto described = actors_.remote ? actors_.remote->described_memory(id) : std::nullopt;
+      const double memory = described.value_or(dev.memory_bytes);
+      int node = -1;
+      if (const auto host = described ? actors_.remote->described_host(id) : std::nullopt) {
+        int last = -1;
+        for (const auto& d : cluster_.truth().devices) last = std::max(last, d.node);
+        node = last + 1 + *host;
+      }
       self_->send(a, memory_atom::value, memory);
       if (s_.profile_timed) self_->send(a, timing_atom::value, device_timing(*s_.profile));  // run() checked it is there
       // The fastest of three probes, like this machine's reference: on a shared machine one
@@ -87,7 +96,7 @@ status driver::update_membership(std::int64_t slot, bool& changed) {
         actors_.devices.erase(id);
         continue;
       }
-      if (actors_.controller) self_->send(actors_.controller, join_atom::value, id, announced_speed(id, probe_s), memory);
+      if (actors_.controller) self_->send(actors_.controller, join_atom::value, id, announced_speed(id, probe_s), memory, node);
       members_.join(id);
       if (slot > first_slot_) ++out_.joins;
       changed = true;

@@ -29,6 +29,9 @@ class device_directory {
   // Bytes of memory the device's node measured and announced (`dynapar node --devices auto`);
   // none: the job's figure holds.
   virtual std::optional<double> described_memory(int /*id*/) const { return std::nullopt; }
+  // The host of a device its node described, numbered 0, 1, ... as hosts first joined (its
+  // node's data address; its name without one): devices described on one host share it.
+  virtual std::optional<int> described_host(int /*id*/) const { return std::nullopt; }
 };
 
 struct cluster_actors {

@@ -88,9 +88,15 @@ void remote_devices::impl::on_join(const std::string& route, const std::string& 
     node_data.erase(route);  // until its heartbeat proves the data set it loaded for this hosting
     // A lost node's device may join again (a replacement, or the node itself once fenced):
     // it is a new hosting; the old proxy stays lost until the driver stops it.
+    // A described device's host: its node's data address, which beyond one machine is the
+    // machine's own (DISTRIBUTED.md); a node without one is a host of its own.
+    const auto colon = m.data_endpoint.rfind(':');
+    const std::string host = m.data_endpoint.rfind("tcp://", 0) == 0 && colon > 6 ? m.data_endpoint.substr(6, colon - 6) : "node " + m.node;
     for (std::size_t i = 0; i < ids.size(); ++i) {
-      devices[ids[i]] = entry{route, remote_device_handle{}, false, false, next_gen++, std::nullopt};
-      if (m.devices[i].id < 0) devices[ids[i]].described = m.devices[i].memory_bytes;
+      devices[ids[i]] = entry{route, remote_device_handle{}, false, false, next_gen++, std::nullopt, std::nullopt};
+      if (m.devices[i].id >= 0) continue;
+      devices[ids[i]].described = m.devices[i].memory_bytes;
+      devices[ids[i]].host = hosts.emplace(host, static_cast<int>(hosts.size())).first->second;
     }
   }
   w.accepted = true;

@@ -39,10 +39,12 @@ struct remote_devices::impl {
     bool lost = false;  // its node went silent
     std::uint64_t gen = 0;  // which hosting of the device (a lost one may join again)
     std::optional<double> described;  // bytes of memory, when its node described it (id -1)
+    std::optional<int> host;          // then its host's number (described_host)
   };
   std::uint64_t next_gen = 1;
   mutable std::mutex mu;
   std::map<int, entry> devices;
+  std::map<std::string, int> hosts;  // the hosts of described devices, numbered as first seen
   std::map<std::string, control::silence_detector> nodes;  // when each was last heard from, and how long it may be silent
   const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   double now_s() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); }

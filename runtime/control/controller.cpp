@@ -35,17 +35,22 @@ void controller::set_available(int id, bool on) {
     }
 }
 
-void controller::join(int id, double measured_speed, double memory_bytes) {
+void controller::join(int id, double measured_speed, double memory_bytes, int node) {
   set_available(id, true);
   estimates_.announce(id, measured_speed);
-  if (memory_bytes > 0)
-    for (auto& d : cfg_.cluster.devices)
-      if (d.id == id && d.memory_bytes != memory_bytes) {
-        d.memory_bytes = memory_bytes;
-        char mb[32];
-        std::snprintf(mb, sizeof mb, "%.3g MB", memory_bytes / 1e6);
-        events_.push_back("device " + std::to_string(id) + " now has " + mb + " of memory");
-      }
+  for (auto& d : cfg_.cluster.devices) {
+    if (d.id != id) continue;
+    if (memory_bytes > 0 && d.memory_bytes != memory_bytes) {
+      d.memory_bytes = memory_bytes;
+      char mb[32];
+      std::snprintf(mb, sizeof mb, "%.3g MB", memory_bytes / 1e6);
+      events_.push_back("device " + std::to_string(id) + " now has " + mb + " of memory");
+    }
+    if (node >= 0 && d.node != node) {
+      d.node = node;
+      events_.push_back("device " + std::to_string(id) + " is on node " + std::to_string(node));
+    }
+  }
 }
 
 void controller::leave(int id) { set_available(id, false); }

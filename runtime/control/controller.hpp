@@ -97,8 +97,9 @@ class controller {
 
   // A device arrives with the speed its benchmark measured (the estimate restarts there) and,
   // when memory_bytes > 0, the memory it has (its node may describe it: `--devices auto`),
-  // which replaces the figure announced before.
-  void join(int id, double measured_speed, double memory_bytes = 0);
+  // which replaces the figure announced before; when node >= 0, the node (host) it is on, which
+  // sets its links' tier in the plans (devices its node described share their host's).
+  void join(int id, double measured_speed, double memory_bytes = 0, int node = -1);
   void leave(int id);
   // The cluster as now announced (the simulator's world each slot): availability changes
   // count as joins and leaves; speeds are ignored (the estimates hold them).

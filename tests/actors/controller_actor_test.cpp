@@ -56,7 +56,7 @@ TEST_CASE("the controller actor decides what the controller state machine decide
     CHECK(a.kept_plans == b.kept_plans);
   };
   for (auto [id, speed] : {std::pair{0, 1.0}, std::pair{1, 2.0}}) {
-    self->send(actor, actors::join_atom::value, id, speed, 0.0);
+    self->send(actor, actors::join_atom::value, id, speed, 0.0, -1);
     direct.join(id, speed);
   }
   auto want = direct.decide(0);
@@ -76,7 +76,7 @@ TEST_CASE("the controller actor decides what the controller state machine decide
   self->send(actor, actors::report_atom::value, m);
   direct.observe(m);
   // Device 2 joins with 2 GB, as its node described it (the decision's reason says so).
-  self->send(actor, actors::join_atom::value, 2, 1.0, 2e9);
+  self->send(actor, actors::join_atom::value, 2, 1.0, 2e9, -1);
   direct.join(2, 1.0, 2e9);
   want = direct.decide(1);
   REQUIRE(want);

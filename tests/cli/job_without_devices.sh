@@ -3,7 +3,8 @@
 # `launch --local 2` starts two nodes that describe one device each and are numbered 0 and 1
 # from the job's pool; a third node started by hand with `--devices auto` joins mid-run as
 # device 2 (the lowest free id) and leaves on SIGTERM. The run must equal one device
-# (--verify 0), lose and repeat no sample, and record the join and the leave. One process
+# (--verify 0), lose and repeat no sample, and record the join and the leave; the three
+# devices, described on one host, share a node in the plans. One process
 # (`train`), `bench runtime` and `chaos` refuse such a job, saying why.
 # job_without_devices.sh DYNAPAR OUT
 set -euo pipefail
@@ -77,5 +78,9 @@ assert 0 < joined < left < 100, (joined, left)
 for p in plans:  # no plan uses device 2 before it joined or after it left
     used = {d for g in p["plan"]["groups"] for d in g["devices"]}
     assert 2 not in used or joined <= p["step"] < left, p["step"]
+# All three were described on this host (127.0.0.1): one node in the plans.
+reasons = " ".join(p.get("reason", "") for p in plans)
+for dev in (0, 1, 2):
+    assert f"device {dev} is on node 0" in reasons, (dev, reasons[:600])
 print(f"ok: devices 0, 1 from the start, device 2 joined at step {joined} and left at {left}; diff 0")
 PY

@@ -1,8 +1,8 @@
 // The training driver's class (actors/trainer.hpp describes what it does), implemented in
 // driver_run.cpp (the run loop), driver_step.cpp (one attempt at a step), driver_plans.cpp
-// (membership and plan changes) and driver_faults.cpp (crash recovery, checkpoints, replica checks; the
-// recovery decision itself is runtime/control/recovery.*). Internal: only those files
-// include it.
+// (membership and plan changes) and driver_faults.cpp (crash recovery, checkpoints, replica
+// checks, idle devices' probes; the recovery decision itself is runtime/control/recovery.*).
+// Internal: only those files include it.
 #pragma once
 
 #include <caf/all.hpp>

@@ -1,7 +1,9 @@
 // The driver's answers to faults (docs/RELIABILITY.md): finding lost devices, recovering
-// from them exactly once, consistent cuts (checkpoints), replica checks.
+// from them exactly once, consistent cuts (checkpoints), replica checks; and the probes of
+// idle devices, whose speed no step measures.
 #include <algorithm>
 #include <random>
+#include <set>
 
 #include "actors/driver.hpp"
 #include "control/recovery.hpp"
@@ -168,6 +170,18 @@ void driver::fire_faults(std::int64_t t) {
     if (actors_.devices.count(id)) self_->send(actors_.devices.at(id), speed_atom::value, cluster_.true_speed(id));
     note({t, "ended", "slow", id, "", "back to its speed", 0});
   }
+}
+
+void driver::reprobe_idle() {
+  if (!actors_.controller || !current_) return;
+  std::set<int> busy;
+  for (const auto& g : current_->groups) busy.insert(g.devices.begin(), g.devices.end());
+  std::vector<int> idle;
+  for (int id : members_.joined_ids())
+    if (!busy.count(id) && !members_.failing(id) && actors_.devices.count(id)) idle.push_back(id);
+  // One that fails or is late is skipped: the fault path, not this, finds devices that are gone.
+  for (const auto& [id, probe_s] : probe_all(idle, timeout_))
+    self_->send(actors_.controller, join_atom::value, id, announced_speed(id, probe_s), 0.0, -1);
 }
 
 // The devices the plan in force uses, ascending.

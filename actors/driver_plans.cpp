@@ -1,12 +1,12 @@
 // The driver's membership and plan changes between steps: devices entering and leaving with
 // the emulated dynamics (or their nodes), waiting for devices, asking the controller for
-// the next plan, and applying a plan diff (migration, groups re-formed).
+// the next plan, and applying a plan diff (migration, groups re-formed). Idle devices'
+// probes are in driver_faults.cpp.
 #include "actors/driver.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <limits>
-#include <map>
 #include <random>
 #include <set>
 #include <thread>
@@ -18,7 +18,6 @@
 #include "actors/group_supervisor.hpp"
 #include "actors/messages.hpp"
 #include "actors/session.hpp"
-#include "data/sampler.hpp"
 #include "logging/logging.hpp"
 
 namespace dynapar::actors {
@@ -42,18 +41,6 @@ status driver::enter_slot(std::int64_t slot, bool& changed) {
   return ok_status();
 }
 
-void driver::reprobe_idle() {
-  if (!actors_.controller || !current_) return;
-  std::set<int> busy;
-  for (const auto& g : current_->groups) busy.insert(g.devices.begin(), g.devices.end());
-  std::vector<int> idle;
-  for (int id : members_.joined_ids())
-    if (!busy.count(id) && !members_.failing(id) && actors_.devices.count(id)) idle.push_back(id);
-  // One that fails or is late is skipped: the fault path, not this, finds devices that are gone.
-  for (const auto& [id, probe_s] : probe_all(idle, timeout_))
-    self_->send(actors_.controller, join_atom::value, id, announced_speed(id, probe_s), 0.0, -1);
-}
-
 status driver::update_membership(std::int64_t slot, bool& changed) {
   for (const auto& dev : cluster_.truth().devices) {
     const int id = dev.id;
@@ -69,17 +56,13 @@ status driver::update_membership(std::int64_t slot, bool& changed) {
       if (!a) return make_error("device_lost", "device " + std::to_string(id) + " left its node while joining");
       self_->monitor(a);
       self_->send(a, speed_atom::value, cluster_.true_speed(id));
-      // A node that described the device says how much memory it has, else the job does; and
-      // on which host it is: devices described on one host share a node in the plans (its
-      // same_node links), numbered after the job's nodes.
+      // A node that described the device says its memory (else the job does) and its host:
+      // devices described on one host share a node in the plans, numbered after the job's.
       const auto described = actors_.remote ? actors_.remote->described_memory(id) : std::nullopt;
       const double memory = described.value_or(dev.memory_bytes);
       int node = -1;
-      if (const auto host = described ? actors_.remote->described_host(id) : std::nullopt) {
-        int last = -1;
-        for (const auto& d : cluster_.truth().devices) last = std::max(last, d.node);
-        node = last + 1 + *host;
-      }
+      if (const auto host = described ? actors_.remote->described_host(id) : std::nullopt)
+        for (const auto& d : cluster_.truth().devices) node = std::max({node, d.node + 1 + *host, *host});
       self_->send(a, memory_atom::value, memory);
       if (s_.profile_timed) self_->send(a, timing_atom::value, device_timing(*s_.profile));  // run() checked it is there
       // The fastest of three probes, like this machine's reference: on a shared machine one

@@ -160,12 +160,11 @@ class driver {
   // An attempt at step t in flight: its opening tasks sent and its sums started.
   struct in_flight {
     std::int64_t t = -1;
-    std::vector<int> samples;
     std::optional<step::attempt> at;
     std::unique_ptr<reduction_work> work;
     clock::time_point started, deadline;
   };
-  in_flight start_attempt(std::int64_t t, std::vector<int> samples);
+  in_flight start_attempt(std::int64_t t, const std::vector<int>& samples);
   // Pipelined control: whether step `next` may start as soon as the step before commits,
   // nothing being due between them (the run loop's work before a step would then find
   // nothing to do).

@@ -143,10 +143,9 @@ status driver::apply_step(step::attempt& at, reduction_work& work, std::int64_t 
   return ok_status();
 }
 
-driver::in_flight driver::start_attempt(std::int64_t t, std::vector<int> samples) {
+driver::in_flight driver::start_attempt(std::int64_t t, const std::vector<int>& samples) {
   in_flight f;
   f.t = t;
-  f.samples = std::move(samples);
   ++attempt_.tag;
   // The step's layout (step/layout.hpp) and its attempt, pumped here; over node processes too
   // (a probe's interim reports and its rest's task are on the wire since protocol 21).
@@ -160,7 +159,7 @@ driver::in_flight driver::start_attempt(std::int64_t t, std::vector<int> samples
   f.deadline = f.started + step_deadline();
   for (const auto& sl : at.shape().opening) {
     at.sent(sl.group, since(f.started));
-    send_slice(sl, f.samples, t, false);
+    send_slice(sl, samples, t, false);
   }
   // Each layer: every holder's partial sums, added in the exact sum's fixed tree over the
   // step's micro-batches (in the order of the step's samples), by the holders themselves or

@@ -8,14 +8,12 @@ node_supervisor::node_supervisor(process_table& os, const supervisor_config& cfg
     : os_(os), cfg_(cfg) {
   if (cfg.nodes < 1) return;
   devices_.resize(static_cast<std::size_t>(cfg.nodes));
-  if (cfg.described) {
-    for (std::size_t n = 0; n < devices_.size(); ++n) nodes_.push_back({"node-" + std::to_string(n), -1, -1});
-    return;
+  if (!cfg.described) {
+    std::size_t k = 0;
+    for (int id : job_devices)
+      if (cfg.only.empty() || std::count(cfg.only.begin(), cfg.only.end(), id)) devices_[k++ % devices_.size()].push_back(id);
+    devices_.erase(std::remove_if(devices_.begin(), devices_.end(), [](const auto& v) { return v.empty(); }), devices_.end());
   }
-  std::size_t k = 0;
-  for (int id : job_devices)
-    if (cfg.only.empty() || std::count(cfg.only.begin(), cfg.only.end(), id)) devices_[k++ % devices_.size()].push_back(id);
-  devices_.erase(std::remove_if(devices_.begin(), devices_.end(), [](const auto& v) { return v.empty(); }), devices_.end());
   for (std::size_t n = 0; n < devices_.size(); ++n) nodes_.push_back({"node-" + std::to_string(n), -1, -1});
 }
 

@@ -331,6 +331,11 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
       },
       [=](hash_atom, int layer) { return static_cast<std::uint64_t>(self->state.worker->hash(layer)); },
       [=](copy_atom, int layer) { return self->state.worker->copy(layer); },
+      [=](copy_lean_atom, int layer) {
+        auto c = self->state.worker->copy(layer);
+        model::drop_optimizer_state(c);
+        return c;
+      },
       [=](perturb_atom, int layer) { self->state.worker->perturb(layer); },
   };
 }

@@ -44,6 +44,7 @@ using device_handle = device_peer::extend<
     caf::replies_to<reduce_atom, reduce_task>::with<sum_held>,
     caf::replies_to<commit_atom, std::int64_t, int, double, double>::with<applied>,
     caf::replies_to<hash_atom, int>::with<std::uint64_t>, caf::replies_to<copy_atom, int>::with<model::layer_copy>,
+    caf::replies_to<copy_lean_atom, int>::with<model::layer_copy>,
     // Fault injection: dies (after us), goes silent (after us, for s, cut off or hung), a layer perturbed.
     caf::reacts_to<fail_atom, int>, caf::reacts_to<pause_atom, int, double, bool>, caf::reacts_to<perturb_atom, int>>;
 

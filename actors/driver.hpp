@@ -172,6 +172,8 @@ class driver {
   status check_replicas(std::int64_t t);
   // One copy of each layer from its first holder, waiting at most `wait`.
   void request_layers(std::vector<model::layer_copy>& out, std::chrono::milliseconds wait, const char* what);
+  void collect_layers(std::vector<model::layer_copy>& out, std::vector<std::uint64_t>& hashes, bool keep_state,
+                      std::chrono::milliseconds wait, const char* what);
   std::chrono::milliseconds between_steps() const;
   void answer_failed(const caf::error& e, clock::time_point started, const char* what);
   status take_checkpoint(std::int64_t steps_done);

@@ -287,6 +287,28 @@ void driver::request_layers(std::vector<model::layer_copy>& out, std::chrono::mi
     h.receive([&](model::layer_copy& x) { out.push_back(std::move(x)); }, [&](caf::error& e) { answer_failed(e, started, what); });
 }
 
+// One replica of every layer, a layer at a time, and each whole state's hash into `hashes`.
+// Without `keep_state` a layer comes with its parameters and buffers only: its holder hashes
+// the whole state and drops the optimizer's, which never travels. So this process holds the
+// model once, never with its optimizer state (evaluation, the end). The first failure (in
+// failure_) ends the gathering.
+void driver::collect_layers(std::vector<model::layer_copy>& out, std::vector<std::uint64_t>& hashes, bool keep_state,
+                            std::chrono::milliseconds wait, const char* what) {
+  const auto started = clock::now();
+  const auto got = [&](model::layer_copy& x) {
+    hashes.push_back(model::state_hashes({x}).front());
+    out.push_back(std::move(x));
+  };
+  const auto failed = [&](caf::error& e) { answer_failed(e, started, what); };
+  for (int l = 0; l < L_ && failure_.empty(); ++l) {
+    const auto& holder = actors_.devices.at(holders_.at(l).front());
+    if (keep_state)
+      self_->request(holder, wait, copy_atom::value, l).receive(got, failed);
+    else  // the holder hashes the whole state and drops the optimizer's: it never travels
+      self_->request(holder, wait, copy_lean_atom::value, l).receive(got, failed);
+  }
+}
+
 // Replicas of a layer must stay bit-identical (FORMULATION invariant 3) among devices on
 // the same place: a CPU's and a GPU's optimizer round differently, so across places
 // replicas agree only to rounding (docs/GPU.md; --verify measures how far).

@@ -216,8 +216,9 @@ result<training::train_outcome> driver::run() {
     if (s_.hash_every > 0 && (t + 1) % s_.hash_every == 0) after = check_replicas(t);
     if (after && s_.checkpoint_every > 0 && (t + 1) % s_.checkpoint_every == 0) after = take_checkpoint(t + 1);
     if (after && cb_.on_epoch && (t + 1) % sampler.steps_per_epoch() == 0) {
-      std::vector<model::layer_copy> layers;
-      request_layers(layers, between_steps(), "collecting the layers at the epoch's end");
+      std::vector<model::layer_copy> layers;  // evaluated: parameters and buffers are enough
+      std::vector<std::uint64_t> unused;
+      collect_layers(layers, unused, false, between_steps(), "collecting the layers at the epoch's end");
       after = check("collecting the layers after epoch " + std::to_string((t + 1) / sampler.steps_per_epoch()));
       if (after) cb_.on_epoch((t + 1) / sampler.steps_per_epoch(), layers);
     }
@@ -227,7 +228,7 @@ result<training::train_outcome> driver::run() {
       t = resume_at - 1;
     }
   }
-  request_layers(out_.final_layers, timeout_, "collecting the trained layers");
+  collect_layers(out_.final_layers, out_.final_hashes, s_.final_optimizer_state, timeout_, "collecting the trained layers");
   if (auto st = check("collecting the trained layers"); !st) return st.err();
   out_.final_plan = *current_;
   out_.steps = s_.steps;

@@ -61,6 +61,7 @@ using grads_atom = caf::atom_constant<caf::atom("grads")>;
 using apply_atom = caf::atom_constant<caf::atom("apply")>;
 using hash_atom = caf::atom_constant<caf::atom("hash")>;
 using copy_atom = caf::atom_constant<caf::atom("copy")>;
+using copy_lean_atom = caf::atom_constant<caf::atom("copy_lean")>;  // without optimizer state (model::drop_optimizer_state)
 using migrate_atom = caf::atom_constant<caf::atom("migrate")>;
 using moved_atom = caf::atom_constant<caf::atom("moved")>;
 using drop_atom = caf::atom_constant<caf::atom("drop")>;

@@ -162,6 +162,7 @@ struct LayerCopy {
   bytes @3 :UInt64;           # what the move costs on the emulated link
   layout @4 :List(Int64);
   built @5 :UInt64;           # non-zero: no layout or tensors; the node builds the fresh layer, hashing to this
+  stateHash @6 :UInt64;       # (24) answer to copyLean: the whole state's hash; the tensors are parameters and buffers only
 }
 
 struct Migrate {
@@ -358,5 +359,6 @@ struct DeviceCall {
     sumHeld @29 :SumHeld;     # answer to reduce
     reducePart @30 :ReducePart;
     commit @31 :Commit;       # apply the held sum
+    copyLean @32 :UInt32;     # (24) a layer without its optimizer state; answer: hold with stateHash
   }
 }

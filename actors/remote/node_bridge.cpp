@@ -114,6 +114,16 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
   auto on_error = [sh, c](caf::error& e) { sh->fail(c, to_string(e)); };
   auto ack = [sh, c](bool) { sh->answer(c, wire::ops::ack{}); };
   auto applied_ack = [sh, c](const applied&) { sh->answer(c, wire::ops::ack{}); };
+  // A layer copy sent back; one without its optimizer state (`lean`) comes with the whole
+  // state's hash, which its device took before dropping the state.
+  auto copy_answer = [sh, c](int layer, bool lean) {
+    return [sh, c, layer, lean](model::layer_copy& l) {
+      std::vector<model::tensor> out;
+      auto r = remote::layer_of(layer, c.device, -1, 0, l, out);
+      if (lean) r.state_hash = model::state_hashes({l}).front();
+      sh->answer(c, std::move(r), out);
+    };
+  };
   namespace ops = wire::ops;
   std::visit(
       overloaded{
@@ -195,15 +205,9 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
             self->request(dev, caf::infinite, hash_atom::value, h.layer)
                 .then([sh, c](std::uint64_t v) { sh->answer(c, ops::hashed{v}); }, on_error);
           },
-          [&](const ops::copy& k) {
-            self->request(dev, caf::infinite, copy_atom::value, k.layer)
-                .then(
-                    [sh, c, layer = k.layer](model::layer_copy& l) {
-                      std::vector<model::tensor> out;
-                      auto r = remote::layer_of(layer, c.device, -1, 0, l, out);
-                      sh->answer(c, std::move(r), out);
-                    },
-                    on_error);
+          [&](const ops::copy& k) { self->request(dev, caf::infinite, copy_atom::value, k.layer).then(copy_answer(k.layer, false), on_error); },
+          [&](const ops::copy_lean& k) {
+            self->request(dev, caf::infinite, copy_lean_atom::value, k.layer).then(copy_answer(k.layer, true), on_error);
           },
           [&](const ops::fail& f) { kill_node(*sh, f); },
           [&](const ops::pause& p) { silence_node(sh, p); },

@@ -74,6 +74,23 @@ auto confirmed(int device, std::int64_t step, int layer) {
   return answer<applied, wire::ops::ack>("an apply or a commit", [=](const auto&, auto&) { return applied{device, step, layer}; });
 }
 
+// A copy of a layer the device holds. Whole: its parameters and up to three optimizer
+// tensors each (Adam's moments, amsgrad's maximum). `lean`: parameters and buffers, with the
+// whole state's hash its node took (model::drop_optimizer_state).
+caf::result<model::layer_copy> ask_copy(proxy* self, int layer, bool lean) {
+  auto shared = self->state.hub;
+  shared->expect_large(self->state.route, (lean ? 2.0 : 4.0) * static_cast<double>(model::param_bytes(*shared->model, layer)));
+  auto decode = [shared, lean](const wire::ops::hold& h, auto& ts) -> result<model::layer_copy> {
+    auto l = remote::layer_from(shared->layers, h, ts);
+    if (!l) return l.err();
+    if (lean && h.state_hash == 0) return make_error("bad_call", "a layer copy without its optimizer state came without its hash");
+    if (lean) model::drop_optimizer_state(l->replica, h.state_hash);
+    return l->replica;
+  };
+  auto op = lean ? wire::device_op{wire::ops::copy_lean{layer}} : wire::device_op{wire::ops::copy{layer}};
+  return ask<model::layer_copy>(self, remote::call_to(0, std::move(op)), {}, answer<model::layer_copy, wire::ops::hold>("a copy", decode));
+}
+
 remote_device_handle::behavior_type remote_device(proxy* self, int id, std::string route, std::uint64_t gen, std::shared_ptr<remote_devices::impl> hub) {
   self->state.id = id;
   self->state.route = std::move(route);
@@ -141,17 +158,8 @@ remote_device_handle::behavior_type remote_device(proxy* self, int id, std::stri
         return ask<std::uint64_t>(self, call(ops::hash{layer}), {},
                                   answer<std::uint64_t, ops::hashed>("a hash", [](const ops::hashed& h, auto&) { return h.value; }));
       },
-      [=](copy_atom, int layer) -> caf::result<model::layer_copy> {
-        auto shared = self->state.hub;
-        // The answer: the parameters and up to three optimizer tensors each (Adam's moments, amsgrad's maximum).
-        shared->expect_large(self->state.route, 4.0 * static_cast<double>(model::param_bytes(*shared->model, layer)));
-        return ask<model::layer_copy>(self, call(ops::copy{layer}), {},
-                                      answer<model::layer_copy, ops::hold>("a copy", [shared](const ops::hold& h, auto& ts) -> result<model::layer_copy> {
-                                        auto l = remote::layer_from(shared->layers, h, ts);
-                                        if (!l) return l.err();
-                                        return l->replica;
-                                      }));
-      },
+      [=](copy_atom, int layer) { return ask_copy(self, layer, false); },
+      [=](copy_lean_atom, int layer) { return ask_copy(self, layer, true); },
       [=](perturb_atom, int layer) { tell(self, call(ops::perturb{layer})); },
       // What a device of this process would send its neighbour on a node: sent on as data.
       [=](act_atom, std::int64_t step, int micro, const model::tensor& t) { tell(self, call(ops::activation{step, micro}), {t}); },

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,7 +73,11 @@ const std::vector<std::string>& builtin_model_names();   // mlp, linear, wide, c
 // A built-in name or a TorchScript file (each top-level child one layer, checked against the
 // file's own forward: model/scripted.hpp). Built-in parameters are drawn from `seed`, a file's
 // come from the file, so every replica and the reference start from the same bits.
-result<std::shared_ptr<const model_chain>> make_model(const std::string& name_or_path, std::uint64_t seed);
+// `outline`: a built-in model's layers are built one at a time, measured and dropped; the
+// chain keeps their names and sizes, and builds a layer again whenever one is asked for
+// (copy_layer, from_wire, a profile, a reference), so no whole model is ever held. A
+// TorchScript file is loaded whole either way (its file defines the layers).
+result<std::shared_ptr<const model_chain>> make_model(const std::string& name_or_path, std::uint64_t seed, bool outline = false);
 // Layer `index` of make_model(name_or_path, seed) by itself, the same bits: a built-in model's
 // layer is drawn from the seed and its index alone, without building the others; a TorchScript
 // file's comes from the file. The error names the model's layer count.
@@ -206,6 +211,10 @@ double max_rel_diff(const std::vector<layer_copy>& a, const std::vector<layer_co
 // max_rel_diff's order: parameters, buffers, optimizer state with its step count): equal
 // exactly when the layers are bit for bit the same, but for a hash collision.
 std::vector<std::uint64_t> state_hashes(const std::vector<layer_copy>& layers);
+// Frees a copy's optimizer state: it keeps its parameters and buffers (what evaluation reads),
+// and its whole state's hash, which state_hashes gives from then on. `whole_hash`: that hash
+// as taken where the state was (a copy that came over the wire without it).
+void drop_optimizer_state(const layer_copy& layer, std::optional<std::uint64_t> whole_hash = std::nullopt);
 void set_threads(int intra_op);
 // A float32 tensor of n elements, all `value` (benchmarks).
 tensor filled_tensor(std::int64_t n, float value);

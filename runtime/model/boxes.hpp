@@ -1,6 +1,8 @@
 // The torch side of api.hpp's opaque types. Included by torch translation units only.
 #pragma once
 
+#include <optional>
+
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -20,6 +22,8 @@ struct layer_box {
   // The optimizer's state of each parameter (same order as module->parameters()); empty for
   // a layer that never trained. Deep copies: the box owns them.
   std::vector<std::unique_ptr<torch::optim::OptimizerParamState>> states;
+  // Set once the optimizer state was dropped (drop_optimizer_state): the whole state's hash.
+  std::optional<std::uint64_t> whole_hash;
 };
 
 inline tensor box(torch::Tensor t) { return std::make_shared<tensor_box>(tensor_box{std::move(t)}); }
@@ -102,7 +106,16 @@ class model_chain {
   std::vector<std::string> names;
   std::vector<torch::nn::Sequential> layers;
   model_io io;
+  // An outline (make_model's `outline`) keeps none of a built-in model's layers, only their
+  // sizes: `layers` are empty and each is built from `seed` alone when asked (layer_module),
+  // as a node builds its own. A process that holds no layer (the controller) needs no more.
+  bool outline = false;
+  std::uint64_t seed = 0;
+  std::vector<std::size_t> outline_bytes, outline_params;  // each layer's parameter bytes and count
 };
+// Layer `layer`'s module for the caller to keep or change: a deep copy of the model's, or
+// for an outline the layer built afresh (the same bits).
+torch::nn::Sequential layer_module(const model_chain& m, int layer);
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tensor> params, const optimizer_config& opt);
 // One optimizer step on summed gradients: gradient = sum / divisor, then the step. Every

@@ -227,6 +227,10 @@ double max_rel_diff(const std::vector<layer_copy>& a, const std::vector<layer_co
 std::vector<std::uint64_t> state_hashes(const std::vector<layer_copy>& layers) {
   std::vector<std::uint64_t> out;
   for (const auto& l : layers) {
+    if (l->whole_hash) {  // its optimizer state dropped: the hash taken before
+      out.push_back(*l->whole_hash);
+      continue;
+    }
     data::hasher h;
     for (const auto& t : whole_state(*l)) {
       const auto c = t.detach().to(torch::kCPU).contiguous();
@@ -238,6 +242,11 @@ std::vector<std::uint64_t> state_hashes(const std::vector<layer_copy>& layers) {
     out.push_back(h.value());
   }
   return out;
+}
+
+void drop_optimizer_state(const layer_copy& layer, std::optional<std::uint64_t> whole_hash) {
+  if (!layer->whole_hash) layer->whole_hash = whole_hash ? *whole_hash : state_hashes({layer}).front();
+  layer->states.clear();
 }
 
 void set_threads(int intra_op) { at::set_num_threads(std::max(1, intra_op)); }

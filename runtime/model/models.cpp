@@ -250,11 +250,20 @@ const std::vector<std::string>& builtin_model_names() {
   return names;
 }
 
-result<std::shared_ptr<const model_chain>> make_model(const std::string& name, std::uint64_t seed) {
+result<std::shared_ptr<const model_chain>> make_model(const std::string& name, std::uint64_t seed, bool outline) {
   if (is_torchscript(name)) return load_torchscript(name, seed);
   auto m = std::make_shared<model_chain>();
   m->name = name;
-  build(*m, {seed, -1});
+  m->seed = seed;
+  m->outline = outline;
+  build(*m, {seed, outline ? std::numeric_limits<int>::max() : -1});
+  for (int l = 0; outline && l < num_layers(*m); ++l) {  // one layer at a time: its sizes, then it goes
+    const auto one = layer_module(*m, l);
+    std::size_t bytes = 0;
+    for (const auto& p : one->parameters()) bytes += static_cast<std::size_t>(p.nbytes());
+    m->outline_bytes.push_back(bytes);
+    m->outline_params.push_back(one->parameters().size());
+  }
   if (m->layers.empty()) {
     std::string known;
     for (const auto& n : builtin_model_names()) known += (known.empty() ? "" : ", ") + n;
@@ -323,13 +332,24 @@ status save_model(const model_chain& m, const std::vector<layer_copy>& layers, c
 
 int num_layers(const model_chain& m) { return static_cast<int>(m.layers.size()); }
 
+torch::nn::Sequential layer_module(const model_chain& m, int layer) {
+  if (!m.outline) return deep_copy(m.layers.at(layer));
+  model_chain one;  // this layer built, the others empty
+  one.name = m.name;
+  build(one, {m.seed, layer});
+  return one.layers.at(layer);
+}
+
 std::size_t param_bytes(const model_chain& m, int layer) {
+  if (m.outline) return m.outline_bytes.at(layer);
   std::size_t n = 0;
   for (const auto& p : m.layers.at(layer)->parameters()) n += static_cast<std::size_t>(p.nbytes());
   return n;
 }
 
-std::size_t param_count(const model_chain& m, int layer) { return m.layers.at(layer)->parameters().size(); }
+std::size_t param_count(const model_chain& m, int layer) {
+  return m.outline ? m.outline_params.at(layer) : m.layers.at(layer)->parameters().size();
+}
 
 status check_data(const model_chain& m, const data::dataset& d) {
   const auto& io = m.io;
@@ -357,7 +377,7 @@ status check_data(const model_chain& m, const data::dataset& d) {
 }
 std::string layer_name(const model_chain& m, int layer) { return m.names.at(layer); }
 layer_copy copy_layer(const model_chain& m, int layer) {
-  return std::make_shared<layer_box>(layer_box{deep_copy(m.layers.at(layer)), {}});
+  return std::make_shared<layer_box>(layer_box{layer_module(m, layer), {}});
 }
 
 status check_optimizer(const optimizer_config& o) {

@@ -109,12 +109,13 @@ result<planner::model_profile> measure_profile(const model_chain& m, int batch, 
         .to(device);
   };
   torch::Tensor x1 = samples(batch), x2 = samples(2 * batch);
-  for (std::size_t l = 0; l < m.layers.size(); ++l) {
+  for (int l = 0; l < num_layers(m); ++l) {
+    const auto layer = m.outline ? layer_module(m, l) : m.layers[l];  // an outline's: built for this alone
     torch::Tensor y1, y2;
     double f1 = 0, b1 = 0, f2 = 0, b2 = 0;
     try {  // LibTorch reports a layer that cannot run by throwing: an error naming the layer
-      std::tie(f1, b1) = time_layer(m.layers[l], x1, l > 0, repeat, opt.bf16, &y1);
-      std::tie(f2, b2) = time_layer(m.layers[l], x2, l > 0, repeat, opt.bf16, &y2);
+      std::tie(f1, b1) = time_layer(layer, x1, l > 0, repeat, opt.bf16, &y1);
+      std::tie(f2, b2) = time_layer(layer, x2, l > 0, repeat, opt.bf16, &y2);
     } catch (const std::exception& e) {
       // An eager op's c10::Error without LibTorch's backtrace; the TorchScript interpreter's
       // error is its traceback, then the message.
@@ -129,8 +130,8 @@ result<planner::model_profile> measure_profile(const model_chain& m, int batch, 
     lp.bwd_s = b2 > b1 ? (b2 - b1) / batch : b2 / (2 * batch);
     lp.fixed_s = std::max(0.0, f1 + b1 - batch * (lp.fwd_s + lp.bwd_s));
     lp.act_bytes = static_cast<double>(y1[0].numel() * y1.element_size());
-    for (const auto& p : m.layers[l]->parameters()) lp.param_bytes += static_cast<double>(p.numel() * p.element_size());
-    lp.update_s = time_update(m.layers[l], opt, repeat, device);
+    for (const auto& p : layer->parameters()) lp.param_bytes += static_cast<double>(p.numel() * p.element_size());
+    lp.update_s = time_update(layer, opt, repeat, device);
     lp.act_mem_bytes = 2 * lp.act_bytes + static_cast<double>(x1[0].numel() * x1.element_size());
     out.layers.push_back(lp);
     x1 = y1;
@@ -145,8 +146,8 @@ result<optimizer_timing> time_adam(const model_chain& m, int repeat, const std::
   try {
     const auto device = device_of(place);
     std::vector<torch::Tensor> params;  // the tensors keep their storage without the modules
-    for (const auto& l : m.layers) {
-      auto layer = deep_copy(l);
+    for (int l = 0; l < num_layers(m); ++l) {
+      auto layer = layer_module(m, l);
       layer->to(device);
       for (const auto& p : layer->parameters()) params.push_back(p);
     }

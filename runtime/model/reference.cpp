@@ -15,8 +15,8 @@ struct reference::impl {
 reference::reference(const model_chain& m, const optimizer_config& opt, const std::string& place) : impl_(std::make_unique<impl>()) {
   impl_->device = device_of(place);
   std::vector<torch::Tensor> params;
-  for (const auto& l : m.layers) {
-    impl_->layers.push_back(deep_copy(l));
+  for (int l = 0; l < num_layers(m); ++l) {
+    impl_->layers.push_back(layer_module(m, l));
     impl_->layers.back()->to(impl_->device);
     for (const auto& p : impl_->layers.back()->parameters()) params.push_back(p);
   }

@@ -98,7 +98,7 @@ result<layer_copy> from_wire(const model_chain& m, int layer, const layer_wire& 
   if (layer < 0 || layer >= static_cast<int>(m.layers.size())) return make_error("bad_layer", "no layer " + std::to_string(layer));
   const std::string where = "layer " + std::to_string(layer) + ": ";
   auto out = std::make_shared<layer_box>();
-  out->module = deep_copy(m.layers[layer]);
+  out->module = layer_module(m, layer);
   auto params = out->module->parameters();
   std::size_t at = 0, next = 0;  // layout and tensor cursors
   auto take_int = [&](std::int64_t& v) {

@@ -91,7 +91,7 @@ std::string reference_place(const config::job& job) {
 
 }  // namespace
 
-result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, const std::string& place) {
+result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, const std::string& place, bool outline) {
   auto j = config::load_job_file(path);
   if (!j) return j.err();
   if (!place.empty()) {
@@ -115,7 +115,7 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, co
   if (!test) return test.err();
   p.train_set = std::move(*train);
   p.test_set = std::move(*test);
-  auto m = model::make_model(job.model, job.seed);
+  auto m = model::make_model(job.model, job.seed, outline);
   if (!m) return m.err();
   if (auto st = model::check_data(**m, p.train_set); !st) return st.err();
   p.model = *m;

@@ -29,7 +29,9 @@ struct prepared_job {
 
 // `steps` > 0 overrides the job's length; a non-empty `place` puts every device there (and
 // turns emulation off: the devices compute at their real speed).
-result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, const std::string& place = "");
+// `outline`: the model is an outline (model::make_model), for a process that holds no layer
+// itself (the controller of a run over nodes).
+result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, const std::string& place = "", bool outline = false);
 
 // The largest frame a controller takes from its peers (ZMQ_MAXMSGSIZE; a larger one
 // disconnects its sender before it is read). A run sends one tensor a frame: at most the

@@ -80,7 +80,10 @@ struct train_outcome {
   std::int64_t steps = 0;
   double mean_step_time_s = 0;
   double samples_per_s = 0;
-  std::vector<model::layer_copy> final_layers;  // one replica per layer
+  // One replica per layer; with train_settings::final_optimizer_state off, parameters and
+  // buffers only. final_hashes: model::state_hashes of each (whole state), taken as it came.
+  std::vector<model::layer_copy> final_layers;
+  std::vector<std::uint64_t> final_hashes;
   int hash_checks = 0;
   data::ledger_report ledger;
   int messages_per_step = 0;

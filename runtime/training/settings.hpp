@@ -86,6 +86,10 @@ struct train_settings {
   // change), so no device waits on the driver's round trip. Off: each step's tasks go out once
   // the step before is confirmed (`--serial-control`).
   bool pipelined_control = true;
+  // The trained layers at the end keep their optimizer state (what --verify compares). Off:
+  // each comes alone, is hashed whole and keeps its parameters and buffers only, so the
+  // process gathering them holds the model once, not with its optimizer state.
+  bool final_optimizer_state = true;
   // Resume from a checkpoint: steps [0, resume->step) count as applied; the layers are
   // placed by the first plan as they were saved, and the controller restarts from its state.
   std::optional<checkpoint> resume;

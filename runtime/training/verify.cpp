@@ -28,9 +28,9 @@ std::string hex(std::uint64_t v) {
 }
 }  // namespace
 
-nlohmann::json layer_hashes_json(const prepared_job& p, std::int64_t steps, const std::vector<model::layer_copy>& trained) {
+nlohmann::json layer_hashes_json(const prepared_job& p, std::int64_t steps, const std::vector<std::uint64_t>& hashes) {
   nlohmann::json layers = nlohmann::json::array();
-  for (const auto h : model::state_hashes(trained)) layers.push_back(hex(h));
+  for (const auto h : hashes) layers.push_back(hex(h));
   return {{"job", p.job.name}, {"fingerprint", job_fingerprint(p)}, {"steps", steps}, {"layers", layers}};
 }
 

@@ -29,7 +29,8 @@ reference_check check_against_reference(const prepared_job& p, std::int64_t step
 // fingerprint (checkpoint_files.hpp), its steps and each layer's model::state_hashes. An
 // exact job's layers are the same bits under any plan, so the two runs' hashes must be equal.
 inline constexpr const char* layer_hashes_file = "layer_hashes.json";
-nlohmann::json layer_hashes_json(const prepared_job& p, std::int64_t steps, const std::vector<model::layer_copy>& trained);
+// `hashes`: train_outcome::final_hashes.
+nlohmann::json layer_hashes_json(const prepared_job& p, std::int64_t steps, const std::vector<std::uint64_t>& hashes);
 // The other run's file, read before this run trains: refused (bad_verify, naming what) when
 // it is missing or unreadable, when this job is not exact, or when the other run trained
 // another job (fingerprint) or another number of steps.

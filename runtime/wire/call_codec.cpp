@@ -62,6 +62,7 @@ void write_call(schema::DeviceCall::Builder c, const device_call& m) {
                    b.setBytes(h.bytes);
                    set_ints(b.initLayout(n(h.layout)), h.layout);
                    b.setBuilt(h.built);
+                   b.setStateHash(h.state_hash);
                  },
                  [&](const ops::migrate& x) {
                    auto b = o.initMigrate();
@@ -169,6 +170,7 @@ void write_call(schema::DeviceCall::Builder c, const device_call& m) {
                  [&](const ops::hash& x) { o.setHash(static_cast<U32>(x.layer)); },
                  [&](const ops::hashed& x) { o.setHashed(x.value); },
                  [&](const ops::copy& x) { o.setCopy(static_cast<U32>(x.layer)); },
+                 [&](const ops::copy_lean& x) { o.setCopyLean(static_cast<U32>(x.layer)); },
                  [&](const ops::perturb& x) { o.setPerturb(static_cast<U32>(x.layer)); },
                  [&](const ops::retire&) { o.setRetire(); },
                  [&](const ops::fail& x) { o.setFail(x.after_us); },
@@ -245,6 +247,7 @@ device_op read_op(Op::Reader o, const decode_limits& lim) {
       check_list(r.getLayout(), lim, "call.hold.layout");
       for (auto v : r.getLayout()) h.layout.push_back(v);
       h.built = r.getBuilt();
+      h.state_hash = r.getStateHash();
       return h;
     }
     case Op::MIGRATE: {
@@ -324,6 +327,7 @@ device_op read_op(Op::Reader o, const decode_limits& lim) {
     case Op::HASH: return ops::hash{to_int(o.getHash(), "call.hash")};
     case Op::HASHED: return ops::hashed{o.getHashed()};
     case Op::COPY: return ops::copy{to_int(o.getCopy(), "call.copy")};
+    case Op::COPY_LEAN: return ops::copy_lean{to_int(o.getCopyLean(), "call.copyLean")};
     case Op::PERTURB: return ops::perturb{to_int(o.getPerturb(), "call.perturb")};
     case Op::RETIRE: return ops::retire{};
     case Op::FAIL: return ops::fail{o.getFail()};

@@ -26,6 +26,9 @@ struct hold {                                    // a layer placed (from -1) or 
   // Non-zero (placed only): no layout and no tensors; the node builds the layer from the job's
   // model and seed, as it was before any step, and its state must hash to this (state_hashes).
   std::uint64_t built = 0;
+  // Answer to copy_lean: the layer's whole state hashed (model::state_hashes) where it is held;
+  // the tensors are its parameters and buffers only.
+  std::uint64_t state_hash = 0;
 };
 struct migrate { int layer = 0, to = 0; link path; };
 struct moved { int layer = 0, from = 0, to = 0; std::uint64_t bytes = 0; std::string refused; };
@@ -72,6 +75,7 @@ struct apply { std::int64_t tag = 0; int layer = 0; double divisor = 1; double s
 struct hash { int layer = 0; };
 struct hashed { std::uint64_t value = 0; };                     // answer to hash
 struct copy { int layer = 0; };
+struct copy_lean { int layer = 0; };  // a copy for evaluation: answer hold, without optimizer state
 struct perturb { int layer = 0; };
 struct retire {};
 struct fail { std::uint64_t after_us = 0; };
@@ -106,7 +110,7 @@ using device_op = std::variant<ops::ack, ops::error, ops::hold, ops::migrate, op
                                ops::probed, ops::step, ops::activation, ops::gradient, ops::stage_report, ops::gradients,
                                ops::gradient_set, ops::apply, ops::hash, ops::hashed, ops::copy, ops::perturb, ops::retire,
                                ops::fail, ops::pause, ops::memory, ops::timing, ops::reduce, ops::sum_held, ops::reduce_part,
-                               ops::commit>;
+                               ops::commit, ops::copy_lean>;
 
 struct tensor_meta {
   std::uint8_t dtype = 0;

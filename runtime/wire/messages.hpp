@@ -25,7 +25,8 @@ namespace dynapar::wire {
 // 14: a drop is answered (ack) once the layer is gone: a re-plan waits for it before layers move in.
 // 20: the Plan, DeviceReport and Metrics bodies, which nothing sent, are gone (plans travel as
 // device calls; measurements as stage reports).
-inline constexpr std::uint16_t protocol_version = 23;
+// 24: copyLean, a layer without its optimizer state (with its whole state's hash: Hold.stateHash).
+inline constexpr std::uint16_t protocol_version = 24;
 
 struct join_msg {
   std::string node;

@@ -9,6 +9,7 @@
 #include "train_helpers.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <numeric>
 #include <thread>
@@ -83,6 +84,32 @@ TEST_CASE("actors train MLP and CNN exactly as one device under GPipe and plain 
       CHECK(model::max_rel_diff(out->final_layers, init) > 1e-2);
     }
   }
+}
+
+TEST_CASE("an outline trains as the whole model; the end without optimizer state keeps each layer's whole hash",
+          "[actor][train]") {
+  model::set_threads(1);
+  const auto d = data::synthetic(640, 3);
+  auto whole = model::make_model("cnn", 42), outline = model::make_model("cnn", 42, true);
+  REQUIRE((whole && outline));
+  training::train_settings s;
+  s.plan = two_groups(model::num_layers(**whole), planner::schedule_kind::one_f_one_b);
+  s.steps = 4;
+  s.batch = 64;
+  s.seed = 5;
+  s.optimizer = {"adam", 0.05, 0.9, 0};
+  auto kept = actors::train(**whole, d, s);
+  s.final_optimizer_state = false;
+  auto lean = actors::train(**outline, d, s);
+  REQUIRE((kept && lean));
+  CHECK(diff_from_one_device(**whole, d, s, kept->final_layers) == 0);
+  // The lean end's hashes are the whole states', taken where the layers were.
+  CHECK(lean->final_hashes == model::state_hashes(kept->final_layers));
+  CHECK(kept->final_hashes == lean->final_hashes);
+  // The lean layers have no optimizer state (the states do not line up), and the same rest.
+  CHECK(std::isinf(model::max_rel_diff(lean->final_layers, kept->final_layers)));
+  for (const auto& l : kept->final_layers) model::drop_optimizer_state(l);
+  CHECK(model::max_rel_diff(lean->final_layers, kept->final_layers) == 0);
 }
 
 TEST_CASE("a plan that does not fit the model is an error, not a run", "[actor][train]") {

@@ -5,7 +5,8 @@
 # last layer (fc4, 41 k parameters) peaks within 60 MB of a node of the one-layer `linear`
 # model: it never built the other 150 MB. (60: a BLAS thread's buffer, 32 MB, comes and goes
 # with the threads that ran a product.) (Each node logs its peak resident memory at exit, and
-# its heartbeats carry it to summary.json's node_peak_rss_mb.)
+# its heartbeats carry it to summary.json's node_peak_rss_mb.) The controller gathers the
+# trained layers at the end with their optimizer state only for --verify.
 # node_layers.sh DYNAPAR OUT
 set -euo pipefail
 bin=$1 out=$2
@@ -49,5 +50,13 @@ assert holder < base + 60, ("the last stage's node built more than its layer", h
 said = s["node_peak_rss_mb"]
 assert sorted(said) == sorted(wide), (said, wide)
 assert all(100 < said[n] and abs(said[n] - wide[n]) <= 0.02 * wide[n] for n in said), (said, wide)
+# What the controller gathered at the end, by hand: with --verify every layer with its Adam
+# state (parameters and both moments), without it (the linear run) parameters only, the
+# holder hashing the state it keeps.
+params = lambda sizes: 4 * sum(a * b + b for a, b in zip(sizes, sizes[1:]))
+wide_bytes, linear_bytes = params([784, 4096, 4096, 4096, 10]), params([784, 10])
+assert s["controller_tensor_bytes_by_kind"]["gathered"] == 3 * wide_bytes, (s["controller_tensor_bytes_by_kind"], wide_bytes)
+lin = json.load(open("linear/summary.json"))
+assert lin["controller_tensor_bytes_by_kind"]["gathered"] == linear_bytes, (lin["controller_tensor_bytes_by_kind"], linear_bytes)
 print("ok: the node holding fc4 peaked at %.1f MB, a linear model's at %.1f; the others %s" % (holder, base, sorted(wide.values())))
 PY

@@ -130,3 +130,58 @@ TEST_CASE("make_layer: each built-in layer built by itself is make_model's, bit 
   CHECK(make_layer("cnn", 7, 4).err().message == "model 'cnn' has 4 layers; no layer 4");
   CHECK(make_layer("nope", 7, 0).err().code == "unknown_model");
 }
+
+TEST_CASE("an outline holds no layer, yet gives the whole model's layers, sizes, profile and reference", "[unit][model]") {
+  for (const std::string name : {"mlp", "cnn", "resnet"}) {
+    INFO(name);
+    auto whole = make_model(name, 3);
+    auto outline = make_model(name, 3, true);
+    REQUIRE((whole && outline));
+    const auto& o = **outline;
+    REQUIRE(num_layers(o) == num_layers(**whole));
+    CHECK(o.names == (*whole)->names);
+    for (int l = 0; l < num_layers(o); ++l) {
+      INFO("layer " << l);
+      CHECK(o.layers[l]->parameters().empty());  // nothing of it kept
+      CHECK(param_bytes(o, l) == param_bytes(**whole, l));
+      CHECK(param_count(o, l) == param_count(**whole, l));
+      CHECK(state_hashes({copy_layer(o, l)}) == state_hashes({copy_layer(**whole, l)}));
+      auto changed = copy_layer(**whole, l);
+      for (auto& p : changed->module->parameters()) p.data().add_(0.25);
+      const auto back = from_wire(o, l, to_wire(changed));
+      REQUIRE(back);
+      CHECK(state_hashes({*back}) == state_hashes({changed}));
+    }
+    // A profile measured on the outline sees the same layers (sizes; times are this machine's).
+    const auto pw = measure_profile(**whole, 4, 1, {}), po = measure_profile(o, 4, 1, {});
+    REQUIRE((pw && po));
+    REQUIRE(po->num_layers() == pw->num_layers());
+    for (int l = 0; l < po->num_layers(); ++l) {
+      CHECK(po->layers[l].param_bytes == pw->layers[l].param_bytes);
+      CHECK(po->layers[l].act_bytes == pw->layers[l].act_bytes);
+    }
+    // The one-device reference built from either starts from the same bits.
+    CHECK(state_hashes(reference(o, {}).layers()) == state_hashes(reference(**whole, {}).layers()));
+  }
+  CHECK_FALSE(make_model("no_such_model", 1, true));
+}
+
+TEST_CASE("drop_optimizer_state: a copy keeps its parameters, buffers and whole state's hash, and loses its optimizer state", "[unit][model]") {
+  auto a = linear_with_bn(0.5f);
+  const auto params_only = state_hashes({a}).front();
+  auto st = std::make_unique<torch::optim::AdamParamState>();
+  st->step(3);
+  st->exp_avg(torch::ones({2, 2}));
+  st->exp_avg_sq(torch::ones({2, 2}));
+  a->states.push_back(std::move(st));
+  const auto whole = state_hashes({a}).front();
+  REQUIRE(whole != params_only);
+  const auto params = a->module->parameters();
+  drop_optimizer_state(a);
+  CHECK(a->states.empty());
+  CHECK(a->module->parameters()[0].data_ptr() == params[0].data_ptr());
+  CHECK(state_hashes({a}).front() == whole);  // what it was, optimizer state included
+  auto b = linear_with_bn(0.5f);  // one whose state went elsewhere: the hash it came with
+  drop_optimizer_state(b, 42);
+  CHECK(state_hashes({b}).front() == 42);
+}

@@ -53,6 +53,7 @@ TEST_CASE("every device operation round-trips with its fields", "[unit][wire]") 
   CHECK(round_trip(ops::drop{5}).layer == 5);
   CHECK(round_trip(ops::hash{6}).layer == 6);
   CHECK(round_trip(ops::copy{7}).layer == 7);
+  CHECK(round_trip(ops::copy_lean{9}).layer == 9);
   CHECK(round_trip(ops::perturb{8}).layer == 8);
   CHECK(round_trip(ops::speed{0.25}).factor == 0.25);
   CHECK(round_trip(ops::probed{0.125}).seconds == 0.125);
@@ -66,6 +67,9 @@ TEST_CASE("every device operation round-trips with its fields", "[unit][wire]") 
   ops::hold fresh{3, -1, 2, 0, {}};
   fresh.built = 0x0123456789abcdefull;
   CHECK(round_trip(fresh, 0).built == 0x0123456789abcdefull);
+  ops::hold lean{3, 1, -1, 0, {1, 0}};
+  lean.state_hash = 0xfedcba9876543211ull;
+  CHECK(round_trip(lean, 2).state_hash == 0xfedcba9876543211ull);
   const auto mi = round_trip(ops::migrate{4, 9, {1.5e9, 2e-4}});
   CHECK((mi.layer == 4 && mi.to == 9 && mi.path.bandwidth == 1.5e9 && mi.path.latency == 2e-4));
   const auto mo = round_trip(ops::moved{4, 2, 9, 0, "device 9 is out of memory"});

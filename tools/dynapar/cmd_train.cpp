@@ -70,7 +70,8 @@ void write_error_summary(const std::string& out, const std::string& job, const s
 }  // namespace
 
 int train_main(const train_options& o, const train_fn& how) {
-  auto prep = training::prepare_job(o.job, o.steps, o.place);
+  // Over nodes this process holds no layer: it keeps the model's outline, not the model.
+  auto prep = training::prepare_job(o.job, o.steps, o.place, how != nullptr);
   if (!prep) {
     if (report_exit(prep.err()) == exit_failed) write_error_summary(o.out, o.job, prep.err().message);  // a model failing here
     return report(prep.err());
@@ -81,6 +82,7 @@ int train_main(const train_options& o, const train_fn& how) {
                                         "(docs/CLUSTERS.md)"));
   if (auto st = check_compare(*prep, o); !st) return report(st.err());
   prep->settings.pipelined_control = !o.serial_control;
+  prep->settings.final_optimizer_state = o.verify;  // else the end needs each layer's hash, and for evaluation its parameters
   if (!o.hysteresis.empty()) {
     if (!prep->settings.controller) return report(make_error("bad_flag", "--hysteresis needs a job re-planned online (replan_every > 0)"));
     prep->job.hysteresis = prep->settings.controller->core.hysteresis = o.hysteresis == "on";
@@ -232,7 +234,7 @@ int train_main(const train_options& o, const train_fn& how) {
     summary["verify_tolerance"] = check.tolerance;
     summary["verified"] = check.verified();
   }
-  const auto hashes = training::layer_hashes_json(*prep, steps, outcome->final_layers);
+  const auto hashes = training::layer_hashes_json(*prep, steps, outcome->final_hashes);
   std::ofstream(fs::path(o.out) / training::layer_hashes_file) << hashes.dump(2) << "\n";
   std::vector<int> differing;
   if (!against.is_null()) {

@@ -243,6 +243,12 @@ void build(model_chain& m, const build_spec& spec) {
   }
 }
 
+std::size_t parameter_bytes(const nn::Sequential& s) {
+  std::size_t n = 0;
+  for (const auto& p : s->parameters()) n += static_cast<std::size_t>(p.nbytes());
+  return n;
+}
+
 }  // namespace
 
 const std::vector<std::string>& builtin_model_names() {
@@ -259,9 +265,7 @@ result<std::shared_ptr<const model_chain>> make_model(const std::string& name, s
   build(*m, {seed, outline ? std::numeric_limits<int>::max() : -1});
   for (int l = 0; outline && l < num_layers(*m); ++l) {  // one layer at a time: its sizes, then it goes
     const auto one = layer_module(*m, l);
-    std::size_t bytes = 0;
-    for (const auto& p : one->parameters()) bytes += static_cast<std::size_t>(p.nbytes());
-    m->outline_bytes.push_back(bytes);
+    m->outline_bytes.push_back(parameter_bytes(one));
     m->outline_params.push_back(one->parameters().size());
   }
   if (m->layers.empty()) {
@@ -341,10 +345,7 @@ torch::nn::Sequential layer_module(const model_chain& m, int layer) {
 }
 
 std::size_t param_bytes(const model_chain& m, int layer) {
-  if (m.outline) return m.outline_bytes.at(layer);
-  std::size_t n = 0;
-  for (const auto& p : m.layers.at(layer)->parameters()) n += static_cast<std::size_t>(p.nbytes());
-  return n;
+  return m.outline ? m.outline_bytes.at(layer) : parameter_bytes(m.layers.at(layer));
 }
 
 std::size_t param_count(const model_chain& m, int layer) {

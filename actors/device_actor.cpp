@@ -77,9 +77,16 @@ void advance(device_self self) {
         break;
       case schedule::op::forward: {
         const device_clock::work_start w;
-        auto out = s.worker->forward(m, s.task.lo, s.task.hi, s.current);
+        auto out = s.task.evaluate ? s.worker->infer(s.task.lo, s.task.hi, s.current) : s.worker->forward(m, s.task.lo, s.task.hi, s.current);
         s.report.compute_s += s.speed.finish(w, s.speed.reference_s(s.task.lo, s.task.hi, true, static_cast<double>(model::samples(s.current))));
         if (!out) return fail(out.err().message);
+        if (s.task.evaluate && !s.task.next) {  // the last stage scores the micro-batch
+          if (m >= static_cast<int>(s.task.targets.size())) return fail("no targets for micro-batch " + std::to_string(m));
+          auto sc = model::score(*out, s.task.targets[m]);
+          if (!sc) return fail(sc.err().message);
+          s.report.loss_sum += *sc;
+          break;
+        }
         s.outputs[m] = *out;
         if (s.task.more && !s.told_forward) {  // dispatch learns this step's pace from it
           s.told_forward = true;
@@ -126,7 +133,7 @@ void advance(device_self self) {
     }
   } else if (s.runner.finished()) {
     s.active = false;
-    s.report.loss_sum = s.worker->loss_sum();
+    if (!s.task.evaluate) s.report.loss_sum = s.worker->loss_sum();
     finish_report(s);
     self->send(s.task.report_to, s.report);
     start_deferred(self);
@@ -235,9 +242,11 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
         s.speed.new_step();
         s.report.device = s.cfg.id;
         s.report.step = s.task.step;
-        if (s.updated_step >= 0 && s.updated_step == s.task.train_step - 1)
-          s.report.idle_s = std::chrono::duration<double>(clock::now() - s.updated_at).count();
-        s.worker->begin_step(s.task.train_step, s.task.first_micro, s.task.accumulate);
+        if (!s.task.evaluate) {  // an evaluation leaves the training state as it is
+          if (s.updated_step >= 0 && s.updated_step == s.task.train_step - 1)
+            s.report.idle_s = std::chrono::duration<double>(clock::now() - s.updated_at).count();
+          s.worker->begin_step(s.task.train_step, s.task.first_micro, s.task.accumulate);
+        }
         s.active = true;
         s.told_forward = false;
         s.rest.reset();

@@ -172,9 +172,14 @@ class driver {
   status check_replicas(std::int64_t t);
   // One copy of each layer from its first holder, waiting at most `wait`.
   void request_layers(std::vector<model::layer_copy>& out, std::chrono::milliseconds wait, const char* what);
-  void collect_layers(std::vector<model::layer_copy>& out, std::vector<std::uint64_t>& hashes, bool keep_state,
-                      std::chrono::milliseconds wait, const char* what);
+  // Each layer from its first holder in turn, in `form` (train_settings::final_form).
+  void collect_layers(std::vector<model::layer_copy>& out, std::vector<std::uint64_t>& hashes,
+                      training::train_settings::final_form form, std::chrono::milliseconds wait, const char* what);
   std::chrono::milliseconds between_steps() const;
+  // The validation set's metric (model::metric_of), from forward-only tasks through the plan's
+  // groups (driver_evaluate.cpp); an error: a device failed or missed its deadline meanwhile.
+  result<double> evaluate(const data::dataset& test, const char* what);
+  bool evaluates_epochs() const { return cb_.on_epoch && s_.test_set; }
   void answer_failed(const caf::error& e, clock::time_point started, const char* what);
   status take_checkpoint(std::int64_t steps_done);
   // A device actor stopped: fatal for the step in flight if the plan uses it.

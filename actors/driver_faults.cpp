@@ -292,8 +292,9 @@ void driver::request_layers(std::vector<model::layer_copy>& out, std::chrono::mi
 // the whole state and drops the optimizer's, which never travels. So this process holds the
 // model once, never with its optimizer state (evaluation, the end). The first failure (in
 // failure_) ends the gathering.
-void driver::collect_layers(std::vector<model::layer_copy>& out, std::vector<std::uint64_t>& hashes, bool keep_state,
-                            std::chrono::milliseconds wait, const char* what) {
+void driver::collect_layers(std::vector<model::layer_copy>& out, std::vector<std::uint64_t>& hashes,
+                            training::train_settings::final_form form, std::chrono::milliseconds wait, const char* what) {
+  using form_t = training::train_settings::final_form;
   const auto started = clock::now();
   const auto got = [&](model::layer_copy& x) {
     hashes.push_back(model::state_hashes({x}).front());
@@ -302,10 +303,12 @@ void driver::collect_layers(std::vector<model::layer_copy>& out, std::vector<std
   const auto failed = [&](caf::error& e) { answer_failed(e, started, what); };
   for (int l = 0; l < L_ && failure_.empty(); ++l) {
     const auto& holder = actors_.devices.at(holders_.at(l).front());
-    if (keep_state)
+    if (form == form_t::whole)
       self_->request(holder, wait, copy_atom::value, l).receive(got, failed);
-    else  // the holder hashes the whole state and drops the optimizer's: it never travels
+    else if (form == form_t::lean)  // the holder hashes the whole state and drops the optimizer's: it never travels
       self_->request(holder, wait, copy_lean_atom::value, l).receive(got, failed);
+    else  // the holder hashes the whole state where it is
+      self_->request(holder, wait, hash_atom::value, l).receive([&](std::uint64_t h) { hashes.push_back(h); }, failed);
   }
 }
 

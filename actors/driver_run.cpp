@@ -215,12 +215,15 @@ result<training::train_outcome> driver::run() {
     status after = ok_status();
     if (s_.hash_every > 0 && (t + 1) % s_.hash_every == 0) after = check_replicas(t);
     if (after && s_.checkpoint_every > 0 && (t + 1) % s_.checkpoint_every == 0) after = take_checkpoint(t + 1);
-    if (after && cb_.on_epoch && (t + 1) % sampler.steps_per_epoch() == 0) {
-      std::vector<model::layer_copy> layers;  // evaluated: parameters and buffers are enough
-      std::vector<std::uint64_t> unused;
-      collect_layers(layers, unused, false, between_steps(), "collecting the layers at the epoch's end");
-      after = check("collecting the layers after epoch " + std::to_string((t + 1) / sampler.steps_per_epoch()));
-      if (after) cb_.on_epoch((t + 1) / sampler.steps_per_epoch(), layers);
+    if (after && evaluates_epochs() && (t + 1) % sampler.steps_per_epoch() == 0) {
+      const auto epoch = (t + 1) / sampler.steps_per_epoch();
+      auto metric = evaluate(*s_.test_set, "evaluating the validation set");
+      if (!metric) {
+        after = make_error(metric.err().code, "after epoch " + std::to_string(epoch) + ", " + metric.err().message);
+      } else {
+        cb_.on_epoch(epoch, *metric);
+        if (t + 1 == s_.steps) out_.test_metric = *metric;
+      }
     }
     if (!after) {
       std::int64_t resume_at = t + 1;
@@ -228,7 +231,12 @@ result<training::train_outcome> driver::run() {
       t = resume_at - 1;
     }
   }
-  collect_layers(out_.final_layers, out_.final_hashes, s_.final_optimizer_state, timeout_, "collecting the trained layers");
+  if (s_.test_set && !out_.test_metric) {
+    auto metric = evaluate(*s_.test_set, "evaluating the validation set after the last step");
+    if (!metric) return metric.err();
+    out_.test_metric = *metric;
+  }
+  collect_layers(out_.final_layers, out_.final_hashes, s_.final_layers, timeout_, "collecting the trained layers");
   if (auto st = check("collecting the trained layers"); !st) return st.err();
   out_.final_plan = *current_;
   out_.steps = s_.steps;

@@ -17,7 +17,7 @@ struct supervisor_state {
   clock::time_point started;
   // The stages' programs by micro-batch count (a probe and its rest differ from a share), each
   // generated once: a supervisor lives as long as its group's plan.
-  std::map<int, schedule::pipeline> programs;
+  std::map<std::pair<int, bool>, schedule::pipeline> programs;  // by (count, evaluation)
   static inline const char* name = "group_supervisor";
 };
 
@@ -38,8 +38,12 @@ group_handle::behavior_type group_supervisor(group_handle::stateful_pointer<supe
         auto& st = self->state;
         const int n = static_cast<int>(st.cfg.actors.size());
         const int m = static_cast<int>(task.inputs.size());
-        auto it = st.programs.find(m);
-        if (it == st.programs.end()) it = st.programs.emplace(m, schedule::generate(st.cfg.schedule, n, m)).first;
+        auto it = st.programs.find({m, task.evaluate});
+        if (it == st.programs.end())
+          it = st.programs
+                   .emplace(std::make_pair(m, task.evaluate),
+                            task.evaluate ? schedule::forward_only(n, m) : schedule::generate(st.cfg.schedule, n, m))
+                   .first;
         const auto& pipe = it->second;
         if (task.resume) {  // a probe's rest (one device): the step in progress goes on
           if (n != 1 || st.pending == 0 || task.step != st.report.step) return;
@@ -76,6 +80,7 @@ group_handle::behavior_type group_supervisor(group_handle::stateful_pointer<supe
           t.report_to = caf::actor_cast<group_handle>(self);
           t.more = task.more && n == 1;
           t.resume = task.resume;
+          t.evaluate = task.evaluate;
           self->send(st.cfg.actors[j], step_atom::value, std::move(t));
         }
       },

@@ -123,7 +123,7 @@ struct stage_report {
   // From its update of the step before (its last sum applied) until this step's task came:
   // the time it waited on the controller between steps (0 when it did not update then).
   double idle_s = 0;
-  double loss_sum = 0;                   // last stage
+  double loss_sum = 0;                   // last stage; of an evaluation, the metric's sum (model::score)
   int messages = 0;                      // activations and gradients sent
   std::vector<control::link_measure> links;  // what each link it sent on did, as its NIC would count
   std::string error;                     // empty when the stage succeeded
@@ -156,6 +156,9 @@ struct stage_task {
   // keeps the step open for its rest; `resume`, this is the rest of the open step (no new
   // step: gradients and loss go on).
   bool more = false, resume = false;
+  // Evaluation (driver::evaluate): forward only, in evaluation mode, nothing kept and no
+  // training state touched; inputs, targets and samples are of the validation set.
+  bool evaluate = false;
 };
 
 // A group's step: its stages' reports, to the driver.
@@ -183,6 +186,7 @@ struct group_task {
   std::vector<comm::link_spec> links;    // between consecutive stages
   group_sink report_to;
   bool more = false, resume = false;     // within-step dispatch (stage_task)
+  bool evaluate = false;                 // stage_task::evaluate
 };
 
 // A device's gradients of every layer it holds after a step, as the exact sum's partial sums.

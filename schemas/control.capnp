@@ -69,7 +69,7 @@ struct Leave {
 struct Heartbeat {
   node @0 :Text;
   timeNs @1 :Int64;
-  dataHash @2 :UInt64;        # a node's: the fingerprint of the data set it loaded for the job
+  dataHash @2 :UInt64;        # a node's: the fingerprint of the data sets it loaded for the job (training and validation)
                               # (runtime/data/source.hpp), 0 for none
   peakRssMb @3 :Float64;      # a node's: its peak resident memory so far, MB (0: not said)
 }
@@ -111,7 +111,7 @@ struct Welcome {
                               # if its bytes hash to this; empty for a built-in model
   data @11 :Text;             # the job's data source, key=value lines (data::encode); empty: none
   dataSamples @12 :UInt32;    # synthetic: the training set's size (seed: the job's)
-  dataHash @13 :UInt64;       # the controller's fingerprint of the training set
+  dataHash @13 :UInt64;       # the controller's fingerprint of the training and validation sets
   nesterov @14 :Bool;         # sgd: Nesterov momentum
   schedule @15 :Text;         # the learning rate's schedule (common/lr_schedule.hpp): constant,
   warmupSteps @16 :Int64;     #   step or cosine, with its parameters; a node applies step t's
@@ -206,6 +206,9 @@ struct StageTask {
   # pool for a step left open by its probe.
   more @16 :Bool;
   resume @17 :Bool;
+  # Forward only, in evaluation mode, changing no training state; the samples are of the job's
+  # validation set, and the last stage's StageReport.lossSum is the metric's sum over them.
+  evaluate @18 :Bool;
 }
 
 # A micro-batch's activation or gradient between stages; one tensor.

@@ -80,6 +80,7 @@ wire::ops::step step_of(const stage_task& t, std::vector<model::tensor>& tensors
   s.accumulate = t.accumulate;
   s.more = t.more;
   s.resume = t.resume;
+  s.evaluate = t.evaluate;
   for (const auto& in : t.program) s.program.push_back({static_cast<int>(in.kind), in.micro});
   s.to_prev = link_of(t.to_prev);
   s.to_next = link_of(t.to_next);
@@ -109,6 +110,7 @@ result<stage_task> task_from(const wire::ops::step& s, const std::vector<model::
   t.accumulate = s.accumulate;
   t.more = s.more;
   t.resume = s.resume;
+  t.evaluate = s.evaluate;
   for (const auto& in : s.program) t.program.push_back({static_cast<schedule::op>(in.kind), in.micro});
   t.to_prev = link_from(s.to_prev);
   t.to_next = link_from(s.to_next);
@@ -116,6 +118,8 @@ result<stage_task> task_from(const wire::ops::step& s, const std::vector<model::
   t.targets.assign(tensors.begin() + s.inputs, tensors.end());
   if (!s.inputs_from_samples && !s.targets_from_samples) return t;
   if (!d) return bad("a step", "names its samples, but this node holds no copy of the job's data set");
+  // An evaluation's samples are of the validation set (`d` then), with no augmentation.
+  const std::int64_t draw = s.evaluate ? -1 : s.train_step;
   for (const auto& ids : s.samples)
     for (int id : ids)
       if (id < 0 || id >= d->size())
@@ -126,7 +130,7 @@ result<stage_task> task_from(const wire::ops::step& s, const std::vector<model::
   try {
     for (std::size_t k = 0; k < m; ++k) {
       const int n = static_cast<int>(s.samples[k].size());
-      if (s.inputs_from_samples) t.inputs.push_back(model::inputs(*d, s.samples[k], 0, n, s.train_step));
+      if (s.inputs_from_samples) t.inputs.push_back(model::inputs(*d, s.samples[k], 0, n, draw));
       if (s.targets_from_samples) t.targets.push_back(model::targets(*d, s.samples[k], 0, n));
     }
   } catch (const std::exception& e) {  // a data file that changed under the run (data/dataset.hpp)

@@ -36,7 +36,8 @@ comm::link_spec link_from(const wire::ops::link& l);
 
 // A stage's part of a step. prev/next/report_to are resolved by the receiving node. With
 // `node_has_data` (the node proved it holds the job's data set) and the task's sample ids,
-// the inputs and targets travel as those ids; task_from builds them from `data` (null: the
+// the inputs and targets travel as those ids; task_from builds them from `data`, the split
+// the task names (an evaluation: the validation set; null: the
 // node holds none, and such a step is an error naming why), bit for bit what model::inputs
 // and model::targets give the sender.
 wire::ops::step step_of(const stage_task& t, std::vector<model::tensor>& tensors, bool node_has_data = false);

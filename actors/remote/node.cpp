@@ -78,8 +78,8 @@ result<std::string> model_source(const node_config& cfg, const wire::welcome_msg
   return file;
 }
 
-// The job's training set, loaded here so that a step's inputs need only sample ids on the
-// wire. Returns the fingerprint to prove in heartbeats: the controller's when this node's
+// The job's training and validation sets, loaded here so that a step's and an evaluation's
+// inputs need only sample ids on the wire. Returns the fingerprint to prove in heartbeats: the controller's when this node's
 // copy has the same bytes, else 0 (and the controller keeps sending tensors).
 std::uint64_t load_data(const node_config& cfg, const wire::welcome_msg& w, node_shared& sh) {
   if (w.data_hash == 0 || w.data.empty()) return 0;
@@ -109,11 +109,12 @@ std::uint64_t load_data(const node_config& cfg, const wire::welcome_msg& w, node
     src->path = (std::filesystem::path(cfg.data_dir) / named.filename()).string();
   }
   auto d = model::load_data(*src, true);
-  if (!d) {
-    log->warn("the job's data set '{}': {}; the controller sends each step's inputs instead", src->kind, d.err().message);
+  auto v = d ? model::load_data(*src, false) : d;
+  if (!d || !v) {
+    log->warn("the job's data set '{}': {}; the controller sends each step's inputs instead", src->kind, (d ? v : d).err().message);
     return 0;
   }
-  const auto h = data::fingerprint(*d);
+  const auto h = data::fingerprint(*d, *v);
   if (h != w.data_hash) {
     log->warn("this node's copy of '{}' differs from the controller's (fingerprint {:x}, not {:x}); the controller sends each "
               "step's inputs instead",
@@ -121,6 +122,7 @@ std::uint64_t load_data(const node_config& cfg, const wire::welcome_msg& w, node
     return 0;
   }
   sh.data = std::make_shared<const data::dataset>(std::move(*d));
+  sh.val = std::make_shared<const data::dataset>(std::move(*v));
   return h;
 }
 

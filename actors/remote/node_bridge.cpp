@@ -159,7 +159,7 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
             self->request(dev, caf::infinite, probe_atom::value).then([sh, c](double v) { sh->answer(c, ops::probed{v}); }, on_error);
           },
           [&](const ops::step& st) {
-            auto task = remote::task_from(st, ts, sh->data.get());
+            auto task = remote::task_from(st, ts, st.evaluate ? sh->val.get() : sh->data.get());
             if (!task) {
               stage_report r;
               r.device = c.device;

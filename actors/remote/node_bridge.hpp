@@ -28,7 +28,8 @@ struct node_shared {
   std::atomic<std::int64_t> silent_until_us{0};
   std::atomic<bool> cut_off{false};
   model::layer_source layers;  // the job's model, one layer at a time: a node builds only what it holds
-  std::shared_ptr<const data::dataset> data;  // the job's training set, when this node holds the controller's
+  // The job's training and validation sets, when this node holds the controller's.
+  std::shared_ptr<const data::dataset> data, val;
   std::atomic<int> live{0};
   std::string name;
   void post(const wire::device_call& c, const std::vector<model::tensor>& ts = {}) {

@@ -151,4 +151,11 @@ std::uint64_t fingerprint(const dataset& d) {
   return h.value();
 }
 
+std::uint64_t fingerprint(const dataset& train, const dataset& val) {
+  hasher h;
+  h.add(fingerprint(train));
+  h.add(fingerprint(val));
+  return h.value();
+}
+
 }  // namespace dynapar::data

@@ -65,5 +65,8 @@ result<source> decode(const std::string& text);
 // FNV-1a over the shape and every byte: equal sets give equal values, and one changed pixel
 // or label another (with overwhelming likelihood). Never 0, which means "no data".
 std::uint64_t fingerprint(const dataset& d);
+// A job's training and validation sets together: what a node proves it holds before steps
+// and evaluations name samples instead of carrying them.
+std::uint64_t fingerprint(const dataset& train, const dataset& val);
 
 }  // namespace dynapar::data

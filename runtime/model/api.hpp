@@ -141,6 +141,9 @@ class device_worker {
   // The last stage: cross-entropy summed over the micro-batch, then backward.
   virtual result<tensor> backward_from_loss(int micro, const tensor& targets) = 0;
   virtual double loss_sum() const = 0;
+  // Forward only, in evaluation mode (BatchNorm's running statistics, no dropout), keeping
+  // nothing and changing nothing: the devices' evaluation of the validation set.
+  virtual result<tensor> infer(int lo, int hi, const tensor& input) = 0;
   // This step's gradients of the layer (then its running statistics: model/boxes.hpp) as partial sums of the exact sum's fixed tree
   // (schedule/reduction_tree.hpp): a micro-batch's gradients are merged with its sibling's as
   // soon as both are here, so a device keeps and sends O(log n) lists, not one per micro-batch.
@@ -148,6 +151,9 @@ class device_worker {
   // gradient = summed / divisor (times `scale`, clipping's factor, where it is not 1), then one
   // optimizer step on the layer at training step `step`'s learning rate (the schedule's).
   virtual status apply(int layer, const std::vector<tensor>& summed, double divisor, std::int64_t step, double scale) = 0;
+  // The layer's whole state (parameters, buffers, optimizer state) hashed, as state_hashes
+  // hashes its copy: what the replica checks compare, and what the end asks for when no
+  // layer has to come back (train_settings::final_layers).
   virtual std::uint64_t hash(int layer) const = 0;
   virtual layer_copy copy(int layer) const = 0;
   // Fault injection: nudges the layer's first parameter, so its replicas no longer agree.
@@ -202,6 +208,13 @@ std::size_t resident_bytes(const layer_copy& l, const optimizer_config& opt);
 // Test accuracy of the model made of one copy per layer; for a regression (d.target_values >
 // 0), its mean squared error per value instead (metric_name says which).
 double accuracy(const std::vector<layer_copy>& layers, const data::dataset& d);
+// The samples per evaluation chunk, in accuracy() and on the devices alike: the same chunks
+// give the same outputs, bit for bit.
+inline constexpr int evaluation_chunk = 128;
+// A chunk's part of the metric: its correct predictions (every position of a next-token
+// model), or a regression's squared errors. metric_of: the whole set's sum as accuracy or MSE.
+result<double> score(const tensor& outputs, const tensor& targets);  // an error: they do not match
+double metric_of(double score_sum, const data::dataset& d);
 inline const char* metric_name(const data::dataset& d) { return d.target_values > 0 ? "mse" : "accuracy"; }
 // Largest difference between two models, per tensor max|a - b| / max|b|, over parameters,
 // running statistics (buffers) and optimizer state; infinite where they do not line up or a

@@ -131,6 +131,10 @@ void step_on_sums(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>
 // Copies onto `to` (a new storage even where the device is the same).
 std::unique_ptr<torch::optim::OptimizerParamState> copy_state(const torch::optim::OptimizerParamState& s, const torch::Device& to);
 
+// state_hashes' hash of a module and its parameters' optimizer states (null: none yet), in
+// place: what a device hashes without copying the layer.
+std::uint64_t state_hash(const torch::nn::Sequential& module, const std::vector<const torch::optim::OptimizerParamState*>& states);
+
 // An optimizer's state is keyed by its parameter: LibTorch 1.x keys by the TensorImpl's
 // address printed as a string, 2.x by the address itself. Either LibTorch builds dynapar.
 using state_key_t = std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;

@@ -143,12 +143,31 @@ std::size_t resident_bytes(const layer_copy& l, const optimizer_config& opt) {
   return std::max(bytes(l), params * (1 + k));
 }
 
+result<double> score(const tensor& outputs, const tensor& targets) {
+  if (!outputs || !targets) return make_error("bad_tensor", "scoring a chunk without its outputs or targets");
+  torch::NoGradGuard no_grad;
+  const auto& x = outputs->t;
+  const auto& y = targets->t;
+  try {
+    if (y.is_floating_point())  // a regression
+      return (x.to(torch::kCPU).to(torch::kFloat64).reshape(y.sizes()) - y.to(torch::kCPU).to(torch::kFloat64)).pow(2).sum().item<double>();
+    return static_cast<double>(x.argmax(-1).to(torch::kCPU).eq(y.to(torch::kCPU)).sum().item<long>());
+  } catch (const std::exception& e) {  // LibTorch's errors (c10::Error among them), first line only
+    const std::string why = e.what();
+    return make_error("bad_outputs", "scoring outputs of shape " + c10::str(x.sizes()) + " against targets of shape " +
+                                         c10::str(y.sizes()) + ": " + why.substr(0, why.find('\n')));
+  }
+}
+
+double metric_of(double score_sum, const data::dataset& d) {
+  const double per_sample = d.target_values > 0 ? d.target_values : std::max(1, d.target_ids);
+  return d.size() > 0 ? score_sum / (static_cast<double>(d.size()) * per_sample) : 0.0;
+}
+
 double accuracy(const std::vector<layer_copy>& layers, const data::dataset& d) {
   torch::NoGradGuard no_grad;
-  double squares = 0;  // a regression's
   std::vector<int> all(d.size());
   for (int i = 0; i < d.size(); ++i) all[i] = i;
-  long correct = 0;
   // Evaluation mode (BatchNorm's running statistics, no dropout), on copies: the layers
   // may be shared with a device that trains them.
   std::vector<torch::nn::Sequential> eval;
@@ -156,49 +175,65 @@ double accuracy(const std::vector<layer_copy>& layers, const data::dataset& d) {
     eval.push_back(deep_copy(l->module));
     eval.back()->eval();
   }
-  // Chunks of 128 samples: the activations of 1,000 at once (the CNN's first conv layer alone
-  // 100 MB) made the end of a run the controller's peak of memory, 490 MB against 270 MB while
-  // training (the flagship over 4 nodes); 128 evaluate as fast.
-  constexpr int chunk = 128;
-  for (int lo = 0; lo < d.size(); lo += chunk) {
-    const int hi = std::min(d.size(), lo + chunk);
+  // In chunks: the activations of 1,000 samples at once (the CNN's first conv layer alone
+  // 100 MB) made the end of a run the controller's peak of memory; 128 evaluate as fast.
+  double sum = 0;
+  for (int lo = 0; lo < d.size(); lo += evaluation_chunk) {
+    const int hi = std::min(d.size(), lo + evaluation_chunk);
     torch::Tensor x = inputs(d, all, lo, hi)->t;
     for (auto& l : eval) x = l->forward(x.to(device_of(l)));
-    const auto y = targets(d, all, lo, hi)->t;
-    if (d.target_values > 0)
-      squares += (x.to(torch::kCPU).to(torch::kFloat64).reshape(y.sizes()) - y.to(torch::kFloat64)).pow(2).sum().item<double>();
-    else
-      correct += x.argmax(-1).to(torch::kCPU).eq(y).sum().item<long>();  // next-token: every position
+    auto sc = score(box(x), targets(d, all, lo, hi));
+    if (!sc) throw std::runtime_error(sc.err().message);
+    sum += *sc;
   }
-  if (d.target_values > 0) return squares / (static_cast<double>(d.size()) * d.target_values);
-  return static_cast<double>(correct) / (static_cast<double>(d.size()) * std::max(1, d.target_ids));
+  return metric_of(sum, d);
 }
 
 namespace {
 // A layer's whole state as tensors, for comparison: its parameters, its running statistics
 // (BatchNorm's), then its optimizer's state parameter by parameter (a step count as a tensor
 // too). A side with optimizer state and one without differ in length.
-std::vector<torch::Tensor> whole_state(const layer_box& l) {
-  auto out = l.module->parameters();
-  for (const auto& t : l.module->buffers()) out.push_back(t);
-  for (const auto& st : l.states) {
+template <class States>
+std::vector<torch::Tensor> whole_state(const torch::nn::Sequential& module, const States& states) {
+  auto out = module->parameters();
+  for (const auto& t : module->buffers()) out.push_back(t);
+  for (const auto& held : states) {
+    if (!held) continue;
+    const torch::optim::OptimizerParamState* st = &*held;  // a unique_ptr's or a plain pointer's
     auto adam = [&](const auto& a) {
       out.push_back(torch::tensor(static_cast<double>(a.step()), torch::kFloat64));
       out.push_back(a.exp_avg());
       out.push_back(a.exp_avg_sq());
       if (a.max_exp_avg_sq().defined()) out.push_back(a.max_exp_avg_sq());
     };
-    if (const auto* a = dynamic_cast<const torch::optim::AdamParamState*>(st.get())) {
+    if (const auto* a = dynamic_cast<const torch::optim::AdamParamState*>(st)) {
       adam(*a);
-    } else if (const auto* w = dynamic_cast<const torch::optim::AdamWParamState*>(st.get())) {
+    } else if (const auto* w = dynamic_cast<const torch::optim::AdamWParamState*>(st)) {
       adam(*w);
-    } else if (const auto* g = dynamic_cast<const torch::optim::SGDParamState*>(st.get())) {
+    } else if (const auto* g = dynamic_cast<const torch::optim::SGDParamState*>(st)) {
       if (g->momentum_buffer().defined()) out.push_back(g->momentum_buffer());
     }
   }
   return out;
 }
+std::vector<torch::Tensor> whole_state(const layer_box& l) { return whole_state(l.module, l.states); }
+
+std::uint64_t hash_of(const std::vector<torch::Tensor>& tensors) {
+  data::hasher h;
+  for (const auto& t : tensors) {
+    const auto c = t.detach().to(torch::kCPU).contiguous();
+    h.add(static_cast<std::uint64_t>(c.scalar_type()));
+    h.add(static_cast<std::uint64_t>(c.dim()));
+    for (auto d : c.sizes()) h.add(static_cast<std::uint64_t>(d));
+    h.add(static_cast<const std::uint8_t*>(c.data_ptr()), static_cast<std::size_t>(c.nbytes()));
+  }
+  return h.value();
+}
 }  // namespace
+
+std::uint64_t state_hash(const torch::nn::Sequential& module, const std::vector<const torch::optim::OptimizerParamState*>& states) {
+  return hash_of(whole_state(module, states));
+}
 
 double max_rel_diff(const std::vector<layer_copy>& a, const std::vector<layer_copy>& b) {
   // Models that do not line up, or a NaN anywhere, differ without bound: a comparison that
@@ -231,15 +266,7 @@ std::vector<std::uint64_t> state_hashes(const std::vector<layer_copy>& layers) {
       out.push_back(*l->whole_hash);
       continue;
     }
-    data::hasher h;
-    for (const auto& t : whole_state(*l)) {
-      const auto c = t.detach().to(torch::kCPU).contiguous();
-      h.add(static_cast<std::uint64_t>(c.scalar_type()));
-      h.add(static_cast<std::uint64_t>(c.dim()));
-      for (auto d : c.sizes()) h.add(static_cast<std::uint64_t>(d));
-      h.add(static_cast<const std::uint8_t*>(c.data_ptr()), static_cast<std::size_t>(c.nbytes()));
-    }
-    out.push_back(h.value());
+    out.push_back(hash_of(whole_state(*l)));
   }
   return out;
 }

@@ -378,7 +378,7 @@ status check_data(const model_chain& m, const data::dataset& d) {
 }
 std::string layer_name(const model_chain& m, int layer) { return m.names.at(layer); }
 layer_copy copy_layer(const model_chain& m, int layer) {
-  return std::make_shared<layer_box>(layer_box{layer_module(m, layer), {}});
+  return std::make_shared<layer_box>(layer_box{layer_module(m, layer), {}, {}});
 }
 
 status check_optimizer(const optimizer_config& o) {

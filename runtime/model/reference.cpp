@@ -86,7 +86,7 @@ double reference::step(const data::dataset& d, const std::vector<int>& samples, 
 std::vector<layer_copy> reference::layers() const {
   std::vector<layer_copy> out;
   for (const auto& l : impl_->layers) {
-    auto box = std::make_shared<layer_box>(layer_box{deep_copy(l), {}});
+    auto box = std::make_shared<layer_box>(layer_box{deep_copy(l), {}, {}});
     for (const auto& p : l->parameters()) {  // with the optimizer's state, as a device's copy has it
       auto it = impl_->optimizer->state().find(state_key(p));
       box->states.push_back(it == impl_->optimizer->state().end() ? nullptr : copy_state(*it->second, impl_->device));

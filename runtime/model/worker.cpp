@@ -154,6 +154,26 @@ class torch_worker final : public device_worker {
 
   double loss_sum() const override { return loss_.defined() ? loss_.item<double>() : 0.0; }
 
+  result<tensor> infer(int lo, int hi, const tensor& input) override {
+    for (int l = lo; l < hi; ++l)
+      if (!holds(l)) return make_error("not_held", "evaluation of layer " + std::to_string(l) + " on a device that does not hold it");
+    if (!input) return make_error("bad_tensor", "evaluation without an input");
+    return guarded("evaluation", [&]() -> result<tensor> {
+      torch::NoGradGuard no_grad;
+      torch::Tensor y = input->t.to(device_);
+      for (int l = lo; l < hi; ++l) {
+        auto& module = layers_[l].module;
+        module->eval();
+        struct training_again {  // even when forward throws
+          torch::nn::Sequential& m;
+          ~training_again() { m->train(); }
+        } again{module};
+        y = module->forward(y);
+      }
+      return box(y);
+    }, /*wait=*/false);
+  }
+
   std::vector<grad_part> partial_gradients(int layer) const override {
     std::vector<grad_part> out;
     if (accumulate_) {
@@ -197,15 +217,13 @@ class torch_worker final : public device_worker {
   }
 
   std::uint64_t hash(int layer) const override {
-    std::uint64_t h = 1469598103934665603ULL;
-    auto tensors = layers_.at(layer).module->parameters();
-    for (const auto& b : layers_.at(layer).module->buffers()) tensors.push_back(b);
-    for (const auto& p : tensors) {
-      auto c = p.detach().to(torch::kCPU).contiguous();
-      const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
-      for (std::size_t i = 0; i < static_cast<std::size_t>(c.nbytes()); ++i) h = (h ^ bytes[i]) * 1099511628211ULL;
+    const auto& h = layers_.at(layer);
+    std::vector<const torch::optim::OptimizerParamState*> states;  // as copy() takes them
+    for (const auto& p : h.module->parameters()) {
+      auto it = h.optimizer->state().find(state_key(p));
+      states.push_back(it == h.optimizer->state().end() ? nullptr : it->second.get());
     }
-    return h;
+    return state_hash(h.module, states);
   }
 
   void perturb(int layer) override {

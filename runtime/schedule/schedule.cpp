@@ -46,4 +46,14 @@ pipeline generate(planner::schedule_kind kind, int n, int m) {
   return p;
 }
 
+pipeline forward_only(int n, int m) {
+  pipeline p;
+  p.stages = n;
+  p.micro_batches = m;
+  p.programs.resize(n);
+  for (int j = 0; j < n; ++j)
+    for (int k = 0; k < m; ++k) add_forward(p.programs[j], j, n, k);
+  return p;
+}
+
 }  // namespace dynapar::schedule

@@ -41,6 +41,9 @@ struct pipeline {
 // (1F1B-deep: twice as many), then one forward one backward, then the remaining backwards.
 // One stage: F, B per micro-batch.
 pipeline generate(planner::schedule_kind kind, int stages, int micro_batches);
+// Evaluation (no backward): each stage forwards the micro-batches in order, stage 0 loading
+// them, the others receiving them, each but the last sending them on.
+pipeline forward_only(int stages, int micro_batches);
 
 // Text form, one token per instruction: L3 F3 SA3 RA3 SG3 RG3 B3.
 std::string to_text(const program& p);

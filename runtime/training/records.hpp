@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,18 +73,20 @@ struct train_callbacks {
   std::function<void(const plan_record&)> on_plan;
   std::function<void(checkpoint)> on_checkpoint;  // should not block: write in the background
   std::function<void(const fault_record&)> on_fault;
-  // After each epoch's last step: the epoch (1-based) and one replica of every layer.
-  std::function<void(std::int64_t, const std::vector<model::layer_copy>&)> on_epoch;
+  // After each epoch's last step, with train_settings::test_set: the epoch (1-based) and the
+  // validation set's metric (accuracy, or a regression's MSE: model::metric_of).
+  std::function<void(std::int64_t, double)> on_epoch;
 };
 
 struct train_outcome {
   std::int64_t steps = 0;
   double mean_step_time_s = 0;
   double samples_per_s = 0;
-  // One replica per layer; with train_settings::final_optimizer_state off, parameters and
-  // buffers only. final_hashes: model::state_hashes of each (whole state), taken as it came.
+  // One replica per layer in train_settings::final_layers' form (none for `hash`).
+  // final_hashes: each layer's whole state hashed (model::state_hashes), where it was.
   std::vector<model::layer_copy> final_layers;
   std::vector<std::uint64_t> final_hashes;
+  std::optional<double> test_metric;  // of train_settings::test_set after the last step
   int hash_checks = 0;
   data::ledger_report ledger;
   int messages_per_step = 0;
@@ -119,9 +122,9 @@ struct train_outcome {
   // By device: the bytes of the other holders' chunks it received for the holders' sums
   // (peer_sum), in the run; empty with the driver's sum.
   std::map<int, double> sum_received_bytes;
-  // By device: the bytes it sent to other devices in the run (activations and gradients
-  // between pipeline stages, as its links counted them; layers moved are in bytes_migrated,
-  // and the gradient sums' traffic is not counted).
+  // By device: the bytes it sent to other devices in the run's steps (activations and
+  // gradients between pipeline stages, as its links counted them; layers moved are in
+  // bytes_migrated; the gradient sums' traffic and evaluations' activations are not counted).
   std::map<int, double> data_plane_bytes;
 };
 

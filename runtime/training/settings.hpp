@@ -57,6 +57,11 @@ struct train_settings {
   int hash_every = 50;               // compare replica hashes every N steps (0: never)
   int scheduler_threads = 1;        // supervisors only: devices are detached threads
   double step_timeout_s = 120;
+  // The validation set, evaluated where the layers are (forward-only tasks through the
+  // groups' pipelines: the controller needs no layer for it) after each epoch
+  // (train_callbacks::on_epoch) and at the end (train_outcome::test_metric). Null: none.
+  // Not owned: it outlives the run.
+  const data::dataset* test_set = nullptr;
   // Fault injection: after step `perturb_step`, nudge group `perturb_group`'s replica of layer
   // `perturb_layer` (-1: never), as a silent corruption the replica hashes must catch.
   // Every device lost at once: how long to wait for replacements before the run fails.
@@ -86,10 +91,14 @@ struct train_settings {
   // change), so no device waits on the driver's round trip. Off: each step's tasks go out once
   // the step before is confirmed (`--serial-control`).
   bool pipelined_control = true;
-  // The trained layers at the end keep their optimizer state (what --verify compares). Off:
-  // each comes alone, is hashed whole and keeps its parameters and buffers only, so the
-  // process gathering them holds the model once, not with its optimizer state.
-  bool final_optimizer_state = true;
+  // What comes back of each trained layer at the end (train_outcome::final_layers and
+  // final_hashes), one layer at a time: `whole`, with its optimizer state (what --verify
+  // compares); `lean`, its parameters and buffers (the holder hashes the whole state and drops
+  // the optimizer's: the gathering process holds the model once, no optimizer state); `hash`,
+  // the whole state's hash alone (what layer_hashes.json and --verify-against need): nothing
+  // of the model comes back.
+  enum class final_form { whole, lean, hash };
+  final_form final_layers = final_form::whole;
   // Resume from a checkpoint: steps [0, resume->step) count as applied; the layers are
   // placed by the first plan as they were saved, and the controller restarts from its state.
   std::optional<checkpoint> resume;

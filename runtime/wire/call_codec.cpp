@@ -110,6 +110,7 @@ void write_call(schema::DeviceCall::Builder c, const device_call& m) {
                    b.setTargetsFromSamples(x.targets_from_samples);
                    b.setMore(x.more);
                    b.setResume(x.resume);
+                   b.setEvaluate(x.evaluate);
                  },
                  [&](const ops::activation& x) {
                    auto b = o.initActivation();
@@ -290,6 +291,7 @@ device_op read_op(Op::Reader o, const decode_limits& lim) {
       s.targets_from_samples = r.getTargetsFromSamples();
       s.more = r.getMore();
       s.resume = r.getResume();
+      s.evaluate = r.getEvaluate();
       return s;
     }
     case Op::ACTIVATION: return ops::activation{o.getActivation().getStep(), to_int(o.getActivation().getMicro(), "call.activation.micro")};

@@ -53,6 +53,7 @@ struct step {                                    // tensors: inputs, then target
   std::vector<std::vector<int>> samples;
   bool inputs_from_samples = false, targets_from_samples = false;
   bool more = false, resume = false;             // within-step dispatch (StageTask)
+  bool evaluate = false;                         // forward only, over the validation set (StageTask)
 };
 struct activation { std::int64_t step = 0; int micro = 0; };  // one tensor
 struct gradient { std::int64_t step = 0; int micro = 0; };    // one tensor

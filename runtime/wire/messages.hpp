@@ -26,7 +26,9 @@ namespace dynapar::wire {
 // 20: the Plan, DeviceReport and Metrics bodies, which nothing sent, are gone (plans travel as
 // device calls; measurements as stage reports).
 // 24: copyLean, a layer without its optimizer state (with its whole state's hash: Hold.stateHash).
-inline constexpr std::uint16_t protocol_version = 24;
+// 25: evaluation steps (StageTask.evaluate), over the validation set, which a node holding the
+// job's data loads too (Heartbeat.dataHash covers both splits).
+inline constexpr std::uint16_t protocol_version = 25;
 
 struct join_msg {
   std::string node;

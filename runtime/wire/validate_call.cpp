@@ -71,6 +71,7 @@ status check_op(const device_call& m) {
           [&](const ops::step& x) -> status {
             if (x.hi <= x.lo) return bad("call.step.endLayer", "must be greater than firstLayer");
             if (x.more && x.resume) return bad("call.step", "is both a probe (more) and a probe's rest (resume)");
+            if (x.evaluate && (x.more || x.resume)) return bad("call.step", "is an evaluation and a probe or its rest");
             if (x.prev < -1 || x.next < -1) return bad("call.step", "names a neighbour below -1");
             if (static_cast<std::size_t>(x.inputs) + static_cast<std::size_t>(x.targets) != m.tensors.size())
               return bad("call.step", "input and target counts (" + std::to_string(x.inputs) + " + " + std::to_string(x.targets) +

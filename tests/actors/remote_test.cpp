@@ -112,6 +112,43 @@ TEST_CASE("a step's inputs travel as sample ids to a node holding the data set, 
   CHECK((ts.empty() && !m.inputs_from_samples && !m.targets_from_samples && m.inputs == 0));
 }
 
+TEST_CASE("an evaluation names samples of the validation set: the node builds them from its copy of that set", "[remote]") {
+  model::set_threads(1);
+  const auto train = data::synthetic(64, 5), val = data::synthetic(40, 6);
+  actors::stage_task t;  // a one-stage group's evaluation: chunks of 4 and 3 validation samples
+  t.step = 9;
+  t.lo = 0;
+  t.hi = 2;
+  t.train_step = -1;
+  t.evaluate = true;
+  const std::vector<int> ids = {0, 1, 2, 3, 4, 5, 6};
+  for (auto [lo, hi] : {std::pair{0, 4}, std::pair{4, 7}}) {
+    t.inputs.push_back(model::inputs(val, ids, lo, hi));
+    t.targets.push_back(model::targets(val, ids, lo, hi));
+    t.samples.emplace_back(ids.begin() + lo, ids.begin() + hi);
+  }
+  std::vector<model::tensor> ts;
+  auto op = remote::step_of(t, ts, true);
+  CHECK((ts.empty() && op.evaluate && op.inputs_from_samples));
+  auto got = remote::unpack(through_zeromq(remote::pack(remote::call_to(1, op), ts, "test")));
+  REQUIRE(got);
+  const auto& wire_op = std::get<wire::ops::step>(std::get<wire::device_call>(got->env.msg).op);
+  CHECK(wire_op.evaluate);
+  // The node passes its validation copy for an evaluation (node_bridge.cpp): the same bits as
+  // the controller's; the training set's samples of the same ids differ.
+  auto task = remote::task_from(wire_op, got->tensors, &val);
+  REQUIRE(task);
+  CHECK(task->evaluate);
+  for (int k = 0; k < 2; ++k) {
+    CHECK(bytes_of(task->inputs[k]) == bytes_of(t.inputs[k]));
+    CHECK(bytes_of(task->targets[k]) == bytes_of(t.targets[k]));
+  }
+  CHECK(bytes_of(model::inputs(train, ids, 0, 4)) != bytes_of(t.inputs[0]));
+  // An evaluation that is also a probe is refused on decode.
+  op.more = true;
+  CHECK_FALSE(remote::unpack(through_zeromq(remote::pack(remote::call_to(1, op), ts, "test"))));
+}
+
 TEST_CASE("a layer moves between processes with its Adam state and trains on bit for bit", "[remote]") {
   model::set_threads(1);
   auto m = model::make_model("cnn", 9);

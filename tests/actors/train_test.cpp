@@ -86,7 +86,7 @@ TEST_CASE("actors train MLP and CNN exactly as one device under GPipe and plain 
   }
 }
 
-TEST_CASE("an outline trains as the whole model; the end without optimizer state keeps each layer's whole hash",
+TEST_CASE("an outline trains as the whole model; the end without optimizer state, or hashes alone, keeps each layer's whole hash",
           "[actor][train]") {
   model::set_threads(1);
   const auto d = data::synthetic(640, 3);
@@ -99,9 +99,14 @@ TEST_CASE("an outline trains as the whole model; the end without optimizer state
   s.seed = 5;
   s.optimizer = {"adam", 0.05, 0.9, 0};
   auto kept = actors::train(**whole, d, s);
-  s.final_optimizer_state = false;
+  s.final_layers = training::train_settings::final_form::lean;
   auto lean = actors::train(**outline, d, s);
-  REQUIRE((kept && lean));
+  s.final_layers = training::train_settings::final_form::hash;
+  auto hashed = actors::train(**outline, d, s);
+  REQUIRE((kept && lean && hashed));
+  // Hashed where the layers are, with nothing of them coming back: the same hashes.
+  CHECK(hashed->final_layers.empty());
+  CHECK(hashed->final_hashes == model::state_hashes(kept->final_layers));
   CHECK(diff_from_one_device(**whole, d, s, kept->final_layers) == 0);
   // The lean end's hashes are the whole states', taken where the layers were.
   CHECK(lean->final_hashes == model::state_hashes(kept->final_layers));
@@ -110,6 +115,38 @@ TEST_CASE("an outline trains as the whole model; the end without optimizer state
   CHECK(std::isinf(model::max_rel_diff(lean->final_layers, kept->final_layers)));
   for (const auto& l : kept->final_layers) model::drop_optimizer_state(l);
   CHECK(model::max_rel_diff(lean->final_layers, kept->final_layers) == 0);
+}
+
+TEST_CASE("the validation set is evaluated where the layers are: accuracy() of the trained layers, training untouched",
+          "[actor][train]") {
+  model::set_threads(1);
+  const auto d = data::synthetic(256, 3), test = data::synthetic(300, 8);
+  auto m = model::make_model("cnn", 42);
+  REQUIRE(m);
+  training::train_settings s;
+  s.plan = two_groups(model::num_layers(**m), planner::schedule_kind::one_f_one_b);
+  s.steps = 8;  // two epochs of 4 steps
+  s.batch = 64;
+  s.seed = 5;
+  s.optimizer = {"adam", 0.05, 0.9, 0};
+  auto plain = actors::train(**m, d, s);
+  std::map<std::int64_t, double> epochs;
+  training::train_callbacks cb;
+  cb.on_epoch = [&](std::int64_t e, double metric) { epochs[e] = metric; };
+  s.test_set = &test;
+  auto evaluated = actors::train(**m, d, s, cb);
+  REQUIRE((plain && evaluated));
+  CHECK_FALSE(plain->test_metric);
+  REQUIRE(evaluated->test_metric);
+  // The groups' pipelines forwarded their parts of the set (shares 40 and 24: chunks 0-1 and
+  // 2) in evaluation mode; the host's accuracy() on the gathered layers is the reference.
+  CHECK(*evaluated->test_metric == model::accuracy(evaluated->final_layers, test));
+  CHECK(*evaluated->test_metric > 0);
+  REQUIRE(epochs.size() == 2);
+  CHECK(epochs.at(2) == *evaluated->test_metric);
+  // Evaluating changed no training state: the same bits as the run that never evaluated.
+  CHECK(evaluated->final_hashes == plain->final_hashes);
+  CHECK(diff_from_one_device(**m, d, s, evaluated->final_layers) == 0);
 }
 
 TEST_CASE("a plan that does not fit the model is an error, not a run", "[actor][train]") {

@@ -6,7 +6,8 @@
 # model: it never built the other 150 MB. (60: a BLAS thread's buffer, 32 MB, comes and goes
 # with the threads that ran a product.) (Each node logs its peak resident memory at exit, and
 # its heartbeats carry it to summary.json's node_peak_rss_mb.) The controller gathers the
-# trained layers at the end with their optimizer state only for --verify.
+# trained layers at the end only for --verify (with their optimizer state); otherwise each
+# holder hashes its layer where it is.
 # node_layers.sh DYNAPAR OUT
 set -euo pipefail
 bin=$1 out=$2
@@ -29,6 +30,7 @@ YAML
 sed 's/^model: wide/model: linear/; s/^name: .*/name: linear4/' wide.yaml > linear.yaml
 "$bin" launch --local 4 wide.yaml --verify --out wide > wide.log 2>&1 || { tail -20 wide.log; exit 1; }
 "$bin" launch --local 4 linear.yaml --out linear > linear.log 2>&1 || { tail -20 linear.log; exit 1; }
+"$bin" launch --local 4 linear.yaml --verify --out linear_verify > linear_verify.log 2>&1 || { tail -20 linear_verify.log; exit 1; }
 /usr/bin/python3 - <<'PY'
 import json, re
 s = json.load(open("wide/summary.json"))
@@ -51,12 +53,16 @@ said = s["node_peak_rss_mb"]
 assert sorted(said) == sorted(wide), (said, wide)
 assert all(100 < said[n] and abs(said[n] - wide[n]) <= 0.02 * wide[n] for n in said), (said, wide)
 # What the controller gathered at the end, by hand: with --verify every layer with its Adam
-# state (parameters and both moments), without it (the linear run) parameters only, the
-# holder hashing the state it keeps.
+# state (parameters and both moments); without it (the linear run) nothing: the devices
+# evaluated the test set, and each holder hashed its layer's whole state where it is.
 params = lambda sizes: 4 * sum(a * b + b for a, b in zip(sizes, sizes[1:]))
 wide_bytes, linear_bytes = params([784, 4096, 4096, 4096, 10]), params([784, 10])
 assert s["controller_tensor_bytes_by_kind"]["gathered"] == 3 * wide_bytes, (s["controller_tensor_bytes_by_kind"], wide_bytes)
 lin = json.load(open("linear/summary.json"))
-assert lin["controller_tensor_bytes_by_kind"]["gathered"] == linear_bytes, (lin["controller_tensor_bytes_by_kind"], linear_bytes)
+assert lin["controller_tensor_bytes_by_kind"]["gathered"] == 0, lin["controller_tensor_bytes_by_kind"]
+assert 0 < lin["final_test_accuracy"] <= 1, lin
+# Those hashes are what the same run with --verify hashed here from whole copies.
+hashes = lambda run: json.load(open(run + "/layer_hashes.json"))["layers"]
+assert len(hashes("linear")) == 1 and hashes("linear") == hashes("linear_verify"), (hashes("linear"), hashes("linear_verify"))
 print("ok: the node holding fc4 peaked at %.1f MB, a linear model's at %.1f; the others %s" % (holder, base, sorted(wide.values())))
 PY

@@ -18,8 +18,8 @@ s = json.load(open(sys.argv[1]))
 if int(sys.argv[2]) > 0:
     by = s["controller_tensor_bytes_by_kind"]
     assert by["relayed"] == 0, by
-    # Every node loaded Fashion-MNIST itself and proved it by fingerprint: the steps named
-    # their samples, and no input or target tensor crossed the controller.
+    # Every node loaded Fashion-MNIST (both splits) itself and proved it by fingerprint: the
+    # steps and the evaluation named their samples, and no input or target crossed the controller.
     assert by["inputs"] == 0, by
     # Each node built its layers from the job's model and seed, checked by hash: no layer was
     # sent (nothing was lost, so nothing was placed again from the controller's copies).
@@ -42,6 +42,10 @@ assert s["reference_max_rel_diff"] == 0, s["reference_max_rel_diff"]
 assert s["samples_lost"] == 0 and s["samples_duplicated"] == 0, s
 assert s["replica_hash_checks"] >= 1, s
 assert s["steps"] == 20 and 0.1 < s["final_test_accuracy"] <= 1, s
+# The run's accuracy is the devices' (each group's pipeline forwarded its part of the test set
+# in evaluation mode); the reference's is the host's, on one device's layers: the same layers
+# give the same figure.
+assert s["final_test_accuracy"] == s["reference_test_accuracy"], (s["final_test_accuracy"], s["reference_test_accuracy"])
 assert [len(g["devices"]) for g in s["plan"]["groups"]] == [2, 3], s["plan"]
 # Bytes each device sent to its pipeline neighbours, from the CNN's shapes (float32 per
 # sample: conv1+pool 32x14x14, conv2+pool 64x7x7, fc1 128), 20 steps of shares 40 and 24.

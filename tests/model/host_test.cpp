@@ -14,7 +14,7 @@ layer_copy linear_with_bn(float w) {
   torch::nn::Sequential s(torch::nn::Linear(2, 2), torch::nn::BatchNorm1d(2));
   torch::NoGradGuard no_grad;
   for (auto& p : s->parameters()) p.fill_(w);
-  return std::make_shared<layer_box>(layer_box{s, {}});
+  return std::make_shared<layer_box>(layer_box{s, {}, {}});
 }
 }  // namespace
 
@@ -184,4 +184,31 @@ TEST_CASE("drop_optimizer_state: a copy keeps its parameters, buffers and whole 
   auto b = linear_with_bn(0.5f);  // one whose state went elsewhere: the hash it came with
   drop_optimizer_state(b, 42);
   CHECK(state_hashes({b}).front() == 42);
+}
+
+TEST_CASE("score: a chunk's correct predictions or squared errors, by hand; metric_of divides by the set", "[unit][model]") {
+  // Classes: argmax of each row [1, 0, 1] against labels [1, 1, 1]: 2 correct.
+  const auto logits = box(torch::tensor({0.1f, 0.9f, 0.8f, 0.2f, 0.3f, 0.7f}).reshape({3, 2}));
+  const auto labels = box(torch::tensor({1, 1, 1}, torch::kInt64));
+  auto c = score(logits, labels);
+  REQUIRE(c);
+  CHECK(*c == 2);
+  // A regression of one value a sample: (1 - 0)^2 + (2 - 4)^2 = 5, whatever the outputs' shape.
+  auto r = score(box(torch::tensor({1.0f, 2.0f})), box(torch::tensor({0.0f, 4.0f}).reshape({2, 1})));
+  REQUIRE(r);
+  CHECK(*r == 5);
+  // Next-token: every position counts, [2 samples, 2 positions, 3 classes].
+  const auto scores = box(torch::tensor({0.f, 1.f, 0.f, 1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f, 1.f, 0.f}).reshape({2, 2, 3}));
+  auto n = score(scores, box(torch::tensor({1, 0, 2, 2}, torch::kInt64).reshape({2, 2})));
+  REQUIRE(n);
+  CHECK(*n == 3);
+  // Outputs that do not match the targets: an error naming both shapes, not a crash.
+  auto bad = score(box(torch::zeros({3, 2})), box(torch::zeros({2, 5})));
+  REQUIRE_FALSE(bad);
+  CHECK(bad.err().message.find("[3, 2]") != std::string::npos);
+  CHECK(bad.err().message.find("[2, 5]") != std::string::npos);
+  dynapar::data::dataset d;
+  d.labels.resize(4);
+  d.target_ids = 2;  // 4 samples of 2 positions
+  CHECK(metric_of(3, d) == 3.0 / 8);
 }

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "model/api.hpp"
+#include "model/boxes.hpp"
 #include "model/channel.hpp"
 
 using namespace dynapar;
@@ -208,4 +209,67 @@ TEST_CASE("exact: false's in-place accumulation sums the same gradients up to ro
       CHECK(diff <= 1e-5f * scale);
     }
   }
+}
+
+// Evaluation on the devices (issue 50): a pipeline's infer, chunk by chunk and scored, gives
+// what accuracy() gives on copies of the layers, in evaluation mode (BatchNorm's running
+// statistics, no dropout), and leaves training exactly as it was.
+TEST_CASE("infer over a pipeline scores as accuracy() on the layers' copies, and training goes on as without it", "[model]") {
+  torch::manual_seed(3);
+  const std::vector<layer_copy> model{
+      std::make_shared<layer_box>(layer_box{torch::nn::Sequential(torch::nn::Flatten(), torch::nn::Linear(784, 16), torch::nn::BatchNorm1d(16), torch::nn::ReLU()), {}, {}}),
+      std::make_shared<layer_box>(layer_box{torch::nn::Sequential(torch::nn::Dropout(0.5), torch::nn::Linear(16, 10)), {}, {}})};
+  const auto d = data::synthetic(256, 3), test = data::synthetic(300, 4);
+  auto pipeline = [&] {
+    std::vector<group> gs(1);
+    gs[0].a = make_worker(adam);
+    gs[0].b = make_worker(adam);
+    gs[0].a->hold(0, model[0]);
+    gs[0].b->hold(1, model[1]);
+    return gs;
+  };
+  auto evaluated = pipeline(), plain = pipeline();
+  data::global_sampler sampler(d.size(), 32, 7);
+  auto step = [&](std::vector<group>& gs, std::int64_t t) {
+    torch::manual_seed(100 + t);  // a plain Dropout draws from torch's generator: the same masks for both
+    const auto summed = sums(gs, 1, 2, d, sampler.step_samples(t), 8, {0, 4}, false);
+    REQUIRE(gs[0].a->apply(0, summed[0], 32, t, 1.0));
+    REQUIRE(gs[0].b->apply(1, summed[1], 32, t, 1.0));
+  };
+  step(evaluated, 0);
+  step(plain, 0);
+  std::vector<int> all(test.size());
+  for (int i = 0; i < test.size(); ++i) all[i] = i;
+  double sum = 0;
+  for (int lo = 0; lo < test.size(); lo += evaluation_chunk) {
+    const int hi = std::min(test.size(), lo + evaluation_chunk);
+    auto y = evaluated[0].a->infer(0, 1, inputs(test, all, lo, hi));
+    REQUIRE(y);
+    auto z = evaluated[0].b->infer(1, 2, *y);
+    REQUIRE(z);
+    auto again = evaluated[0].b->infer(1, 2, *y);  // no dropout: the same outputs
+    REQUIRE(again);
+    CHECK(torch::equal((*z)->t, (*again)->t));
+    auto sc = score(*z, targets(test, all, lo, hi));
+    REQUIRE(sc);
+    sum += *sc;
+  }
+  const std::vector<layer_copy> copies{evaluated[0].a->copy(0), evaluated[0].b->copy(1)};
+  CHECK(metric_of(sum, test) == accuracy(copies, test));
+  CHECK(metric_of(sum, test) > 0);
+  // The BatchNorm's running statistics and the modules' training mode are as they were: the
+  // next step's bits are those of the pipeline that never evaluated.
+  CHECK(max_rel_diff(copies, {plain[0].a->copy(0), plain[0].b->copy(1)}) == 0.0);
+  step(evaluated, 1);
+  step(plain, 1);
+  CHECK(max_rel_diff({evaluated[0].a->copy(0), evaluated[0].b->copy(1)}, {plain[0].a->copy(0), plain[0].b->copy(1)}) == 0.0);
+  // A device hashes a layer's whole state in place as state_hashes hashes its copy, optimizer
+  // state included: before its first step (none) and after.
+  for (auto* w : {evaluated[0].a.get(), plain[0].a.get()}) CHECK(w->hash(0) == state_hashes({w->copy(0)}).front());
+  auto fresh = make_worker(adam);
+  fresh->hold(0, model[0]);
+  CHECK(fresh->hash(0) == state_hashes({fresh->copy(0)}).front());
+  CHECK(fresh->hash(0) != evaluated[0].a->hash(0));
+  // A layer not held is an error, not a crash.
+  CHECK_FALSE(evaluated[0].a->infer(0, 2, inputs(test, all, 0, 4)));
 }

@@ -17,6 +17,15 @@ TEST_CASE("golden schedules: GPipe and 1F1B on 3 stages, 4 micro-batches", "[uni
   CHECK(to_text(o.programs[2]) == "RA0 F0 B0 SG0 RA1 F1 B1 SG1 RA2 F2 B2 SG2 RA3 F3 B3 SG3");
 }
 
+TEST_CASE("an evaluation's program: every micro-batch forward only, in order, passed on", "[unit][schedule]") {
+  auto e = forward_only(3, 2);
+  REQUIRE(e.programs.size() == 3);
+  CHECK(to_text(e.programs[0]) == "L0 F0 SA0 L1 F1 SA1");
+  CHECK(to_text(e.programs[1]) == "RA0 F0 SA0 RA1 F1 SA1");
+  CHECK(to_text(e.programs[2]) == "RA0 F0 RA1 F1");
+  CHECK(to_text(forward_only(1, 2).programs[0]) == "L0 F0 L1 F1");
+}
+
 TEST_CASE("dry runs match the bubble formula and the activation memory each schedule keeps", "[unit][schedule]") {
   for (int n : {1, 2, 3, 5}) {
     for (int m : {1, 2, 4, 9}) {

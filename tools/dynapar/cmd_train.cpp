@@ -82,7 +82,11 @@ int train_main(const train_options& o, const train_fn& how) {
                                         "(docs/CLUSTERS.md)"));
   if (auto st = check_compare(*prep, o); !st) return report(st.err());
   prep->settings.pipelined_control = !o.serial_control;
-  prep->settings.final_optimizer_state = o.verify;  // else the end needs each layer's hash, and for evaluation its parameters
+  // --verify compares optimizer state too; a saved model needs the parameters; otherwise the
+  // end needs each layer's hash only (the devices evaluated the test set).
+  prep->settings.final_layers = o.verify ? training::train_settings::final_form::whole
+                                : !o.save_model.empty() ? training::train_settings::final_form::lean
+                                                        : training::train_settings::final_form::hash;
   if (!o.hysteresis.empty()) {
     if (!prep->settings.controller) return report(make_error("bad_flag", "--hysteresis needs a job re-planned online (replan_every > 0)"));
     prep->job.hysteresis = prep->settings.controller->core.hysteresis = o.hysteresis == "on";
@@ -184,8 +188,8 @@ int train_main(const train_options& o, const train_fn& how) {
     else if (meter.plain_due())
       log->info("{}", meter.line());
   };
-  cb.on_epoch = [&](std::int64_t epoch, const std::vector<model::layer_copy>& layers) {
-    const double acc = model::accuracy(layers, test_set);
+  prep->settings.test_set = &test_set;  // evaluated where the layers are
+  cb.on_epoch = [&](std::int64_t epoch, double acc) {
     const std::int64_t per_epoch = std::max(1, prep->train_set.size() / batch);
     log_line("epoch {}/{}: train loss {:.4f}, test {} {:.4f}", epoch, (steps + per_epoch - 1) / per_epoch,
              epoch_steps > 0 ? epoch_loss / epoch_steps : 0.0, model::metric_name(test_set), acc);
@@ -210,7 +214,7 @@ int train_main(const train_options& o, const train_fn& how) {
   }
   if (!o.save_model.empty())
     if (auto st = model::save_model(*prep->model, outcome->final_layers, o.save_model); !st) return report(st.err());
-  const double acc = model::accuracy(outcome->final_layers, test_set);
+  const double acc = outcome->test_metric.value_or(std::nan(""));  // the devices', test_set being set
   json summary = training::summary_json(*j, batch, *outcome, {first_plan, acc, model::metric_name(test_set), scale, sw.seconds()});
   const auto usage = own_usage();  // the run's, before --compare and --verify train again
   summary["process"] = {{"cpu_s", usage.cpu_s}, {"max_rss_mb", usage.max_rss_mb}};

@@ -113,7 +113,7 @@ result<training::train_outcome> train_remote(training::prepared_job& p, const tr
   rc.seed = p.job.seed;
   rc.optimizer = p.settings.optimizer;
   rc.data = p.job.data;
-  if (!o.send_inputs) rc.data_hash = data::fingerprint(p.train_set);
+  if (!o.send_inputs) rc.data_hash = data::fingerprint(p.train_set, p.test_set);
   for (const auto& d : p.cluster.devices) rc.devices.insert(d.id);
   // Local nodes host their devices on the CPU; a GPU device needs a node on its machine
   // started with --place (docs/GPU.md).

@@ -1,0 +1,89 @@
+// The validation set's metric, computed where the layers are (issue 50): forward-only tasks
+// through the groups' pipelines, whose last stages score their chunks; the driver adds the
+// scores up. No layer comes here for it, and over nodes that hold the job's data only sample
+// ids travel.
+#include <algorithm>
+#include <numeric>
+
+#include "actors/driver.hpp"
+
+namespace dynapar::actors::detail {
+namespace {
+
+// Chunks (model::evaluation_chunk samples each) per task: enough to keep a pipeline's stages
+// busy, few enough that a task's inputs stay small where they travel as tensors.
+constexpr int chunks_per_task = 8;
+
+}  // namespace
+
+result<double> driver::evaluate(const data::dataset& test, const char* what) {
+  constexpr int chunk = model::evaluation_chunk;
+  const int chunks = (test.size() + chunk - 1) / chunk;
+  const auto& groups = current_->groups;
+  const std::size_t G = groups.size();
+  // Each group a contiguous run of chunks in proportion to its share of the batch (the plan
+  // weighed the groups' speeds). Chunks are accuracy()'s, so each output has its bits.
+  std::vector<int> next(G), end(G);
+  double shares = 0, so_far = 0;
+  for (const auto& g : groups) shares += g.share;
+  for (std::size_t g = 0, at = 0; g < G; ++g) {
+    so_far += groups[g].share;
+    next[g] = static_cast<int>(at);
+    end[g] = g + 1 == G ? chunks : static_cast<int>(std::lround(chunks * so_far / std::max(1.0, shares)));
+    at = static_cast<std::size_t>(std::max(next[g], end[g]));
+  }
+  std::vector<std::int64_t> tag(G, -1);  // of each group's task in flight
+  std::vector<clock::time_point> due(G, clock::time_point::max());
+  const auto started = clock::now();
+  int running = 0;
+  auto send = [&](std::size_t g) {
+    if (next[g] >= end[g]) return;
+    const int last = std::min(end[g], next[g] + chunks_per_task);
+    const auto& gp = groups[g];
+    group_task task;
+    task.step = ++attempt_.tag;
+    task.train_step = -1;  // no augmentation, no dropout
+    task.evaluate = true;
+    task.report_to = caf::actor_cast<group_sink>(self_);
+    for (std::size_t j = 0; j + 1 < gp.devices.size(); ++j) task.links.push_back(link(gp.devices[j], gp.devices[j + 1]));
+    for (int k = next[g]; k < last; ++k) {
+      std::vector<int> ids(std::min(test.size(), (k + 1) * chunk) - k * chunk);
+      std::iota(ids.begin(), ids.end(), k * chunk);
+      task.inputs.push_back(model::inputs(test, ids, 0, static_cast<int>(ids.size()), -1));
+      task.targets.push_back(model::targets(test, ids, 0, static_cast<int>(ids.size())));
+      task.samples.push_back(std::move(ids));
+    }
+    // A task's samples forward only, against a step's forward and backward: a step's deadline
+    // for each batch of them is ample.
+    const double batches = std::max(1.0, (last - next[g]) * static_cast<double>(chunk) / std::max(1, s_.batch));
+    due[g] = clock::now() + std::chrono::duration_cast<clock::duration>(step_deadline() * batches);
+    tag[g] = task.step;
+    next[g] = last;
+    ++running;
+    self_->send(groups_[g], step_atom::value, std::move(task));
+  };
+  for (std::size_t g = 0; g < G; ++g) send(g);
+  double sum = 0;
+  auto on_down = [&](caf::down_msg& d) { note_down(d); };
+  while (running > 0 && failure_.empty()) {
+    const auto deadline = *std::min_element(due.begin(), due.end());
+    self_->receive(
+        on_down, [](const stage_report&) {},  // the group's report says it all
+        [&](const group_report& r) {
+          for (std::size_t g = 0; g < G; ++g) {
+            if (tag[g] != r.step) continue;
+            if (!r.error.empty()) failure_ = r.error;
+            sum += r.loss_sum;
+            tag[g] = -1;
+            due[g] = clock::time_point::max();
+            --running;
+            if (failure_.empty()) send(g);
+          }
+        },
+        [&](caf::error& e) { failure_ = text(e); }, caf::after(slice(deadline)) >> [&] { tick(started, deadline, what); });
+  }
+  if (auto st = check(what); !st) return st.err();
+  return model::metric_of(sum, test);
+}
+
+}  // namespace dynapar::actors::detail

@@ -178,9 +178,8 @@ result<training::train_outcome> driver::run() {
       continue;
     }
     ledger.applied(t / sampler.steps_per_epoch(), samples);
-    if (t == s_.perturb_step && holders_.count(s_.perturb_layer) &&
-        s_.perturb_group < static_cast<int>(holders_[s_.perturb_layer].size()))
-      self_->send(actors_.devices.at(holders_[s_.perturb_layer][s_.perturb_group]), perturb_atom::value, s_.perturb_layer);
+    if (const auto& p = s_.perturb; t == p.step && holders_.count(p.layer) && p.group < static_cast<int>(holders_[p.layer].size()))
+      self_->send(actors_.devices.at(holders_[p.layer][p.group]), perturb_atom::value, p.layer);
     last_end = clock::now();
     rec.time_s = std::chrono::duration<double>(last_end - t0).count();
     timing_.last_step_s = rec.time_s;

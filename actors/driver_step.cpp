@@ -179,7 +179,7 @@ bool driver::may_start_early(std::int64_t next) const {
   // The checks between steps (driver_run.cpp) need the step before at rest.
   const auto due = [next](std::int64_t every) { return every > 0 && next % every == 0; };
   if (due(s_.hash_every) || due(s_.checkpoint_every) || (evaluates_epochs() && due(attempt_.sampler->steps_per_epoch()))) return false;
-  if (next - 1 == s_.perturb_step || force_replan_ || recovery_.since || !faults_.armed.empty()) return false;
+  if (next - 1 == s_.perturb.step || force_replan_ || recovery_.since || !faults_.armed.empty()) return false;
   if (faults_.next < s_.faults.size() && s_.faults[faults_.next].step <= next) return false;
   if (cluster_.slow_down_over(next) || members_.member_died() || !members_.leaving_ids().empty()) return false;
   // A node that asked to leave, or went silent, is seen before the next step starts.

@@ -62,12 +62,14 @@ struct train_settings {
   // (train_callbacks::on_epoch) and at the end (train_outcome::test_metric). Null: none.
   // Not owned: it outlives the run.
   const data::dataset* test_set = nullptr;
-  // Fault injection: after step `perturb_step`, nudge group `perturb_group`'s replica of layer
-  // `perturb_layer` (-1: never), as a silent corruption the replica hashes must catch.
   // Every device lost at once: how long to wait for replacements before the run fails.
   double rejoin_wait_s = 60;
-  std::int64_t perturb_step = -1;
-  int perturb_group = 0, perturb_layer = 0;
+  // Fault injection: after step `step`, nudge group `group`'s replica of layer `layer` (-1:
+  // never), as a silent corruption the replica hashes must catch.
+  struct {
+    std::int64_t step = -1;
+    int group = 0, layer = 0;
+  } perturb;
   // Plans that take effect before the given steps (in step order).
   std::vector<std::pair<std::int64_t, planner::plan>> replans;
   // The emulated cluster: every device's true relative speed (1 = this machine), price,

@@ -182,9 +182,7 @@ TEST_CASE("replicas that drift apart stop the run with an error naming the layer
   s.plan = two_groups(3, planner::schedule_kind::gpipe);
   s.steps = 6;
   s.hash_every = 1;
-  s.perturb_step = 2;
-  s.perturb_group = 1;
-  s.perturb_layer = 1;
+  s.perturb = {2, 1, 1};  // after step 2, group 1's replica of layer 1
   auto out = actors::train(**m, data::synthetic(400, 2), s);
   REQUIRE_FALSE(out);
   CHECK(out.err().code == "replica_mismatch");

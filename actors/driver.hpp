@@ -178,7 +178,9 @@ class driver {
   std::chrono::milliseconds between_steps() const;
   // The validation set's metric (model::metric_of), from forward-only tasks through the plan's
   // groups (driver_evaluate.cpp); an error: a device failed or missed its deadline meanwhile.
-  result<double> evaluate(const data::dataset& test, const char* what);
+  // `t`: the last step done (an armed fault's record).
+  result<double> evaluate(const data::dataset& test, std::int64_t t, const char* what);
+  status finish_run(std::int64_t steps);
   bool evaluates_epochs() const { return cb_.on_epoch && s_.test_set; }
   void answer_failed(const caf::error& e, clock::time_point started, const char* what);
   status take_checkpoint(std::int64_t steps_done);

@@ -16,7 +16,7 @@ constexpr int chunks_per_task = 8;
 
 }  // namespace
 
-result<double> driver::evaluate(const data::dataset& test, const char* what) {
+result<double> driver::evaluate(const data::dataset& test, std::int64_t t, const char* what) {
   constexpr int chunk = model::evaluation_chunk;
   const int chunks = (test.size() + chunk - 1) / chunk;
   const auto& groups = current_->groups;
@@ -53,16 +53,17 @@ result<double> driver::evaluate(const data::dataset& test, const char* what) {
       task.targets.push_back(model::targets(test, ids, 0, static_cast<int>(ids.size())));
       task.samples.push_back(std::move(ids));
     }
-    // A task's samples forward only, against a step's forward and backward: a step's deadline
-    // for each batch of them is ample.
-    const double batches = std::max(1.0, (last - next[g]) * static_cast<double>(chunk) / std::max(1, s_.batch));
-    due[g] = clock::now() + std::chrono::duration_cast<clock::duration>(step_deadline() * batches);
+    // A task's samples go forward only: a third of a step's work for each batch of them. A
+    // step's deadline for each such third is ample.
+    const double thirds = std::max(1.0, (last - next[g]) * static_cast<double>(chunk) / std::max(1, s_.batch) / 3);
+    due[g] = clock::now() + std::chrono::duration_cast<clock::duration>(step_deadline() * thirds);
     tag[g] = task.step;
     next[g] = last;
     ++running;
     self_->send(groups_[g], step_atom::value, std::move(task));
   };
   for (std::size_t g = 0; g < G; ++g) send(g);
+  if (!faults_.armed.empty()) fire_armed(sim::fault_moment::evaluation, t, plan_devices(), 0.002);
   double sum = 0;
   auto on_down = [&](caf::down_msg& d) { note_down(d); };
   while (running > 0 && failure_.empty()) {

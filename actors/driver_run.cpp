@@ -61,6 +61,20 @@ peer_options peer_options_of(const model::model_chain& m, const training::train_
   return o;
 }
 
+// The end's work: the validation set's metric (unless the last epoch's evaluation gave it)
+// and what comes back of each trained layer (train_settings::final_layers).
+status driver::finish_run(std::int64_t steps) {
+  if (s_.test_set && !out_.test_metric) {
+    auto metric = evaluate(*s_.test_set, steps - 1, "evaluating the validation set after the last step");
+    if (!metric) return metric.err();
+    out_.test_metric = *metric;
+  }
+  out_.final_layers.clear();
+  out_.final_hashes.clear();
+  collect_layers(out_.final_layers, out_.final_hashes, s_.final_layers, timeout_, "collecting the trained layers");
+  return check("collecting the trained layers");
+}
+
 result<training::train_outcome> driver::run() {
   if (d_.size() < s_.batch) return make_error("bad_job", "the data set has fewer samples than one batch");
   if (s_.slot_steps < 1) return make_error("bad_job", "slot_steps must be >= 1");
@@ -100,7 +114,18 @@ result<training::train_outcome> driver::run() {
   int incidents = 0;  // recoveries and retries up to the last step that ended
   std::int64_t slot = -1;
   auto last_end = clock::now();  // of the last step that ended
-  for (std::int64_t t = start; t < s_.steps; ++t) {
+  // t == steps is the end: the evaluation and the trained layers, after the re-plan a device
+  // lost in the last step's checks calls for (once recovered, the end is tried again).
+  for (std::int64_t t = start; t <= s_.steps; ++t) {
+    const bool end = t == s_.steps;
+    if (end && !force_replan_ && !members_.member_died()) {
+      if (auto st = finish_run(t); !st) {
+        if (auto r = recover(t, false, st.err(), ledger, sampler); !r) return r.err();
+        --t;  // the loop's ++t: the end again, or the steps after a rollback
+        continue;
+      }
+      break;
+    }
     // A step started with the commit of the one before (pipelined control) skips the work
     // before a step: may_start_early found nothing due. Its time runs from that step's end.
     const bool early = attempt_.early && attempt_.early->t == t;
@@ -113,7 +138,7 @@ result<training::train_outcome> driver::run() {
     if (!early) {
       bool changed = force_replan_;
       force_replan_ = false;
-      if (t / s_.slot_steps > slot) {  // a rollback does not enter past slots again
+      if (!end && t / s_.slot_steps > slot) {  // a rollback does not enter past slots again
         slot = t / s_.slot_steps;
         if (auto st = enter_slot(slot, changed); !st) return st.err();
       }
@@ -166,6 +191,10 @@ result<training::train_outcome> driver::run() {
                                     recovery_.how);
       }
     }
+    if (end) {  // re-planned without the lost devices: the end's work at the loop's top
+      --t;
+      continue;
+    }
     rec.predicted_s = predicted_s_;
     rec.cost_queue = queue_;
     fire_faults(t);
@@ -216,7 +245,7 @@ result<training::train_outcome> driver::run() {
     if (after && s_.checkpoint_every > 0 && (t + 1) % s_.checkpoint_every == 0) after = take_checkpoint(t + 1);
     if (after && evaluates_epochs() && (t + 1) % sampler.steps_per_epoch() == 0) {
       const auto epoch = (t + 1) / sampler.steps_per_epoch();
-      auto metric = evaluate(*s_.test_set, "evaluating the validation set");
+      auto metric = evaluate(*s_.test_set, t, "evaluating the validation set");
       if (!metric) {
         after = make_error(metric.err().code, "after epoch " + std::to_string(epoch) + ", " + metric.err().message);
       } else {
@@ -230,13 +259,6 @@ result<training::train_outcome> driver::run() {
       t = resume_at - 1;
     }
   }
-  if (s_.test_set && !out_.test_metric) {
-    auto metric = evaluate(*s_.test_set, "evaluating the validation set after the last step");
-    if (!metric) return metric.err();
-    out_.test_metric = *metric;
-  }
-  collect_layers(out_.final_layers, out_.final_hashes, s_.final_layers, timeout_, "collecting the trained layers");
-  if (auto st = check("collecting the trained layers"); !st) return st.err();
   out_.final_plan = *current_;
   out_.steps = s_.steps;
   const auto ran = s_.steps - start;  // by this run

@@ -69,10 +69,12 @@ sim::fault_plan parse_faults(const fields& top, const planner::cluster_state& cl
       }
       if (e.has("moment")) {
         const auto m = e.text("moment");
-        if (!sim::moment_of(m, x.moment)) throw field_error{where + ".moment must be step, replan, migration, sum or checkpoint, not '" + m + "'"};
-        const bool hang_moment = x.moment == sim::fault_moment::sum || x.moment == sim::fault_moment::checkpoint;
+        if (!sim::moment_of(m, x.moment))
+          throw field_error{where + ".moment must be step, replan, migration, sum, checkpoint or evaluation, not '" + m + "'"};
+        const bool hang_moment = x.moment == sim::fault_moment::sum || x.moment == sim::fault_moment::checkpoint ||
+                                 x.moment == sim::fault_moment::evaluation;
         if (x.kind == sim::fault_kind::pause && x.moment != sim::fault_moment::step && !hang_moment)
-          throw field_error{where + ".moment: a pause waits for a sum or a checkpoint, not a " + std::string(sim::name(x.moment))};
+          throw field_error{where + ".moment: a pause waits for a sum, a checkpoint or an evaluation, not a " + std::string(sim::name(x.moment))};
         if (x.kind != sim::fault_kind::kill && x.kind != sim::fault_kind::pause && x.moment != sim::fault_moment::step)
           throw field_error{where + ".moment: only a kill or a pause waits for a moment (a " + std::string(sim::name(x.kind)) +
                             " lands in its step)"};

@@ -24,12 +24,14 @@ const char* name(fault_moment m) {
     case fault_moment::migration: return "migration";
     case fault_moment::sum: return "sum";
     case fault_moment::checkpoint: return "checkpoint";
+    case fault_moment::evaluation: return "evaluation";
   }
   return "?";
 }
 
 bool moment_of(const std::string& text, fault_moment& out) {
-  for (auto m : {fault_moment::step, fault_moment::replan, fault_moment::migration, fault_moment::sum, fault_moment::checkpoint})
+  for (auto m : {fault_moment::step, fault_moment::replan, fault_moment::migration, fault_moment::sum, fault_moment::checkpoint,
+                 fault_moment::evaluation})
     if (text == name(m)) {
       out = m;
       return true;

@@ -15,13 +15,14 @@ enum class fault_kind { kill, slow, pause, partition, corrupt };
 
 const char* name(fault_kind k);
 
-// When in its step a kill (or a pause: sum, checkpoint) lands (docs/RELIABILITY.md, "Fault
-// plans"). `step`: at a random
-// moment of the step. The others wait, from their step on, for the next such moment of the
-// run: `replan` the first step whose plan change moved layers (at a random moment of it),
-// `migration` while those layers move, `sum` once every stage of a step has reported (the
-// holders' sums under way), `checkpoint` while a consistent cut copies the layers.
-enum class fault_moment { step, replan, migration, sum, checkpoint };
+// When in its step a kill (or a pause: sum, checkpoint, evaluation) lands (docs/RELIABILITY.md,
+// "Fault plans"). `step`: at a random moment of the step. The others wait, from their step
+// on, for the next such moment of the run: `replan` the first step whose plan change moved
+// layers (at a random moment of it), `migration` while those layers move, `sum` once every
+// stage of a step has reported (the holders' sums under way), `checkpoint` while a consistent
+// cut copies the layers, `evaluation` while the devices evaluate the validation set (after an
+// epoch, or at the end).
+enum class fault_moment { step, replan, migration, sum, checkpoint, evaluation };
 
 const char* name(fault_moment m);
 // The moment named `text`, or false.

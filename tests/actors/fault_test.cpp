@@ -218,6 +218,41 @@ TEST_CASE("a device hung in the holders' sum or in a checkpoint is found at the 
   }
 }
 
+TEST_CASE("a device lost at the end, in the last checkpoint or the final evaluation: the run re-plans, ends, and equals one device",
+          "[actor][fault]") {
+  // The end's work once ran on the plan in force after a device lost in the last step's
+  // checks was forgotten: reaching for it threw (std::out_of_range), a crash.
+  const data::dataset test = data::synthetic(256, 22);
+  for (const auto& [moment, kind] : {std::pair{sim::fault_moment::checkpoint, sim::fault_kind::kill},
+                                     std::pair{sim::fault_moment::evaluation, sim::fault_kind::kill},
+                                     std::pair{sim::fault_moment::evaluation, sim::fault_kind::pause}}) {
+    INFO("moment: " << sim::name(moment) << ", " << sim::name(kind));
+    fixture f;
+    auto s = job(f.profile, 4, {});
+    s.checkpoint_every = 7;  // after steps 6 and 13, the last
+    s.step_deadline_s = 2;
+    s.test_set = &test;
+    sim::fault last{13, kind, 1, 1, 0, kind == sim::fault_kind::pause ? 6.0 : 0.0};
+    last.moment = moment;
+    s.faults.push_back(last);
+    std::vector<std::string> order;
+    training::train_callbacks cb;
+    cb.on_fault = [&](const training::fault_record& r) {
+      if (r.device == 1 || r.event == "recovered") order.push_back(r.event + "@" + std::to_string(r.step));
+    };
+    auto out = actors::train(*f.m, f.d, s, cb);
+    REQUIRE(out);
+    CHECK(order == std::vector<std::string>{"injected@13", "lost@14", "recovered@14"});
+    CHECK(out->devices_lost == 1);
+    CHECK(out->ledger.lost == 0);
+    CHECK(out->ledger.duplicated == 0);
+    for (const auto& g : out->final_plan.groups) CHECK(std::count(g.devices.begin(), g.devices.end(), 1) == 0);
+    CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers) == 0);
+    REQUIRE(out->test_metric);
+    CHECK(*out->test_metric == model::accuracy(out->final_layers, test));
+  }
+}
+
 TEST_CASE("a device late but still answering: the step re-runs, nothing is lost, the run equals one device", "[actor][fault]") {
   fixture f;
   auto s = job(f.profile, 4, {});

@@ -197,7 +197,9 @@ TEST_CASE("job files: a fault plan, and the mistakes a fault plan can make", "[u
         std::string::npos);
   CHECK(config::parse_job(YAML::Load(base + plan + "kind: pause, seconds: 3, moment: checkpoint}]}"), "t")->faults.at[0].moment ==
         sim::fault_moment::checkpoint);
-  CHECK(job_error(base + plan + "kind: pause, seconds: 3, moment: migration}]}").find("a pause waits for a sum or a checkpoint") !=
+  CHECK(config::parse_job(YAML::Load(base + plan + "kind: kill, moment: evaluation}]}"), "t")->faults.at[0].moment ==
+        sim::fault_moment::evaluation);
+  CHECK(job_error(base + plan + "kind: pause, seconds: 3, moment: migration}]}").find("a pause waits for a sum, a checkpoint or an evaluation") !=
         std::string::npos);
   CHECK(job_error(base + plan + "kind: slow, factor: 2, steps: 3}]}").find("factor in (0, 1]") != std::string::npos);
   CHECK(job_error(base + "replan_every: 5\nfaults: {at: [{step: 100, kind: kill}]}").find("faults.at[0].step must be in [0, 100)") !=

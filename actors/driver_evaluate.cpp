@@ -12,7 +12,7 @@ namespace {
 
 // Chunks (model::evaluation_chunk samples each) per task: enough to keep a pipeline's stages
 // busy, few enough that a task's inputs stay small where they travel as tensors.
-constexpr int chunks_per_task = 8;
+constexpr int chunks_per_task = 32;
 
 }  // namespace
 

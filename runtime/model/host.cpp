@@ -176,7 +176,7 @@ double accuracy(const std::vector<layer_copy>& layers, const data::dataset& d) {
     eval.back()->eval();
   }
   // In chunks: the activations of 1,000 samples at once (the CNN's first conv layer alone
-  // 100 MB) made the end of a run the controller's peak of memory; 128 evaluate as fast.
+  // 100 MB) made the end of a run the controller's peak of memory.
   double sum = 0;
   for (int lo = 0; lo < d.size(); lo += evaluation_chunk) {
     const int hi = std::min(d.size(), lo + evaluation_chunk);

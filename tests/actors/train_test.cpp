@@ -138,8 +138,9 @@ TEST_CASE("the validation set is evaluated where the layers are: accuracy() of t
   REQUIRE((plain && evaluated));
   CHECK_FALSE(plain->test_metric);
   REQUIRE(evaluated->test_metric);
-  // The groups' pipelines forwarded their parts of the set (shares 40 and 24: chunks 0-1 and
-  // 2) in evaluation mode; the host's accuracy() on the gathered layers is the reference.
+  // The groups' pipelines forwarded their parts of the set (shares 40 and 24 of 64: chunks
+  // 0-5 and 6-9 of 10) in evaluation mode; the host's accuracy() on the gathered layers is the
+  // reference.
   CHECK(*evaluated->test_metric == model::accuracy(evaluated->final_layers, test));
   CHECK(*evaluated->test_metric > 0);
   REQUIRE(epochs.size() == 2);

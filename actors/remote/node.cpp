@@ -79,8 +79,9 @@ result<std::string> model_source(const node_config& cfg, const wire::welcome_msg
 }
 
 // The job's training and validation sets, loaded here so that a step's and an evaluation's
-// inputs need only sample ids on the wire. Returns the fingerprint to prove in heartbeats: the controller's when this node's
-// copy has the same bytes, else 0 (and the controller keeps sending tensors).
+// inputs need only sample ids on the wire. Returns the fingerprint to prove in heartbeats:
+// the controller's when this node's copies have the same bytes, else 0 (and the controller
+// keeps sending tensors).
 std::uint64_t load_data(const node_config& cfg, const wire::welcome_msg& w, node_shared& sh) {
   if (w.data_hash == 0 || w.data.empty()) return 0;
   auto log = logging::get("node");

@@ -11,6 +11,7 @@
 
 using namespace dynapar;
 using test::diff_from_one_device;
+using test::short_adam_run;
 using test::two_groups;
 
 TEST_CASE("the holders adding among themselves (peer_sum) train the same bits as the driver's sum", "[actor][train]") {
@@ -18,12 +19,7 @@ TEST_CASE("the holders adding among themselves (peer_sum) train the same bits as
   const auto d = data::synthetic(640, 3);
   auto m = model::make_model("cnn", 42);
   REQUIRE(m);
-  training::train_settings s;
-  s.plan = two_groups(model::num_layers(**m), planner::schedule_kind::one_f_one_b);
-  s.steps = 4;
-  s.batch = 64;
-  s.seed = 5;
-  s.optimizer = {"adam", 0.05, 0.9, 0};
+  auto s = short_adam_run(model::num_layers(**m), 4);
   s.peer_sum = true;
   auto peer = actors::train(**m, d, s);
   REQUIRE(peer);

@@ -21,6 +21,18 @@ inline planner::plan two_groups(int layers, planner::schedule_kind kind) {
   return p;
 }
 
+// The short CNN runs' settings: two_groups under 1F1B, batch 64, Adam at a rate that moves
+// the weights visibly in a few steps.
+inline training::train_settings short_adam_run(int layers, std::int64_t steps) {
+  training::train_settings s;
+  s.plan = two_groups(layers, planner::schedule_kind::one_f_one_b);
+  s.steps = steps;
+  s.batch = 64;
+  s.seed = 5;
+  s.optimizer = {"adam", 0.05, 0.9, 0};
+  return s;
+}
+
 // The independent reference: the same steps on one plain device, accumulating micro-batches
 // of `micro` samples.
 inline double diff_from_one_device(const model::model_chain& m, const data::dataset& d, const training::train_settings& s,

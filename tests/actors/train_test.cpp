@@ -16,6 +16,7 @@
 
 using namespace dynapar;
 using test::diff_from_one_device;
+using test::short_adam_run;
 using test::two_groups;
 
 namespace {
@@ -92,12 +93,7 @@ TEST_CASE("an outline trains as the whole model; the end without optimizer state
   const auto d = data::synthetic(640, 3);
   auto whole = model::make_model("cnn", 42), outline = model::make_model("cnn", 42, true);
   REQUIRE((whole && outline));
-  training::train_settings s;
-  s.plan = two_groups(model::num_layers(**whole), planner::schedule_kind::one_f_one_b);
-  s.steps = 4;
-  s.batch = 64;
-  s.seed = 5;
-  s.optimizer = {"adam", 0.05, 0.9, 0};
+  auto s = short_adam_run(model::num_layers(**whole), 4);
   auto kept = actors::train(**whole, d, s);
   s.final_layers = training::train_settings::final_form::lean;
   auto lean = actors::train(**outline, d, s);
@@ -123,12 +119,7 @@ TEST_CASE("the validation set is evaluated where the layers are: accuracy() of t
   const auto d = data::synthetic(256, 3), test = data::synthetic(300, 8);
   auto m = model::make_model("cnn", 42);
   REQUIRE(m);
-  training::train_settings s;
-  s.plan = two_groups(model::num_layers(**m), planner::schedule_kind::one_f_one_b);
-  s.steps = 8;  // two epochs of 4 steps
-  s.batch = 64;
-  s.seed = 5;
-  s.optimizer = {"adam", 0.05, 0.9, 0};
+  auto s = short_adam_run(model::num_layers(**m), 8);  // two epochs of 4 steps
   auto plain = actors::train(**m, d, s);
   std::map<std::int64_t, double> epochs;
   training::train_callbacks cb;

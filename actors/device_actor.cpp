@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "actors/device_state.hpp"
+#include "comm/keys.hpp"
 
 namespace dynapar::actors {
 
@@ -162,6 +164,28 @@ std::string hold(device_state& s, int layer, const model::layer_copy& replica) {
   return {};
 }
 
+// A layer from its checkpoint shard, the file checked against its SHA-256 first (a shard torn
+// or changed since the checkpoint was written is refused, not trained on).
+result<model::layer_copy> read_shard(const device_config& cfg, int layer, const training::shard_file& f) {
+  if (!cfg.layers) return make_error("bad_checkpoint", "device " + std::to_string(cfg.id) + " cannot read shards (no model)");
+  auto sha = comm::file_sha256(f.path);
+  if (!sha) return make_error("bad_checkpoint", "layer " + std::to_string(layer) + "'s shard: " + sha.err().message);
+  if (*sha != f.sha256) return make_error("bad_checkpoint", "'" + f.path + "' does not match its SHA-256 (torn or changed)");
+  auto w = model::read_shard(f.path, layer);
+  if (!w) return w.err();
+  return cfg.layers->from_wire(layer, *w);
+}
+
+wire::ops::shard_saved save_shard(device_state& s, int layer, const std::string& path) {
+  if (!s.worker->holds(layer)) return {{}, 0, "device " + std::to_string(s.cfg.id) + " does not hold layer " + std::to_string(layer)};
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);  // a node's own disk
+  if (auto st = model::save_shard(path, layer, s.worker->copy(layer)); !st) return {{}, 0, st.err().message};
+  auto sha = comm::file_sha256(path);
+  if (!sha) return {{}, 0, sha.err().message};
+  return {*sha, static_cast<std::uint64_t>(std::filesystem::file_size(path, ec)), {}};
+}
+
 device_impl::behavior_type device_actor(device_self self, device_config cfg) {
   self->state.cfg = std::move(cfg);
   self->state.speed.set_speed(self->state.cfg.speed);
@@ -169,6 +193,12 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
   return {
       [=](hold_atom, int layer, const model::layer_copy& replica) -> caf::result<bool> {
         if (auto oom = hold(self->state, layer, replica); !oom.empty()) return caf::make_error(caf::sec::runtime_error, oom);
+        return true;
+      },
+      [=](hold_atom, int layer, const training::shard_file& f) -> caf::result<bool> {
+        auto replica = read_shard(self->state.cfg, layer, f);
+        if (!replica) return caf::make_error(caf::sec::runtime_error, replica.err().message);
+        if (auto oom = hold(self->state, layer, *replica); !oom.empty()) return caf::make_error(caf::sec::runtime_error, oom);
         return true;
       },
       // A plan moved `layer` from here to `to`: send a copy over the emulated link.
@@ -345,6 +375,7 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
         model::drop_optimizer_state(c);
         return c;
       },
+      [=](save_atom, int layer, const std::string& path) { return save_shard(self->state, layer, path); },
       [=](perturb_atom, int layer) { self->state.worker->perturb(layer); },
   };
 }

@@ -28,6 +28,8 @@ struct device_config {
   // and how long joining or one all-reduce may wait for a peer.
   std::string gloo_host = "127.0.0.1";
   double gloo_timeout_s = 30;
+  // The model's layers, for one placed from a checkpoint shard (null: no shard can be).
+  std::shared_ptr<const model::layer_source> layers{};
 };
 
 // Everything a device takes, checked at compile time; the remote proxy (actors/remote/proxy.hpp)
@@ -35,6 +37,7 @@ struct device_config {
 // A device's peers see only the device_peer part (actors/messages.hpp).
 using device_handle = device_peer::extend<
     caf::replies_to<hold_atom, int, model::layer_copy>::with<bool>,  // place a layer (at start, or restored)
+    caf::replies_to<hold_atom, int, training::shard_file>::with<bool>,  // place a layer from its checkpoint shard
     caf::replies_to<migrate_atom, int, int, device_peer, comm::link_spec, migration_sink>::with<bool>,
     caf::replies_to<drop_atom, int>::with<bool>, caf::reacts_to<memory_atom, double>, caf::reacts_to<speed_atom, double>,
     caf::reacts_to<timing_atom, std::vector<double>>, caf::replies_to<probe_atom>::with<double>,
@@ -45,6 +48,8 @@ using device_handle = device_peer::extend<
     caf::replies_to<commit_atom, std::int64_t, int, double, double>::with<applied>,
     caf::replies_to<hash_atom, int>::with<std::uint64_t>, caf::replies_to<copy_atom, int>::with<model::layer_copy>,
     caf::replies_to<copy_lean_atom, int>::with<model::layer_copy>,
+    // Writes the layer's checkpoint shard there (an error in the answer: not written).
+    caf::replies_to<save_atom, int, std::string>::with<wire::ops::shard_saved>,
     // Fault injection: dies (after us), goes silent (after us, for s, cut off or hung), a layer perturbed.
     caf::reacts_to<fail_atom, int>, caf::reacts_to<pause_atom, int, double, bool>, caf::reacts_to<perturb_atom, int>>;
 

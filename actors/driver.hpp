@@ -172,6 +172,10 @@ class driver {
   status check_replicas(std::int64_t t);
   // One copy of each layer from its first holder, waiting at most `wait`.
   void request_layers(std::vector<model::layer_copy>& out, std::chrono::milliseconds wait, const char* what);
+  // Each layer's first holder writes its checkpoint shard into `dir`. False: a shard was not
+  // written, or this process does not see it (no shared filesystem), and the layers are to be
+  // gathered instead; a lost holder leaves its error in failure_.
+  bool save_shards(std::vector<training::shard_file>& out, const std::string& dir, std::chrono::milliseconds wait);
   // Each layer from its first holder in turn, in `form` (train_settings::final_form).
   void collect_layers(std::vector<model::layer_copy>& out, std::vector<std::uint64_t>& hashes,
                       training::train_settings::final_form form, std::chrono::milliseconds wait, const char* what);
@@ -224,6 +228,10 @@ class driver {
   caf::scoped_actor self_;
   cluster_actors& actors_;
   const model::model_chain& m_;
+  // The model's layers for the devices of this process, which read checkpoint shards with
+  // them (not owned: m_ outlives the run's actors).
+  const std::shared_ptr<const model::layer_source> layers_ =
+      std::make_shared<const model::layer_source>(model::layer_source::of(std::shared_ptr<const model::model_chain>(std::shared_ptr<void>(), &m_)));
   const data::dataset& d_;
   const training::train_settings& s_;
   const training::train_callbacks& cb_;
@@ -265,7 +273,7 @@ class driver {
   bool force_replan_ = false;
   struct {
     training::checkpoint cut;                     // where to roll back when a layer loses every replica
-    std::vector<model::layer_copy> fresh;         // layers the next first plan places (empty: the model's)
+    training::checkpoint fresh;                   // layers the next first plan places (none: the model's)
     std::vector<double> seconds;                  // each recovery's
     // Since the lost devices were known (after the probes): closed when the next step starts.
     std::optional<clock::time_point> since;

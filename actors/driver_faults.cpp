@@ -1,6 +1,6 @@
 // The driver's answers to faults (docs/RELIABILITY.md): finding lost devices, recovering
-// from them exactly once, consistent cuts (checkpoints), replica checks; and the probes of
-// idle devices, whose speed no step measures.
+// from them exactly once (rolling back to the cut: driver_layers.cpp), replica checks; and
+// the probes of idle devices, whose speed no step measures.
 #include <algorithm>
 #include <random>
 #include <set>
@@ -127,7 +127,7 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
     for (const auto& [l, ids] : holders_)
       for (int id : ids) all.emplace_back(id, l);
     drop_layers(all);  // answered before the cut's layers are placed, which need the memory
-    recovery_.fresh = recovery_.cut.layers;
+    recovery_.fresh = recovery_.cut;
     current_.reset();
     how = "rolled back to the last checkpoint";
   }
@@ -257,59 +257,6 @@ void driver::strike(const sim::fault& f, const char* source, std::int64_t t, std
   ++out_.faults_injected;
   log->warn("step {}: fault injected ({}): device {} {}", t, source, id, detail);
   note({t, "injected", kind, id, source, detail, f.seconds});
-}
-
-// Between steps every replica of a layer is the same (invariant 3), so one copy per layer and
-// the controller's state make a consistent cut; the caller writes it out.
-status driver::take_checkpoint(std::int64_t steps_done) {
-  training::checkpoint c;
-  c.step = steps_done;
-  fire_armed(sim::fault_moment::checkpoint, steps_done - 1, plan_devices(), 0.002);
-  request_layers(c.layers, between_steps(), "the checkpoint");
-  if (actors_.controller)
-    self_->request(actors_.controller, timeout_, snapshot_atom::value)
-        .receive([&](control::controller_snapshot& x) { c.controller = std::move(x); }, [&](caf::error& e) { failure_ = text(e); });
-  if (auto st = check("checkpoint after step " + std::to_string(steps_done - 1)); !st) return st;
-  recovery_.cut = c;
-  if (!cb_.on_checkpoint) return ok_status();
-  ++out_.checkpoints;
-  cb_.on_checkpoint(std::move(c));
-  return ok_status();
-}
-
-// One replica of every layer (from its first holder) into `out`; failures land in failure_.
-void driver::request_layers(std::vector<model::layer_copy>& out, std::chrono::milliseconds wait, const char* what) {
-  using handle = decltype(self_->request(device_handle{}, timeout_, copy_atom::value, 0));
-  const auto started = clock::now();
-  std::vector<handle> asked;  // all at once: a hung holder costs one wait, not one per layer
-  for (int l = 0; l < L_; ++l) asked.push_back(self_->request(actors_.devices.at(holders_.at(l).front()), wait, copy_atom::value, l));
-  for (auto& h : asked)
-    h.receive([&](model::layer_copy& x) { out.push_back(std::move(x)); }, [&](caf::error& e) { answer_failed(e, started, what); });
-}
-
-// One replica of every layer, a layer at a time, and each whole state's hash into `hashes`.
-// Without `keep_state` a layer comes with its parameters and buffers only: its holder hashes
-// the whole state and drops the optimizer's, which never travels. So this process holds the
-// model once, never with its optimizer state (evaluation, the end). The first failure (in
-// failure_) ends the gathering.
-void driver::collect_layers(std::vector<model::layer_copy>& out, std::vector<std::uint64_t>& hashes,
-                            training::train_settings::final_form form, std::chrono::milliseconds wait, const char* what) {
-  using form_t = training::train_settings::final_form;
-  const auto started = clock::now();
-  const auto got = [&](model::layer_copy& x) {
-    hashes.push_back(model::state_hashes({x}).front());
-    out.push_back(std::move(x));
-  };
-  const auto failed = [&](caf::error& e) { answer_failed(e, started, what); };
-  for (int l = 0; l < L_ && failure_.empty(); ++l) {
-    const auto& holder = actors_.devices.at(holders_.at(l).front());
-    if (form == form_t::whole)
-      self_->request(holder, wait, copy_atom::value, l).receive(got, failed);
-    else if (form == form_t::lean)  // the holder hashes the whole state and drops the optimizer's: it never travels
-      self_->request(holder, wait, copy_lean_atom::value, l).receive(got, failed);
-    else  // the holder hashes the whole state where it is
-      self_->request(holder, wait, hash_atom::value, l).receive([&](std::uint64_t h) { hashes.push_back(h); }, failed);
-  }
 }
 
 // Replicas of a layer must stay bit-identical (FORMULATION invariant 3) among devices on

@@ -52,7 +52,11 @@ status driver::update_membership(std::int64_t slot, bool& changed) {
       // A device joins: its actor starts (unless the caller brought one, or a node hosts it),
       // runs the benchmark at its speed, and announces the measured speed.
       auto& a = actors_.devices[id];
-      if (!a) a = actors_.remote ? actors_.remote->proxy(id) : spawn_device(sys_, {id, s_.optimizer, cluster_.true_speed(id), 0, place_of(id)});
+      if (!a) {
+        device_config cfg{id, s_.optimizer, cluster_.true_speed(id), 0, place_of(id)};
+        cfg.layers = layers_;
+        a = actors_.remote ? actors_.remote->proxy(id) : spawn_device(sys_, cfg);
+      }
       if (!a) return make_error("device_lost", "device " + std::to_string(id) + " left its node while joining");
       self_->monitor(a);
       self_->send(a, speed_atom::value, cluster_.true_speed(id));
@@ -312,9 +316,14 @@ double driver::move_layers(const std::vector<planner::layer_move>& moves, std::i
     }
     const auto& target = actors_.devices.at(mv.to);
     if (mv.from < 0) {  // the first plan: fresh layers, or a resumed run's saved ones
-      const auto layer = recovery_.fresh.empty() ? model::copy_layer(m_, mv.layer) : recovery_.fresh.at(mv.layer);
-      self_->request(target, timeout_, hold_atom::value, mv.layer, layer)
-          .receive([](bool) {}, [&](caf::error& e) { failure_ = text(e); });
+      const auto& f = recovery_.fresh;
+      const auto held = [](bool) {};
+      const auto refused = [&](caf::error& e) { failure_ = text(e); };
+      if (!f.shards.empty())  // the device reads its shard: nothing of the layer passes through here
+        self_->request(target, timeout_, hold_atom::value, mv.layer, f.shards.at(static_cast<std::size_t>(mv.layer))).receive(held, refused);
+      else
+        self_->request(target, timeout_, hold_atom::value, mv.layer, f.layers.empty() ? model::copy_layer(m_, mv.layer) : f.layers.at(mv.layer))
+            .receive(held, refused);
       continue;
     }
     self_->request(actors_.devices.at(mv.from), timeout_, migrate_atom::value, mv.layer, mv.to, device_peer{target}, link(mv.from, mv.to), me)

@@ -93,8 +93,8 @@ result<training::train_outcome> driver::run() {
   data::sample_ledger ledger(d_.size());
   const std::int64_t start = s_.resume ? s_.resume->step : 0;
   if (s_.resume) {
-    if (static_cast<int>(s_.resume->layers.size()) != L_)
-      return make_error("bad_checkpoint", "the checkpoint has " + std::to_string(s_.resume->layers.size()) +
+    if (static_cast<int>(s_.resume->num_layers()) != L_)
+      return make_error("bad_checkpoint", "the checkpoint has " + std::to_string(s_.resume->num_layers()) +
                                               " layers, the model " + std::to_string(L_));
     if (start < 0 || start > s_.steps)
       return make_error("bad_checkpoint", "the checkpoint is at step " + std::to_string(start) + ", the job has " +
@@ -105,9 +105,9 @@ result<training::train_outcome> driver::run() {
   first_slot_ = start / s_.slot_steps;
   out_.resumed_from = start;
   // The first rollback point: the start (fresh layers, or the resumed checkpoint's).
+  if (s_.resume) recovery_.cut = *s_.resume;
   recovery_.cut.step = start;
-  if (s_.resume) recovery_.cut.layers = s_.resume->layers;
-  recovery_.fresh = recovery_.cut.layers;
+  recovery_.fresh = recovery_.cut;
   faults_.rng.seed(s_.seed ^ 0xfa17ull);
   double total_time = 0, total_cost = 0;
   double steady_wait = 0, steady_time = 0;  // controller waits and step times of steady steps
@@ -173,7 +173,7 @@ result<training::train_outcome> driver::run() {
           --t;
           continue;
         }
-        recovery_.fresh.clear();
+        recovery_.fresh = {};
         moved = out_.layers_moved > before;
       }
       if (!current_) return make_error("bad_job", "no plan before step " + std::to_string(t));

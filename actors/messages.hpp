@@ -14,6 +14,7 @@
 #include "model/peer_sum.hpp"
 #include "planner/plan.hpp"
 #include "schedule/schedule.hpp"
+#include "training/settings.hpp"
 #include "wire/messages.hpp"
 
 namespace dynapar::actors {
@@ -50,6 +51,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::comm::link_spec)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::control::decision)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::wire::device_call)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::control::controller_snapshot)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::training::shard_file)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynapar::wire::ops::shard_saved)
 
 namespace dynapar::actors {
 
@@ -62,6 +65,7 @@ using apply_atom = caf::atom_constant<caf::atom("apply")>;
 using hash_atom = caf::atom_constant<caf::atom("hash")>;
 using copy_atom = caf::atom_constant<caf::atom("copy")>;
 using copy_lean_atom = caf::atom_constant<caf::atom("copy_lean")>;  // without optimizer state (model::drop_optimizer_state)
+using save_atom = caf::atom_constant<caf::atom("save")>;  // a checkpoint's shard (model::save_shard)
 using migrate_atom = caf::atom_constant<caf::atom("migrate")>;
 using moved_atom = caf::atom_constant<caf::atom("moved")>;
 using drop_atom = caf::atom_constant<caf::atom("drop")>;

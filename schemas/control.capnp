@@ -163,6 +163,21 @@ struct LayerCopy {
   layout @4 :List(Int64);
   built @5 :UInt64;           # non-zero: no layout or tensors; the node builds the fresh layer, hashing to this
   stateHash @6 :UInt64;       # (24) answer to copyLean: the whole state's hash; the tensors are parameters and buffers only
+  shard @7 :Text;             # (26) placed from this checkpoint shard (no layout, no tensors): the node reads it
+  shardSha256 @8 :Text;       # (26) the shard file's SHA-256, checked before it is read
+}
+
+# A checkpoint's shard: the device writes its layer, with its optimizer state, to `path`.
+struct SaveShard {
+  layer @0 :UInt32;
+  path @1 :Text;
+}
+
+# Answer to saveShard: the file's SHA-256 and size, or why it was not written.
+struct ShardSaved {
+  sha256 @0 :Text;
+  bytes @1 :UInt64;
+  error @2 :Text;
 }
 
 struct Migrate {
@@ -363,5 +378,7 @@ struct DeviceCall {
     reducePart @30 :ReducePart;
     commit @31 :Commit;       # apply the held sum
     copyLean @32 :UInt32;     # (24) a layer without its optimizer state; answer: hold with stateHash
+    saveShard @33 :SaveShard; # (26) a checkpoint's shard; answer: shardSaved
+    shardSaved @34 :ShardSaved;
   }
 }

@@ -128,6 +128,9 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
   std::visit(
       overloaded{
           [&](const ops::hold& h) {
+            if (!h.shard.empty())  // the device reads its checkpoint shard
+              return self->request(dev, caf::infinite, hold_atom::value, h.layer, training::shard_file{h.shard, h.shard_sha256})
+                  .then(ack, on_error);
             auto lm = remote::layer_from(sh->layers, h, ts);
             if (!lm) return c.id != 0 ? sh->fail(c, lm.err().message) : logging::get("node")->warn("{}", lm.err().message);
             if (lm->from < 0) {
@@ -208,6 +211,10 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
           [&](const ops::copy& k) { self->request(dev, caf::infinite, copy_atom::value, k.layer).then(copy_answer(k.layer, false), on_error); },
           [&](const ops::copy_lean& k) {
             self->request(dev, caf::infinite, copy_lean_atom::value, k.layer).then(copy_answer(k.layer, true), on_error);
+          },
+          [&](const ops::save_shard& k) {
+            self->request(dev, caf::infinite, save_atom::value, k.layer, k.path)
+                .then([sh, c](const ops::shard_saved& x) { sh->answer(c, x); }, on_error);
           },
           [&](const ops::fail& f) { kill_node(*sh, f); },
           [&](const ops::pause& p) { silence_node(sh, p); },

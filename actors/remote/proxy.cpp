@@ -104,6 +104,13 @@ remote_device_handle::behavior_type remote_device(proxy* self, int id, std::stri
         auto op = remote::placed_layer(layer, id, replica, hub->fresh, ts);
         return ask<bool>(self, call(std::move(op)), ts, acknowledged);
       },
+      // The node reads the shard itself: nothing of the layer passes through here.
+      [=](hold_atom, int layer, const training::shard_file& f) -> caf::result<bool> {
+        ops::hold h{layer, -1, id, 0, {}};
+        h.shard = f.path;
+        h.shard_sha256 = f.sha256;
+        return ask<bool>(self, call(std::move(h)), {}, acknowledged);
+      },
       [=](migrate_atom, int layer, int to, const device_peer&, const comm::link_spec& link,
           const migration_sink& report_to) -> caf::result<bool> {
         self->state.moves_to = report_to;
@@ -160,6 +167,10 @@ remote_device_handle::behavior_type remote_device(proxy* self, int id, std::stri
       },
       [=](copy_atom, int layer) { return ask_copy(self, layer, false); },
       [=](copy_lean_atom, int layer) { return ask_copy(self, layer, true); },
+      [=](save_atom, int layer, const std::string& path) -> caf::result<ops::shard_saved> {
+        return ask<ops::shard_saved>(self, call(ops::save_shard{layer, path}), {},
+                                     answer<ops::shard_saved, ops::shard_saved>("a shard", [](const ops::shard_saved& x, auto&) { return x; }));
+      },
       [=](perturb_atom, int layer) { tell(self, call(ops::perturb{layer})); },
       // What a device of this process would send its neighbour on a node: sent on as data.
       [=](act_atom, std::int64_t step, int micro, const model::tensor& t) { tell(self, call(ops::activation{step, micro}), {t}); },

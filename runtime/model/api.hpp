@@ -281,6 +281,11 @@ result<layer_copy> from_wire(const model_chain& m, int layer, const layer_wire& 
 // makes the replacement atomic (write to a temporary name, then rename).
 status save_layers(const std::string& path, const std::vector<layer_copy>& layers);
 result<std::vector<layer_copy>> load_layers(const std::string& path, const model_chain& m);
+// A checkpoint's shard: layer `layer` with its optimizer state, written durably by a device
+// that holds it; read back as its wire form (checked to be that layer's), which the reader
+// rebuilds on its own copy of the layer (from_wire, layer_source::from_wire).
+status save_shard(const std::string& path, int layer, const layer_copy& l);
+result<layer_wire> read_shard(const std::string& path, int layer);
 
 // Measures per-layer forward and backward times and sizes on this machine, as a planner
 // profile: timed at `batch` and 2 x `batch` (`repeat` runs each after a warm-up), per-sample

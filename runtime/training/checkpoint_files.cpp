@@ -43,18 +43,41 @@ std::vector<std::pair<std::int64_t, fs::path>> checkpoints_in(const fs::path& di
   return found;
 }
 
-status write_now(const checkpoint_options& o, const checkpoint& c) {
+std::string step_name(std::int64_t step) { return "step-" + std::to_string(step); }
+fs::path tmp_dir(const checkpoint_options& o, std::int64_t step) { return fs::absolute(fs::path(o.dir) / ("." + step_name(step) + ".tmp")); }
+
+// The checkpoint's files into its temporary directory, and what the manifest says of them:
+// gathered layers written here; shards already there, written by their holders.
+result<json> write_files(const checkpoint_options& o, const checkpoint& c) {
   std::error_code ec;
-  const std::string name = "step-" + std::to_string(c.step);
-  const fs::path dir(o.dir), tmp = dir / ("." + name + ".tmp"), final_dir = dir / name;
+  const fs::path tmp = tmp_dir(o, c.step);
+  if (!c.shards.empty()) {
+    json shards = json::array();
+    for (std::size_t l = 0; l < c.shards.size(); ++l) {
+      const fs::path at(c.shards[l].path);
+      if (at.parent_path() != tmp) return make_error("io", "layer " + std::to_string(l) + "'s shard '" + at.string() + "' is not in '" + tmp.string() + "'");
+      shards.push_back({{"file", at.filename().string()}, {"sha256", c.shards[l].sha256}});
+    }
+    return json{{"format", 3}, {"shards", shards}};
+  }
   fs::remove_all(tmp, ec);
   fs::create_directories(tmp, ec);
   if (ec) return make_error("io", "cannot create '" + tmp.string() + "': " + ec.message());
   const fs::path layers = tmp / "layers.pt";
-  if (auto st = model::save_layers(layers.string(), c.layers); !st) return st;  // written durably
+  if (auto st = model::save_layers(layers.string(), c.layers); !st) return st.err();  // written durably
   auto hash = comm::file_sha256(layers.string());
   if (!hash) return hash.err();
-  json state = {{"job", o.job}, {"step", c.step}, {"format", 2}, {"layers_sha256", *hash}};
+  return json{{"format", 2}, {"layers_sha256", *hash}};
+}
+
+status write_now(const checkpoint_options& o, const checkpoint& c) {
+  std::error_code ec;
+  const std::string name = step_name(c.step);
+  const fs::path dir(o.dir), tmp = tmp_dir(o, c.step), final_dir = dir / name;
+  auto files = write_files(o, c);
+  if (!files) return files.err();
+  json state = {{"job", o.job}, {"step", c.step}};
+  state.update(*files);
   if (!o.fingerprint.is_null()) state["fingerprint"] = o.fingerprint;
   if (c.controller) state["controller"] = controller_json(*c.controller);
   if (auto st = write_durably((tmp / "state.json").string(), state.dump(2) + "\n"); !st) return st;
@@ -115,12 +138,25 @@ result<checkpoint> read_one(const fs::path& at, const std::string& job, const js
       for (std::size_t i = 0; i < 3 && i < tiers.size(); ++i) s.estimates.tiers[i] = tiers[i];
       c.controller = s;
     }
-    if (state.contains("layers_sha256")) {  // absent before format 2
-      auto hash = comm::file_sha256((at / "layers.pt").string());
-      if (!hash) return make_error("bad_checkpoint", "'" + (at / "layers.pt").string() + "' is missing");
-      if (*hash != state.at("layers_sha256").get<std::string>())
-        return make_error("bad_checkpoint", "'" + (at / "layers.pt").string() + "' does not match the SHA-256 in state.json (torn or changed)");
+    const auto check_file = [&](const std::string& file, const std::string& sha) -> status {
+      auto hash = comm::file_sha256((at / file).string());
+      if (!hash) return make_error("bad_checkpoint", "'" + (at / file).string() + "' is missing");
+      if (*hash != sha) return make_error("bad_checkpoint", "'" + (at / file).string() + "' does not match the SHA-256 in state.json (torn or changed)");
+      return ok_status();
+    };
+    if (state.contains("shards")) {  // format 3: read where each layer is placed
+      for (const auto& s : state.at("shards")) {
+        const auto file = s.at("file").get<std::string>();
+        if (file.empty() || file.find('/') != std::string::npos || file[0] == '.')
+          return make_error("bad_checkpoint", "'" + (at / "state.json").string() + "' names the shard '" + file + "' outside its directory");
+        if (auto st = check_file(file, s.at("sha256").get<std::string>()); !st) return st.err();
+        c.shards.push_back({fs::absolute(at / file).string(), s.at("sha256").get<std::string>()});
+      }
+      if (c.shards.empty()) return make_error("bad_checkpoint", "'" + (at / "state.json").string() + "' lists no shard");
+      return c;
     }
+    if (state.contains("layers_sha256"))  // absent before format 2
+      if (auto st = check_file("layers.pt", state.at("layers_sha256").get<std::string>()); !st) return st.err();
   } catch (const std::exception& e) {
     return make_error("bad_checkpoint", "'" + (at / "state.json").string() + "': " + e.what());
   }
@@ -159,19 +195,43 @@ json job_fingerprint(const prepared_job& p) {
   return f;
 }
 
-void checkpoint_writer::write(checkpoint c) {
+namespace {
+
+// A write that failed: its space given back, logged and kept for finish().
+void write_failed(const checkpoint_options& o, std::int64_t step, const error& why, std::vector<std::string>& failed) {
+  std::error_code ec;
+  fs::remove_all(tmp_dir(o, step), ec);
+  const auto kept = checkpoints_in(o.dir);
+  const std::string newest = kept.empty() ? "none" : kept.front().second.filename().string();
+  logging::get("checkpoint")->warn("the checkpoint of step {} was not written ({}); the newest complete one stays {}", step,
+                                   why.message, newest);
+  failed.push_back(step_name(step) + ": " + why.message);
+}
+
+}  // namespace
+
+std::string checkpoint_writer::shard_dir(std::int64_t step) const {
+  std::error_code ec;
+  const fs::path tmp = tmp_dir(o_, step);
+  fs::remove_all(tmp, ec);  // an attempt at this step that a lost device broke off
+  fs::create_directories(tmp, ec);
+  return ec ? std::string() : tmp.string();
+}
+
+status checkpoint_writer::write(checkpoint& c) {
   if (writer_.joinable()) writer_.join();
-  writer_ = std::thread([o = o_, c = std::move(c), failed = failed_] {
-    auto st = write_now(o, c);
-    if (st) return;
-    std::error_code ec;
-    fs::remove_all(fs::path(o.dir) / (".step-" + std::to_string(c.step) + ".tmp"), ec);  // give the space back
-    const auto kept = checkpoints_in(o.dir);
-    const std::string newest = kept.empty() ? "none" : kept.front().second.filename().string();
-    logging::get("checkpoint")->warn("the checkpoint of step {} was not written ({}); the newest complete one stays {}", c.step,
-                                     st.err().message, newest);
-    failed->push_back("step-" + std::to_string(c.step) + ": " + st.err().message);
+  if (!c.shards.empty()) {
+    if (auto st = write_now(o_, c); !st) {
+      write_failed(o_, c.step, st.err(), *failed_);
+      return st;
+    }
+    for (auto& s : c.shards) s.path = fs::absolute(fs::path(o_.dir) / step_name(c.step) / fs::path(s.path).filename()).string();
+    return ok_status();
+  }
+  writer_ = std::thread([o = o_, c, failed = failed_] {
+    if (auto st = write_now(o, c); !st) write_failed(o, c.step, st.err(), *failed);
   });
+  return ok_status();
 }
 
 std::vector<std::string> checkpoint_writer::finish() {

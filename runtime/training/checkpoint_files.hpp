@@ -1,8 +1,11 @@
-// Checkpoint directories (docs/RELIABILITY.md, "Checkpoints"): DIR/step-N/{layers.pt,state.json}
-// and DIR/latest naming the newest. Each is written under a temporary name, every file and
-// directory synced to disk, then renamed, so a crash or a full disk at any moment leaves the
-// previous checkpoint whole; state.json holds the layers' SHA-256 and the job's fingerprint.
-// Writes happen on a background thread, one at a time, so training does not wait for the disk.
+// Checkpoint directories (docs/RELIABILITY.md, "Checkpoints"): DIR/step-N/ with the layers'
+// shards (layer-L.pt, each written by a device that held it, where it was) or the gathered
+// layers (layers.pt), and state.json, the manifest, written last; DIR/latest names the newest.
+// Each is written under a temporary name (.step-N.tmp, where the holders write their shards),
+// every file and directory synced to disk, then renamed, so a crash or a full disk at any
+// moment leaves the previous checkpoint whole; state.json holds every file's SHA-256 and the
+// job's fingerprint. Gathered layers are written on a background thread, one at a time, so
+// training does not wait for the disk; shards are already on it and are committed at once.
 #pragma once
 
 #include <memory>
@@ -33,7 +36,12 @@ class checkpoint_writer {
  public:
   explicit checkpoint_writer(checkpoint_options o) : o_(std::move(o)) {}
   ~checkpoint_writer() { finish(); }
-  void write(checkpoint c);  // returns at once; waits for the previous write first
+  // Gathered layers: returns at once (ok), after the previous write. Shards (in
+  // shard_dir(c.step)): committed before it returns, their paths then the committed ones.
+  status write(checkpoint& c);
+  // Where the holders write the shards of the checkpoint after `step` steps: an empty
+  // .step-N.tmp directory, its absolute path ("" if it cannot be made: gather instead).
+  std::string shard_dir(std::int64_t step) const;
   // Waits for the last write. Its value: every write that failed ("step-N: why"), oldest
   // first; each was logged as it happened, and the checkpoint before it stays the newest.
   std::vector<std::string> finish();
@@ -50,9 +58,10 @@ struct found_checkpoint {
   std::vector<std::string> passed_over;  // newer ones that are damaged: "step-N: why", newest first
 };
 
-// The newest complete checkpoint in `dir`: a damaged one (torn state.json, layers.pt not
-// matching its hash or not loadable) is passed over for the one before it. A checkpoint of
-// another job, or of this job with another fingerprint, is refused by name.
+// The newest complete checkpoint in `dir`: a damaged one (torn state.json, a file missing or not
+// matching its hash, layers.pt not loadable) is passed over for the one before it. A
+// checkpoint of another job, or of this job with another fingerprint, is refused by name.
+// Shards are checked here and read where their layers are placed.
 result<found_checkpoint> load_checkpoint(const std::string& dir, const std::string& job, const nlohmann::json& fingerprint,
                                          const model::model_chain& m);
 

@@ -71,7 +71,13 @@ struct fault_record {
 struct train_callbacks {
   std::function<void(const step_record&)> on_step;
   std::function<void(const plan_record&)> on_plan;
-  std::function<void(checkpoint)> on_checkpoint;  // should not block: write in the background
+  // Writes a checkpoint. Gathered layers should not block (write in the background); shards
+  // are committed before it returns, their paths then where the commit put them, as the run
+  // rolls back to them. An error: the checkpoint was not written (the one before stays).
+  std::function<status(checkpoint&)> on_checkpoint;
+  // Where the holders write the shards of the checkpoint after `step` steps (a directory every
+  // process of the run sees, created; "" or unset: the layers are gathered instead).
+  std::function<std::string(std::int64_t)> shard_dir;
   std::function<void(const fault_record&)> on_fault;
   // After each epoch's last step, with train_settings::test_set: the epoch (1-based) and the
   // validation set's metric (accuracy, or a regression's MSE: model::metric_of).

@@ -39,13 +39,23 @@ struct control_settings {
   control::controller_config core;
 };
 
+// A layer's checkpoint shard, written by a device that held it (model::save_shard).
+struct shard_file {
+  std::string path;     // absolute, as every process of the run sees it
+  std::string sha256;   // of the file
+};
+
 // A consistent cut of the run after `step` steps: one copy of every layer with its optimizer
 // state, and the controller's state. The sampler's position is the step (it is a function of
-// seed and step). Written by the caller (docs/RELIABILITY.md: checkpoint files).
+// seed and step). Written by the caller (docs/RELIABILITY.md: checkpoint files). The layers
+// are either here (gathered) or in shards on disk, one per layer, written where they were
+// held (train_callbacks::shard_dir); never both.
 struct checkpoint {
   std::int64_t step = 0;                        // steps applied: the run resumes at this one
   std::vector<model::layer_copy> layers;
+  std::vector<shard_file> shards;
   std::optional<control::controller_snapshot> controller;
+  std::size_t num_layers() const { return shards.empty() ? layers.size() : shards.size(); }
 };
 
 struct train_settings {

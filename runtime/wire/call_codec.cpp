@@ -63,6 +63,8 @@ void write_call(schema::DeviceCall::Builder c, const device_call& m) {
                    set_ints(b.initLayout(n(h.layout)), h.layout);
                    b.setBuilt(h.built);
                    b.setStateHash(h.state_hash);
+                   b.setShard(h.shard);
+                   b.setShardSha256(h.shard_sha256);
                  },
                  [&](const ops::migrate& x) {
                    auto b = o.initMigrate();
@@ -172,6 +174,17 @@ void write_call(schema::DeviceCall::Builder c, const device_call& m) {
                  [&](const ops::hashed& x) { o.setHashed(x.value); },
                  [&](const ops::copy& x) { o.setCopy(static_cast<U32>(x.layer)); },
                  [&](const ops::copy_lean& x) { o.setCopyLean(static_cast<U32>(x.layer)); },
+                 [&](const ops::save_shard& x) {
+                   auto b = o.initSaveShard();
+                   b.setLayer(static_cast<U32>(x.layer));
+                   b.setPath(x.path);
+                 },
+                 [&](const ops::shard_saved& x) {
+                   auto b = o.initShardSaved();
+                   b.setSha256(x.sha256);
+                   b.setBytes(x.bytes);
+                   b.setError(x.error);
+                 },
                  [&](const ops::perturb& x) { o.setPerturb(static_cast<U32>(x.layer)); },
                  [&](const ops::retire&) { o.setRetire(); },
                  [&](const ops::fail& x) { o.setFail(x.after_us); },
@@ -249,6 +262,8 @@ device_op read_op(Op::Reader o, const decode_limits& lim) {
       for (auto v : r.getLayout()) h.layout.push_back(v);
       h.built = r.getBuilt();
       h.state_hash = r.getStateHash();
+      h.shard = text(r.getShard(), lim, "call.hold.shard");
+      h.shard_sha256 = text(r.getShardSha256(), lim, "call.hold.shardSha256");
       return h;
     }
     case Op::MIGRATE: {
@@ -330,6 +345,12 @@ device_op read_op(Op::Reader o, const decode_limits& lim) {
     case Op::HASHED: return ops::hashed{o.getHashed()};
     case Op::COPY: return ops::copy{to_int(o.getCopy(), "call.copy")};
     case Op::COPY_LEAN: return ops::copy_lean{to_int(o.getCopyLean(), "call.copyLean")};
+    case Op::SAVE_SHARD:
+      return ops::save_shard{to_int(o.getSaveShard().getLayer(), "call.saveShard.layer"), text(o.getSaveShard().getPath(), lim, "call.saveShard.path")};
+    case Op::SHARD_SAVED: {
+      auto r = o.getShardSaved();
+      return ops::shard_saved{text(r.getSha256(), lim, "call.shardSaved.sha256"), r.getBytes(), text(r.getError(), lim, "call.shardSaved.error")};
+    }
     case Op::PERTURB: return ops::perturb{to_int(o.getPerturb(), "call.perturb")};
     case Op::RETIRE: return ops::retire{};
     case Op::FAIL: return ops::fail{o.getFail()};

@@ -29,6 +29,9 @@ struct hold {                                    // a layer placed (from -1) or 
   // Answer to copy_lean: the layer's whole state hashed (model::state_hashes) where it is held;
   // the tensors are its parameters and buffers only.
   std::uint64_t state_hash = 0;
+  // Non-empty (placed only): no layout and no tensors; the node reads the layer from this
+  // checkpoint shard (model::save_shard), whose SHA-256 must be shard_sha256.
+  std::string shard{}, shard_sha256{};
 };
 struct migrate { int layer = 0, to = 0; link path; };
 struct moved { int layer = 0, from = 0, to = 0; std::uint64_t bytes = 0; std::string refused; };
@@ -77,6 +80,8 @@ struct hash { int layer = 0; };
 struct hashed { std::uint64_t value = 0; };                     // answer to hash
 struct copy { int layer = 0; };
 struct copy_lean { int layer = 0; };  // a copy for evaluation: answer hold, without optimizer state
+struct save_shard { int layer = 0; std::string path; };           // a checkpoint's shard
+struct shard_saved { std::string sha256; std::uint64_t bytes = 0; std::string error; };  // answer to save_shard
 struct perturb { int layer = 0; };
 struct retire {};
 struct fail { std::uint64_t after_us = 0; };
@@ -111,7 +116,7 @@ using device_op = std::variant<ops::ack, ops::error, ops::hold, ops::migrate, op
                                ops::probed, ops::step, ops::activation, ops::gradient, ops::stage_report, ops::gradients,
                                ops::gradient_set, ops::apply, ops::hash, ops::hashed, ops::copy, ops::perturb, ops::retire,
                                ops::fail, ops::pause, ops::memory, ops::timing, ops::reduce, ops::sum_held, ops::reduce_part,
-                               ops::commit, ops::copy_lean>;
+                               ops::commit, ops::copy_lean, ops::save_shard, ops::shard_saved>;
 
 struct tensor_meta {
   std::uint8_t dtype = 0;

@@ -28,7 +28,9 @@ namespace dynapar::wire {
 // 24: copyLean, a layer without its optimizer state (with its whole state's hash: Hold.stateHash).
 // 25: evaluation steps (StageTask.evaluate), over the validation set, which a node holding the
 // job's data loads too (Heartbeat.dataHash covers both splits).
-inline constexpr std::uint16_t protocol_version = 25;
+// 26: checkpoints in shards, each written by a holder (saveShard) and read by the device it
+// is placed on (Hold.shard).
+inline constexpr std::uint16_t protocol_version = 26;
 
 struct join_msg {
   std::string node;

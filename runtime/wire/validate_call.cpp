@@ -11,6 +11,9 @@ namespace {
 
 status bad(const std::string& field, const std::string& why) { return make_error("bad_field", field + " " + why); }
 bool finite_nonneg(double v) { return std::isfinite(v) && v >= 0; }
+bool sha256_hex(const std::string& s) {
+  return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
 
 constexpr std::int64_t max_tree_index = std::int64_t{1} << 40;
 constexpr std::size_t max_parts = 128;  // a holder's partial sums: about log2 of its micro-batches
@@ -54,6 +57,16 @@ status check_op(const device_call& m) {
             if (x.from < -1 || x.to < -1) return bad("call.hold", "names a device below -1");
             if (x.built != 0 && (x.from != -1 || !x.layout.empty()))
               return bad("call.hold.built", "a layer built by the node is placed (from -1) and has no layout");
+            if (!x.shard.empty() && (x.from != -1 || !x.layout.empty() || x.built != 0 || !m.tensors.empty() || !sha256_hex(x.shard_sha256)))
+              return bad("call.hold.shard", "a layer read from a shard is placed (from -1), has no layout or tensors, and names the file's SHA-256");
+            return ok_status();
+          },
+          [&](const ops::save_shard& x) -> status {
+            if (x.path.empty() || x.path.front() != '/') return bad("call.saveShard.path", "must be an absolute path");
+            return ok_status();
+          },
+          [&](const ops::shard_saved& x) -> status {
+            if (x.error.empty() && !sha256_hex(x.sha256)) return bad("call.shardSaved.sha256", "must be 64 lowercase hex digits");
             return ok_status();
           },
           [&](const ops::migrate& x) -> status {

@@ -5,11 +5,15 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <filesystem>
+
+#include <unistd.h>
 
 #include "actors/trainer.hpp"
 #include "data/sampler.hpp"
 #include "model/api.hpp"
 #include "planner/policy.hpp"
+#include "training/checkpoint_files.hpp"
 
 using namespace dynapar;
 
@@ -145,6 +149,37 @@ TEST_CASE("all replicas of a layer lost: the run rolls back to its last checkpoi
   CHECK(out->final_plan.groups.size() == 1);
   CHECK(out->final_plan.groups[0].devices == std::vector<int>{0});
   CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers) == 0);
+}
+
+// The cut in shards: each layer's holder writes it, the rollback's devices read it, and no
+// layer is gathered (the checkpoints' layers stay empty).
+TEST_CASE("all replicas of a layer lost with checkpoints in shards: the devices read the cut's shards, and the run equals one device",
+          "[actor][fault]") {
+  fixture f;
+  const auto s = job(f.profile, 2, {{3, 1}});
+  const auto dir = std::filesystem::temp_directory_path() / ("dynapar_shard_cut_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  training::checkpoint_writer w({dir.string(), "shard_cut", nlohmann::json(), 0});
+  training::train_callbacks cb;
+  std::vector<std::int64_t> committed;
+  std::size_t gathered = 0;
+  cb.shard_dir = [&](std::int64_t step) { return w.shard_dir(step); };
+  cb.on_checkpoint = [&](training::checkpoint& c) {
+    gathered += c.layers.size();
+    auto st = w.write(c);
+    if (st && c.shards.size() == static_cast<std::size_t>(model::num_layers(*f.m))) committed.push_back(c.step);
+    return st;
+  };
+  auto out = actors::train(*f.m, f.d, s, cb);
+  REQUIRE(out);
+  CHECK(out->recoveries == 1);
+  CHECK(out->ledger.lost == 0);
+  CHECK(out->ledger.duplicated == 0);
+  CHECK(gathered == 0);
+  CHECK(committed.size() >= 2);
+  CHECK(std::filesystem::exists(dir / ("step-" + std::to_string(committed.back())) / "layer-0.pt"));
+  CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers) == 0);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("a crash without a controller stops the run with an error naming the device", "[actor][fault]") {

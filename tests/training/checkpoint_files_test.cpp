@@ -13,6 +13,7 @@
 
 #include <csignal>
 
+#include "comm/keys.hpp"
 #include "data/dataset.hpp"
 #include "training/checkpoint_files.hpp"
 
@@ -66,6 +67,18 @@ training::checkpoint_options options(const fs::path& dir, const std::string& job
   return {dir.string(), job, nlohmann::json{{"batch", 64}, {"optimizer.lr", 0.002}}, keep};
 }
 
+training::checkpoint gathered(std::int64_t step, std::vector<model::layer_copy> layers) {
+  training::checkpoint c;
+  c.step = step;
+  c.layers = std::move(layers);
+  return c;
+}
+
+void put(training::checkpoint_writer& w, std::int64_t step, std::vector<model::layer_copy> layers) {
+  auto c = gathered(step, std::move(layers));
+  REQUIRE(w.write(c));
+}
+
 result<training::found_checkpoint> load(const fs::path& dir, const std::string& job, const model::model_chain& m) {
   return training::load_checkpoint(dir.string(), job, options(dir, job).fingerprint, m);
 }
@@ -90,7 +103,7 @@ TEST_CASE("a checkpoint reads back as written: layers with optimizer state, step
   s.estimates.tiers[2] = 1.1;
   c.controller = s;
   training::checkpoint_writer w(options(dir, "job_a"));
-  w.write(c);
+  REQUIRE(w.write(c));
   REQUIRE(w.finish().empty());
 
   auto found = load(dir, "job_a", **m);
@@ -123,10 +136,10 @@ TEST_CASE("the newest checkpoint wins, and a write cut short leaves it whole", "
     return l;
   }();
   training::checkpoint_writer w(options(dir, "job_b"));
-  training::checkpoint first{10, fresh, std::nullopt};
-  training::checkpoint second{20, trained(**m), std::nullopt};
-  w.write(first);
-  w.write(second);  // waits for the first
+  auto first = gathered(10, fresh);
+  auto second = gathered(20, trained(**m));
+  REQUIRE(w.write(first));
+  REQUIRE(w.write(second));  // waits for the first
   REQUIRE(w.finish().empty());
   CHECK(fs::exists(dir / "step-10" / "layers.pt"));
   CHECK(read_text(dir / "latest") == "step-20\n");
@@ -148,8 +161,8 @@ TEST_CASE("a torn or changed newest checkpoint is passed over for the one before
   const auto dir = fresh_dir("torn");
   const auto older = trained(**m);
   training::checkpoint_writer w(options(dir, "job_t"));
-  w.write({10, older, std::nullopt});
-  w.write({20, trained(**m), std::nullopt});
+  put(w, 10, older);
+  put(w, 20, trained(**m));
   REQUIRE(w.finish().empty());
   // state.json cut in half, as a write the disk never finished would leave it.
   const std::string state = read_text(dir / "step-20" / "state.json");
@@ -188,7 +201,7 @@ TEST_CASE("only the newest K checkpoints are kept", "[unit][training]") {
   const auto dir = fresh_dir("keep");
   const auto layers = trained(**m);
   training::checkpoint_writer w(options(dir, "job_k", 2));
-  for (std::int64_t step : {4, 8, 12, 16}) w.write({step, layers, std::nullopt});
+  for (std::int64_t step : {4, 8, 12, 16}) put(w, step, layers);
   REQUIRE(w.finish().empty());
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
@@ -205,7 +218,7 @@ TEST_CASE("a checkpoint the disk cannot take leaves the previous one loadable", 
   const auto dir = fresh_dir("full");
   const auto first = trained(**m);
   training::checkpoint_writer w(options(dir, "job_f"));
-  w.write({10, first, std::nullopt});
+  put(w, 10, first);
   REQUIRE(w.finish().empty());
   const auto size = fs::file_size(dir / "step-10" / "layers.pt");
   rlimit before{};
@@ -214,7 +227,7 @@ TEST_CASE("a checkpoint the disk cannot take leaves the previous one loadable", 
   rlimit small = before;
   small.rlim_cur = size / 2;
   REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
-  w.write({20, first, std::nullopt});
+  put(w, 20, first);
   const auto failed = w.finish();
   REQUIRE(setrlimit(RLIMIT_FSIZE, &before) == 0);
   std::signal(SIGXFSZ, old_handler);
@@ -244,7 +257,7 @@ TEST_CASE("a checkpoint of another job, fingerprint, model or a damaged one is r
   CHECK_THAT(error_of("job_c", **mlp, same), Catch::Contains("bad_checkpoint") && Catch::Contains("no checkpoint in"));
 
   training::checkpoint_writer w(options(dir, "job_c"));
-  w.write({5, trained(**mlp), std::nullopt});
+  put(w, 5, trained(**mlp));
   REQUIRE(w.finish().empty());
   REQUIRE(error_of("job_c", **mlp, same) == "loaded");
   CHECK_THAT(error_of("other", **mlp, same), Catch::Contains("bad_resume") && Catch::Contains("of job 'job_c', not 'other'"));
@@ -265,5 +278,149 @@ TEST_CASE("a checkpoint of another job, fingerprint, model or a damaged one is r
   CHECK_THAT(error_of("job_c", **mlp, same), Catch::Contains("bad_checkpoint") && Catch::Contains("state.json"));
   fs::remove_all(dir / "step-5");
   CHECK_THAT(error_of("job_c", **mlp, same), Catch::Contains("no checkpoint in"));
+  fs::remove_all(dir);
+}
+
+namespace {
+
+// A checkpoint in shards, as the holders write it: each layer saved into the writer's
+// temporary directory for the step (model::save_shard), with the file's SHA-256.
+training::checkpoint sharded(training::checkpoint_writer& w, std::int64_t step, const std::vector<model::layer_copy>& layers) {
+  training::checkpoint c;
+  c.step = step;
+  const std::string dir = w.shard_dir(step);
+  REQUIRE_FALSE(dir.empty());
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const std::string path = dir + "/layer-" + std::to_string(l) + ".pt";
+    REQUIRE(model::save_shard(path, static_cast<int>(l), layers[l]));
+    c.shards.push_back({path, *comm::file_sha256(path)});
+  }
+  return c;
+}
+
+// The layers a checkpoint's shards hold, read as a device placed on them reads them.
+std::vector<model::layer_copy> read_back(const training::checkpoint& c, const model::model_chain& m) {
+  std::vector<model::layer_copy> out;
+  for (std::size_t l = 0; l < c.shards.size(); ++l) {
+    auto w = model::read_shard(c.shards[l].path, static_cast<int>(l));
+    REQUIRE(w);
+    auto layer = model::from_wire(m, static_cast<int>(l), *w);
+    REQUIRE(layer);
+    out.push_back(*layer);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a checkpoint in shards: committed with its manifest, read back bit for bit where it is placed", "[unit][training]") {
+  auto m = model::make_model("mlp", 1);
+  REQUIRE(m);
+  const auto dir = fresh_dir("shards");
+  const auto layers = trained(**m);
+  training::checkpoint_writer w(options(dir, "job_s"));
+  auto c = sharded(w, 30, layers);
+  REQUIRE(w.write(c));
+  // Committed: the shards are where the commit put them, and the cut names them there.
+  CHECK_FALSE(fs::exists(dir / ".step-30.tmp"));
+  CHECK(read_text(dir / "latest") == "step-30\n");
+  REQUIRE(c.shards.size() == layers.size());
+  for (std::size_t l = 0; l < c.shards.size(); ++l)
+    CHECK(c.shards[l].path == fs::absolute(dir / "step-30" / ("layer-" + std::to_string(l) + ".pt")).string());
+  CHECK_FALSE(fs::exists(dir / "step-30" / "layers.pt"));  // nothing gathered
+  auto back = load(dir, "job_s", **m);
+  REQUIRE(back);
+  CHECK(back->at.step == 30);
+  CHECK(back->at.layers.empty());
+  REQUIRE(back->at.shards.size() == layers.size());
+  CHECK(back->at.shards[1].path == c.shards[1].path);
+  CHECK(back->at.shards[1].sha256 == c.shards[1].sha256);
+  CHECK(raw(read_back(back->at, **m)) == raw(layers));
+  // A shard read as another layer's is refused by name.
+  auto wrong = model::read_shard(c.shards[0].path, 1);
+  REQUIRE_FALSE(wrong);
+  CHECK_THAT(wrong.err().message, Catch::Contains("layer 0's shard, not layer 1's"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a shard changed or missing, or a torn manifest, falls back to the checkpoint before", "[unit][training]") {
+  auto m = model::make_model("mlp", 1);
+  REQUIRE(m);
+  const auto dir = fresh_dir("shards_torn");
+  const auto older = trained(**m);
+  std::vector<model::layer_copy> fresh;
+  for (int i = 0; i < model::num_layers(**m); ++i) fresh.push_back(model::copy_layer(**m, i));
+  training::checkpoint_writer w(options(dir, "job_u"));
+  auto first = sharded(w, 10, older);
+  REQUIRE(w.write(first));
+  auto second = sharded(w, 20, fresh);
+  REQUIRE(w.write(second));
+  const auto state = read_text(dir / "step-20" / "state.json");
+  const auto shard = dir / "step-20" / "layer-1.pt";
+  {
+    std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-100, std::ios::end);
+    f.put('\x5a');
+  }
+  auto back = load(dir, "job_u", **m);
+  REQUIRE(back);
+  CHECK(back->at.step == 10);
+  CHECK(raw(read_back(back->at, **m)) == raw(older));
+  REQUIRE(back->passed_over.size() == 1);
+  CHECK_THAT(back->passed_over[0], Catch::StartsWith("step-20: ") && Catch::Contains("layer-1.pt") && Catch::Contains("does not match the SHA-256"));
+  fs::remove(shard);
+  back = load(dir, "job_u", **m);
+  REQUIRE(back);
+  CHECK(back->at.step == 10);
+  CHECK_THAT(back->passed_over.at(0), Catch::Contains("layer-1.pt' is missing"));
+  // The manifest torn, as a write the disk never finished would leave it.
+  write_text(dir / "step-20" / "state.json", state.substr(0, state.size() / 2));
+  back = load(dir, "job_u", **m);
+  REQUIRE(back);
+  CHECK(back->at.step == 10);
+  CHECK_THAT(back->passed_over.at(0), Catch::Contains("is not JSON"));
+  // A manifest naming a file outside its directory is damage, not a path to follow.
+  auto outside = nlohmann::json::parse(state);
+  outside["shards"][0]["file"] = "../step-10/layer-0.pt";
+  write_text(dir / "step-20" / "state.json", outside.dump());
+  back = load(dir, "job_u", **m);
+  REQUIRE(back);
+  CHECK(back->at.step == 10);
+  CHECK_THAT(back->passed_over.at(0), Catch::Contains("outside its directory"));
+  fs::remove_all(dir);
+}
+
+// The shards are on disk; the manifest is what the full disk refuses (RLIMIT_FSIZE below its
+// size): the write says so, its directory goes, and the checkpoint before stays the newest.
+TEST_CASE("a checkpoint in shards whose manifest the disk cannot take leaves the previous one", "[unit][training]") {
+  auto m = model::make_model("mlp", 1);
+  REQUIRE(m);
+  const auto dir = fresh_dir("shards_full");
+  const auto layers = trained(**m);
+  training::checkpoint_writer w(options(dir, "job_v"));
+  auto first = sharded(w, 10, layers);
+  REQUIRE(w.write(first));
+  auto second = sharded(w, 20, layers);
+  rlimit before{};
+  REQUIRE(getrlimit(RLIMIT_FSIZE, &before) == 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = before;
+  small.rlim_cur = 64;
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+  const auto st = w.write(second);
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &before) == 0);
+  std::signal(SIGXFSZ, old_handler);
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.err().message, Catch::Contains("state.json"));
+  const auto failed = w.finish();
+  REQUIRE(failed.size() == 1);
+  CHECK_THAT(failed[0], Catch::StartsWith("step-20: "));
+  CHECK_FALSE(fs::exists(dir / "step-20"));
+  CHECK_FALSE(fs::exists(dir / ".step-20.tmp"));
+  CHECK(read_text(dir / "latest") == "step-10\n");
+  auto back = load(dir, "job_v", **m);
+  REQUIRE(back);
+  CHECK(back->at.step == 10);
+  CHECK(raw(read_back(back->at, **m)) == raw(layers));
   fs::remove_all(dir);
 }

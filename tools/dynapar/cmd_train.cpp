@@ -203,7 +203,10 @@ int train_main(const train_options& o, const train_fn& how) {
     if (board) board->fault(r);
     metrics << training::fault_json(r).dump() << "\n" << std::flush;
   };
-  if (checkpoints) cb.on_checkpoint = [&](training::checkpoint c) { checkpoints->write(std::move(c)); };
+  if (checkpoints) {
+    cb.on_checkpoint = [&](training::checkpoint& c) { return checkpoints->write(c); };
+    cb.shard_dir = [&](std::int64_t step) { return checkpoints->shard_dir(step); };
+  }
   auto outcome = how ? how(*prep, cb) : actors::train(*prep->model, prep->train_set, s, cb);
   // A checkpoint that could not be written (a full disk) does not stop the training: the one
   // before it stays the newest, the run ends and says so, and exits with an error.

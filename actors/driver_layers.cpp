@@ -1,0 +1,102 @@
+// The layers between steps: a consistent cut (checkpoints, their shards written where the
+// layers are), and copies or hashes gathered from their holders (the end).
+#include "actors/driver.hpp"
+#include "comm/keys.hpp"
+#include "logging/logging.hpp"
+
+namespace dynapar::actors::detail {
+
+// Between steps every replica of a layer is the same (invariant 3), so one copy per layer and
+// the controller's state make a consistent cut; the caller writes it out.
+status driver::take_checkpoint(std::int64_t steps_done) {
+  training::checkpoint c;
+  c.step = steps_done;
+  fire_armed(sim::fault_moment::checkpoint, steps_done - 1, plan_devices(), 0.002);
+  const std::string dir = cb_.on_checkpoint && cb_.shard_dir ? cb_.shard_dir(steps_done) : "";
+  if (dir.empty() || !save_shards(c.shards, dir, between_steps())) {
+    c.shards.clear();
+    if (failure_.empty()) request_layers(c.layers, between_steps(), "the checkpoint");
+  }
+  if (actors_.controller && failure_.empty())
+    self_->request(actors_.controller, timeout_, snapshot_atom::value)
+        .receive([&](control::controller_snapshot& x) { c.controller = std::move(x); }, [&](caf::error& e) { failure_ = text(e); });
+  if (auto st = check("checkpoint after step " + std::to_string(steps_done - 1)); !st) return st;
+  if (!cb_.on_checkpoint) {
+    recovery_.cut = std::move(c);
+    return ok_status();
+  }
+  // Shards are committed here, and become the cut only then: a checkpoint not written (a
+  // full disk) leaves the one before as the cut, whose files stay.
+  if (auto st = cb_.on_checkpoint(c); !st) {
+    logging::get("train")->warn("step {}: the checkpoint was not written ({}); the run rolls back to step {} if it must", steps_done - 1,
+                                st.err().message, recovery_.cut.step);
+    return ok_status();
+  }
+  ++out_.checkpoints;
+  recovery_.cut = std::move(c);
+  return ok_status();
+}
+
+bool driver::save_shards(std::vector<training::shard_file>& out, const std::string& dir, std::chrono::milliseconds wait) {
+  using handle = decltype(self_->request(device_handle{}, timeout_, save_atom::value, 0, std::string()));
+  const auto started = clock::now();
+  std::vector<handle> asked;  // all at once: the holders write in parallel
+  for (int l = 0; l < L_; ++l) {
+    out.push_back({dir + "/layer-" + std::to_string(l) + ".pt", ""});
+    asked.push_back(self_->request(actors_.devices.at(holders_.at(l).front()), wait, save_atom::value, l, out.back().path));
+  }
+  std::string unwritten;
+  for (std::size_t l = 0; l < asked.size(); ++l)
+    asked[l].receive(
+        [&](const wire::ops::shard_saved& x) {
+          if (!x.error.empty() && unwritten.empty()) unwritten = x.error;
+          out[l].sha256 = x.sha256;
+        },
+        [&](caf::error& e) { answer_failed(e, started, "the checkpoint"); });
+  if (!failure_.empty()) return false;
+  // Each shard as this process sees it: a node writing to a disk of its own (no shared
+  // filesystem) leaves nothing here to commit.
+  for (std::size_t l = 0; l < out.size() && unwritten.empty(); ++l)
+    if (auto sha = comm::file_sha256(out[l].path); !sha || *sha != out[l].sha256)
+      unwritten = "layer " + std::to_string(l) + "'s shard is not in '" + dir + "' as its holder wrote it (no filesystem shared with the nodes?)";
+  if (unwritten.empty()) return true;
+  logging::get("train")->warn("checkpoint shards: {}; the layers are gathered instead", unwritten);
+  return false;
+}
+
+// One replica of every layer (from its first holder) into `out`; failures land in failure_.
+void driver::request_layers(std::vector<model::layer_copy>& out, std::chrono::milliseconds wait, const char* what) {
+  using handle = decltype(self_->request(device_handle{}, timeout_, copy_atom::value, 0));
+  const auto started = clock::now();
+  std::vector<handle> asked;  // all at once: a hung holder costs one wait, not one per layer
+  for (int l = 0; l < L_; ++l) asked.push_back(self_->request(actors_.devices.at(holders_.at(l).front()), wait, copy_atom::value, l));
+  for (auto& h : asked)
+    h.receive([&](model::layer_copy& x) { out.push_back(std::move(x)); }, [&](caf::error& e) { answer_failed(e, started, what); });
+}
+
+// One replica of every layer, a layer at a time, and each whole state's hash into `hashes`.
+// Without `keep_state` a layer comes with its parameters and buffers only: its holder hashes
+// the whole state and drops the optimizer's, which never travels. So this process holds the
+// model once, never with its optimizer state (evaluation, the end). The first failure (in
+// failure_) ends the gathering.
+void driver::collect_layers(std::vector<model::layer_copy>& out, std::vector<std::uint64_t>& hashes,
+                            training::train_settings::final_form form, std::chrono::milliseconds wait, const char* what) {
+  using form_t = training::train_settings::final_form;
+  const auto started = clock::now();
+  const auto got = [&](model::layer_copy& x) {
+    hashes.push_back(model::state_hashes({x}).front());
+    out.push_back(std::move(x));
+  };
+  const auto failed = [&](caf::error& e) { answer_failed(e, started, what); };
+  for (int l = 0; l < L_ && failure_.empty(); ++l) {
+    const auto& holder = actors_.devices.at(holders_.at(l).front());
+    if (form == form_t::whole)
+      self_->request(holder, wait, copy_atom::value, l).receive(got, failed);
+    else if (form == form_t::lean)  // the holder hashes the whole state and drops the optimizer's: it never travels
+      self_->request(holder, wait, copy_lean_atom::value, l).receive(got, failed);
+    else  // the holder hashes the whole state where it is
+      self_->request(holder, wait, hash_atom::value, l).receive([&](std::uint64_t h) { hashes.push_back(h); }, failed);
+  }
+}
+
+}  // namespace dynapar::actors::detail

@@ -70,6 +70,17 @@ TEST_CASE("every device operation round-trips with its fields", "[unit][wire]") 
   ops::hold lean{3, 1, -1, 0, {1, 0}};
   lean.state_hash = 0xfedcba9876543211ull;
   CHECK(round_trip(lean, 2).state_hash == 0xfedcba9876543211ull);
+  const std::string sha(64, 'c');
+  ops::hold from_shard{5, -1, 2, 0, {}};
+  from_shard.shard = "/ck/step-8/layer-5.pt";
+  from_shard.shard_sha256 = sha;
+  const auto fs = round_trip(from_shard, 0);
+  CHECK((fs.shard == "/ck/step-8/layer-5.pt" && fs.shard_sha256 == sha && fs.from == -1));
+  const auto saving = round_trip(ops::save_shard{5, "/ck/.step-8.tmp/layer-5.pt"});
+  CHECK((saving.layer == 5 && saving.path == "/ck/.step-8.tmp/layer-5.pt"));
+  const auto sv = round_trip(ops::shard_saved{sha, 4096, ""});
+  CHECK((sv.sha256 == sha && sv.bytes == 4096 && sv.error.empty()));
+  CHECK(round_trip(ops::shard_saved{"", 0, "cannot write: File too large"}).error == "cannot write: File too large");
   const auto mi = round_trip(ops::migrate{4, 9, {1.5e9, 2e-4}});
   CHECK((mi.layer == 4 && mi.to == 9 && mi.path.bandwidth == 1.5e9 && mi.path.latency == 2e-4));
   const auto mo = round_trip(ops::moved{4, 2, 9, 0, "device 9 is out of memory"});
@@ -229,6 +240,16 @@ TEST_CASE("malformed device operations are refused, each naming what is wrong", 
   ops::hold built_with_layout{0, -1, 2, 0, {1}};
   built_with_layout.built = 7;
   CHECK(refusal(built_with_layout).find("call.hold.built") != std::string::npos);
+  ops::hold shard_migrating{0, 1, 2, 0, {}};  // a layer read from a shard is placed, never migrating
+  shard_migrating.shard = "/ck/step-8/layer-0.pt";
+  shard_migrating.shard_sha256 = std::string(64, 'a');
+  CHECK(refusal(shard_migrating).find("call.hold.shard") != std::string::npos);
+  ops::hold shard_without_hash{0, -1, 2, 0, {}};
+  shard_without_hash.shard = "/ck/step-8/layer-0.pt";
+  shard_without_hash.shard_sha256 = "ABC";
+  CHECK(refusal(shard_without_hash).find("call.hold.shard") != std::string::npos);
+  CHECK(refusal(ops::save_shard{0, "relative/layer-0.pt"}).find("call.saveShard.path") != std::string::npos);
+  CHECK(refusal(ops::shard_saved{"", 10, ""}).find("call.shardSaved.sha256") != std::string::npos);
   CHECK(refusal(ops::migrate{0, 1, {-1, 0}}).find("call.migrate.link") != std::string::npos);
   CHECK(refusal(ops::stage_report{0, 0, 0, -1, 0, 0, {}, ""}).find("call.stageReport") != std::string::npos);
   CHECK(refusal(ops::stage_report{0, 0, 0, 0, 0, 0, {}, "", 3}).find("call.stageReport.interim") != std::string::npos);

@@ -5,7 +5,9 @@
 # last checkpoint, whose shards the survivor reads itself. Without --verify nothing of the model
 # passes through the controller (controller_tensor_bytes 0: no checkpoint, epoch, rollback or
 # end gathers a layer); the layers' hashes at the end equal those of the same run with
-# --verify, which equals one device.
+# --verify, which equals one device. Then the run goes on from its last checkpoint on another
+# set of nodes (both devices on one node, each layer read from its shard wherever the new plan
+# puts it), 4 steps more, and equals one device over all 28 steps.
 # shard_rollback.sh DYNAPAR OUT
 set -euo pipefail
 bin=$1 out=$2
@@ -44,4 +46,12 @@ assert b["reference_max_rel_diff"] == 0, b["reference_max_rel_diff"]
 ha, hb = (json.load(open(p)) for p in sys.argv[3:5])
 assert ha == hb, (ha, hb)
 print("ok: rolled back from shards over nodes; controller_tensor_bytes 0; hashes equal the --verify run's (diff 0)")
+PY
+"$bin" launch --local 1 roll.yaml --resume ck --steps 28 --verify --out c > /dev/null 2> c.log
+/usr/bin/python3 - c/summary.json <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["resumed_from_step"] == 24 and s["steps"] == 28, s
+assert s["reference_max_rel_diff"] == 0 and s["samples_lost"] == 0 and s["samples_duplicated"] == 0, s
+print("ok: resumed from the shards on one node instead of two (diff 0 over 28 steps)")
 PY

@@ -176,6 +176,14 @@ class driver {
   // written, or this process does not see it (no shared filesystem), and the layers are to be
   // gathered instead; a lost holder leaves its error in failure_.
   bool save_shards(std::vector<training::shard_file>& out, const std::string& dir, std::chrono::milliseconds wait);
+  // A device of this process, with the model's layers to read checkpoint shards with (not
+  // owned: m_ outlives the run's actors).
+  device_config local_device(int id) const {
+    device_config cfg{id, s_.optimizer, cluster_.true_speed(id), 0, place_of(id)};
+    cfg.layers = std::make_shared<const model::layer_source>(
+        model::layer_source::of(std::shared_ptr<const model::model_chain>(std::shared_ptr<void>(), &m_)));
+    return cfg;
+  }
   // Each layer from its first holder in turn, in `form` (train_settings::final_form).
   void collect_layers(std::vector<model::layer_copy>& out, std::vector<std::uint64_t>& hashes,
                       training::train_settings::final_form form, std::chrono::milliseconds wait, const char* what);
@@ -228,10 +236,6 @@ class driver {
   caf::scoped_actor self_;
   cluster_actors& actors_;
   const model::model_chain& m_;
-  // The model's layers for the devices of this process, which read checkpoint shards with
-  // them (not owned: m_ outlives the run's actors).
-  const std::shared_ptr<const model::layer_source> layers_ =
-      std::make_shared<const model::layer_source>(model::layer_source::of(std::shared_ptr<const model::model_chain>(std::shared_ptr<void>(), &m_)));
   const data::dataset& d_;
   const training::train_settings& s_;
   const training::train_callbacks& cb_;

@@ -52,11 +52,7 @@ status driver::update_membership(std::int64_t slot, bool& changed) {
       // A device joins: its actor starts (unless the caller brought one, or a node hosts it),
       // runs the benchmark at its speed, and announces the measured speed.
       auto& a = actors_.devices[id];
-      if (!a) {
-        device_config cfg{id, s_.optimizer, cluster_.true_speed(id), 0, place_of(id)};
-        cfg.layers = layers_;
-        a = actors_.remote ? actors_.remote->proxy(id) : spawn_device(sys_, cfg);
-      }
+      if (!a) a = actors_.remote ? actors_.remote->proxy(id) : spawn_device(sys_, local_device(id));
       if (!a) return make_error("device_lost", "device " + std::to_string(id) + " left its node while joining");
       self_->monitor(a);
       self_->send(a, speed_atom::value, cluster_.true_speed(id));

@@ -98,7 +98,7 @@ int train_main(const train_options& o, const train_fn& how) {
     against = std::move(*other);
   }
   const std::string checkpoint_dir = o.checkpoint_dir.empty() ? o.resume : o.checkpoint_dir;
-  const auto fingerprint = checkpoint_dir.empty() ? nlohmann::json() : training::job_fingerprint(*prep);
+  const auto fingerprint = training::job_fingerprint(*prep);
   if (!o.resume.empty()) {
     auto c = training::load_checkpoint(o.resume, prep->job.name, fingerprint, *prep->model);
     if (!c) return report(c.err());
@@ -107,17 +107,19 @@ int train_main(const train_options& o, const train_fn& how) {
     logging::get("train")->info("resuming from '{}' at step {}", o.resume, c->at.step);
     prep->settings.resume = std::move(c->at);
   }
-  std::unique_ptr<training::checkpoint_writer> checkpoints;
-  // Consistent cuts every N steps: kept in memory as the rollback point of crash recovery,
-  // and written out with a checkpoint directory.
+  // Consistent cuts every N steps, the rollback point of crash recovery, written in shards by
+  // the layers' holders. Without a checkpoint directory they go to OUT/rollback, the newest
+  // only, removed when the run ends well: no layer passes through this process either way.
   prep->settings.checkpoint_every = o.checkpoint_every > 0 ? o.checkpoint_every : 50;
-  if (!checkpoint_dir.empty()) {
+  const bool rollback_only = checkpoint_dir.empty();
+  const std::string cut_dir = rollback_only ? (fs::path(o.out) / "rollback").string() : checkpoint_dir;
+  {
     std::error_code ec;
-    fs::create_directories(checkpoint_dir, ec);
-    if (ec) return report(make_error("io", "cannot create '" + checkpoint_dir + "': " + ec.message()));
-    checkpoints = std::make_unique<training::checkpoint_writer>(
-        training::checkpoint_options{checkpoint_dir, prep->job.name, fingerprint, o.keep_checkpoints});
+    fs::create_directories(cut_dir, ec);
+    if (ec) return report(make_error("io", "cannot create '" + cut_dir + "': " + ec.message()));
   }
+  auto checkpoints = std::make_unique<training::checkpoint_writer>(
+      training::checkpoint_options{cut_dir, prep->job.name, fingerprint, rollback_only ? 1 : o.keep_checkpoints});
   const config::job* j = &prep->job;
   const auto& s = prep->settings;
   const auto& test_set = prep->test_set;
@@ -203,14 +205,17 @@ int train_main(const train_options& o, const train_fn& how) {
     if (board) board->fault(r);
     metrics << training::fault_json(r).dump() << "\n" << std::flush;
   };
-  if (checkpoints) {
-    cb.on_checkpoint = [&](training::checkpoint& c) { return checkpoints->write(c); };
-    cb.shard_dir = [&](std::int64_t step) { return checkpoints->shard_dir(step); };
-  }
+  cb.on_checkpoint = [&](training::checkpoint& c) { return checkpoints->write(c); };
+  cb.shard_dir = [&](std::int64_t step) { return checkpoints->shard_dir(step); };
   auto outcome = how ? how(*prep, cb) : actors::train(*prep->model, prep->train_set, s, cb);
   // A checkpoint that could not be written (a full disk) does not stop the training: the one
-  // before it stays the newest, the run ends and says so, and exits with an error.
-  const std::vector<std::string> unwritten = checkpoints ? checkpoints->finish() : std::vector<std::string>{};
+  // before it stays the newest, the run ends and says so, and exits with an error. A rollback
+  // point only (no checkpoint directory) was logged, and the one before it served.
+  std::vector<std::string> unwritten = checkpoints->finish();
+  if (rollback_only) {
+    unwritten.clear();
+    if (outcome) fs::remove_all(cut_dir, ec);  // else left to resume from
+  }
   if (!outcome) {
     write_error_summary(o.out, j->name, outcome.err().message);
     return report(outcome.err());

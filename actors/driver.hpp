@@ -151,6 +151,12 @@ class driver {
   // One attempt at step t (driver_step.cpp): its tasks, the pumps of its step::attempt, the
   // emulated sums and the holders' updates.
   void send_slice(const step::slice& sl, const std::vector<int>& samples, std::int64_t t, bool resume);
+  // Samples [a, b) of `samples` as a micro-batch of `task`, for a group of `group`'s devices:
+  // their ids, and their inputs and targets unless the group's first (last) device builds
+  // them from the ids itself (a node holding the data set: remote_devices::builds_samples),
+  // which leaves those null. `draw` seeds augmentation (-1: none).
+  void add_micro_batch(group_task& task, const std::vector<int>& group, const data::dataset& d, const std::vector<int>& samples, int a, int b,
+                       std::int64_t draw) const;
   void await_pipelines(step::attempt& at, reduction_work& work, const std::vector<int>& samples, std::int64_t t,
                        clock::time_point started, clock::time_point deadline);
   void emulate_sums(const step::attempt& at, clock::time_point started, training::step_record& rec);

@@ -49,9 +49,7 @@ result<double> driver::evaluate(const data::dataset& test, std::int64_t t, const
     for (int k = next[g]; k < last; ++k) {
       std::vector<int> ids(std::min(test.size(), (k + 1) * chunk) - k * chunk);
       std::iota(ids.begin(), ids.end(), k * chunk);
-      task.inputs.push_back(model::inputs(test, ids, 0, static_cast<int>(ids.size()), -1));
-      task.targets.push_back(model::targets(test, ids, 0, static_cast<int>(ids.size())));
-      task.samples.push_back(std::move(ids));
+      add_micro_batch(task, gp.devices, test, ids, 0, static_cast<int>(ids.size()), -1);
     }
     // A task's samples go forward only: a third of a step's work for each batch of them. A
     // step's deadline for each such third is ample.

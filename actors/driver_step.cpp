@@ -48,6 +48,14 @@ double work_over_fwd(const std::optional<planner::model_profile>& profile) {
 
 }  // namespace
 
+void driver::add_micro_batch(group_task& task, const std::vector<int>& group, const data::dataset& d, const std::vector<int>& samples, int a,
+                             int b, std::int64_t draw) const {
+  const auto builds = [&](int id) { return actors_.remote && actors_.remote->builds_samples(id); };
+  task.inputs.push_back(builds(group.front()) ? model::tensor{} : model::inputs(d, samples, a, b, draw));
+  task.targets.push_back(builds(group.back()) ? model::tensor{} : model::targets(d, samples, a, b));
+  task.samples.emplace_back(samples.begin() + a, samples.begin() + b);
+}
+
 void driver::send_slice(const step::slice& sl, const std::vector<int>& samples, std::int64_t t, bool resume) {
   const auto& gp = current_->groups[sl.group];
   group_task task;
@@ -60,10 +68,7 @@ void driver::send_slice(const step::slice& sl, const std::vector<int>& samples, 
   task.report_to = caf::actor_cast<group_sink>(self_);  // the driver receives group_report
   for (std::size_t j = 0; j + 1 < gp.devices.size(); ++j) task.links.push_back(link(gp.devices[j], gp.devices[j + 1]));
   for (int a = sl.lo; a < sl.hi; a += gp.micro_batch) {
-    const int b = std::min(sl.hi, a + gp.micro_batch);
-    task.inputs.push_back(model::inputs(d_, samples, a, b, t));
-    task.targets.push_back(model::targets(d_, samples, a, b));
-    task.samples.emplace_back(samples.begin() + a, samples.begin() + b);
+    add_micro_batch(task, gp.devices, d_, samples, a, std::min(sl.hi, a + gp.micro_batch), t);
   }
   self_->send(groups_[sl.group], step_atom::value, std::move(task));
 }

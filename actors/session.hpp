@@ -32,6 +32,9 @@ class device_directory {
   // The host of a device its node described, numbered 0, 1, ... as hosts first joined (its
   // node's data address; its name without one): devices described on one host share it.
   virtual std::optional<int> described_host(int /*id*/) const { return std::nullopt; }
+  // Whether the device's node builds a task's inputs and targets from its sample ids itself
+  // (its heartbeat proved the job's data set): the driver then leaves them unbuilt (null).
+  virtual bool builds_samples(int /*id*/) const { return false; }
 };
 
 struct cluster_actors {

@@ -311,6 +311,12 @@ std::optional<int> remote_devices::described_host(int id) const {
   return it == impl_->devices.end() ? std::nullopt : it->second.host;
 }
 
+bool remote_devices::builds_samples(int id) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->devices.find(id);
+  return it != impl_->devices.end() && impl_->holds_data_locked(it->second.route);
+}
+
 bool remote_devices::hosted(int id) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->devices.count(id) > 0;

@@ -69,6 +69,7 @@ class remote_devices : public device_directory {
   std::vector<sim::fault> injected() override;
   std::optional<double> described_memory(int id) const override;
   std::optional<int> described_host(int id) const override;
+  bool builds_samples(int id) const override;
   bool hosted(int id) const;  // registered: present, leaving, or lost and not yet let go
   std::string endpoint() const;
   std::set<int> present_ids() const;

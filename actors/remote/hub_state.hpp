@@ -71,6 +71,9 @@ struct remote_devices::impl {
   std::map<std::string, double> node_peak;  // MB, by route: the most a node's heartbeats said
   bool holds_data(const std::string& route) const {
     std::lock_guard<std::mutex> lock(mu);
+    return holds_data_locked(route);
+  }
+  bool holds_data_locked(const std::string& route) const {
     auto it = node_data.find(route);
     return cfg.data_hash != 0 && it != node_data.end() && it->second == cfg.data_hash;
   }

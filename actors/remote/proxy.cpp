@@ -142,7 +142,17 @@ remote_device_handle::behavior_type remote_device(proxy* self, int id, std::stri
         }
         std::vector<model::tensor> ts;
         auto& h = *self->state.hub;
-        auto op = remote::step_of(task, ts, h.holds_data(self->state.route));
+        const bool by_ids = h.holds_data(self->state.route);
+        const auto unbuilt = [](const std::vector<model::tensor>& v) { return std::any_of(v.begin(), v.end(), [](const auto& x) { return !x; }); };
+        if (!by_ids && (unbuilt(task.inputs) || unbuilt(task.targets))) {  // the driver saw the node's proof, which is gone
+          stage_report r;
+          r.device = id;
+          r.step = task.step;
+          r.error = "device " + std::to_string(id) + ": its node no longer proves the job's data set, and the step's inputs were left to it";
+          self->send(task.report_to, std::move(r));
+          return;
+        }
+        auto op = remote::step_of(task, ts, by_ids);
         tell(self, call(std::move(op)), ts, &h.inputs);
       },
       [=](grads_atom, std::int64_t step, const std::vector<int>& layers) -> caf::result<device_gradients> {

@@ -67,6 +67,22 @@ training::checkpoint_options options(const fs::path& dir, const std::string& job
   return {dir.string(), job, nlohmann::json{{"batch", 64}, {"optimizer.lr", 0.002}}, keep};
 }
 
+// f() as on a full disk: no file may grow past `bytes` (RLIMIT_FSIZE, as `ulimit -f`; a write
+// past it fails with EFBIG, SIGXFSZ ignored). The limit and the signal are restored after.
+template <class F>
+auto on_a_full_disk(rlim_t bytes, F f) {
+  rlimit before{};
+  REQUIRE(getrlimit(RLIMIT_FSIZE, &before) == 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = before;
+  small.rlim_cur = bytes;
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+  auto out = f();
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &before) == 0);
+  std::signal(SIGXFSZ, old_handler);
+  return out;
+}
+
 training::checkpoint gathered(std::int64_t step, std::vector<model::layer_copy> layers) {
   training::checkpoint c;
   c.step = step;
@@ -221,16 +237,10 @@ TEST_CASE("a checkpoint the disk cannot take leaves the previous one loadable", 
   put(w, 10, first);
   REQUIRE(w.finish().empty());
   const auto size = fs::file_size(dir / "step-10" / "layers.pt");
-  rlimit before{};
-  REQUIRE(getrlimit(RLIMIT_FSIZE, &before) == 0);
-  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-  rlimit small = before;
-  small.rlim_cur = size / 2;
-  REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
-  put(w, 20, first);
-  const auto failed = w.finish();
-  REQUIRE(setrlimit(RLIMIT_FSIZE, &before) == 0);
-  std::signal(SIGXFSZ, old_handler);
+  const auto failed = on_a_full_disk(size / 2, [&] {
+    put(w, 20, first);
+    return w.finish();
+  });
   REQUIRE(failed.size() == 1);
   CHECK_THAT(failed[0], Catch::StartsWith("step-20: ") && Catch::Contains("layers.pt"));
   CHECK_FALSE(fs::exists(dir / "step-20"));
@@ -401,15 +411,7 @@ TEST_CASE("a checkpoint in shards whose manifest the disk cannot take leaves the
   auto first = sharded(w, 10, layers);
   REQUIRE(w.write(first));
   auto second = sharded(w, 20, layers);
-  rlimit before{};
-  REQUIRE(getrlimit(RLIMIT_FSIZE, &before) == 0);
-  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-  rlimit small = before;
-  small.rlim_cur = 64;
-  REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
-  const auto st = w.write(second);
-  REQUIRE(setrlimit(RLIMIT_FSIZE, &before) == 0);
-  std::signal(SIGXFSZ, old_handler);
+  const auto st = on_a_full_disk(64, [&] { return w.write(second); });
   REQUIRE_FALSE(st);
   CHECK_THAT(st.err().message, Catch::Contains("state.json"));
   const auto failed = w.finish();

@@ -284,6 +284,9 @@ class driver {
   struct {
     training::checkpoint cut;                     // where to roll back when a layer loses every replica
     training::checkpoint fresh;                   // layers the next first plan places (none: the model's)
+    // A shard this process did not see as its holder wrote it (no filesystem shared with the
+    // nodes): the rest of the run gathers, rather than leave a copy on a node's disk each time.
+    bool shards_unseen = false;
     std::vector<double> seconds;                  // each recovery's
     // Since the lost devices were known (after the probes): closed when the next step starts.
     std::optional<clock::time_point> since;

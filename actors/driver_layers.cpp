@@ -13,7 +13,7 @@ status driver::take_checkpoint(std::int64_t steps_done) {
   c.step = steps_done;
   fire_armed(sim::fault_moment::checkpoint, steps_done - 1, plan_devices(), 0.002);
   const std::string dir = cb_.on_checkpoint && cb_.shard_dir ? cb_.shard_dir(steps_done) : "";
-  if (dir.empty() || !save_shards(c.shards, dir, between_steps())) {
+  if (dir.empty() || recovery_.shards_unseen || !save_shards(c.shards, dir, between_steps())) {
     c.shards.clear();
     if (failure_.empty()) request_layers(c.layers, between_steps(), "the checkpoint");
   }
@@ -57,10 +57,13 @@ bool driver::save_shards(std::vector<training::shard_file>& out, const std::stri
   // Each shard as this process sees it: a node writing to a disk of its own (no shared
   // filesystem) leaves nothing here to commit.
   for (std::size_t l = 0; l < out.size() && unwritten.empty(); ++l)
-    if (auto sha = comm::file_sha256(out[l].path); !sha || *sha != out[l].sha256)
+    if (auto sha = comm::file_sha256(out[l].path); !sha || *sha != out[l].sha256) {
       unwritten = "layer " + std::to_string(l) + "'s shard is not in '" + dir + "' as its holder wrote it (no filesystem shared with the nodes?)";
+      recovery_.shards_unseen = true;
+    }
   if (unwritten.empty()) return true;
-  logging::get("train")->warn("checkpoint shards: {}; the layers are gathered instead", unwritten);
+  logging::get("train")->warn("checkpoint shards: {}; the layers are gathered instead{}", unwritten,
+                              recovery_.shards_unseen ? ", for the rest of the run" : "");
   return false;
 }
 

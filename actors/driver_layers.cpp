@@ -12,8 +12,9 @@ status driver::take_checkpoint(std::int64_t steps_done) {
   training::checkpoint c;
   c.step = steps_done;
   fire_armed(sim::fault_moment::checkpoint, steps_done - 1, plan_devices(), 0.002);
-  const std::string dir = cb_.on_checkpoint && cb_.shard_dir ? cb_.shard_dir(steps_done) : "";
-  if (dir.empty() || recovery_.shards_unseen || !save_shards(c.shards, dir, between_steps())) {
+  const bool sharded = cb_.on_checkpoint && cb_.shard_dir && !recovery_.shards_unseen;
+  const std::string dir = sharded ? cb_.shard_dir(steps_done) : "";
+  if (dir.empty() || !save_shards(c.shards, dir, between_steps())) {
     c.shards.clear();
     if (failure_.empty()) request_layers(c.layers, between_steps(), "the checkpoint");
   }

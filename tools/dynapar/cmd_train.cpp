@@ -118,8 +118,7 @@ int train_main(const train_options& o, const train_fn& how) {
     fs::create_directories(cut_dir, ec);
     if (ec) return report(make_error("io", "cannot create '" + cut_dir + "': " + ec.message()));
   }
-  auto checkpoints = std::make_unique<training::checkpoint_writer>(
-      training::checkpoint_options{cut_dir, prep->job.name, fingerprint, rollback_only ? 1 : o.keep_checkpoints});
+  training::checkpoint_writer checkpoints({cut_dir, prep->job.name, fingerprint, rollback_only ? 1 : o.keep_checkpoints});
   const config::job* j = &prep->job;
   const auto& s = prep->settings;
   const auto& test_set = prep->test_set;
@@ -205,13 +204,13 @@ int train_main(const train_options& o, const train_fn& how) {
     if (board) board->fault(r);
     metrics << training::fault_json(r).dump() << "\n" << std::flush;
   };
-  cb.on_checkpoint = [&](training::checkpoint& c) { return checkpoints->write(c); };
-  cb.shard_dir = [&](std::int64_t step) { return checkpoints->shard_dir(step); };
+  cb.on_checkpoint = [&](training::checkpoint& c) { return checkpoints.write(c); };
+  cb.shard_dir = [&](std::int64_t step) { return checkpoints.shard_dir(step); };
   auto outcome = how ? how(*prep, cb) : actors::train(*prep->model, prep->train_set, s, cb);
   // A checkpoint that could not be written (a full disk) does not stop the training: the one
   // before it stays the newest, the run ends and says so, and exits with an error. A rollback
   // point only (no checkpoint directory) was logged, and the one before it served.
-  std::vector<std::string> unwritten = checkpoints->finish();
+  std::vector<std::string> unwritten = checkpoints.finish();
   if (rollback_only) {
     unwritten.clear();
     if (outcome) fs::remove_all(cut_dir, ec);  // else left to resume from

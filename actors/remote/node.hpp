@@ -38,6 +38,8 @@ struct node_config {
   // Where this node takes data from other nodes (mesh.hpp): activations, gradients and
   // layers go node to node, not through the controller. Port 0: any free port.
   std::string data_bind = "tcp://127.0.0.1:0";
+  // Where its devices keep Adam's moments between steps (`--offload-optimizer`); empty: in memory.
+  std::string offload_dir;
 };
 
 struct node_outcome {

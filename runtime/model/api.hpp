@@ -161,7 +161,8 @@ class device_worker {
 };
 // On `place` (checked by check_place): layers, optimizer state, activations and gradients
 // live there; inputs from elsewhere are copied in, outputs stay (the receiver copies them).
-std::unique_ptr<device_worker> make_worker(const optimizer_config& opt, const std::string& place = "cpu");
+// offload_dir: Adam's moments kept in a file there between steps (fused_adam::offload_to).
+std::unique_ptr<device_worker> make_worker(const optimizer_config& opt, const std::string& place = "cpu", const std::string& offload_dir = "");
 
 // A job's data set (training or validation split): kind torch, tensors a user saved with
 // torch.save (DIR/train.pt, optionally DIR/val.pt, each (inputs, labels)), read here with

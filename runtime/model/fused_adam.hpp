@@ -8,6 +8,11 @@
 
 #include <torch/optim/adam.h>
 
+#include <memory>
+#include <string>
+
+#include "common/mapped_file.hpp"
+
 namespace dynapar::model {
 
 class fused_adam final : public torch::optim::Adam {
@@ -17,9 +22,24 @@ class fused_adam final : public torch::optim::Adam {
   // The step with each gradient taken as grad / divisor (a summed gradient's mean), divided
   // inside the loop: no pass and no temporary for it. The gradients are only read.
   void step_divided(double divisor);
+  // Keep the moments in a file in `dir` (common/mapped_file.hpp) from the next step on: each
+  // parameter is updated a slice at a time and each slice's moments let go of at once, so
+  // that this process holds at most one slice of them (`--offload-optimizer`,
+  // docs/RUNTIME.md). The same bits as in memory: the update is elementwise. Moments that
+  // come from elsewhere (a migration, a checkpoint) move into the file at the next step.
+  void offload_to(std::string dir) { offload_dir_ = std::move(dir); }
+  // Lets go of the moments' pages read since the step (a hash, a copy); a no-op in memory.
+  void release_state() const {
+    if (file_) file_->release_all();
+  }
 
  private:
   bool fusable_step() const;
+  void lay_out_file();
+  torch::Tensor in_file(std::size_t offset, const torch::Tensor& like) const;
+  std::string offload_dir_;
+  std::shared_ptr<mapped_file> file_;
+  std::vector<std::size_t> offsets_;  // by parameter, in group order: its exp_avg; exp_avg_sq follows
 };
 
 }  // namespace dynapar::model

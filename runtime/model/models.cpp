@@ -186,6 +186,11 @@ void build(model_chain& m, const build_spec& spec) {
     add(m, spec, "fc2+relu", [&] { return nn::Sequential(nn::Linear(4096, 4096), nn::ReLU()); });
     add(m, spec, "fc3+relu", [&] { return nn::Sequential(nn::Linear(4096, 4096), nn::ReLU()); });
     add(m, spec, "fc4", [&] { return nn::Sequential(nn::Linear(4096, 10)); });
+  } else if (m.name == "wide_xl") {  // 784-4096, 60 x 4096-4096, 4096-10: 1.01 B parameters (4.0 GB; 12 GB with Adam's moments)
+    // The model of the benchmark no one process holds (docs/BENCHMARKS.md, "A model larger than any process").
+    add(m, spec, "fc1+relu", [&] { return nn::Sequential(nn::Flatten(), nn::Linear(784, 4096), nn::ReLU()); });
+    for (int i = 0; i < 60; ++i) add(m, spec, "fc" + std::to_string(i + 2) + "+relu", [&] { return nn::Sequential(nn::Linear(4096, 4096), nn::ReLU()); });
+    add(m, spec, "fc62", [&] { return nn::Sequential(nn::Linear(4096, 10)); });
   } else if (m.name == "linear") {  // one Linear(784, 10), 7,850 parameters: for measuring the control plane
     add(m, spec, "fc", [&] { return nn::Sequential(nn::Flatten(), nn::Linear(784, 10)); });
   } else if (m.name == "cnn") {  // the Fashion-MNIST CNN of the planner's fmnist_cnn profile
@@ -252,7 +257,7 @@ std::size_t parameter_bytes(const nn::Sequential& s) {
 }  // namespace
 
 const std::vector<std::string>& builtin_model_names() {
-  static const std::vector<std::string> names = {"mlp", "linear", "wide", "cnn", "resnet", "transformer", "vgg", "resnet18", "gpt", "gpt_text", "gpt_lm"};
+  static const std::vector<std::string> names = {"mlp", "linear", "wide", "wide_xl", "cnn", "resnet", "transformer", "vgg", "resnet18", "gpt", "gpt_text", "gpt_lm"};
   return names;
 }
 

@@ -30,6 +30,13 @@ result<std::vector<chunk_send>> peer_sum::start(const std::vector<grad_part>& mi
       if (!g) return make_error("bad_sum", "a partial sum without its tensor");
   started_ = true;
   like_ = mine.front().grads;
+  if (holders_ == 1) {  // nothing to send: the tree over this holder's parts as they are, no flat copy
+    auto s = exact_ ? tree_sum(mine, micro_batches_) : holders_sum(mine);
+    if (!s) return s.err();
+    single_ = std::move(*s);
+    gathered_ = 1;
+    return std::vector<chunk_send>{};
+  }
   std::vector<torch::Tensor> flats;
   for (const auto& p : mine) flats.push_back(flat(p));
   const auto numel = flats.front().numel();
@@ -96,6 +103,7 @@ result<std::vector<chunk_send>> peer_sum::reduce_own_chunk() {
 
 result<std::vector<tensor>> peer_sum::sum() const {
   if (!done()) return make_error("bad_sum", "the sum is not complete");
+  if (holders_ == 1) return single_;
   std::vector<torch::Tensor> parts;
   const auto dev = like_.front()->t.device();
   for (const auto& c : chunks_) parts.push_back(c->t.reshape({-1}).to(dev));

@@ -52,6 +52,9 @@ class peer_sum {
   std::vector<bool> scatter_seen_;
   int scattered_in_ = 0;
   std::vector<tensor> chunks_;                    // by owner rank: summed chunks
+  // One holder: the sum itself, shaped as its gradients (a single part is passed on as it is,
+  // so a layer held by one device costs no copy of its gradients).
+  std::vector<tensor> single_;
   int gathered_ = 0;
 };
 

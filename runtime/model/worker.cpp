@@ -9,6 +9,7 @@
 
 #include "common/place.hpp"
 #include "model/boxes.hpp"
+#include "model/fused_adam.hpp"
 #include "model/scripted.hpp"
 #include "schedule/reduction_tree.hpp"
 
@@ -64,13 +65,15 @@ namespace {
 
 class torch_worker final : public device_worker {
  public:
-  torch_worker(optimizer_config opt, torch::Device device) : opt_(std::move(opt)), device_(device) {}
+  torch_worker(optimizer_config opt, torch::Device device, std::string offload_dir)
+      : opt_(std::move(opt)), device_(device), offload_dir_(std::move(offload_dir)) {}
 
   void hold(int layer, const layer_copy& replica) override {
     held h;
     h.module = deep_copy(replica->module);
     h.module->to(device_);
     h.optimizer = make_optimizer(h.module->parameters(), opt_);
+    if (auto* adam = dynamic_cast<fused_adam*>(h.optimizer.get()); adam && !offload_dir_.empty()) adam->offload_to(offload_dir_);
     h.start = snapshot(h.module);
     // A migrated layer brings its optimizer state: install a copy under the new parameters.
     const auto params = h.module->parameters();
@@ -223,7 +226,9 @@ class torch_worker final : public device_worker {
       auto it = h.optimizer->state().find(state_key(p));
       states.push_back(it == h.optimizer->state().end() ? nullptr : it->second.get());
     }
-    return state_hash(h.module, states);
+    const auto out = state_hash(h.module, states);
+    release(h);
+    return out;
   }
 
   void perturb(int layer) override {
@@ -240,6 +245,7 @@ class torch_worker final : public device_worker {
       auto it = h.optimizer->state().find(state_key(p));
       box->states.push_back(it == h.optimizer->state().end() ? nullptr : copy_state(*it->second, device_));
     }
+    release(h);
     return box;
   }
 
@@ -275,6 +281,11 @@ class torch_worker final : public device_worker {
     }
   }
 
+  // Moments kept in a file (offload_dir_) that a hash or a copy read: out of the resident set again.
+  static void release(const held& h) {
+    if (const auto* adam = dynamic_cast<const fused_adam*>(h.optimizer.get())) adam->release_state();
+  }
+
   result<tensor> finish(int micro, std::map<int, kept_activation>::iterator it) {
     const auto& input = it->second.input;
     // An input the stage's output does not depend on differentiably has a zero gradient.
@@ -305,6 +316,7 @@ class torch_worker final : public device_worker {
   }
   optimizer_config opt_;
   torch::Device device_;
+  std::string offload_dir_;  // empty: Adam's moments in memory
   std::map<int, held> layers_;
   std::map<int, kept_activation> kept_;
   std::map<int, schedule::partial_sums<std::vector<torch::Tensor>>> partials_;  // by layer: per parameter
@@ -318,8 +330,8 @@ class torch_worker final : public device_worker {
 
 }  // namespace
 
-std::unique_ptr<device_worker> make_worker(const optimizer_config& opt, const std::string& place) {
-  return std::make_unique<torch_worker>(opt, device_of(place));
+std::unique_ptr<device_worker> make_worker(const optimizer_config& opt, const std::string& place, const std::string& offload_dir) {
+  return std::make_unique<torch_worker>(opt, device_of(place), offload_dir);
 }
 
 }  // namespace dynapar::model

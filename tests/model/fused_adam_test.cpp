@@ -3,7 +3,10 @@
 // that updates it starts or ends. (REQUIRE throughout: LibTorch's glog defines CHECK.)
 #include "support/torch_catch.hpp"
 
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include "model/adam_kernel.hpp"
 #include "model/boxes.hpp"
@@ -143,4 +146,101 @@ TEST_CASE("step_on_sums divides inside the loop as LibTorch divides before its s
   }
   for (std::size_t i = 0; i < ours_params.size(); ++i)
     REQUIRE(torch::allclose(ours_params[i], theirs_params[i], /*rtol=*/1e-5, /*atol=*/1e-6));
+}
+
+namespace {
+
+// The resident kB of this process's mapping that holds `p` (/proc/self/smaps), -1 if none.
+long mapping_rss_kb(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool in = false;
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  while (std::getline(smaps, line)) {
+    std::uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find('-')) {
+      in = lo <= at && at < hi;
+      continue;
+    }
+    long kb = 0;
+    if (in && std::sscanf(line.c_str(), "Rss: %ld kB", &kb) == 1) return kb;
+  }
+  return -1;
+}
+
+struct temp_dir {
+  std::string path;
+  temp_dir() {
+    char name[] = "/tmp/dynapar-offload-XXXXXX";
+    path = mkdtemp(name);
+  }
+  ~temp_dir() { std::filesystem::remove_all(path); }
+};
+
+}  // namespace
+
+TEST_CASE("fused Adam with its moments in a file trains the bits it trains in memory, holding none of them", "[fused_adam][offload]") {
+  // A parameter of over one slice (4 Mi values) is updated in slices, each let go of after.
+  const auto params = [] {
+    torch::manual_seed(3);
+    return std::vector<torch::Tensor>{torch::randn({7, 3}), torch::randn({(std::int64_t{1} << 22) + 1001}), torch::randn({33})};
+  };
+  temp_dir dir;
+  auto mem = params(), off = params();
+  for (auto& p : mem) p.requires_grad_(true);
+  for (auto& p : off) p.requires_grad_(true);
+  const auto o = torch::optim::AdamOptions(3e-3).weight_decay(0.01);
+  fused_adam in_memory(mem, o), in_file(off, o);
+  in_file.offload_to(dir.path);
+  const auto moments = [](fused_adam& a, const torch::Tensor& p) -> torch::optim::AdamParamState& {
+    return static_cast<torch::optim::AdamParamState&>(*a.state().at(state_key(p)));
+  };
+  torch::manual_seed(8);
+  for (int s = 0; s < 5; ++s) {
+    for (std::size_t i = 0; i < mem.size(); ++i) {
+      mem[i].mutable_grad() = torch::randn_like(mem[i]) * (s + 1);
+      off[i].mutable_grad() = mem[i].grad().clone();
+    }
+    if (s == 3) {  // moments from elsewhere (a migration): into the file at the next step
+      auto& m = moments(in_file, off[1]);
+      m.exp_avg(m.exp_avg().clone()), m.exp_avg_sq(m.exp_avg_sq().clone());
+    }
+    in_memory.step_divided(2);
+    in_file.step_divided(2);
+    for (std::size_t i = 0; i < mem.size(); ++i) {
+      INFO("step " << s << ", parameter " << i);
+      REQUIRE(torch::equal(mem[i], off[i]));
+      auto &a = moments(in_memory, mem[i]), &b = moments(in_file, off[i]);
+      REQUIRE(a.step() == b.step());
+      REQUIRE(torch::equal(a.exp_avg(), b.exp_avg()));
+      REQUIRE(torch::equal(a.exp_avg_sq(), b.exp_avg_sq()));
+    }
+  }
+  // In the file, and none of it resident once let go of: the comparison above read it all.
+  auto& big = moments(in_file, off[1]);
+  const auto kept = big.exp_avg_sq().clone();
+  REQUIRE(mapping_rss_kb(big.exp_avg().data_ptr()) >= 32 * 1024);  // read: both moments, 2 x 16 MB
+  in_file.release_state();
+  REQUIRE(mapping_rss_kb(big.exp_avg().data_ptr()) == 0);
+  REQUIRE(mapping_rss_kb(big.exp_avg_sq().data_ptr()) == 0);
+  REQUIRE(torch::equal(big.exp_avg_sq(), kept));  // let go of, not lost
+  // A step leaves nothing resident either.
+  for (auto& p : off) p.mutable_grad() = torch::ones_like(p);
+  in_file.step_divided(1);
+  REQUIRE(mapping_rss_kb(big.exp_avg().data_ptr()) == 0);
+}
+
+TEST_CASE("fused Adam refuses a place for its moments that is no directory, naming it", "[fused_adam][offload]") {
+  auto p = torch::randn({5}).requires_grad_(true);
+  fused_adam a({p}, torch::optim::AdamOptions(1e-3));
+  a.offload_to("/nonexistent/dynapar");
+  p.mutable_grad() = torch::ones_like(p);
+  try {
+    a.step_divided(1);
+    FAIL("stepped without its file");
+  } catch (const std::exception& e) {
+    REQUIRE(std::string(e.what()).find("/nonexistent/dynapar") != std::string::npos);
+  }
+  REQUIRE_FALSE(dynapar::check_mapped_dir("/nonexistent/dynapar"));
+  REQUIRE_FALSE(dynapar::check_mapped_dir("/proc/self/status"));
 }

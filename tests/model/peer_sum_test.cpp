@@ -9,6 +9,7 @@
 #include <random>
 
 #include "model/channel.hpp"  // tensor_of, values_of
+#include "model/boxes.hpp"
 #include "model/peer_sum.hpp"
 
 using namespace dynapar::model;
@@ -184,4 +185,21 @@ TEST_CASE("a bucket refuses layers with other partial sums, and a sum of the wro
   auto wrong = split_layers(grads_of(rng), {1, 2});
   REQUIRE_FALSE(wrong);
   CHECK(wrong.err().message.find("layers of 3") != std::string::npos);
+}
+
+TEST_CASE("peer_sum with one holder sends nothing and copies no gradient", "[model][peer_sum]") {
+  // A layer held by one device (a pipeline's stage): its sum is the tree over its own parts,
+  // with no flat copy of the layer on the way in or out (node memory: docs/BENCHMARKS.md).
+  std::mt19937 rng(5);
+  const auto leaf = grads_of(rng);
+  peer_sum one(0, 1, 1, true);
+  auto out = one.start({{0, 0, leaf}});
+  REQUIRE(out);
+  CHECK(out->empty());
+  REQUIRE(one.done());
+  auto s = one.sum();
+  REQUIRE(s);
+  REQUIRE(s->size() == leaf.size());
+  for (std::size_t i = 0; i < leaf.size(); ++i) CHECK((*s)[i]->t.data_ptr() == leaf[i]->t.data_ptr());
+  CHECK_FALSE(one.take({false, 0, {}}));  // nobody else to hear from
 }

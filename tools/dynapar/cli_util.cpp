@@ -1,5 +1,7 @@
 #include "cli_util.hpp"
 
+#include "common/mapped_file.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -53,6 +55,13 @@ int wait_run(pid_t pid, double timeout_s, const std::function<bool()>& stop) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+}
+
+result<std::string> offload_dir_from_env() {
+  const char* dir = std::getenv("DYNAPAR_OFFLOAD_OPTIMIZER");
+  if (!dir || !*dir) return std::string{};
+  if (auto st = check_mapped_dir(dir); !st) return make_error("bad_flag", "--offload-optimizer (DYNAPAR_OFFLOAD_OPTIMIZER): " + st.err().message);
+  return std::string(dir);
 }
 
 process_usage own_usage() {

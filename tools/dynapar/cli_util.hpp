@@ -28,6 +28,11 @@ int run_gnuplot(const std::string& dir, const std::string& script, const std::st
 // The leader's exit code (-1: killed by us).
 int wait_run(pid_t pid, double timeout_s, const std::function<bool()>& stop);
 
+// `dynapar --offload-optimizer DIR` (DYNAPAR_OFFLOAD_OPTIMIZER, which launch's nodes inherit):
+// where this process's devices keep Adam's moments between steps; empty: in memory. An error
+// names a DIR that is no directory or has no room for a file.
+result<std::string> offload_dir_from_env();
+
 // This process's CPU time (user and system, getrusage) and peak resident memory (peak_rss_mb).
 struct process_usage {
   double cpu_s = 0;

@@ -76,6 +76,9 @@ int node_main(node_options o) {
     return exit_ok;
   }
   o.node.devices = *devs;
+  auto offload = offload_dir_from_env();
+  if (!offload) return report(offload.err());
+  o.node.offload_dir = *offload;
   if (auto st = model::check_place(o.node.place); !st) return report(st.err());
   model::set_threads(1);
   leave_on_signals();

@@ -70,6 +70,8 @@ void write_error_summary(const std::string& out, const std::string& job, const s
 }  // namespace
 
 int train_main(const train_options& o, const train_fn& how) {
+  auto offload = offload_dir_from_env();  // before the set-up's profile
+  if (!offload) return report(offload.err());
   // Over nodes this process holds no layer: it keeps the model's outline, not the model.
   auto prep = training::prepare_job(o.job, o.steps, o.place, how != nullptr);
   if (!prep) {
@@ -82,6 +84,7 @@ int train_main(const train_options& o, const train_fn& how) {
                                         "(docs/CLUSTERS.md)"));
   if (auto st = check_compare(*prep, o); !st) return report(st.err());
   prep->settings.pipelined_control = !o.serial_control;
+  prep->settings.offload_dir = *offload;
   // --verify compares optimizer state too; a saved model needs the parameters; otherwise the
   // end needs each layer's hash only (the devices evaluated the test set).
   prep->settings.final_layers = o.verify ? training::train_settings::final_form::whole

@@ -42,6 +42,10 @@ int main(int argc, char** argv) {
                  "End this process, and each process it starts, once its resident memory is over N MB, as the kernel's "
                  "out-of-memory killer would (sets DYNAPAR_MAX_RSS_MB; docs/DISTRIBUTED.md)")
       ->check(CLI::Range(1L, 10'000'000L));
+  std::optional<std::string> offload;
+  app.add_option("--offload-optimizer", offload,
+                 "Keep Adam's moments between steps in a file in DIR (its local disk) instead of in memory, in this process "
+                 "and each process it starts (sets DYNAPAR_OFFLOAD_OPTIMIZER; docs/RUNTIME.md)");
   cli::runner run;
   auto* version = app.add_subcommand("version", "Print the version");
   version->callback([&] { run = [] { std::cout << "dynapar " << DYNAPAR_VERSION << "\n"; return 0; }; });
@@ -80,6 +84,7 @@ int main(int argc, char** argv) {
   if (!run) return cli::exit_usage;
   // Before the subcommand runs, so that the processes it starts (launch's nodes) inherit it.
   if (max_rss_mb) setenv("DYNAPAR_MAX_RSS_MB", std::to_string(*max_rss_mb).c_str(), 1);
+  if (offload) setenv("DYNAPAR_OFFLOAD_OPTIMIZER", offload->c_str(), 1);
   const auto cap = rss_cap_from_env(std::getenv("DYNAPAR_MAX_RSS_MB"));
   if (!cap) {
     std::cerr << "dynapar: " << cap.err().message << "\n";

@@ -30,6 +30,14 @@ YAML
 sed 's/^model: wide/model: linear/; s/^name: .*/name: linear4/' wide.yaml > linear.yaml
 "$bin" launch --local 4 wide.yaml --verify --out wide > wide.log 2>&1 || { tail -20 wide.log; exit 1; }
 "$bin" launch --local 4 linear.yaml --out linear > linear.log 2>&1 || { tail -20 linear.log; exit 1; }
+# Adam's moments in files (--offload-optimizer, which the nodes inherit): every layer's whole
+# state (moments included) bit for bit that of the run above, which kept them in memory.
+mkdir -p adam
+"$bin" --offload-optimizer "$PWD/adam" launch --local 4 wide.yaml --verify-against wide --out offload > offload.log 2>&1 || { tail -20 offload.log; exit 1; }
+[[ $(grep -c "Adam's moments kept in files in '$PWD/adam'" offload.log) == 4 ]] || { grep "Adam's" offload.log; echo "not every node kept its moments in files"; exit 1; }
+[[ -z $(ls -A adam) ]] || { ls -la adam; echo "the moments' files outlived their processes"; exit 1; }
+"$bin" --offload-optimizer "$PWD/no-such-dir" launch --local 4 wide.yaml --out refused > refused.log 2>&1 && { echo "a missing directory was taken"; exit 1; }
+grep -q "no-such-dir' is not a directory" refused.log || { cat refused.log; exit 1; }
 "$bin" launch --local 4 linear.yaml --verify --out linear_verify > linear_verify.log 2>&1 || { tail -20 linear_verify.log; exit 1; }
 /usr/bin/python3 - <<'PY'
 import json, re

@@ -14,6 +14,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "actors/group_supervisor.hpp"
@@ -182,6 +183,15 @@ class driver {
   // written, or this process does not see it (no shared filesystem), and the layers are to be
   // gathered instead; a lost holder leaves its error in failure_.
   bool save_shards(std::vector<training::shard_file>& out, const std::string& dir, std::chrono::milliseconds wait);
+  // A layer a cycle of moves stages (apply): written by its holder `from` as a shard in the
+  // step's shard directory, which its targets read, so nothing of it passes through here; or,
+  // where no shard can be (no directory, no filesystem shared with the nodes), a copy here.
+  using staged_layer = std::variant<model::layer_copy, training::shard_file>;
+  // `bytes`: the layer's, as written or copied. `dir`: the step's shard directory, asked for
+  // once per re-plan (asking again empties it).
+  staged_layer stage_layer(int from, int layer, std::int64_t t, double& bytes, std::string& dir);
+  // Each staged layer to its move's target; then the staged shards' files go.
+  void place_staged(const std::vector<std::pair<planner::layer_move, staged_layer>>& staged);
   // A device of this process, with the model's layers to read checkpoint shards with (not
   // owned: m_ outlives the run's actors).
   device_config local_device(int id) const {

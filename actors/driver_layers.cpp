@@ -1,5 +1,7 @@
 // The layers between steps: a consistent cut (checkpoints, their shards written where the
 // layers are), and copies or hashes gathered from their holders (the end).
+#include <filesystem>
+
 #include "actors/driver.hpp"
 #include "comm/keys.hpp"
 #include "logging/logging.hpp"
@@ -66,6 +68,50 @@ bool driver::save_shards(std::vector<training::shard_file>& out, const std::stri
   logging::get("train")->warn("checkpoint shards: {}; the layers are gathered instead{}", unwritten,
                               recovery_.shards_unseen ? ", for the rest of the run" : "");
   return false;
+}
+
+driver::staged_layer driver::stage_layer(int from, int layer, std::int64_t t, double& bytes, std::string& dir) {
+  const auto& giver = actors_.devices.at(from);
+  if (dir.empty() && cb_.shard_dir) dir = cb_.shard_dir(t);
+  if (!dir.empty() && !recovery_.shards_unseen) {
+    training::shard_file f{dir + "/staged-layer-" + std::to_string(layer) + ".pt", ""};
+    std::string unwritten;
+    self_->request(giver, timeout_, save_atom::value, layer, f.path)
+        .receive([&](const wire::ops::shard_saved& x) { f.sha256 = x.sha256, unwritten = x.error, bytes = static_cast<double>(x.bytes); },
+                 [&](caf::error& e) { failure_ = text(e); });
+    if (!failure_.empty()) return model::layer_copy{};
+    if (unwritten.empty()) {
+      if (auto sha = comm::file_sha256(f.path); sha && *sha == f.sha256) {
+        logging::get("train")->info("before step {}: a cycle of moves; layer {} staged in a shard by device {}", t, layer, from);
+        return f;
+      }
+      unwritten = "not in '" + dir + "' as its holder wrote it (no filesystem shared with the nodes?)";
+      recovery_.shards_unseen = true;
+    }
+    logging::get("train")->warn("before step {}: layer {}'s staged shard: {}; it is staged here instead", t, layer, unwritten);
+  }
+  model::layer_copy c;
+  self_->request(giver, timeout_, copy_atom::value, layer)
+      .receive([&](model::layer_copy& x) { c = std::move(x); }, [&](caf::error& e) { failure_ = text(e); });
+  if (c) bytes = static_cast<double>(model::bytes(c));
+  return c;
+}
+
+void driver::place_staged(const std::vector<std::pair<planner::layer_move, staged_layer>>& staged) {
+  std::set<std::string> dirs;
+  for (const auto& [mv, what] : staged) {
+    if (!failure_.empty()) break;
+    const auto& target = actors_.devices.at(mv.to);
+    const auto refused = [&](caf::error& e) { failure_ = text(e); };
+    if (const auto* f = std::get_if<training::shard_file>(&what)) {
+      dirs.insert(std::filesystem::path(f->path).parent_path().string());
+      self_->request(target, timeout_, hold_atom::value, mv.layer, *f).receive([](bool) {}, refused);
+    } else {
+      self_->request(target, timeout_, hold_atom::value, mv.layer, std::get<model::layer_copy>(what)).receive([](bool) {}, refused);
+    }
+  }
+  std::error_code ec;
+  for (const auto& d : dirs) std::filesystem::remove_all(d, ec);  // read by now, or failed: a rollback reads the cut, not these
 }
 
 // One replica of every layer (from its first holder) into `out`; failures land in failure_.

@@ -204,13 +204,14 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
   // layers come in (own_data test: device 5 held a layer on its way to device 4 when layer 1
   // arrived, and the two did not fit its memory at once). A move is ready when its target
   // holds nothing still to be sent; layers whose moves are done are dropped between waves. A
-  // cycle (devices trading layers) leaves no move ready: one of its layers is staged here, a
-  // copy with its optimizer state, and dropped by its giver, which then has room for what it
+  // cycle (devices trading layers) leaves no move ready: one of its layers is staged (with
+  // its optimizer state, stage_layer) and dropped by its giver, which then has room for what it
   // takes; the copy goes to its targets once the rest have moved (examples/jobs/
   // own_next_token.yaml: two edge devices swapping blocks, each with room for one, ended the
   // run out of memory when the cycle went at once).
   std::vector<planner::layer_move> waiting(diff.moves.begin(), diff.moves.end());
-  std::vector<std::pair<planner::layer_move, model::layer_copy>> staged;
+  std::vector<std::pair<planner::layer_move, staged_layer>> staged;
+  std::string stage_dir;
   while (!waiting.empty() && failure_.empty()) {
     std::vector<planner::layer_move> wave, later;
     for (const auto& mv : waiting) {
@@ -228,9 +229,9 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
       const auto from = giver->from, layer = giver->layer;
       // The moves reading that layer there first, then the rest.
       const auto rest = std::stable_partition(later.begin(), later.end(), [&](const auto& mv) { return mv.from == from && mv.layer == layer; });
-      self_->request(actors_.devices.at(from), timeout_, copy_atom::value, layer)
-          .receive([&](model::layer_copy& c) { std::for_each(later.begin(), rest, [&](const auto& mv) { staged.emplace_back(mv, c); }); },
-                   [&](caf::error& e) { failure_ = text(e); });
+      double size = 0;
+      const auto c = stage_layer(from, layer, t, size, stage_dir);
+      std::for_each(later.begin(), rest, [&](const auto& mv) { staged.emplace_back(mv, c), bytes += size; });
       late.erase(std::remove(late.begin(), late.end(), std::pair{from, layer}), late.end());
       if (failure_.empty()) failure_ = drop_layers({{from, layer}});
       early.push_back({from, layer});  // undone as the early drops are
@@ -255,12 +256,7 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
     failure_ = drop_layers(late);
     early.insert(early.end(), late.begin(), late.end());
     late.clear();
-    for (auto& [mv, copy] : staged)
-      if (failure_.empty()) {
-        bytes += static_cast<double>(model::bytes(copy));
-        self_->request(actors_.devices.at(mv.to), timeout_, hold_atom::value, mv.layer, copy)
-            .receive([](bool) {}, [&](caf::error& e) { failure_ = text(e); });
-      }
+    place_staged(staged);
   }
   if (auto st = check("migrating layers before step " + std::to_string(t)); !st) {
     undo_early();

@@ -8,7 +8,10 @@
 #include "data/sampler.hpp"
 #include "train_helpers.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 #include <chrono>
 #include <numeric>
@@ -619,7 +622,8 @@ TEST_CASE("a device's emulated memory: a layer that does not fit is refused, nam
 // alone fits, both do not. At step 2 the pipeline's devices become `next`. `far`: device 0 on
 // another node and rack, so that layers move between the pipeline's devices, not from it. The
 // run moves 4 layers and equals one device.
-void halves_move(int devices, bool far, const std::vector<int>& capped, const std::vector<int>& next) {
+void halves_move(int devices, bool far, const std::vector<int>& capped, const std::vector<int>& next,
+                 const training::train_callbacks& cb = {}) {
   model::set_threads(1);
   const auto d = data::synthetic(400, 2);
   auto m = model::make_model("cnn", 3);
@@ -644,7 +648,7 @@ void halves_move(int devices, bool far, const std::vector<int>& capped, const st
   planner::plan after = s.plan;
   after.groups[1].devices = next;
   s.replans = {{2, after}};
-  auto out = actors::train(**m, d, s);
+  auto out = actors::train(**m, d, s, cb);
   REQUIRE(out);
   CHECK(out->layers_moved == 4);
   CHECK(diff_from_one_device(**m, d, s, out->final_layers, 16) == 0);
@@ -671,6 +675,26 @@ TEST_CASE("two devices that trade layers, each with room for one half: a layer o
   // ready (a cycle). Before the staging, the cycle went at once and the run ended "device 2
   // out of memory" (seen in examples/jobs/own_next_token.yaml).
   halves_move(3, true, {1, 2}, {2, 1});
+}
+
+TEST_CASE("a layer a cycle stages goes through a shard its giver writes and its target reads", "[actor][train]") {
+  // With a shard directory (over nodes: one every process sees) nothing of the staged layer
+  // passes through the driver: its giver writes it, with its optimizer state, where the
+  // checkpoint after step 2 would go; its target reads it; the directory goes once it is read.
+  // (Staged as a copy, the directory would stay.)
+  const auto base = std::filesystem::temp_directory_path() / ("dynapar-staged-" + std::to_string(::getpid()));
+  std::vector<std::int64_t> asked;
+  training::train_callbacks cb;
+  cb.shard_dir = [&](std::int64_t t) {
+    asked.push_back(t);
+    const auto dir = base / ("step-" + std::to_string(t));
+    std::filesystem::create_directories(dir);
+    return dir.string();
+  };
+  halves_move(3, true, {1, 2}, {2, 1}, cb);
+  CHECK(asked == std::vector<std::int64_t>{2});
+  CHECK_FALSE(std::filesystem::exists(base / "step-2"));
+  std::filesystem::remove_all(base);
 }
 
 TEST_CASE("a cycle of layer trades is broken at a giver, never at a device that keeps the layer", "[actor][train]") {

@@ -190,6 +190,12 @@ class driver {
   // `bytes`: the layer's, as written or copied. `dir`: the step's shard directory, asked for
   // once per re-plan (asking again empties it).
   staged_layer stage_layer(int from, int layer, std::int64_t t, double& bytes, std::string& dir);
+  // The first plan's layers: fresh, or a resumed run's (shards or copies). A shard is read and
+  // a fresh layer built where it is placed (over nodes a fresh layer goes as a null copy,
+  // which the node builds from the model and seed, checked by hash): those are asked for all
+  // at once, so that the devices build or read in parallel;
+  // whole copies go one at a time. A failure is left in failure_.
+  void place_first(const std::vector<planner::layer_move>& moves);
   // Each staged layer to its move's target; then the staged shards' files go.
   void place_staged(const std::vector<std::pair<planner::layer_move, staged_layer>>& staged);
   // A device of this process, with the model's layers to read checkpoint shards with (not

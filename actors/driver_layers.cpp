@@ -114,6 +114,24 @@ void driver::place_staged(const std::vector<std::pair<planner::layer_move, stage
   for (const auto& d : dirs) std::filesystem::remove_all(d, ec);  // read by now, or failed: a rollback reads the cut, not these
 }
 
+void driver::place_first(const std::vector<planner::layer_move>& moves) {
+  using handle = decltype(self_->request(device_handle{}, timeout_, hold_atom::value, 0, model::layer_copy{}));
+  const auto& f = recovery_.fresh;
+  const auto refused = [&](caf::error& e) { failure_ = text(e); };
+  std::vector<handle> asked;
+  for (const auto& mv : moves) {
+    const auto& target = actors_.devices.at(mv.to);
+    if (!f.shards.empty())  // the device reads its shard: nothing of the layer passes through here
+      asked.push_back(self_->request(target, timeout_, hold_atom::value, mv.layer, f.shards.at(static_cast<std::size_t>(mv.layer))));
+    else if (f.layers.empty() && actors_.remote)
+      asked.push_back(self_->request(target, timeout_, hold_atom::value, mv.layer, model::layer_copy{}));
+    else
+      self_->request(target, timeout_, hold_atom::value, mv.layer, f.layers.empty() ? model::copy_layer(m_, mv.layer) : f.layers.at(mv.layer))
+          .receive([](bool) {}, refused);
+  }
+  for (auto& h : asked) h.receive([](bool) {}, refused);
+}
+
 // One replica of every layer (from its first holder) into `out`; failures land in failure_.
 void driver::request_layers(std::vector<model::layer_copy>& out, std::chrono::milliseconds wait, const char* what) {
   using handle = decltype(self_->request(device_handle{}, timeout_, copy_atom::value, 0));

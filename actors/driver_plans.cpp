@@ -301,6 +301,7 @@ double driver::move_layers(const std::vector<planner::layer_move>& moves, std::i
   // on its way (its target survived): it must not count for this one, whose layer may not
   // have arrived yet (chaos seed 2036: a stage then ran without its layer).
   std::multiset<std::tuple<int, int, int>> expected;
+  std::vector<planner::layer_move> firsts;
   for (const auto& mv : moves) {
     if (mv.from >= 0 ? !actors_.devices.count(mv.from) : current_.has_value()) {  // recover() rolls back first
       failure_ = "layer " + std::to_string(mv.layer) + " has no surviving holder to come from (before step " + std::to_string(t) + ")";
@@ -308,14 +309,7 @@ double driver::move_layers(const std::vector<planner::layer_move>& moves, std::i
     }
     const auto& target = actors_.devices.at(mv.to);
     if (mv.from < 0) {  // the first plan: fresh layers, or a resumed run's saved ones
-      const auto& f = recovery_.fresh;
-      const auto held = [](bool) {};
-      const auto refused = [&](caf::error& e) { failure_ = text(e); };
-      if (!f.shards.empty())  // the device reads its shard: nothing of the layer passes through here
-        self_->request(target, timeout_, hold_atom::value, mv.layer, f.shards.at(static_cast<std::size_t>(mv.layer))).receive(held, refused);
-      else
-        self_->request(target, timeout_, hold_atom::value, mv.layer, f.layers.empty() ? model::copy_layer(m_, mv.layer) : f.layers.at(mv.layer))
-            .receive(held, refused);
+      firsts.push_back(mv);
       continue;
     }
     self_->request(actors_.devices.at(mv.from), timeout_, migrate_atom::value, mv.layer, mv.to, device_peer{target}, link(mv.from, mv.to), me)
@@ -326,6 +320,7 @@ double driver::move_layers(const std::vector<planner::layer_move>& moves, std::i
             },
             [&](caf::error& e) { failure_ = text(e); });
   }
+  place_first(firsts);
   double bytes = 0;
   // A lost node sends no down message: its devices are looked at every 100 ms, as in a step.
   const auto give_up_at = clock::now() + timeout_;

@@ -171,7 +171,7 @@ wire::ops::hold layer_of(int layer, int from, int to, std::size_t bytes, const m
 wire::ops::hold placed_layer(int layer, int to, const model::layer_copy& l, const std::vector<std::uint64_t>& fresh,
                              std::vector<model::tensor>& tensors) {
   if (layer >= 0 && static_cast<std::size_t>(layer) < fresh.size()) {
-    const auto h = model::state_hashes({l}).front();
+    const auto h = l ? model::state_hashes({l}).front() : fresh[static_cast<std::size_t>(layer)];  // null: the fresh layer
     if (h == fresh[static_cast<std::size_t>(layer)]) {
       wire::ops::hold out{layer, -1, to, 0, {}};
       out.built = h;

@@ -51,7 +51,8 @@ wire::ops::hold layer_of(int layer, int from, int to, std::size_t bytes, const m
                          std::vector<model::tensor>& tensors);
 // A layer the controller places: when the copy is still the model's layer before any step
 // (its state hashes to `fresh[layer]`, model::state_hashes), the node builds it itself from
-// the job's model and seed, and no tensor travels (issue 50); else as layer_of.
+// the job's model and seed, and no tensor travels (issue 50); else as layer_of. A null copy
+// is the fresh layer (the caller checked that `fresh` has it).
 wire::ops::hold placed_layer(int layer, int to, const model::layer_copy& l, const std::vector<std::uint64_t>& fresh,
                              std::vector<model::tensor>& tensors);
 struct layer_msg {

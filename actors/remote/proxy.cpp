@@ -100,6 +100,8 @@ remote_device_handle::behavior_type remote_device(proxy* self, int id, std::stri
   auto call = [](wire::device_op op) { return remote::call_to(0, std::move(op)); };
   return {
       [=](hold_atom, int layer, const model::layer_copy& replica) -> caf::result<bool> {
+        if (!replica && (layer < 0 || static_cast<std::size_t>(layer) >= hub->fresh.size()))
+          return caf::make_error(caf::sec::runtime_error, "layer " + std::to_string(layer) + " to build on its node: no such layer");
         std::vector<model::tensor> ts;
         auto op = remote::placed_layer(layer, id, replica, hub->fresh, ts);
         return ask<bool>(self, call(std::move(op)), ts, acknowledged);

@@ -1,6 +1,7 @@
 // The torch side of api.hpp's opaque types. Included by torch translation units only.
 #pragma once
 
+#include <mutex>
 #include <optional>
 
 #include <ATen/autocast_mode.h>
@@ -95,7 +96,17 @@ class autocast_scope {
   at::ScalarType was_type_ = torch::kBFloat16;
 };
 
+// LibTorch's CPU generator is process-wide: whatever seeds it and draws (a layer's dropout, a
+// built-in layer's initialisation, a clone's reset) does so under this lock, so that threads
+// never interleave their draws (scripted.cpp).
+std::mutex& draw_mutex();
+
+// LibTorch's clone() runs each module's reset(), which initialises its parameters again from
+// the process-wide generator before copying the values over: under draw_mutex, so that a
+// copy on one thread never draws between another thread's seeding and its draws (a node
+// building a fresh layer while one of its devices copies another got other bits).
 inline torch::nn::Sequential deep_copy(const torch::nn::Sequential& s) {
+  std::lock_guard<std::mutex> lock(draw_mutex());
   return torch::nn::Sequential(std::dynamic_pointer_cast<torch::nn::SequentialImpl>(s->clone()));
 }
 

@@ -172,6 +172,7 @@ void add(model_chain& m, const build_spec& spec, std::string name, Make make) {
     m.layers.push_back(nn::Sequential());
     return;
   }
+  std::lock_guard<std::mutex> lock(draw_mutex());
   torch::manual_seed(layer_seed(spec.seed, index));
   m.layers.push_back(make());
 }

@@ -19,13 +19,6 @@ const std::string exporter = "export it with tools/export/dynapar_export.py (doc
 
 thread_local std::int64_t draw_step = -1, draw_micro = -1;
 
-// LibTorch's CPU generator is process-wide: a layer seeds it and draws under this lock, so
-// that device threads never interleave their draws.
-std::mutex& draw_mutex() {
-  static std::mutex m;
-  return m;
-}
-
 std::uint64_t mix(std::uint64_t h, std::uint64_t v) {  // splitmix64 of h ^ v
   std::uint64_t z = (h ^ v) + 0x9e3779b97f4a7c15ULL;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -204,6 +197,11 @@ status save_torchscript(const std::string& source, const std::vector<std::string
   } catch (const std::exception& e) {
     return make_error("io", "cannot write the trained model to '" + path + "': " + e.what());
   }
+}
+
+std::mutex& draw_mutex() {
+  static std::mutex m;
+  return m;
 }
 
 void set_draws(std::int64_t step, std::int64_t micro) {

@@ -1,9 +1,12 @@
 // Host-side comparison (model/host.cpp): what --verify's figure is made of.
 #include "support/torch_catch.hpp"
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <thread>
 
 #include "model/boxes.hpp"
 
@@ -129,6 +132,28 @@ TEST_CASE("make_layer: each built-in layer built by itself is make_model's, bit 
   CHECK(state_hashes({*b1}) != state_hashes({*b2}));
   CHECK(make_layer("cnn", 7, 4).err().message == "model 'cnn' has 4 layers; no layer 4");
   CHECK(make_layer("nope", 7, 0).err().code == "unknown_model");
+}
+
+TEST_CASE("a layer built while another thread copies layers is built bit for bit as alone", "[unit][model]") {
+  // A node builds the fresh layers of its devices while they copy others in (hold): LibTorch's
+  // clone() initialises the copy from the process-wide generator before copying values, and
+  // drew between a build's seeding and its draws (the flagship over 4 nodes, with the first
+  // plan's layers asked for at once: "layer 2 built here ... differs from the controller's").
+  const auto want = state_hashes({*make_layer("mlp", 7, 1)}).front();
+  torch::nn::Sequential many;  // many small draws: one lands in any gap of a build
+  for (int i = 0; i < 64; ++i) many->push_back(torch::nn::Linear(8, 8));
+  std::atomic<bool> done{false};
+  std::thread copier([&] {
+    while (!done) {
+      deep_copy(many);
+      std::this_thread::sleep_for(std::chrono::microseconds(100));  // the lock is not fair: room for the builds
+    }
+  });
+  int differed = 0;
+  for (int i = 0; i < 20; ++i) differed += state_hashes({*make_layer("mlp", 7, 1)}).front() != want;
+  done = true;
+  copier.join();
+  CHECK(differed == 0);
 }
 
 TEST_CASE("an outline holds no layer, yet gives the whole model's layers, sizes, profile and reference", "[unit][model]") {

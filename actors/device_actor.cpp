@@ -194,7 +194,7 @@ wire::ops::shard_saved save_shard(device_state& s, int layer, const std::string&
 device_impl::behavior_type device_actor(device_self self, device_config cfg) {
   self->state.cfg = std::move(cfg);
   self->state.speed.set_speed(self->state.cfg.speed);
-  self->state.worker = model::make_worker(self->state.cfg.optimizer, self->state.cfg.place, self->state.cfg.offload_dir);
+  self->state.worker = model::make_worker(self->state.cfg.optimizer, self->state.cfg.place);
   return {
       [=](hold_atom, int layer, const model::layer_copy& replica) -> caf::result<bool> {
         auto built = replica ? model::layer_copy(replica) : fresh_layer(self->state.cfg, layer);  // null: the fresh layer, built here

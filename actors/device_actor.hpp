@@ -30,8 +30,6 @@ struct device_config {
   double gloo_timeout_s = 30;
   // The model's layers, for one placed from a checkpoint shard (null: no shard can be).
   std::shared_ptr<const model::layer_source> layers{};
-  // Where it keeps Adam's moments between steps (`--offload-optimizer`); empty: in memory.
-  std::string offload_dir{};
 };
 
 // Everything a device takes, checked at compile time; the remote proxy (actors/remote/proxy.hpp)

@@ -202,7 +202,6 @@ class driver {
   // owned: m_ outlives the run's actors).
   device_config local_device(int id) const {
     device_config cfg{id, s_.optimizer, cluster_.true_speed(id), 0, place_of(id)};
-    cfg.offload_dir = s_.offload_dir;
     cfg.layers = std::make_shared<const model::layer_source>(
         model::layer_source::of(std::shared_ptr<const model::model_chain>(std::shared_ptr<void>(), &m_)));
     return cfg;

@@ -176,7 +176,8 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
   const auto colon = data.rfind(':');
   const std::string host = data.rfind("tcp://", 0) == 0 && colon > 6 ? data.substr(6, colon - 6) : "127.0.0.1";
   const auto layers = std::make_shared<const model::layer_source>(*m);  // for layers placed from checkpoint shards
-  for (int id : w->devices) devices[id] = spawn_device(sys, {id, opt, 1.0, 0, cfg.place, host, 30, layers, cfg.offload_dir});
+  opt.offload_dir = cfg.offload_dir;
+  for (int id : w->devices) devices[id] = spawn_device(sys, {id, opt, 1.0, 0, cfg.place, host, 30, layers});
   if (!cfg.offload_dir.empty()) log->info("node '{}': Adam's moments kept in files in '{}' between steps", name, cfg.offload_dir);
   sh->live = static_cast<int>(devices.size());
   auto b = spawn_node_bridge(sys, sh, devices);

@@ -53,6 +53,10 @@ struct optimizer_config {
   // `torch.autocast(device, torch.bfloat16)` (model/boxes.hpp: autocast_scope). Parameters,
   // their gradients, the sums and the optimizer stay float32; the loss is taken in float32.
   bool bf16 = false;
+  // Not the job's but this process's (`--offload-optimizer`; never sent, not in a job's
+  // fingerprint): Adam's moments kept between steps in a file in this directory
+  // (fused_adam::offload_to); empty: in memory. The same bits either way.
+  std::string offload_dir;
 };
 // Whether `o` names an optimizer make_optimizer builds; the error names the field.
 status check_optimizer(const optimizer_config& o);
@@ -161,8 +165,7 @@ class device_worker {
 };
 // On `place` (checked by check_place): layers, optimizer state, activations and gradients
 // live there; inputs from elsewhere are copied in, outputs stay (the receiver copies them).
-// offload_dir: Adam's moments kept in a file there between steps (fused_adam::offload_to).
-std::unique_ptr<device_worker> make_worker(const optimizer_config& opt, const std::string& place = "cpu", const std::string& offload_dir = "");
+std::unique_ptr<device_worker> make_worker(const optimizer_config& opt, const std::string& place = "cpu");
 
 // A job's data set (training or validation split): kind torch, tensors a user saved with
 // torch.save (DIR/train.pt, optionally DIR/val.pt, each (inputs, labels)), read here with

@@ -408,7 +408,9 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tenso
     return std::make_unique<torch::optim::SGD>(
         params, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay).nesterov(o.nesterov));
   if (o.kind == "adamw") return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay));
-  return std::make_unique<fused_adam>(params, torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
+  auto adam = std::make_unique<fused_adam>(params, torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
+  if (!o.offload_dir.empty()) adam->offload_to(o.offload_dir);
+  return adam;
 }
 
 void step_on_sums(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params, const std::vector<torch::Tensor>& sums,

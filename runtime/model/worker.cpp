@@ -65,15 +65,13 @@ namespace {
 
 class torch_worker final : public device_worker {
  public:
-  torch_worker(optimizer_config opt, torch::Device device, std::string offload_dir)
-      : opt_(std::move(opt)), device_(device), offload_dir_(std::move(offload_dir)) {}
+  torch_worker(optimizer_config opt, torch::Device device) : opt_(std::move(opt)), device_(device) {}
 
   void hold(int layer, const layer_copy& replica) override {
     held h;
     h.module = deep_copy(replica->module);
     h.module->to(device_);
     h.optimizer = make_optimizer(h.module->parameters(), opt_);
-    if (auto* adam = dynamic_cast<fused_adam*>(h.optimizer.get()); adam && !offload_dir_.empty()) adam->offload_to(offload_dir_);
     h.start = snapshot(h.module);
     // A migrated layer brings its optimizer state: install a copy under the new parameters.
     const auto params = h.module->parameters();
@@ -281,7 +279,8 @@ class torch_worker final : public device_worker {
     }
   }
 
-  // Moments kept in a file (offload_dir_) that a hash or a copy read: out of the resident set again.
+  // Moments kept in a file (optimizer_config::offload_dir) that a hash or a copy read: out of
+  // the resident set again.
   static void release(const held& h) {
     if (const auto* adam = dynamic_cast<const fused_adam*>(h.optimizer.get())) adam->release_state();
   }
@@ -316,7 +315,6 @@ class torch_worker final : public device_worker {
   }
   optimizer_config opt_;
   torch::Device device_;
-  std::string offload_dir_;  // empty: Adam's moments in memory
   std::map<int, held> layers_;
   std::map<int, kept_activation> kept_;
   std::map<int, schedule::partial_sums<std::vector<torch::Tensor>>> partials_;  // by layer: per parameter
@@ -330,8 +328,8 @@ class torch_worker final : public device_worker {
 
 }  // namespace
 
-std::unique_ptr<device_worker> make_worker(const optimizer_config& opt, const std::string& place, const std::string& offload_dir) {
-  return std::make_unique<torch_worker>(opt, device_of(place), offload_dir);
+std::unique_ptr<device_worker> make_worker(const optimizer_config& opt, const std::string& place) {
+  return std::make_unique<torch_worker>(opt, device_of(place));
 }
 
 }  // namespace dynapar::model

@@ -123,9 +123,6 @@ struct train_settings {
   // Where each device computes: device id -> "cuda:N", checked with model::check_place by
   // the caller; devices not listed compute on the CPU (docs/GPU.md).
   std::map<int, std::string> places;
-  // Where this process's devices keep Adam's moments between steps, in a file each
-  // (`--offload-optimizer`; model::fused_adam::offload_to); empty: in memory.
-  std::string offload_dir;
   // The job's `exact`. False: devices let autograd add their micro-batches in place (one
   // gradient list per holder, no tree) and the holders' sums are added in group order
   // (docs/RUNTIME.md); `--verify` then reports the drift.

@@ -84,7 +84,7 @@ int train_main(const train_options& o, const train_fn& how) {
                                         "(docs/CLUSTERS.md)"));
   if (auto st = check_compare(*prep, o); !st) return report(st.err());
   prep->settings.pipelined_control = !o.serial_control;
-  prep->settings.offload_dir = *offload;
+  prep->settings.optimizer.offload_dir = *offload;
   // --verify compares optimizer state too; a saved model needs the parameters; otherwise the
   // end needs each layer's hash only (the devices evaluated the test set).
   prep->settings.final_layers = o.verify ? training::train_settings::final_form::whole

@@ -204,9 +204,9 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
   // layers come in (own_data test: device 5 held a layer on its way to device 4 when layer 1
   // arrived, and the two did not fit its memory at once). A move is ready when its target
   // holds nothing still to be sent; layers whose moves are done are dropped between waves. A
-  // cycle (devices trading layers) leaves no move ready: one of its layers is staged (with
-  // its optimizer state, stage_layer) and dropped by its giver, which then has room for what it
-  // takes; the copy goes to its targets once the rest have moved (examples/jobs/
+  // cycle (devices trading layers) leaves no move ready: one of its layers is staged with its
+  // optimizer state (stage_layer) and dropped by its giver, which then has room for what it
+  // takes; the staged layer goes to its targets once the rest have moved (examples/jobs/
   // own_next_token.yaml: two edge devices swapping blocks, each with room for one, ended the
   // run out of memory when the cycle went at once).
   std::vector<planner::layer_move> waiting(diff.moves.begin(), diff.moves.end());

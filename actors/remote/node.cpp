@@ -154,7 +154,8 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
   if (!source) return source.err();
   auto m = model::layer_source::open(*source, w->seed);
   if (!m) return make_error(m.err().code, "the controller's model: " + m.err().message);
-  model::optimizer_config opt{w->optimizer, w->lr, w->momentum, w->weight_decay, w->nesterov, w->schedule, w->label_smoothing, 0, w->bf16};
+  model::optimizer_config opt{w->optimizer, w->lr, w->momentum, w->weight_decay, w->nesterov, w->schedule, w->label_smoothing, 0, w->bf16,
+                              cfg.offload_dir};
   if (auto st = model::check_optimizer(opt); !st) return make_error("refused", "the controller's optimizer: " + st.err().message);
   log->info("node '{}' joined {} with {} device(s) ({})", name, cfg.controller, w->devices.size(), w->model);
 
@@ -176,7 +177,6 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
   const auto colon = data.rfind(':');
   const std::string host = data.rfind("tcp://", 0) == 0 && colon > 6 ? data.substr(6, colon - 6) : "127.0.0.1";
   const auto layers = std::make_shared<const model::layer_source>(*m);  // for layers placed from checkpoint shards
-  opt.offload_dir = cfg.offload_dir;
   for (int id : w->devices) devices[id] = spawn_device(sys, {id, opt, 1.0, 0, cfg.place, host, 30, layers});
   if (!cfg.offload_dir.empty()) log->info("node '{}': Adam's moments kept in files in '{}' between steps", name, cfg.offload_dir);
   sh->live = static_cast<int>(devices.size());

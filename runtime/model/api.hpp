@@ -56,7 +56,7 @@ struct optimizer_config {
   // Not the job's but this process's (`--offload-optimizer`; never sent, not in a job's
   // fingerprint): Adam's moments kept between steps in a file in this directory
   // (fused_adam::offload_to); empty: in memory. The same bits either way.
-  std::string offload_dir;
+  std::string offload_dir{};
 };
 // Whether `o` names an optimizer make_optimizer builds; the error names the field.
 status check_optimizer(const optimizer_config& o);

@@ -107,7 +107,7 @@ result<prepared_job> prepare_job(const std::string& path, std::int64_t steps, co
   model::set_threads(job.threads);
   model::optimizer_config opt{job.optimizer, job.lr,       job.momentum,        job.weight_decay,
                               job.nesterov,  job.schedule, job.label_smoothing, job.clip_grad_norm,
-                              job.bf16,      {} /* offload_dir: the process's, not the job's */};
+                              job.bf16};
   const data::source& src = job.data;
   auto train = model::load_data(src, true);
   if (!train) return train.err();

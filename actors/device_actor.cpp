@@ -176,11 +176,6 @@ result<model::layer_copy> read_shard(const device_config& cfg, int layer, const 
   return cfg.layers->from_wire(layer, *w);
 }
 
-result<model::layer_copy> fresh_layer(const device_config& cfg, int layer) {
-  if (!cfg.layers) return make_error("bad_model", "device " + std::to_string(cfg.id) + " cannot build layer " + std::to_string(layer) + " (no model)");
-  return cfg.layers->fresh(layer);
-}
-
 wire::ops::shard_saved save_shard(device_state& s, int layer, const std::string& path) {
   if (!s.worker->holds(layer)) return {{}, 0, "device " + std::to_string(s.cfg.id) + " does not hold layer " + std::to_string(layer)};
   std::error_code ec;
@@ -197,9 +192,7 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
   self->state.worker = model::make_worker(self->state.cfg.optimizer, self->state.cfg.place);
   return {
       [=](hold_atom, int layer, const model::layer_copy& replica) -> caf::result<bool> {
-        auto built = replica ? model::layer_copy(replica) : fresh_layer(self->state.cfg, layer);  // null: the fresh layer, built here
-        if (!built) return caf::make_error(caf::sec::runtime_error, built.err().message);
-        if (auto oom = hold(self->state, layer, *built); !oom.empty()) return caf::make_error(caf::sec::runtime_error, oom);
+        if (auto oom = hold(self->state, layer, replica); !oom.empty()) return caf::make_error(caf::sec::runtime_error, oom);
         return true;
       },
       [=](hold_atom, int layer, const training::shard_file& f) -> caf::result<bool> {

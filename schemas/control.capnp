@@ -127,6 +127,7 @@ struct Welcome {
 struct TensorMeta {
   dtype @0 :UInt8;            # 0 float32, 1 float64, 2 int64, 3 int32, 4 uint8, 5 bfloat16
   shape @1 :List(Int64);
+  strides @2 :List(Int64);    # empty: row-major; else a view over its span of storage (protocol 27)
 }
 
 # What a stage does, in a step's program (runtime/schedule/schedule.hpp schedule::op).

@@ -27,7 +27,7 @@ comm::packet pack(const wire::device_call& c, const std::vector<model::tensor>& 
   for (const auto& t : tensors) {
     model::tensor_meta meta;
     p.blobs.push_back(model::to_blob(t, meta));
-    call.tensors.push_back({meta.dtype, meta.shape});
+    call.tensors.push_back({meta.dtype, meta.shape, meta.strides});
   }
   env.msg = std::move(call);
   p.header = wire::encode(env);
@@ -43,7 +43,7 @@ result<unpacked> unpack(const comm::packet& p) {
   for (const auto& b : p.blobs) sizes.push_back(b.size);
   if (auto st = wire::check_tensor_frames(call ? *call : wire::device_call{}, sizes); !st) return st.err();
   for (std::size_t i = 0; call && i < call->tensors.size(); ++i) {
-    auto t = model::from_blob({call->tensors[i].dtype, call->tensors[i].shape}, p.blobs[i]);
+    auto t = model::from_blob({call->tensors[i].dtype, call->tensors[i].shape, call->tensors[i].strides}, p.blobs[i]);
     if (!t) return make_error(t.err().code, "tensor " + std::to_string(i) + ": " + t.err().message);
     out.tensors.push_back(std::move(*t));
   }

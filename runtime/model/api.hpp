@@ -261,10 +261,13 @@ class reference {
 
 // Tensors between processes: a description (element type, shape) and the raw bytes as a
 // blob, both ways without a copy (the blob keeps the tensor alive; the received tensor keeps
-// the frame alive). Types: 0 float32, 1 float64, 2 int64, 3 int32, 4 uint8.
+// the frame alive). Types: 0 float32, 1 float64, 2 int64, 3 int32, 4 uint8, 5 bfloat16.
+// `strides` empty: the bytes are the tensor in row-major order; else a view with these
+// strides over the bytes (its span of storage: a transposed view stays transposed).
 struct tensor_meta {
   std::uint8_t dtype = 0;
   std::vector<std::int64_t> shape;
+  std::vector<std::int64_t> strides;
 };
 blob to_blob(const tensor& t, tensor_meta& meta);
 // Checks the type and that the bytes match the shape exactly.

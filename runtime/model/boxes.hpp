@@ -5,6 +5,7 @@
 #include <optional>
 
 #include <ATen/autocast_mode.h>
+#include <c10/util/strides.h>
 #include <torch/torch.h>
 
 #include <sstream>
@@ -209,6 +210,34 @@ inline void set_running(const torch::nn::Sequential& layer, const torch::Tensor*
 inline std::size_t sum_entries(const torch::nn::Sequential& layer) {
   const auto b = layer->buffers().size();
   return layer->parameters().size() + (b ? b + 1 : 0);
+}
+
+// A stage boundary hands a tensor on with the strides it has (docs/MODELS.md, "Layouts"):
+// the next op may round differently on another layout (a transposed view into a matmul, a
+// gradient summed over its batch), so a copy to another device or process keeps them.
+// The elements a strided layout reaches from its first: one past the farthest, 0 if empty.
+inline std::int64_t layout_extent(c10::IntArrayRef sizes, c10::IntArrayRef strides) {
+  std::int64_t far = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 0) return 0;
+    far += (sizes[i] - 1) * strides[i];
+  }
+  return far + 1;
+}
+// Whether `t` is laid out as a new tensor of its sizes would be (the wire's default).
+inline bool plain_layout(const torch::Tensor& t) {
+  const auto plain = c10::contiguous_strides(t.sizes());
+  return t.strides().equals(c10::IntArrayRef(plain.data(), plain.size()));
+}
+// The storage a strided tensor reads, as a flat contiguous tensor (no copy).
+inline torch::Tensor layout_span(const torch::Tensor& t) {
+  return t.as_strided({layout_extent(t.sizes(), t.strides())}, {1});
+}
+// `t` on `d`, with its strides: the span travels and is viewed again on arrival.
+inline torch::Tensor to_device_exact(const torch::Tensor& t, const torch::Device& d) {
+  if (t.device() == d) return t;
+  if (t.is_non_overlapping_and_dense()) return t.to(d);  // keeps its strides (preserve_format)
+  return layout_span(t).to(d).as_strided(t.sizes(), t.strides(), 0);
 }
 
 // A place ("cpu", "cuda:N") as a torch device; check_place (api.hpp) said it is usable.

@@ -12,10 +12,11 @@
 #include <string>
 
 #include "common/mapped_file.hpp"
+#include "model/offload.hpp"
 
 namespace dynapar::model {
 
-class fused_adam final : public torch::optim::Adam {
+class fused_adam final : public torch::optim::Adam, public state_in_file {
  public:
   using torch::optim::Adam::Adam;
   torch::Tensor step(LossClosure closure = nullptr) override;
@@ -29,7 +30,7 @@ class fused_adam final : public torch::optim::Adam {
   // come from elsewhere (a migration, a checkpoint) move into the file at the next step.
   void offload_to(std::string dir) { offload_dir_ = std::move(dir); }
   // Lets go of the moments' pages read since the step (a hash, a copy); a no-op in memory.
-  void release_state() const {
+  void release_state() const override {
     if (file_) file_->release_all();
   }
 

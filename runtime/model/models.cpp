@@ -404,10 +404,17 @@ status check_optimizer(const optimizer_config& o) {
 }
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tensor> params, const optimizer_config& o) {
-  if (o.kind == "sgd")
-    return std::make_unique<torch::optim::SGD>(
-        params, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay).nesterov(o.nesterov));
-  if (o.kind == "adamw") return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay));
+  if (o.kind == "sgd") {
+    const auto so = torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay).nesterov(o.nesterov);
+    // Plain SGD keeps no state: nothing to put in a file.
+    if (!o.offload_dir.empty() && o.momentum > 0) return std::make_unique<offloaded_sgd>(params, so, o.offload_dir);
+    return std::make_unique<torch::optim::SGD>(params, so);
+  }
+  if (o.kind == "adamw") {
+    const auto ao = torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay);
+    if (!o.offload_dir.empty()) return std::make_unique<offloaded_adamw>(params, ao, o.offload_dir);
+    return std::make_unique<torch::optim::AdamW>(params, ao);
+  }
   auto adam = std::make_unique<fused_adam>(params, torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
   if (!o.offload_dir.empty()) adam->offload_to(o.offload_dir);
   return adam;

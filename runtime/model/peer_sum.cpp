@@ -24,12 +24,20 @@ peer_sum::peer_sum(int rank, int holders, std::int64_t micro_batches, bool exact
 result<std::vector<chunk_send>> peer_sum::start(const std::vector<grad_part>& mine) {
   if (holders_ < 1 || rank_ < 0 || rank_ >= holders_) return make_error("bad_sum", "rank " + std::to_string(rank_) + " of " + std::to_string(holders_) + " holders");
   if (started_) return make_error("bad_sum", "the sum started twice");
-  if (mine.empty() || mine.front().grads.empty()) return make_error("bad_sum", "this holder has no partial sums of the layer");
-  for (const auto& p : mine)
+  if (mine.empty()) return make_error("bad_sum", "this holder has no partial sums of the layer");
+  for (const auto& p : mine) {
+    if (p.grads.size() != mine.front().grads.size()) return make_error("bad_sum", "partial sums of different lengths");
     for (const auto& g : p.grads)
       if (!g) return make_error("bad_sum", "a partial sum without its tensor");
+  }
   started_ = true;
   like_ = mine.front().grads;
+  // Layers without parameters or running statistics (Flatten, ReLU): every holder's sum is
+  // empty, known without a message (each holder runs the same layers of the same plan).
+  if (like_.empty()) {
+    gathered_ = holders_;
+    return std::vector<chunk_send>{};
+  }
   if (holders_ == 1) {  // nothing to send: the tree over this holder's parts as they are, no flat copy
     auto s = exact_ ? tree_sum(mine, micro_batches_) : holders_sum(mine);
     if (!s) return s.err();
@@ -65,6 +73,7 @@ result<std::vector<chunk_send>> peer_sum::start(const std::vector<grad_part>& mi
 
 result<std::vector<chunk_send>> peer_sum::take(chunk_msg m) {
   if (!started_) return make_error("bad_sum", "a message before the sum started");
+  if (like_.empty()) return make_error("bad_sum", "rank " + std::to_string(m.from) + " sent parts of a layer without gradients");
   if (m.from < 0 || m.from >= holders_ || m.from == rank_)
     return make_error("bad_sum", "a message from rank " + std::to_string(m.from) + " of " + std::to_string(holders_));
   const auto from = static_cast<std::size_t>(m.from);
@@ -103,7 +112,7 @@ result<std::vector<chunk_send>> peer_sum::reduce_own_chunk() {
 
 result<std::vector<tensor>> peer_sum::sum() const {
   if (!done()) return make_error("bad_sum", "the sum is not complete");
-  if (holders_ == 1) return single_;
+  if (holders_ == 1 || like_.empty()) return single_;
   std::vector<torch::Tensor> parts;
   const auto dev = like_.front()->t.device();
   for (const auto& c : chunks_) parts.push_back(c->t.reshape({-1}).to(dev));

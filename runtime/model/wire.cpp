@@ -23,11 +23,20 @@ tensor filled_tensor(std::int64_t n, float value) { return box(torch::full({n}, 
 
 blob to_blob(const tensor& t, tensor_meta& meta) {
   meta = {};
-  torch::Tensor c = t->t.to(torch::kCPU).contiguous();  // a GPU tensor travels from the host
+  const torch::Tensor& s = t->t;
   for (const auto& e : types)
-    if (e.type == c.scalar_type()) meta.dtype = e.code;
-  meta.shape = c.sizes().vec();
-  // The blob owns a handle on the (contiguous) storage: no copy unless it was strided.
+    if (e.type == s.scalar_type()) meta.dtype = e.code;
+  meta.shape = s.sizes().vec();
+  // A view travels as it is, its span of storage and its strides (boxes.hpp: layout_extent):
+  // the receiver's next op then rounds as the sender's would have (docs/MODELS.md, "Layouts").
+  torch::Tensor c;
+  if (plain_layout(s)) {
+    c = s.to(torch::kCPU).contiguous();  // a GPU tensor travels from the host
+  } else {
+    meta.strides = s.strides().vec();
+    c = layout_span(s).to(torch::kCPU).contiguous();
+  }
+  // The blob owns a handle on the (contiguous) storage: no copy unless it was on a GPU.
   auto owner = std::make_shared<torch::Tensor>(c);
   return blob{owner->data_ptr(), static_cast<std::size_t>(owner->nbytes()), owner};
 }
@@ -38,25 +47,37 @@ result<tensor> from_blob(const tensor_meta& meta, const blob& data) {
     if (e.code == meta.dtype) type = &e;
   if (!type) return make_error("bad_tensor", "unknown element type " + std::to_string(meta.dtype));
   if (meta.shape.size() > static_cast<std::size_t>(max_dims)) return make_error("bad_tensor", "more than 8 dimensions");
-  std::int64_t n = 1;
-  for (auto d : meta.shape) {
+  if (!meta.strides.empty() && meta.strides.size() != meta.shape.size())
+    return make_error("bad_tensor", std::to_string(meta.strides.size()) + " strides for " + std::to_string(meta.shape.size()) + " dimensions");
+  // The elements the frame holds: the shape's, or the span its strides reach.
+  std::int64_t n = 1, far = 0;
+  for (std::size_t i = 0; i < meta.shape.size(); ++i) {
+    const auto d = meta.shape[i];
     if (d < 0 || d > max_elements || (d > 0 && n > max_elements / d)) return make_error("bad_tensor", "shape out of range");
     n *= d;
+    if (meta.strides.empty()) continue;
+    const auto s = meta.strides[i];
+    if (s < 0 || s > max_elements) return make_error("bad_tensor", "stride out of range");
+    if (d > 0 && (d - 1 > 0 && s > (max_elements - far) / (d - 1))) return make_error("bad_tensor", "strides reach past 2^34 elements");
+    far += d > 0 ? (d - 1) * s : 0;
   }
-  const auto want = static_cast<std::size_t>(n) * c10::elementSize(type->type);
+  const std::int64_t stored = meta.strides.empty() || n == 0 ? n : far + 1;
+  const auto want = static_cast<std::size_t>(stored) * c10::elementSize(type->type);
   if (want != data.size)
     return make_error("bad_tensor", "shape needs " + std::to_string(want) + " bytes but the frame has " + std::to_string(data.size));
   if (n == 0) return box(torch::empty(meta.shape, type->type));
-  // Frames need not be aligned for the element type: copy those that are not.
-  if (reinterpret_cast<std::uintptr_t>(data.data) % c10::elementSize(type->type) != 0) {
-    auto t = torch::empty(meta.shape, type->type);
-    std::memcpy(t.data_ptr(), data.data, want);
-    return box(t);
-  }
-  auto keep = data.owner;
-  auto t = torch::from_blob(const_cast<void*>(data.data), meta.shape, [keep](void*) mutable { keep.reset(); },
+  const auto flat = [&]() -> torch::Tensor {
+    // Frames need not be aligned for the element type: copy those that are not.
+    if (reinterpret_cast<std::uintptr_t>(data.data) % c10::elementSize(type->type) != 0) {
+      auto t = torch::empty({stored}, type->type);
+      std::memcpy(t.data_ptr(), data.data, want);
+      return t;
+    }
+    auto keep = data.owner;
+    return torch::from_blob(const_cast<void*>(data.data), {stored}, [keep](void*) mutable { keep.reset(); },
                             torch::TensorOptions().dtype(type->type));
-  return box(t);
+  }();
+  return box(meta.strides.empty() ? flat.view(meta.shape) : flat.as_strided(meta.shape, meta.strides, 0));
 }
 
 layer_wire to_wire(const layer_copy& l) {

@@ -111,9 +111,16 @@ class torch_worker final : public device_worker {
       if (!holds(l)) return make_error("not_held", "forward of layer " + std::to_string(l) + " on a device that does not hold it");
     if (!input) return make_error("bad_tensor", "forward of micro-batch " + std::to_string(micro) + " without an input");
     return guarded("forward", [&]() -> result<tensor> {
-      torch::Tensor x = input->t.to(device_);
-      // A later stage's input is a leaf of this device's graph: its gradient goes upstream.
-      if (lo > 0) x = x.detach().requires_grad_(true);
+      torch::Tensor x = to_device_exact(input->t, device_);
+      // A later stage's input is a leaf of this device's graph: its gradient goes upstream as
+      // autograd summed it over the input's uses, layout and all, before the leaf's own
+      // accumulation would copy it into the input's layout (docs/MODELS.md, "Layouts"): the
+      // previous stage's backward then gets what it would have got in one graph.
+      auto grad_in = std::make_shared<torch::Tensor>();
+      if (lo > 0) {
+        x = x.detach().requires_grad_(true);
+        x.register_hook([grad_in](const torch::Tensor& g) { *grad_in = g; });
+      }
       torch::Tensor y = x;
       set_draws(step_, first_micro_ + micro);
       std::map<int, std::vector<torch::Tensor>> running;
@@ -123,7 +130,7 @@ class torch_worker final : public device_worker {
         y = h.module->forward(y);
         if (!h.start.empty()) running[l] = take_running(h.module, h.start);
       }
-      kept_[micro] = {x, y, lo, hi, std::move(running)};
+      kept_[micro] = {x, y, std::move(grad_in), lo, hi, std::move(running)};
       return box(y.detach());
     }, /*wait=*/false);
   }
@@ -135,7 +142,7 @@ class torch_worker final : public device_worker {
     return guarded("backward", [&]() -> result<tensor> {
       // A first stage of parameterless layers (Flatten, ReLU, pooling) has no graph: its
       // output does not require grad, and there is nothing to differentiate.
-      if (it->second.output.requires_grad()) it->second.output.backward(grad_output->t.to(device_));
+      if (it->second.output.requires_grad()) it->second.output.backward(to_device_exact(grad_output->t, device_));
       return finish(micro, it);
     });
   }
@@ -161,7 +168,7 @@ class torch_worker final : public device_worker {
     if (!input) return make_error("bad_tensor", "evaluation without an input");
     return guarded("evaluation", [&]() -> result<tensor> {
       torch::NoGradGuard no_grad;
-      torch::Tensor y = input->t.to(device_);
+      torch::Tensor y = to_device_exact(input->t, device_);
       for (int l = lo; l < hi; ++l) {
         auto& module = layers_[l].module;
         module->eval();
@@ -255,6 +262,7 @@ class torch_worker final : public device_worker {
   };
   struct kept_activation {
     torch::Tensor input, output;
+    std::shared_ptr<torch::Tensor> grad_in;  // the input's gradient as its hook saw it
     int lo, hi;
     std::map<int, std::vector<torch::Tensor>> running;  // by layer: this micro-batch's contribution
   };
@@ -282,13 +290,14 @@ class torch_worker final : public device_worker {
   // Moments kept in a file (optimizer_config::offload_dir) that a hash or a copy read: out of
   // the resident set again.
   static void release(const held& h) {
-    if (const auto* adam = dynamic_cast<const fused_adam*>(h.optimizer.get())) adam->release_state();
+    if (const auto* f = dynamic_cast<const state_in_file*>(h.optimizer.get())) f->release_state();
   }
 
   result<tensor> finish(int micro, std::map<int, kept_activation>::iterator it) {
     const auto& input = it->second.input;
     // An input the stage's output does not depend on differentiably has a zero gradient.
-    torch::Tensor g = it->second.lo == 0 ? torch::Tensor() : input.grad().defined() ? input.grad() : torch::zeros_like(input);
+    const auto& got = *it->second.grad_in;
+    torch::Tensor g = it->second.lo == 0 ? torch::Tensor() : got.defined() ? got : torch::zeros_like(input);
     // Take this micro-batch's parameter gradients out (no copy), so the next starts at zero,
     // and merge them into the layer's partial sums (in place: they are this worker's own).
     for (int l = it->second.lo; l < it->second.hi; ++l) {

@@ -49,6 +49,7 @@ void write_call(schema::DeviceCall::Builder c, const device_call& m) {
   for (std::size_t i = 0; i < m.tensors.size(); ++i) {
     ts[static_cast<unsigned>(i)].setDtype(m.tensors[i].dtype);
     set_ints(ts[static_cast<unsigned>(i)].initShape(n(m.tensors[i].shape)), m.tensors[i].shape);
+    if (!m.tensors[i].strides.empty()) set_ints(ts[static_cast<unsigned>(i)].initStrides(n(m.tensors[i].strides)), m.tensors[i].strides);
   }
   auto o = c.initOp();
   std::visit(overloaded{
@@ -411,6 +412,8 @@ device_call read_call(schema::DeviceCall::Reader r, const decode_limits& lim) {
     tm.dtype = t.getDtype();
     check_list(t.getShape(), lim, "call.tensors.shape");
     for (auto v : t.getShape()) tm.shape.push_back(v);
+    check_list(t.getStrides(), lim, "call.tensors.strides");
+    for (auto v : t.getStrides()) tm.strides.push_back(v);
     m.tensors.push_back(std::move(tm));
   }
   m.op = read_op(r.getOp(), lim);

@@ -30,7 +30,7 @@ namespace dynapar::wire {
 // job's data loads too (Heartbeat.dataHash covers both splits).
 // 26: checkpoints in shards, each written by a holder (saveShard) and read by the device it
 // is placed on (Hold.shard).
-inline constexpr std::uint16_t protocol_version = 26;
+inline constexpr std::uint16_t protocol_version = 27;
 
 struct join_msg {
   std::string node;

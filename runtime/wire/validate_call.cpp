@@ -38,6 +38,11 @@ status check_tensors(const device_call& m) {
     if (m.tensors[i].shape.size() > 8) return bad(where + ".shape", "has more than 8 dimensions");
     for (auto d : m.tensors[i].shape)
       if (d < 0) return bad(where + ".shape", "has a negative size");
+    if (!m.tensors[i].strides.empty() && m.tensors[i].strides.size() != m.tensors[i].shape.size())
+      return bad(where + ".strides", "has " + std::to_string(m.tensors[i].strides.size()) + " strides for " +
+                                         std::to_string(m.tensors[i].shape.size()) + " dimensions");
+    for (auto s : m.tensors[i].strides)
+      if (s < 0) return bad(where + ".strides", "has a negative stride");
   }
   return ok_status();
 }
@@ -192,11 +197,18 @@ status check_tensor_frames(const device_call& c, const std::vector<std::size_t>&
                                        std::to_string(frame_bytes.size()) + " data frames");
   if (auto st = check_tensors(c); !st) return st;
   for (std::size_t i = 0; i < c.tensors.size(); ++i) {
-    std::int64_t n = 1;
-    for (auto d : c.tensors[i].shape) {
+    const auto& t = c.tensors[i];
+    std::int64_t n = 1, far = 0;
+    for (std::size_t k = 0; k < t.shape.size(); ++k) {
+      const auto d = t.shape[k];
       if (d > 0 && n > max_elements / d) return bad("call.tensors[" + std::to_string(i) + "].shape", "has more than 2^34 elements");
       n *= d;
+      if (t.strides.empty() || d <= 1) continue;
+      if (t.strides[k] > (max_elements - far) / (d - 1)) return bad("call.tensors[" + std::to_string(i) + "].strides", "reach past 2^34 elements");
+      far += (d - 1) * t.strides[k];
     }
+    // A view's frame holds the span its strides reach (model::tensor_meta).
+    if (!t.strides.empty() && n > 0) n = far + 1;
     const auto want = static_cast<std::size_t>(n) * element_bytes[c.tensors[i].dtype];
     if (want != frame_bytes[i])
       return make_error("malformed", "tensor " + std::to_string(i) + ": its shape needs " + std::to_string(want) +

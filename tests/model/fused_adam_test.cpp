@@ -244,3 +244,59 @@ TEST_CASE("fused Adam refuses a place for its moments that is no directory, nami
   REQUIRE_FALSE(dynapar::check_mapped_dir("/nonexistent/dynapar"));
   REQUIRE_FALSE(dynapar::check_mapped_dir("/proc/self/status"));
 }
+
+TEST_CASE("AdamW and SGD with momentum keep their state in a file with the bits of state in memory", "[offload]") {
+  // Through make_optimizer, as a device makes its optimizer; LibTorch's own optimizers in memory
+  // are the reference.
+  for (const std::string kind : {"adamw", "sgd"}) {
+    INFO(kind);
+    temp_dir dir;
+    optimizer_config mem_cfg;
+    mem_cfg.kind = kind;
+    mem_cfg.lr = 1e-2;
+    mem_cfg.momentum = 0.9;
+    mem_cfg.weight_decay = 0.01;
+    auto file_cfg = mem_cfg;
+    file_cfg.offload_dir = dir.path;
+    auto mem = parameters(5), off = parameters(5);
+    for (auto& p : mem) p.requires_grad_(true);
+    for (auto& p : off) p.requires_grad_(true);
+    auto in_memory = make_optimizer(mem, mem_cfg), in_file = make_optimizer(off, file_cfg);
+    auto* file = dynamic_cast<state_in_file*>(in_file.get());
+    REQUIRE(file != nullptr);
+    REQUIRE(dynamic_cast<state_in_file*>(in_memory.get()) == nullptr);
+    const auto state = [](torch::optim::Optimizer& o, const torch::Tensor& p) {
+      std::vector<torch::Tensor> out;
+      auto& s = *o.state().at(state_key(p));
+      if (auto* a = dynamic_cast<torch::optim::AdamWParamState*>(&s)) out = {a->exp_avg(), a->exp_avg_sq()};
+      if (auto* g = dynamic_cast<torch::optim::SGDParamState*>(&s)) out = {g->momentum_buffer()};
+      return out;
+    };
+    torch::manual_seed(8);
+    for (int s = 0; s < 4; ++s) {
+      std::vector<torch::Tensor> sums;
+      for (auto& p : mem) sums.push_back(torch::randn_like(p) * (s + 1));
+      if (s == 2) {  // state from elsewhere (a migration): into the file at the next step
+        auto& st = *in_file->state().at(state_key(off[2]));
+        if (auto* a = dynamic_cast<torch::optim::AdamWParamState*>(&st)) a->exp_avg(a->exp_avg().clone());
+        if (auto* g = dynamic_cast<torch::optim::SGDParamState*>(&st)) g->momentum_buffer(g->momentum_buffer().clone());
+      }
+      step_on_sums(*in_memory, mem, sums, 4);
+      step_on_sums(*in_file, off, sums, 4);
+      for (std::size_t i = 0; i < mem.size(); ++i) {
+        INFO("step " << s << ", parameter " << i);
+        REQUIRE(torch::equal(mem[i], off[i]));
+        const auto a = state(*in_memory, mem[i]), b = state(*in_file, off[i]);
+        REQUIRE(a.size() == b.size());
+        REQUIRE_FALSE(b.empty());
+        for (std::size_t k = 0; k < a.size(); ++k) REQUIRE(torch::equal(a[k], b[k]));
+      }
+    }
+    // In the file's mapping (a heap page would stay resident), let go of, its values kept.
+    const auto big = state(*in_file, off[3]).front();
+    const auto kept = big.clone();
+    file->release_state();
+    REQUIRE(mapping_rss_kb(big.data_ptr()) == 0);
+    REQUIRE(torch::equal(big, kept));
+  }
+}

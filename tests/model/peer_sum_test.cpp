@@ -134,6 +134,25 @@ TEST_CASE("peer_sum refuses messages out of turn, twice, or from no holder", "[m
   CHECK(none.err().message.find("no partial sums") != std::string::npos);
 }
 
+TEST_CASE("a layer without parameters is summed by every holder at once, with no message", "[model][peer_sum]") {
+  // A stage of Flatten or ReLU alone over node processes: each holder's parts have no tensors.
+  std::vector<grad_part> none{{0, 0, {}}, {0, 1, {}}};
+  peer_sum a(0, 3, 2, true), c(2, 3, 2, true);
+  for (auto* h : {&a, &c}) {
+    auto out = h->start(none);
+    REQUIRE(out);
+    CHECK(out->empty());
+    REQUIRE(h->done());
+    auto s = h->sum();
+    REQUIRE(s);
+    CHECK(s->empty());
+  }
+  std::mt19937 rng(4);
+  auto stray = a.take(chunk_msg{false, 1, {grad_part{0, 0, {grads_of(rng).front()}}}});
+  REQUIRE_FALSE(stray);
+  CHECK(stray.err().message.find("without gradients") != std::string::npos);
+}
+
 TEST_CASE("a bucket of layers summed as one gives each layer its own tree_sum's bits", "[model][peer_sum]") {
   std::mt19937 rng(19);
   const std::int64_t n = 6;

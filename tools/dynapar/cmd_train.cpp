@@ -85,6 +85,10 @@ int train_main(const train_options& o, const train_fn& how) {
   if (auto st = check_compare(*prep, o); !st) return report(st.err());
   prep->settings.pipelined_control = !o.serial_control;
   prep->settings.optimizer.offload_dir = *offload;
+  for (const auto& [id, place] : prep->job.cluster.places)
+    if (!offload->empty() && place != "cpu")
+      return report(make_error("bad_flag", "--offload-optimizer keeps optimizer state in host files; device " + std::to_string(id) +
+                                               " computes on " + place + " (a GPU's state stays in its memory)"));
   // --verify compares optimizer state too; a saved model needs the parameters; otherwise the
   // end needs each layer's hash only (the devices evaluated the test set).
   prep->settings.final_layers = o.verify ? training::train_settings::final_form::whole

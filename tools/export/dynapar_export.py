@@ -18,6 +18,7 @@ where), several tensors alive across a cut (no cut is made there: those parts st
 segment), and weights shared by two segments (tied weights: the segments between are merged).
 """
 import argparse
+import functools
 import warnings
 import importlib
 import importlib.util
@@ -226,6 +227,72 @@ def segment_name(root, seg, units, pos, k, count):
     return base.replace(".", "_").replace("+", "_")
 
 
+def gradients(params, x, run, weights):
+    """The input's and each parameter's gradient of (run(x) * weights).sum()."""
+    for p in params:
+        p.grad = None
+    x = x.clone().requires_grad_(True)
+    (run(x) * weights).sum().backward()
+    return [x.grad] + [p.grad for p in params]
+
+
+def run_cut(segments, x):
+    """The chain as a pipeline cut at every boundary runs it: each segment's input a leaf of
+    its own graph, its gradient taken as autograd summed it (a hook, before the leaf's own
+    accumulation) and handed to the previous segment's backward, layout and all."""
+    class Cut(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.graphs = []
+            y = x
+            for seg in segments:
+                leaf = y.detach().requires_grad_(y is not x or x.requires_grad)
+                got = []
+                if leaf.requires_grad:
+                    leaf.register_hook(got.append)
+                with torch.enable_grad():
+                    out = seg(leaf)
+                ctx.graphs.append((leaf, out, got))
+                y = out.detach()
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            for leaf, out, got in reversed(ctx.graphs):
+                if out.requires_grad:
+                    out.backward(g)
+                g = got[0] if got else (torch.zeros_like(leaf) if leaf.requires_grad else None)
+            return g
+    return Cut.apply(x)
+
+
+def check_gradients(model, chain, example, seed):
+    """The chain's backward must be the model's, bit for bit: in one graph (one device) and cut
+    at every boundary (a pipeline), the input's and every parameter's gradient. A chain whose
+    gradients differ would train other weights than the model: refused."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    names = {id(p): n for n, p in model.named_parameters()}
+    segments = list(chain.values())
+    weights = torch.randn(model(example.clone()).shape, generator=torch.Generator().manual_seed(seed + 1))
+
+    def seeded(f):
+        def run(x):
+            torch.manual_seed(seed)
+            return f(x)
+        return run
+
+    want = gradients(params, example, seeded(model), weights)
+    for how, run in (("in one graph", seeded(lambda x: functools.reduce(lambda y, s: s(y), segments, x))),
+                     ("cut at every boundary", seeded(lambda x: run_cut(segments, x)))):
+        got = gradients(params, example, run, weights)
+        for i, (a, b) in enumerate(zip(want, got)):
+            what = "the input's gradient" if i == 0 else f"the gradient of '{names.get(id(params[i - 1]), '?')}'"
+            if (a is None) != (b is None) or (a is not None and not torch.equal(a, b)):
+                raise ExportError(f"the chain's backward {how} differs from the model's: {what}")
+    for p in params:
+        p.grad = None
+
+
 def describe(t):
     return "x".join(str(d) for d in t.shape)
 
@@ -292,6 +359,10 @@ def main(argv=None):
                 break
         rows.append((name, params, "x".join(str(d) for d in out_meta.shape) if out_meta is not None else "?"))
     top = torch.jit.script(nn.Sequential(chain))
+    # The checks run the model: its running statistics (BatchNorm's) go back as they were.
+    kept = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    # dynapar runs TorchScript unoptimised (runtime/model/scripted.cpp): so do the checks.
+    torch._C._set_graph_executor_optimize(False)
     # The chain must compute the model's forward: the same bits in training mode (dropout
     # drawn in the same order) and in evaluation mode.
     worst = 0.0
@@ -310,6 +381,11 @@ def main(argv=None):
     top.train()
     if worst > 1e-6:
         raise ExportError(f"the chain differs from the model's forward (largest relative difference {worst:.3g})")
+    if worst == 0:
+        check_gradients(model, chain, example, args.seed)
+    with torch.no_grad():
+        for k, v in model.state_dict().items():
+            v.copy_(kept[k])
     # Class scores [batch, classes], or a language model's [batch, positions, vocab] (a score
     # for every position's next token: loss next_token).
     if want.dim() != 2 and not (want.dim() == 3 and args.vocab > 0):

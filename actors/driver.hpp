@@ -176,7 +176,9 @@ class driver {
   // nothing being due between them (the run loop's work before a step would then find
   // nothing to do).
   bool may_start_early(std::int64_t next) const;
-  status check_replicas(std::int64_t t);
+  // Every replica's hash of every layer; those on one place must agree. `all`: where each
+  // replica's hash goes, by layer (the end's check, for --verify).
+  status check_replicas(std::int64_t t, std::vector<std::vector<training::train_outcome::replica_hash>>* all = nullptr);
   // One copy of each layer from its first holder, waiting at most `wait`.
   void request_layers(std::vector<model::layer_copy>& out, std::chrono::milliseconds wait, const char* what);
   // Each layer's first holder writes its checkpoint shard into `dir`. False: a shard was not

@@ -262,7 +262,7 @@ void driver::strike(const sim::fault& f, const char* source, std::int64_t t, std
 // Replicas of a layer must stay bit-identical (FORMULATION invariant 3) among devices on
 // the same place: a CPU's and a GPU's optimizer round differently, so across places
 // replicas agree only to rounding (docs/GPU.md; --verify measures how far).
-status driver::check_replicas(std::int64_t t) {
+status driver::check_replicas(std::int64_t t, std::vector<std::vector<training::train_outcome::replica_hash>>* all) {
   using handle = decltype(self_->request(device_handle{}, timeout_, hash_atom::value, 0));
   const auto started = clock::now();
   const char* what = "the replica check";
@@ -275,6 +275,10 @@ status driver::check_replicas(std::int64_t t) {
   for (auto& [l, id, h] : asked)
     h.receive(
         [&, l = l, id = id](std::uint64_t v) {
+          if (all) {
+            if (all->size() <= static_cast<std::size_t>(l)) all->resize(static_cast<std::size_t>(l) + 1);
+            (*all)[static_cast<std::size_t>(l)].push_back({id, place_of(id), v});
+          }
           const auto [it, fresh] = first.emplace(std::make_pair(l, place_of(id)), v);
           if (!fresh && it->second != v && differ.empty())
             differ = "replicas of layer " + std::to_string(l) + " (" + model::layer_name(m_, l) + ") differ after step " +

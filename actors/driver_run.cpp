@@ -69,6 +69,10 @@ status driver::finish_run(std::int64_t steps) {
     if (!metric) return metric.err();
     out_.test_metric = *metric;
   }
+  // The final replica check, whatever hash_every is: a replica that diverged after the last
+  // periodic check is caught before the run reports its layers.
+  out_.replica_hashes.clear();
+  if (auto st = check_replicas(steps - 1, &out_.replica_hashes); !st) return st;
   out_.final_layers.clear();
   out_.final_hashes.clear();
   collect_layers(out_.final_layers, out_.final_hashes, s_.final_layers, timeout_, "collecting the trained layers");

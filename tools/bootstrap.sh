@@ -59,7 +59,7 @@ build() {  # extra arguments go to cmake
 }
 
 install_packages
-if [[ $mode == test ]]; then build -DDYNAPAR_FUZZ=ON; else build; fi
+if [[ $mode == test ]]; then build -DDYNAPAR_FUZZ=ON -DDYNAPAR_WERROR=ON; else build; fi
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 case "$mode" in
   demo)

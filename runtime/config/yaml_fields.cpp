@@ -1,6 +1,7 @@
 #include "config/yaml_fields.hpp"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -91,6 +92,8 @@ std::string fields::text(const char* key) const {
 std::string fields::text(const char* key, const std::string& fallback) const { return has(key) ? text(key) : fallback; }
 
 result<YAML::Node> load_yaml_file(const std::string& file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) return make_error("io", "'" + file + "' is a directory, not a YAML file");
   std::ifstream in(file);
   if (!in) return make_error("io", "cannot open '" + file + "'");
   try {
@@ -98,6 +101,8 @@ result<YAML::Node> load_yaml_file(const std::string& file) {
   } catch (const YAML::ParserException& e) {
     return make_error("bad_yaml", file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
                                       ": " + e.msg);
+  } catch (const std::exception& e) {  // a read that fails midway (a device, a vanished file)
+    return make_error("io", "cannot read '" + file + "': " + e.what());
   }
 }
 

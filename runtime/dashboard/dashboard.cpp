@@ -118,7 +118,8 @@ nlohmann::json at(const nlohmann::json& s, const char* key) { return s.is_object
 std::string prometheus_text(const nlohmann::json& s) {
   std::ostringstream os;
   metric(os, "dynapar_step", "Steps done", "gauge", at(s, "step"));
-  metric(os, "dynapar_steps_total", "Steps of the job", "gauge", at(s, "steps"));
+  // A gauge, so not _total (Prometheus keeps that suffix for counters; promtool checks it).
+  metric(os, "dynapar_job_steps", "Steps of the job", "gauge", at(s, "steps"));
   metric(os, "dynapar_step_time_seconds", "Last step's wall time", "gauge", at(s, "step_time_s"));
   metric(os, "dynapar_samples_per_second", "Recent training throughput", "gauge", at(s, "samples_per_s"));
   metric(os, "dynapar_loss", "Recent mean training loss", "gauge", at(s, "loss"));

@@ -15,6 +15,18 @@
 namespace dynapar::model {
 namespace {
 
+// What LibTorch says, without the C++ frames it appends (c10::Error's backtrace) and cut at
+// its first line: a user's error names the file and the problem, not LibTorch's call stack.
+std::string said(const std::exception& e) {
+  const auto* c = dynamic_cast<const c10::Error*>(&e);
+  std::string m = c ? c->what_without_backtrace() : e.what();
+  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+  // The TorchScript interpreter's own traceback ends with the error it caught.
+  if (m.rfind("The following operation failed", 0) == 0) m = m.substr(m.rfind('\n') + 1);
+  if (const auto nl = m.find('\n'); nl != std::string::npos) m.resize(nl);
+  return m;
+}
+
 const std::string exporter = "export it with tools/export/dynapar_export.py (docs/MODELS.md), which cuts a model's graph into such a chain";
 
 thread_local std::int64_t draw_step = -1, draw_micro = -1;
@@ -195,7 +207,7 @@ status save_torchscript(const std::string& source, const std::vector<std::string
     top.save(path, extra);
     return ok_status();
   } catch (const std::exception& e) {
-    return make_error("io", "cannot write the trained model to '" + path + "': " + e.what());
+    return make_error("io", "cannot write the trained model to '" + path + "': " + said(e));
   }
 }
 
@@ -219,7 +231,8 @@ result<std::shared_ptr<const model_chain>> load_torchscript(const std::string& p
   try {
     top = torch::jit::load(path, c10::nullopt, extra);
   } catch (const std::exception& e) {
-    return make_error("bad_model", path + ": not a loadable TorchScript module: " + e.what());
+    return make_error("bad_model", path + ": not a TorchScript module (expected a file of torch.jit.save, such as " +
+                                       "tools/export/dynapar_export.py writes): " + said(e));
   }
   // The sample's shape and the classes: the exporter writes them; a hand-made file is taken
   // as images of 1x28x28 (Fashion-MNIST).
@@ -278,7 +291,7 @@ result<std::shared_ptr<const model_chain>> load_torchscript(const std::string& p
       if (!r.isTensor()) return refuse("its forward does not return one tensor");
       want = r.toTensor();
     } catch (const std::exception& e) {
-      return refuse("its forward fails on a sample of " + shape_of(batch) + ": " + e.what());
+      return refuse("its forward fails on a sample of " + shape_of(batch) + ": " + said(e));
     }
     torch::manual_seed(seed + 1);
     got = x.clone();
@@ -291,7 +304,7 @@ result<std::shared_ptr<const model_chain>> load_torchscript(const std::string& p
         if (!r.isTensor()) return refuse("child '" + names[k] + "' does not return one tensor");
         got = r.toTensor();
       } catch (const std::exception& e) {
-        return refuse("child '" + names[k] + "' fails as a pipeline stage (its input a leaf that requires grad): " + e.what());
+        return refuse("child '" + names[k] + "' fails as a pipeline stage (its input a leaf that requires grad): " + said(e));
       }
       const auto before = children[k].named_buffers(/*recurse=*/true);
       for (const auto& b : child.named_buffers(/*recurse=*/true))
@@ -303,7 +316,7 @@ result<std::shared_ptr<const model_chain>> load_torchscript(const std::string& p
           }
     }
   } catch (const std::exception& e) {
-    return refuse(std::string("cannot run it: ") + e.what());
+    return refuse(std::string("cannot run it: ") + said(e));
   }
   if (!got.sizes().equals(want.sizes()) || !torch::equal(got.detach(), want.detach()))
     return refuse("running its children in order gives other numbers than its forward");

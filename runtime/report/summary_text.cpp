@@ -50,8 +50,8 @@ std::string human_summary(const json& s, const std::string& out_dir) {
   if (s.contains("compare") && s["compare"].is_array() && !s["compare"].empty()) {
     const auto& c = s["compare"];
     // Step 0 (start-up) is not in the means (cmd_train.cpp, compare_policies).
-    const int steps = c[0].value("steps", 0);
-    out += "  side by side, steps " + std::string(steps > 1 ? "1" : "0") + "-" + std::to_string(steps - 1) +
+    const int compared = c[0].value("steps", 0);
+    out += "  side by side, steps " + std::string(compared > 1 ? "1" : "0") + "-" + std::to_string(compared - 1) +
            " on the same devices (" + fmt("%.1f", 1e3 * c[0].value("this_run_mean_step_time_s", 0.0)) + " ms a step here):";
     for (std::size_t i = 0; i < c.size(); ++i) {
       const double speedup = c[i].value("speedup", 0.0);

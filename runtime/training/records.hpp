@@ -92,6 +92,14 @@ struct train_outcome {
   // final_hashes: each layer's whole state hashed (model::state_hashes), where it was.
   std::vector<model::layer_copy> final_layers;
   std::vector<std::uint64_t> final_hashes;
+  // Every replica of every layer at the end, whatever hash_every is (the final replica
+  // check): by layer, each holder's whole state hashed where it is.
+  struct replica_hash {
+    int device = -1;
+    std::string place;
+    std::uint64_t hash = 0;
+  };
+  std::vector<std::vector<replica_hash>> replica_hashes;
   std::optional<double> test_metric;  // of train_settings::test_set after the last step
   int hash_checks = 0;
   data::ledger_report ledger;

@@ -8,7 +8,8 @@
 
 namespace dynapar::training {
 
-reference_check check_against_reference(const prepared_job& p, std::int64_t steps, const std::vector<model::layer_copy>& trained) {
+reference_check check_against_reference(const prepared_job& p, std::int64_t steps, const std::vector<model::layer_copy>& trained,
+                                        const std::vector<std::vector<train_outcome::replica_hash>>& replicas) {
   model::reference ref(*p.model, p.settings.optimizer, p.reference_place);
   data::global_sampler sampler(p.train_set.size(), p.settings.batch, p.job.seed);
   const int micro = p.job.exact ? p.job.cluster.planner.micro_batch : 0;
@@ -17,6 +18,18 @@ reference_check check_against_reference(const prepared_job& p, std::int64_t step
   out.max_rel_diff = model::max_rel_diff(trained, ref.layers());
   out.reference_accuracy = model::accuracy(ref.layers(), p.test_set);
   out.tolerance = p.job.verify_tolerance;
+  // Bits are promised on the reference's place only, and only where no tolerance is allowed.
+  if (p.job.exact && out.tolerance == 0) {
+    const auto want = model::state_hashes(ref.layers());
+    for (std::size_t l = 0; l < replicas.size() && l < want.size(); ++l)
+      for (const auto& r : replicas[l]) {
+        if (r.place != p.reference_place) continue;
+        ++out.replicas_checked;
+        if (r.hash != want[l])
+          out.replicas_differing.push_back("layer " + std::to_string(l) + " (" + model::layer_name(*p.model, static_cast<int>(l)) +
+                                           ") on device " + std::to_string(r.device));
+      }
+  }
   return out;
 }
 

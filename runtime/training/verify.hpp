@@ -15,14 +15,22 @@ struct reference_check {
   double max_rel_diff = 0;       // the run's parameters against the plain device's (max relative)
   double reference_accuracy = 0; // the plain device's on the job's test set
   double tolerance = 0;          // the job's verify_tolerance
+  // Every replica on the reference's place, each whole state's hash against the plain
+  // device's (an exact job with no tolerance): how many were compared, and those that differ
+  // ("layer L (NAME) on device D").
+  int replicas_checked = 0;
+  std::vector<std::string> replicas_differing;
   // NaN compares false: a run that diverged to NaN fails.
-  bool verified() const { return max_rel_diff <= tolerance; }
+  bool verified() const { return max_rel_diff <= tolerance && replicas_differing.empty(); }
 };
 
 // The job's first `steps` steps on one plain device (model::reference) on the job's reference
 // place: the same samples in the same order and, for an exact job, the same fixed
 // micro-batches every group accumulates over.
-reference_check check_against_reference(const prepared_job& p, std::int64_t steps, const std::vector<model::layer_copy>& trained);
+// `trained`: one replica of each layer, compared value by value; `replicas`: every replica's
+// hash (train_outcome::replica_hashes).
+reference_check check_against_reference(const prepared_job& p, std::int64_t steps, const std::vector<model::layer_copy>& trained,
+                                        const std::vector<std::vector<train_outcome::replica_hash>>& replicas = {});
 
 // --verify-against DIR: a model too large for one device is checked against a second run of
 // the same job under another plan instead. Every run writes OUT/layer_hashes.json: the job's

@@ -244,12 +244,14 @@ int train_main(const train_options& o, const train_fn& how) {
   training::reference_check check;
   if (o.verify) {
     log->info("verify: the same {} steps on one plain device, computing on {}", steps, prep->reference_place);
-    check = training::check_against_reference(*prep, steps, outcome->final_layers);
+    check = training::check_against_reference(*prep, steps, outcome->final_layers, outcome->replica_hashes);
     // JSON has no infinity or NaN: a difference without bound is written as "inf" or "nan".
     const double d = check.max_rel_diff;
     summary["reference_max_rel_diff"] = std::isfinite(d) ? json(d) : json(std::isnan(d) ? "nan" : "inf");
     summary[std::string("reference_test_") + model::metric_name(test_set)] = check.reference_accuracy;
     summary["verify_tolerance"] = check.tolerance;
+    summary["replicas_verified"] = check.replicas_checked;
+    summary["replicas_differing"] = check.replicas_differing;
     summary["verified"] = check.verified();
   }
   const auto hashes = training::layer_hashes_json(*prep, steps, outcome->final_hashes);
@@ -273,13 +275,19 @@ int train_main(const train_options& o, const train_fn& how) {
   if (!against.is_null())
     std::cerr << "dynapar: verify ok: all " << hashes["layers"].size() << " layers bit for bit those of the run in '" << o.verify_against
               << "' (parameters, buffers, optimizer state)\n";
+  if (o.verify && !check.replicas_differing.empty()) {
+    std::cerr << "dynapar: verify FAILED: " << check.replicas_differing.size() << " of " << check.replicas_checked
+              << " replicas differ from one plain device (the first: " << check.replicas_differing.front() << ")\n";
+    return exit_mismatch;
+  }
   if (o.verify && !check.verified()) {
     std::cerr << "dynapar: verify FAILED: the run differs from one plain device by " << check.max_rel_diff
               << " (max relative), over the job's tolerance " << check.tolerance << "\n";
     return exit_mismatch;
   }
   if (o.verify && check.max_rel_diff == 0)
-    std::cerr << "dynapar: verify ok: the same as one plain device (max relative difference 0)\n";
+    std::cerr << "dynapar: verify ok: the same as one plain device (max relative difference 0; " << check.replicas_checked
+              << " replicas' whole states hashed)\n";
   else if (o.verify)  // an exact job with a tolerance, or an inexact one: not the same bits
     std::cerr << "dynapar: verified within tolerance: max relative difference from one plain device " << check.max_rel_diff
               << " <= " << check.tolerance << "\n";

@@ -163,6 +163,7 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
   sh->out = std::make_unique<comm::outbox>(ctx, outbox_address);
   sh->layers = *m;
   sh->name = name;
+  sh->shard_dir = cfg.shard_dir;
   const std::uint64_t data_hash = load_data(cfg, *w, *sh);
   // At once, so that the controller knows before the first step whether to send sample ids.
   if (auto st = send_body(dealer, name, wire::heartbeat_msg{name, 0, data_hash, peak_rss_mb()}); !st) return st.err();

@@ -38,6 +38,10 @@ struct node_config {
   // Where this node takes data from other nodes (mesh.hpp): activations, gradients and
   // layers go node to node, not through the controller. Port 0: any free port.
   std::string data_bind = "tcp://127.0.0.1:0";
+  // The only directory its devices write checkpoint shards to and read them from, under the
+  // names the controller gives (training/shard_names.hpp); empty: no shard is written here,
+  // and the controller gathers the layers instead.
+  std::string shard_dir;
   // Where its devices keep Adam's moments between steps (`--offload-optimizer`); empty: in memory.
   std::string offload_dir;
 };

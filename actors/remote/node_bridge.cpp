@@ -1,3 +1,4 @@
+#include "training/shard_names.hpp"
 #include "actors/remote/node_bridge.hpp"
 
 #include <signal.h>
@@ -128,9 +129,12 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
   std::visit(
       overloaded{
           [&](const ops::hold& h) {
-            if (!h.shard.empty())  // the device reads its checkpoint shard
-              return self->request(dev, caf::infinite, hold_atom::value, h.layer, training::shard_file{h.shard, h.shard_sha256})
+            if (!h.shard.empty()) {  // the device reads its checkpoint shard, found in this node's --shard-dir
+              auto path = training::shard_path(sh->shard_dir, h.shard);
+              if (!path) return sh->fail(c, path.err().message);
+              return self->request(dev, caf::infinite, hold_atom::value, h.layer, training::shard_file{*path, h.shard_sha256})
                   .then(ack, on_error);
+            }
             auto lm = remote::layer_from(sh->layers, h, ts);
             if (!lm) return c.id != 0 ? sh->fail(c, lm.err().message) : logging::get("node")->warn("{}", lm.err().message);
             if (lm->from < 0) {
@@ -213,7 +217,9 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
             self->request(dev, caf::infinite, copy_lean_atom::value, k.layer).then(copy_answer(k.layer, true), on_error);
           },
           [&](const ops::save_shard& k) {
-            self->request(dev, caf::infinite, save_atom::value, k.layer, k.path)
+            auto path = training::shard_path(sh->shard_dir, k.path);
+            if (!path) return sh->answer(c, ops::shard_saved{{}, 0, path.err().message});
+            self->request(dev, caf::infinite, save_atom::value, k.layer, *path)
                 .then([sh, c](const ops::shard_saved& x) { sh->answer(c, x); }, on_error);
           },
           [&](const ops::fail& f) { kill_node(*sh, f); },

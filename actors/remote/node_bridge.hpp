@@ -32,6 +32,7 @@ struct node_shared {
   std::shared_ptr<const data::dataset> data, val;
   std::atomic<int> live{0};
   std::string name;
+  std::string shard_dir;  // node_config::shard_dir
   void post(const wire::device_call& c, const std::vector<model::tensor>& ts = {}) {
     if (auto st = out->post(remote::pack(c, ts, name)); !st) warn(st.err().message);
   }

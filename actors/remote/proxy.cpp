@@ -1,3 +1,4 @@
+#include "training/shard_names.hpp"
 #include "actors/remote/proxy.hpp"
 
 #include <algorithm>
@@ -109,7 +110,7 @@ remote_device_handle::behavior_type remote_device(proxy* self, int id, std::stri
       // The node reads the shard itself: nothing of the layer passes through here.
       [=](hold_atom, int layer, const training::shard_file& f) -> caf::result<bool> {
         ops::hold h{layer, -1, id, 0, {}};
-        h.shard = f.path;
+        h.shard = training::shard_name(f.path);  // the node finds it in its own --shard-dir
         h.shard_sha256 = f.sha256;
         return ask<bool>(self, call(std::move(h)), {}, acknowledged);
       },
@@ -180,7 +181,7 @@ remote_device_handle::behavior_type remote_device(proxy* self, int id, std::stri
       [=](copy_atom, int layer) { return ask_copy(self, layer, false); },
       [=](copy_lean_atom, int layer) { return ask_copy(self, layer, true); },
       [=](save_atom, int layer, const std::string& path) -> caf::result<ops::shard_saved> {
-        return ask<ops::shard_saved>(self, call(ops::save_shard{layer, path}), {},
+        return ask<ops::shard_saved>(self, call(ops::save_shard{layer, training::shard_name(path)}), {},
                                      answer<ops::shard_saved, ops::shard_saved>("a shard", [](const ops::shard_saved& x, auto&) { return x; }));
       },
       [=](perturb_atom, int layer) { tell(self, call(ops::perturb{layer})); },

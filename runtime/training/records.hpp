@@ -78,6 +78,8 @@ struct train_callbacks {
   // Where the holders write the shards of the checkpoint after `step` steps (a directory every
   // process of the run sees, created; "" or unset: the layers are gathered instead).
   std::function<std::string(std::int64_t)> shard_dir;
+  // The directory shard_dir's directories are in: what local nodes get as --shard-dir.
+  std::string shard_root;
   std::function<void(const fault_record&)> on_fault;
   // After each epoch's last step, with train_settings::test_set: the epoch (1-based) and the
   // validation set's metric (accuracy, or a regression's MSE: model::metric_of).

@@ -67,7 +67,8 @@ status check_op(const device_call& m) {
             return ok_status();
           },
           [&](const ops::save_shard& x) -> status {
-            if (x.path.empty() || x.path.front() != '/') return bad("call.saveShard.path", "must be an absolute path");
+            if (x.path.empty() || x.path.front() == '/' || x.path.find("..") != std::string::npos)
+              return bad("call.saveShard.path", "must be a shard's name inside the node's shard directory, not a path");
             return ok_status();
           },
           [&](const ops::shard_saved& x) -> status {

@@ -76,8 +76,8 @@ TEST_CASE("every device operation round-trips with its fields", "[unit][wire]") 
   from_shard.shard_sha256 = sha;
   const auto fs = round_trip(from_shard, 0);
   CHECK((fs.shard == "/ck/step-8/layer-5.pt" && fs.shard_sha256 == sha && fs.from == -1));
-  const auto saving = round_trip(ops::save_shard{5, "/ck/.step-8.tmp/layer-5.pt"});
-  CHECK((saving.layer == 5 && saving.path == "/ck/.step-8.tmp/layer-5.pt"));
+  const auto saving = round_trip(ops::save_shard{5, ".step-8.tmp/layer-5.pt"});
+  CHECK((saving.layer == 5 && saving.path == ".step-8.tmp/layer-5.pt"));
   const auto sv = round_trip(ops::shard_saved{sha, 4096, ""});
   CHECK((sv.sha256 == sha && sv.bytes == 4096 && sv.error.empty()));
   CHECK(round_trip(ops::shard_saved{"", 0, "cannot write: File too large"}).error == "cannot write: File too large");
@@ -248,7 +248,9 @@ TEST_CASE("malformed device operations are refused, each naming what is wrong", 
   shard_without_hash.shard = "/ck/step-8/layer-0.pt";
   shard_without_hash.shard_sha256 = "ABC";
   CHECK(refusal(shard_without_hash).find("call.hold.shard") != std::string::npos);
-  CHECK(refusal(ops::save_shard{0, "relative/layer-0.pt"}).find("call.saveShard.path") != std::string::npos);
+  // A shard's name in the node's own directory, never a path of the controller's choosing.
+  CHECK(refusal(ops::save_shard{0, "/ck/step-8/layer-0.pt"}).find("call.saveShard.path") != std::string::npos);
+  CHECK(refusal(ops::save_shard{0, "../../etc/layer-0.pt"}).find("call.saveShard.path") != std::string::npos);
   CHECK(refusal(ops::shard_saved{"", 10, ""}).find("call.shardSaved.sha256") != std::string::npos);
   CHECK(refusal(ops::migrate{0, 1, {-1, 0}}).find("call.migrate.link") != std::string::npos);
   CHECK(refusal(ops::stage_report{0, 0, 0, -1, 0, 0, {}, ""}).find("call.stageReport") != std::string::npos);

@@ -223,6 +223,9 @@ void add_distributed(CLI::App& app, runner& run) {
   node->add_option("--data-dir", n->node.data_dir,
                    "Read the job's own data files (npy, tokens, images) only from this directory: the folder of the controller's name "
                    "in it (its fingerprint is checked either way); without it the controller sends each step's inputs");
+  node->add_option("--shard-dir", n->node.shard_dir,
+                   "Write and read checkpoint shards only in this directory (the controller's --checkpoint-dir, or its OUT/rollback, "
+                   "where shared); without it the controller gathers the layers instead");
   node->add_option("--connect-timeout-s", n->node.connect_timeout_s, "Seconds to wait for the controller's answer (default 10)")
       ->check(CLI::Range(0.1, 3600.0));
   node->add_option("--controller-timeout-s", n->node.controller_timeout_s,

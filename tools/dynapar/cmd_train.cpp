@@ -213,6 +213,7 @@ int train_main(const train_options& o, const train_fn& how) {
   };
   cb.on_checkpoint = [&](training::checkpoint& c) { return checkpoints.write(c); };
   cb.shard_dir = [&](std::int64_t step) { return checkpoints.shard_dir(step); };
+  cb.shard_root = fs::absolute(cut_dir).string();
   auto outcome = how ? how(*prep, cb) : actors::train(*prep->model, prep->train_set, s, cb);
   // A checkpoint that could not be written (a full disk) does not stop the training: the one
   // before it stays the newest, the run ends and says so, and exits with an error. A rollback

@@ -139,6 +139,8 @@ result<training::train_outcome> train_remote(training::prepared_job& p, const tr
     if (!folder.has_filename()) folder = folder.parent_path();
     node_args = {"--data-dir", folder.parent_path().string()};
   }
+  // They write checkpoint shards where this process commits them (docs/SECURITY.md, "Shards").
+  if (!cb.shard_root.empty()) node_args.insert(node_args.end(), {"--shard-dir", cb.shard_root});
   launch::posix_nodes os((*remote)->endpoint(), o.keys, node_args);
   const bool described = p.job.cluster.described;
   if (described && !o.local_devices.empty())

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <tuple>
 
 #include "actors/device_actor.hpp"
 #include "actors/device_clock.hpp"
@@ -24,6 +25,10 @@ struct device_state {
   // Received activations and gradients by (step tag, micro-batch): a re-run of a step after a
   // failure has a new tag, so late messages of the abandoned attempt are never used.
   std::map<std::pair<std::int64_t, int>, model::tensor> acts, grads;
+  // Who sent each (step tag, micro-batch, activation or not): checked against the task's
+  // neighbours once the task is here. Refused: data from any other device, counted.
+  std::map<std::tuple<std::int64_t, int, bool>, int> data_from;
+  std::int64_t data_refused = 0;
   std::map<int, model::tensor> outputs, input_grads;
   model::tensor current;           // the input of the next forward
   stage_report report;

@@ -113,9 +113,11 @@ struct reduce_part {
 };
 
 // What a device sends another device: activations forward, gradients back, a sum's chunks,
-// a migrating layer. A device on another node is a stub that sends these on.
-using device_peer = caf::typed_actor<caf::reacts_to<act_atom, std::int64_t, int, model::tensor>,
-                                     caf::reacts_to<grad_atom, std::int64_t, int, model::tensor>,
+// a migrating layer. A device on another node is a stub that sends these on. An activation
+// or gradient names its sender (step, micro-batch, sending device): a device takes it only
+// from the neighbour its task names (docs/SECURITY.md, "Authority on the data plane").
+using device_peer = caf::typed_actor<caf::reacts_to<act_atom, std::int64_t, int, int, model::tensor>,
+                                     caf::reacts_to<grad_atom, std::int64_t, int, int, model::tensor>,
                                      caf::reacts_to<part_atom, reduce_part>, caf::reacts_to<hold_atom, layer_transfer>>;
 
 // What a stage did in a step, to its group (or the error that stopped it).

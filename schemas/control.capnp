@@ -231,7 +231,8 @@ struct StageTask {
 struct MicroTensor {
   step @0 :Int64;
   micro @1 :UInt32;
-}
+  from @2 :Int32;             # the sending device (protocol 27): the receiver takes it only from
+}                             #   the stage its task names, hosted by the node that sent it
 
 struct LinkUse {
   from @0 :Int32;

@@ -271,6 +271,13 @@ result<reduce_part> part_from(const wire::ops::reduce_part& w, const std::vector
   return p;
 }
 
+int data_source(const wire::device_call& c) {
+  if (const auto* a = std::get_if<wire::ops::activation>(&c.op)) return a->from;
+  if (const auto* g = std::get_if<wire::ops::gradient>(&c.op)) return g->from;
+  if (const auto* h = std::get_if<wire::ops::hold>(&c.op)) return h->from;
+  return -1;
+}
+
 bool is_data(const wire::device_call& c) {
   if (c.id != 0) return false;  // an answer (a layer copy's answer is a layer too)
   if (const auto* h = std::get_if<wire::ops::hold>(&c.op)) return h->from >= 0;

@@ -74,6 +74,9 @@ result<reduce_part> part_from(const wire::ops::reduce_part& p, const std::vector
 
 // Data between devices on different nodes (node to node, mesh.hpp): activations,
 // gradients, the holders' sums' chunks and migrating layers; never a control call.
+// The device a data operation comes from (an activation's or gradient's sender, a migrating
+// layer's giver); -1 for a sum's chunk, whose sender is a holder's rank.
+int data_source(const wire::device_call& c);
 bool is_data(const wire::device_call& c);
 
 // Who may send what when the controller serves CURVE (docs/SECURITY.md): nodes join, beat,

@@ -157,6 +157,14 @@ void remote_devices::impl::handle(comm::packet p) {
     // to each other directly, mesh.hpp): on to the target's node, frames as they came.
     auto it = devices.find(c->device);
     if (it == devices.end()) return log->warn("dropped a message for device {}, which no node hosts", c->device);
+    // Relayed only as the sender's own (docs/SECURITY.md, "Authority on the data plane").
+    if (const int source = remote::data_source(*c); source >= 0) {
+      const auto from = devices.find(source);
+      if (from == devices.end() || from->second.route != p.route || from->second.lost) {
+        ++refused_relays;
+        return log->warn("dropped data from node '{}' sent as device {}'s, which it does not host ({} refused)", p.route, source, refused_relays);
+      }
+    }
     p.route = it->second.route;
     for (const auto& t : u->tensors) relayed += model::bytes(t);
     send_out(std::move(p));

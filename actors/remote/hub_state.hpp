@@ -66,6 +66,7 @@ struct remote_devices::impl {
   // (only while a node does not know its peer yet), gathered from nodes (layer copies),
   // gradients (partial sums for the central sum), sent to nodes (sums, layers), inputs.
   std::atomic<std::uint64_t> relayed{0}, gathered{0}, sent{0}, inputs{0}, gradients{0};
+  std::uint64_t refused_relays = 0;  // data a node sent as another node's device's (not relayed)
   // By route: the data set fingerprint the node's heartbeat proved (0: none yet).
   std::map<std::string, std::uint64_t> node_data;
   std::map<std::string, double> node_peak;  // MB, by route: the most a node's heartbeats said

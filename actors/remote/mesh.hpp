@@ -54,6 +54,13 @@ class node_mesh {
   // dropped and counted (`refused`). Nothing: none waiting (or only strangers' so far).
   result<std::optional<comm::packet>> receive(std::chrono::milliseconds wait);
   std::uint64_t refused() const { return refused_; }
+  // Whether the controller's newest membership has `node` hosting `device`: a peer's data
+  // that names a source device is taken only from the node hosting it (remote::data_source).
+  bool hosts(const std::string& node, int device) const {
+    const auto it = host_of_.find(device);
+    return it != host_of_.end() && it->second == node;
+  }
+  void count_refused() { ++refused_; }
   std::uint64_t dropped_full() const { return full_; }  // sends past a peer's bound (comm::queue_messages)
 
  private:

@@ -232,6 +232,12 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
         log->warn("dropped a message from peer '{}': a peer may send only data (activations, gradients, sum chunks, layers)", (*p)->route);
         continue;
       }
+      // A peer speaks only for the devices it hosts (docs/SECURITY.md, "Authority on the data plane").
+      if (const int source = remote::data_source(*c); source >= 0 && !mesh.hosts((*p)->route, source)) {
+        mesh.count_refused();
+        log->warn("dropped data from peer '{}' sent as device {}'s, which it does not host", (*p)->route, source);
+        continue;
+      }
       caf::anon_send(b, remote_atom::value, std::move(*c), std::move(u->tensors));
     }
     while (true) {

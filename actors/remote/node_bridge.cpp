@@ -24,8 +24,8 @@ using clock = std::chrono::steady_clock;
 device_peer::behavior_type peer_stub(device_peer::pointer, int target, std::shared_ptr<node_shared> sh) {
   auto data = [=](wire::device_op op, const std::vector<model::tensor>& ts) { sh->post_data(remote::call_to(target, std::move(op)), ts); };
   return {
-      [=](act_atom, std::int64_t step, int micro, const model::tensor& t) { data(wire::ops::activation{step, micro}, {t}); },
-      [=](grad_atom, std::int64_t step, int micro, const model::tensor& t) { data(wire::ops::gradient{step, micro}, {t}); },
+      [=](act_atom, std::int64_t step, int micro, int from, const model::tensor& t) { data(wire::ops::activation{step, micro, from}, {t}); },
+      [=](grad_atom, std::int64_t step, int micro, int from, const model::tensor& t) { data(wire::ops::gradient{step, micro, from}, {t}); },
       [=](part_atom, const reduce_part& p) {
         std::vector<model::tensor> ts;
         auto op = remote::part_of(p, ts);
@@ -179,8 +179,8 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
             task->report_to = s.upstream;
             self->send(dev, step_atom::value, std::move(*task));
           },
-          [&](const ops::activation& a) { self->send(dev, act_atom::value, a.step, a.micro, ts.at(0)); },
-          [&](const ops::gradient& g) { self->send(dev, grad_atom::value, g.step, g.micro, ts.at(0)); },
+          [&](const ops::activation& a) { self->send(dev, act_atom::value, a.step, a.micro, a.from, ts.at(0)); },
+          [&](const ops::gradient& g) { self->send(dev, grad_atom::value, g.step, g.micro, g.from, ts.at(0)); },
           [&](const ops::gradients& g) {
             self->request(dev, caf::infinite, grads_atom::value, g.tag, g.layers)
                 .then(

@@ -186,8 +186,8 @@ remote_device_handle::behavior_type remote_device(proxy* self, int id, std::stri
       },
       [=](perturb_atom, int layer) { tell(self, call(ops::perturb{layer})); },
       // What a device of this process would send its neighbour on a node: sent on as data.
-      [=](act_atom, std::int64_t step, int micro, const model::tensor& t) { tell(self, call(ops::activation{step, micro}), {t}); },
-      [=](grad_atom, std::int64_t step, int micro, const model::tensor& t) { tell(self, call(ops::gradient{step, micro}), {t}); },
+      [=](act_atom, std::int64_t step, int micro, int from, const model::tensor& t) { tell(self, call(ops::activation{step, micro, from}), {t}); },
+      [=](grad_atom, std::int64_t step, int micro, int from, const model::tensor& t) { tell(self, call(ops::gradient{step, micro, from}), {t}); },
       [=](part_atom, const reduce_part& p) {
         std::vector<model::tensor> ts;
         auto op = remote::part_of(p, ts);

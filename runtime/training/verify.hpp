@@ -8,6 +8,7 @@
 
 #include "model/api.hpp"
 #include "training/prepare.hpp"
+#include "training/records.hpp"
 
 namespace dynapar::training {
 

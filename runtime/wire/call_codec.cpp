@@ -119,11 +119,13 @@ void write_call(schema::DeviceCall::Builder c, const device_call& m) {
                    auto b = o.initActivation();
                    b.setStep(x.step);
                    b.setMicro(static_cast<U32>(x.micro));
+                   b.setFrom(x.from);
                  },
                  [&](const ops::gradient& x) {
                    auto b = o.initGradient();
                    b.setStep(x.step);
                    b.setMicro(static_cast<U32>(x.micro));
+                   b.setFrom(x.from);
                  },
                  [&](const ops::stage_report& x) {
                    auto b = o.initStageReport();
@@ -310,8 +312,10 @@ device_op read_op(Op::Reader o, const decode_limits& lim) {
       s.evaluate = r.getEvaluate();
       return s;
     }
-    case Op::ACTIVATION: return ops::activation{o.getActivation().getStep(), to_int(o.getActivation().getMicro(), "call.activation.micro")};
-    case Op::GRADIENT: return ops::gradient{o.getGradient().getStep(), to_int(o.getGradient().getMicro(), "call.gradient.micro")};
+    case Op::ACTIVATION:
+      return ops::activation{o.getActivation().getStep(), to_int(o.getActivation().getMicro(), "call.activation.micro"), o.getActivation().getFrom()};
+    case Op::GRADIENT:
+      return ops::gradient{o.getGradient().getStep(), to_int(o.getGradient().getMicro(), "call.gradient.micro"), o.getGradient().getFrom()};
     case Op::STAGE_REPORT: {
       auto r = o.getStageReport();
       ops::stage_report s{r.getDevice(), r.getStep(), to_int(r.getMessages(), "call.stageReport.messages"),

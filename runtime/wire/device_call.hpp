@@ -58,8 +58,8 @@ struct step {                                    // tensors: inputs, then target
   bool more = false, resume = false;             // within-step dispatch (StageTask)
   bool evaluate = false;                         // forward only, over the validation set (StageTask)
 };
-struct activation { std::int64_t step = 0; int micro = 0; };  // one tensor
-struct gradient { std::int64_t step = 0; int micro = 0; };    // one tensor
+struct activation { std::int64_t step = 0; int micro = 0; int from = -1; };  // one tensor; from: the sending device
+struct gradient { std::int64_t step = 0; int micro = 0; int from = -1; };    // one tensor
 struct link_use { int from = 0, to = 0, transfers = 0; double bytes = 0, busy_s = 0; };
 struct stage_report {
   int device = 0;

@@ -109,8 +109,14 @@ status check_op(const device_call& m) {
             if (auto s = check_link(x.to_prev, "call.step.toPrev"); !s) return s;
             return check_link(x.to_next, "call.step.toNext");
           },
-          [&](const ops::activation&) { return want_tensors(m, 1, "activation"); },
-          [&](const ops::gradient&) { return want_tensors(m, 1, "gradient"); },
+          [&](const ops::activation& x) -> status {
+            if (x.from < 0) return bad("call.activation.from", "must name the sending device");
+            return want_tensors(m, 1, "activation");
+          },
+          [&](const ops::gradient& x) -> status {
+            if (x.from < 0) return bad("call.gradient.from", "must name the sending device");
+            return want_tensors(m, 1, "gradient");
+          },
           [&](const ops::stage_report& x) -> status {
             if (!finite_nonneg(x.compute_s) || !finite_nonneg(x.wait_s) || !finite_nonneg(x.idle_s)) return bad("call.stageReport", "times must be finite and >= 0");
             if (!std::isfinite(x.loss_sum)) return bad("call.stageReport.lossSum", "must be finite");

@@ -4,9 +4,12 @@
 
 #include <caf/all.hpp>
 
+#include <mutex>
 #include <thread>
 
 #include "actors/device_actor.hpp"
+#include "data/dataset.hpp"
+#include "schedule/schedule.hpp"
 #include "support/raw_node.hpp"
 
 using namespace dynapar;
@@ -55,4 +58,131 @@ TEST_CASE("a node cannot answer, report lost or retire for a device it does not 
   b.send(wire::leave_msg{"node-b", {1}, "done"});
   CHECK(b.next<wire::welcome_msg>().accepted);
   (*hub)->stop();
+}
+
+namespace {
+// Whether `n` gets a device call carrying `Op` from the controller within `ms` (heartbeats
+// and peer lists skipped).
+template <class Op>
+bool gets(raw_node& n, int ms) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < until) {
+    auto got = comm::recv_packet(n.s, false, std::chrono::milliseconds(50));
+    REQUIRE(got);
+    if (!*got) continue;
+    auto u = actors::remote::unpack(**got);
+    REQUIRE(u);
+    if (const auto* c = std::get_if<wire::device_call>(&u->env.msg); c && std::holds_alternative<Op>(c->op)) return true;
+  }
+  return false;
+}
+}  // namespace
+
+TEST_CASE("the controller relays data only as the sender's own devices' (authority on the data plane)", "[remote]") {
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", static_cast<std::size_t>(2));
+  caf::actor_system sys{cfg};
+  auto m = model::make_model("mlp", 1);
+  REQUIRE(m);
+  auto hub = actors::remote::remote_devices::start(sys, *m, mlp_job({0, 1, 2}));
+  REQUIRE(hub);
+  zmq::context_t ctx{1};
+  raw_node a(ctx, (*hub)->endpoint(), "node-a"), b(ctx, (*hub)->endpoint(), "node-b");
+  a.join(0);
+  a.join(2);
+  b.join(1);
+  const auto tensor = model::filled_tensor(4, 1.0f);
+  // node-b sends device 0 an activation as device 2's (node-a's), then a gradient and a
+  // migrating layer as if from device 2: none is relayed.
+  auto forged = [&](wire::device_op op, std::vector<model::tensor> ts) {
+    wire::device_call c{0, 0, std::move(op), {}};
+    auto p = actors::remote::pack(c, ts, "node-b");
+    REQUIRE(comm::send_packet(b.s, std::move(p), false));
+  };
+  forged(wire::ops::activation{1, 0, 2}, {tensor});
+  CHECK_FALSE(gets<wire::ops::activation>(a, 600));
+  forged(wire::ops::gradient{1, 0, 2}, {tensor});
+  CHECK_FALSE(gets<wire::ops::gradient>(a, 600));
+  std::vector<model::tensor> layer;
+  auto moving = actors::remote::layer_of(0, 2, 0, 0, model::copy_layer(*m, 0), layer);
+  forged(moving, layer);
+  CHECK_FALSE(gets<wire::ops::hold>(a, 600));
+  // As its own device's: relayed.
+  forged(wire::ops::activation{1, 0, 1}, {tensor});
+  CHECK(gets<wire::ops::activation>(a, 3000));
+  (*hub)->stop();
+}
+
+namespace {
+// A previous stage that records the gradients a device sends it: (sending device, step).
+struct grads_seen {
+  std::vector<std::pair<int, std::int64_t>> got;
+  std::mutex mu;
+};
+actors::device_peer::behavior_type recording_peer(actors::device_peer::pointer, std::shared_ptr<grads_seen> seen) {
+  return {
+      [](actors::act_atom, std::int64_t, int, int, const model::tensor&) {},
+      [seen](actors::grad_atom, std::int64_t step, int, int from, const model::tensor&) {
+        std::lock_guard<std::mutex> lock(seen->mu);
+        seen->got.emplace_back(from, step);
+      },
+      [](actors::part_atom, const actors::reduce_part&) {},
+      [](actors::hold_atom, const actors::layer_transfer&) {},
+  };
+}
+}  // namespace
+
+TEST_CASE("a device takes a step's activations only from the stage its task names", "[remote][authority]") {
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", static_cast<std::size_t>(2));
+  caf::actor_system sys{cfg};
+  auto m = model::make_model("mlp", 1);
+  REQUIRE(m);
+  const int L = model::num_layers(*m);
+  auto seen = std::make_shared<grads_seen>();
+  auto prev = sys.spawn(recording_peer, seen);
+  actors::device_config dc;
+  dc.id = 1;
+  auto dev = actors::spawn_device(sys, dc);
+  caf::scoped_actor self{sys};
+  for (int l = 1; l < L; ++l) self->request(dev, std::chrono::seconds(10), actors::hold_atom::value, l, model::copy_layer(*m, l)).receive([](bool) {}, [](caf::error& e) { FAIL(to_string(e)); });
+  // The last of two stages, one micro-batch: its input comes from device 0.
+  const auto d = data::synthetic(8, 3);
+  const std::vector<int> order{0, 1, 2, 3};
+  actors::stage_task t;
+  t.step = 5;
+  t.lo = 1;
+  t.hi = L;
+  t.program = schedule::generate(planner::schedule_kind::one_f_one_b, 2, 1).programs[1];
+  t.targets.push_back(model::targets(d, order, 0, 4));
+  t.prev = prev;
+  t.prev_id = 0;
+  t.report_to = caf::actor_cast<actors::stage_sink>(self);
+  // What device 0 would send: layer 0 of the model on the batch.
+  auto first = model::make_worker(model::optimizer_config{}, "cpu");
+  first->hold(0, model::copy_layer(*m, 0));
+  first->begin_step(5, 0, false);
+  auto x = first->forward(0, 0, 1, model::inputs(d, order, 0, 4));
+  REQUIRE(x);
+  // Before the task (the next step's, early) and during it, from device 7: dropped.
+  self->send(dev, actors::act_atom::value, std::int64_t{5}, 0, 7, *x);
+  self->send(dev, actors::step_atom::value, t);
+  self->send(dev, actors::act_atom::value, std::int64_t{5}, 0, 7, *x);
+  bool ran = false;
+  self->receive([&](const actors::stage_report&) { ran = true; }, caf::after(std::chrono::milliseconds(600)) >> [] {});
+  CHECK_FALSE(ran);
+  {
+    std::lock_guard<std::mutex> lock(seen->mu);
+    CHECK(seen->got.empty());  // nothing ran: no gradient went back
+  }
+  // From device 0: the stage runs and sends its gradient back as device 1's.
+  self->send(dev, actors::act_atom::value, std::int64_t{5}, 0, 0, *x);
+  std::string error;
+  self->receive([&](const actors::stage_report& r) { error = r.error; }, caf::after(std::chrono::seconds(10)) >> [&] { error = "no report"; });
+  CHECK(error.empty());
+  std::lock_guard<std::mutex> lock(seen->mu);
+  REQUIRE(seen->got.size() == 1);
+  CHECK(seen->got.front() == std::make_pair(1, std::int64_t{5}));
+  anon_send_exit(dev, caf::exit_reason::user_shutdown);
+  anon_send_exit(prev, caf::exit_reason::user_shutdown);
 }

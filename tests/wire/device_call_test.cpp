@@ -119,10 +119,10 @@ TEST_CASE("every device operation round-trips with its fields", "[unit][wire]") 
   const auto ss = round_trip(st, 0);
   CHECK((ss.samples == std::vector<std::vector<int>>{{5, 9, 0}, {59999}} && ss.targets_from_samples && !ss.inputs_from_samples));
 
-  const auto ab = round_trip(ops::activation{41, 3}, 1);
-  CHECK((ab.step == 41 && ab.micro == 3));
-  const auto gb = round_trip(ops::gradient{42, 6}, 1);
-  CHECK((gb.step == 42 && gb.micro == 6));
+  const auto ab = round_trip(ops::activation{41, 3, 7}, 1);
+  CHECK((ab.step == 41 && ab.micro == 3 && ab.from == 7));
+  const auto gb = round_trip(ops::gradient{42, 6, 8}, 1);
+  CHECK((gb.step == 42 && gb.micro == 6 && gb.from == 8));
 
   const auto rb = round_trip(ops::stage_report{3, 41, 16, 0.5, 0.25, 9.75, {{3, 4, 8, 1e6, 0.01}}, "lost"});
   CHECK((rb.device == 3 && rb.step == 41 && rb.messages == 16 && rb.compute_s == 0.5 && rb.wait_s == 0.25 && rb.loss_sum == 9.75));
@@ -213,7 +213,9 @@ TEST_CASE("malformed device operations are refused, each naming what is wrong", 
   CHECK(refusal(ops::reduce_part{0, 0, false, 0, {{0, std::int64_t{1} << 41}}}, 1).find("outside the tree") != std::string::npos);
   CHECK(refusal(ops::reduce_part{0, 0, false, 0, {{0, 0}, {0, 1}}}, 1).find("call.reducePart") != std::string::npos);
 
-  CHECK(refusal(ops::activation{0, 0}, 2).find("call.activation") != std::string::npos);
+  CHECK(refusal(ops::activation{0, 0, 1}, 2).find("call.activation") != std::string::npos);
+  CHECK(refusal(ops::activation{0, 0}, 1).find("call.activation.from") != std::string::npos);  // no sender named
+  CHECK(refusal(ops::gradient{0, 0}, 1).find("call.gradient.from") != std::string::npos);
   CHECK(refusal(ops::reduce{0, 0, 4, true, {1, 2, 1}, "", 0, {}}).find("names device 1 twice") != std::string::npos);
   CHECK(refusal(ops::reduce{0, 0, 4, true, {}, "", 0, {}}).find("call.reduce.holders") != std::string::npos);
   CHECK(refusal(ops::reduce{0, 0, 0, true, {1}, "", 0, {}}).find("call.reduce.microBatches") != std::string::npos);

@@ -92,7 +92,7 @@ int wire_main(const wire_options& o) {
     std::vector<char> raw_buf(bytes, 1);
     // A float32 activation of that size, as a device sends it.
     const auto t = model::filled_tensor(static_cast<std::int64_t>(bytes / 4), 1.0f);
-    const auto call = actors::remote::call_to(1, wire::ops::activation{0, 0});
+    const auto call = actors::remote::call_to(1, wire::ops::activation{0, 0, 0});
     std::vector<double> raw_s, ours_s, curve_s;
     std::size_t bad = 0;
     for (int r = 0; r < o.rounds; ++r) {  // alternating, so that drift in the machine hits both

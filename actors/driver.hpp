@@ -184,7 +184,7 @@ class driver {
   // Each layer's first holder writes its checkpoint shard into `dir`. False: a shard was not
   // written, or this process does not see it (no shared filesystem), and the layers are to be
   // gathered instead; a lost holder leaves its error in failure_.
-  bool save_shards(std::vector<training::shard_file>& out, const std::string& dir, std::chrono::milliseconds wait);
+  bool save_shards(std::vector<training::shard_file>& out, const std::string& dir, std::chrono::milliseconds wait, std::int64_t t);
   // A layer a cycle of moves stages (apply): written by its holder `from` as a shard in the
   // step's shard directory, which its targets read, so nothing of it passes through here; or,
   // where no shard can be (no directory, no filesystem shared with the nodes), a copy here.

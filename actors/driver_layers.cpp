@@ -16,7 +16,7 @@ status driver::take_checkpoint(std::int64_t steps_done) {
   fire_armed(sim::fault_moment::checkpoint, steps_done - 1, plan_devices(), 0.002);
   const bool sharded = cb_.on_checkpoint && cb_.shard_dir && !recovery_.shards_unseen;
   const std::string dir = sharded ? cb_.shard_dir(steps_done) : "";
-  if (dir.empty() || !save_shards(c.shards, dir, between_steps())) {
+  if (dir.empty() || !save_shards(c.shards, dir, between_steps(), steps_done - 1)) {
     c.shards.clear();
     if (failure_.empty()) request_layers(c.layers, between_steps(), "the checkpoint");
   }
@@ -40,7 +40,7 @@ status driver::take_checkpoint(std::int64_t steps_done) {
   return ok_status();
 }
 
-bool driver::save_shards(std::vector<training::shard_file>& out, const std::string& dir, std::chrono::milliseconds wait) {
+bool driver::save_shards(std::vector<training::shard_file>& out, const std::string& dir, std::chrono::milliseconds wait, std::int64_t t) {
   using handle = decltype(self_->request(device_handle{}, timeout_, save_atom::value, 0, std::string()));
   const auto started = clock::now();
   std::vector<handle> asked;  // all at once: the holders write in parallel
@@ -48,6 +48,7 @@ bool driver::save_shards(std::vector<training::shard_file>& out, const std::stri
     out.push_back({dir + "/layer-" + std::to_string(l) + ".pt", ""});
     asked.push_back(self_->request(actors_.devices.at(holders_.at(l).front()), wait, save_atom::value, l, out.back().path));
   }
+  if (!faults_.armed.empty()) fire_armed(sim::fault_moment::shard, t, plan_devices(), 0.002);
   std::string unwritten;
   for (std::size_t l = 0; l < asked.size(); ++l)
     asked[l].receive(

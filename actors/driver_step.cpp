@@ -134,7 +134,10 @@ status driver::apply_step(step::attempt& at, reduction_work& work, std::int64_t 
   // Pipelined control: every holder takes the commit before the next step's task (both come
   // from here, the task through its group's supervisor or the same node connection), so the
   // next step may go out now, its devices starting as soon as they have applied this one.
-  if (may_start_early(t + 1)) attempt_.early = start_attempt(t + 1, attempt_.sampler->step_samples(t + 1));
+  if (may_start_early(t + 1)) {
+    attempt_.early = start_attempt(t + 1, attempt_.sampler->step_samples(t + 1));
+    if (!faults_.armed.empty()) fire_armed(sim::fault_moment::early, t, plan_devices(), 0.002);
+  }
   auto on_down = [&](caf::down_msg& d) { note_down(d); };
   for (int k = 0; k < acks && failure_.empty();)
     self_->receive(on_down, [&](const applied& a) { k += at.applied(a.device, a.step, a.layer); },

@@ -233,9 +233,9 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
         continue;
       }
       // A peer speaks only for the devices it hosts (docs/SECURITY.md, "Authority on the data plane").
-      if (const int source = remote::data_source(*c); source >= 0 && !mesh.hosts((*p)->route, source)) {
+      if (const int sender = remote::data_source(*c); sender >= 0 && !mesh.hosts((*p)->route, sender)) {
         mesh.count_refused();
-        log->warn("dropped data from peer '{}' sent as device {}'s, which it does not host", (*p)->route, source);
+        log->warn("dropped data from peer '{}' sent as device {}'s, which it does not host", (*p)->route, sender);
         continue;
       }
       caf::anon_send(b, remote_atom::value, std::move(*c), std::move(u->tensors));

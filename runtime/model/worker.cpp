@@ -1,5 +1,6 @@
 // Where a device computes (the host's CPU or a CUDA device), and one device's layers and the
 // work on them. Actor-confined (a device actor's thread).
+#include <ATen/Parallel.h>
 #include <torch/cuda.h>
 
 #include <cstdlib>
@@ -276,6 +277,12 @@ class torch_worker final : public device_worker {
   // in the next wait, on the same device.
   template <class F>
   result<tensor> guarded(const char* what, F&& f, bool wait = true) {
+    // This device's thread takes the process's intra-op thread count (set_threads) before its
+    // first kernel: ATen does so lazily in its own parallel loops only, and a kernel that
+    // parallelises by itself (oneDNN's convolution) would otherwise run on OpenMP's default,
+    // one thread a core, and sum a weight's gradient in another order than the reference
+    // (a stage of one convolution alone: issue 71).
+    at::internal::lazy_init_num_threads();
     try {
       auto r = f();
       if (wait) synchronize(device_);

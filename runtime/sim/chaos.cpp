@@ -1,6 +1,7 @@
 #include "sim/chaos.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include "common/rng.hpp"
 
@@ -32,11 +33,14 @@ chaos_experiment draw_chaos(const chaos_config& c, std::uint64_t seed) {
   if (c.restarts && g.uniform() < 1.0 / 3) x.restart_after = c.steps / 3 + static_cast<std::int64_t>(g.below(static_cast<std::uint64_t>(std::max<std::int64_t>(1, c.steps / 3))));
   // Drawn last, so that a seed's other faults are those it drew before moments existed. Half
   // the kills wait for a hard moment (a re-plan that moves layers, the migration itself, the
-  // holders' sums, a checkpoint); a quarter of the runs lose two devices in one step.
+  // holders' sums, a checkpoint, its shards being written, the window between a commit and
+  // the step started with it, an evaluation on the devices); a quarter of the runs lose two
+  // devices in one step.
   if (c.hard_moments) {
-    const fault_moment hard[] = {fault_moment::replan, fault_moment::migration, fault_moment::sum, fault_moment::checkpoint};
+    const fault_moment hard[] = {fault_moment::replan, fault_moment::migration, fault_moment::sum,   fault_moment::checkpoint,
+                                 fault_moment::shard,  fault_moment::early,     fault_moment::evaluation};
     for (auto& f : x.faults)
-      if (f.kind == fault_kind::kill && g.uniform() < 0.5) f.moment = hard[g.below(4)];
+      if (f.kind == fault_kind::kill && g.uniform() < 0.5) f.moment = hard[g.below(std::size(hard))];
     if (c.max_kills > 0 && g.uniform() < 0.25) {
       const auto at = step();
       const auto pos = std::upper_bound(x.faults.begin(), x.faults.end(), at, [](std::int64_t s, const fault& f) { return s < f.step; });

@@ -22,7 +22,9 @@ const char* name(fault_kind k);
 // stage of a step has reported (the holders' sums under way), `checkpoint` while a consistent
 // cut copies the layers, `evaluation` while the devices evaluate the validation set (after an
 // epoch, or at the end).
-enum class fault_moment { step, replan, migration, sum, checkpoint, evaluation };
+// early: just after the next step went out with this one's commit (pipelined control), while
+// the holders apply it; shard: while the holders write a checkpoint's shards.
+enum class fault_moment { step, replan, migration, sum, checkpoint, evaluation, early, shard };
 
 const char* name(fault_moment m);
 // The moment named `text`, or false.

@@ -104,7 +104,7 @@ TEST_CASE("the controller relays data only as the sender's own devices' (authori
   forged(wire::ops::gradient{1, 0, 2}, {tensor});
   CHECK_FALSE(gets<wire::ops::gradient>(a, 600));
   std::vector<model::tensor> layer;
-  auto moving = actors::remote::layer_of(0, 2, 0, 0, model::copy_layer(*m, 0), layer);
+  auto moving = actors::remote::layer_of(0, 2, 0, 0, model::copy_layer(**m, 0), layer);
   forged(moving, layer);
   CHECK_FALSE(gets<wire::ops::hold>(a, 600));
   // As its own device's: relayed.
@@ -138,14 +138,14 @@ TEST_CASE("a device takes a step's activations only from the stage its task name
   caf::actor_system sys{cfg};
   auto m = model::make_model("mlp", 1);
   REQUIRE(m);
-  const int L = model::num_layers(*m);
+  const int L = model::num_layers(**m);
   auto seen = std::make_shared<grads_seen>();
   auto prev = sys.spawn(recording_peer, seen);
   actors::device_config dc;
   dc.id = 1;
   auto dev = actors::spawn_device(sys, dc);
   caf::scoped_actor self{sys};
-  for (int l = 1; l < L; ++l) self->request(dev, std::chrono::seconds(10), actors::hold_atom::value, l, model::copy_layer(*m, l)).receive([](bool) {}, [](caf::error& e) { FAIL(to_string(e)); });
+  for (int l = 1; l < L; ++l) self->request(dev, std::chrono::seconds(10), actors::hold_atom::value, l, model::copy_layer(**m, l)).receive([](bool) {}, [](caf::error& e) { FAIL(to_string(e)); });
   // The last of two stages, one micro-batch: its input comes from device 0.
   const auto d = data::synthetic(8, 3);
   const std::vector<int> order{0, 1, 2, 3};
@@ -160,7 +160,7 @@ TEST_CASE("a device takes a step's activations only from the stage its task name
   t.report_to = caf::actor_cast<actors::stage_sink>(self);
   // What device 0 would send: layer 0 of the model on the batch.
   auto first = model::make_worker(model::optimizer_config{}, "cpu");
-  first->hold(0, model::copy_layer(*m, 0));
+  first->hold(0, model::copy_layer(**m, 0));
   first->begin_step(5, 0, false);
   auto x = first->forward(0, 0, 1, model::inputs(d, order, 0, 4));
   REQUIRE(x);

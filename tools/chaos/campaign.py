@@ -34,6 +34,9 @@ def planned_kills(job_text):
     return kills
 
 
+MOMENTS = ("replan", "migration", "sum", "checkpoint", "shard", "early", "evaluation")
+
+
 def row(dirs):
     runs, moments, two = [], collections.Counter(), 0
     for d in dirs:
@@ -47,7 +50,7 @@ def row(dirs):
     failed = [r["seed"] for r in runs if r["verdict"] != "ok"]
     return (f"| {', '.join(dirs)} | {seeds[0]}-{seeds[-1]} | {ok}/{len(runs)}, diff <= {max(r['reference_max_rel_diff'] for r in runs):.2g} "
             f"| {sum(r['faults_injected'] for r in runs)} "
-            f"| {moments['replan']} / {moments['migration']} / {moments['sum']} / {moments['checkpoint']} | {two} "
+            f"| {' / '.join(str(moments[m]) for m in MOMENTS)} | {two} "
             f"| {sum(r['devices_lost'] for r in runs)} | {sum(r['recoveries'] for r in runs)} | {sum(bool(r['restarted']) for r in runs)} "
             f"| {max(r['max_recovery_s'] for r in runs):.2f} | {', '.join(map(str, failed)) or 'none'} "
             f"| {sum(r['samples_lost'] for r in runs)} / {sum(r['samples_duplicated'] for r in runs)} |")
@@ -56,7 +59,7 @@ def row(dirs):
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    print("| campaign | seeds | runs ended as one device | faults injected | kills at a hard moment (replan / migration / sum / checkpoint) "
+    print(f"| campaign | seeds | runs ended as one device | faults injected | kills at a hard moment ({' / '.join(MOMENTS)}) "
           "| runs with two kills in a step | devices lost | recoveries | restarts | max recovery (s) | failed | samples lost / applied twice |")
     print("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |")
     for arg in sys.argv[1:]:

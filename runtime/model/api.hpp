@@ -267,7 +267,7 @@ class reference {
 struct tensor_meta {
   std::uint8_t dtype = 0;
   std::vector<std::int64_t> shape;
-  std::vector<std::int64_t> strides;
+  std::vector<std::int64_t> strides{};
 };
 blob to_blob(const tensor& t, tensor_meta& meta);
 // Checks the type and that the bytes match the shape exactly.

@@ -121,7 +121,7 @@ using device_op = std::variant<ops::ack, ops::error, ops::hold, ops::migrate, op
 struct tensor_meta {
   std::uint8_t dtype = 0;
   std::vector<std::int64_t> shape;
-  std::vector<std::int64_t> strides;  // empty: row-major (model::tensor_meta)
+  std::vector<std::int64_t> strides{};  // empty: row-major (model::tensor_meta)
 };
 
 struct device_call {

@@ -109,7 +109,8 @@ sys.exit(0 if n >= int(sys.argv[4]) else 1)' "$2" "$3" "$1/out/plans.jsonl" "${4
 }
 
 # 1. A second allocation joins and is cancelled.
-export DYNAPAR_RUN=$out/elastic
+export DYNAPAR_RUN=$out/elastic DYNAPAR_PRIVATE=$out/private DYNAPAR_OPERATOR_KEYS=$out/operator
+mkdir -p "$DYNAPAR_PRIVATE"
 first=$(sbatch --parsable --ntasks=2 -o "$out/first.out" "$root/examples/slurm/dynapar.sbatch" "$job" --steps 200 --verify)
 for _ in $(seq 1200); do [ "$(steps "$DYNAPAR_RUN")" -ge 4 ] && break; sleep 0.1; done
 join=$(sbatch --parsable --ntasks=2 -o "$out/join.out" "$root/examples/slurm/join.sbatch")
@@ -164,6 +165,21 @@ assert "authorized key(s) again" in log, "the controller never read authorized/ 
 print("elastic: diff", s["reference_max_rel_diff"], "joins", s["joins"], "leaves", s["leaves"], "lost", s["devices_lost"],
       "replans", s["replans"])
 PY
+
+# Secrets stayed where they were made (docs/SECURITY.md): the run's shared directory holds
+# public halves only; each task's and the controller's secret is alone in a directory of mode
+# 0700 (the controller's removed at its end), and the operator's stayed in its own.
+if find "$DYNAPAR_RUN" -name '*.key' | grep -q .; then echo "FAIL: a secret key in the shared directory:"; find "$DYNAPAR_RUN" -name '*.key'; exit 1; fi
+tasks=0
+for d in "$DYNAPAR_PRIVATE"/dynapar-node.*; do
+  [ "$(stat -c %a "$d")" = 700 ] || { echo "FAIL: $d is mode $(stat -c %a "$d")"; exit 1; }
+  [ "$(find "$d" -name '*.key' | wc -l)" = 1 ] || { echo "FAIL: $d holds $(find "$d" -name '*.key' | wc -l) secret keys"; exit 1; }
+  tasks=$((tasks + 1))
+done
+[ "$tasks" = 5 ] || { echo "FAIL: $tasks task key directories, want 5 (2 + 2 + 1 tasks)"; exit 1; }
+[ -z "$(ls -d "$DYNAPAR_PRIVATE"/dynapar-controller.* 2> /dev/null)" ] || { echo "FAIL: the controller's secret outlived its run"; exit 1; }
+[ -f "$DYNAPAR_OPERATOR_KEYS/operator.key" ] && [ -f "$DYNAPAR_RUN/keys/authorized/operator.pub" ] || { echo "FAIL: no operator key"; exit 1; }
+echo "keys: 5 tasks and the controller each made their own secret, none in the shared directory"
 
 # 2. A requeued job resumes from its newest checkpoint.
 export DYNAPAR_RUN=$out/requeue DYNAPAR_CHECKPOINT_EVERY=20

@@ -65,6 +65,24 @@ TEST_CASE("the plain device's run is the job's samples, micro-batches and length
   for (int l = 0; l < model::num_layers(*p->model); ++l) fresh.push_back(model::copy_layer(*p->model, l));
   CHECK_FALSE(training::check_against_reference(*p, 3, fresh).verified());
 
+  // Every replica's whole state against the plain device's: one replica of one layer two
+  // steps behind is caught by name, though the replica compared value by value is right.
+  const auto good = model::state_hashes(plain_run(*p, 3)), behind = model::state_hashes(plain_run(*p, 2));
+  std::vector<std::vector<training::train_outcome::replica_hash>> replicas;
+  for (std::size_t l = 0; l < good.size(); ++l) replicas.push_back({{0, "cpu", good[l]}, {1, "cpu", good[l]}});
+  const auto all_same = training::check_against_reference(*p, 3, plain_run(*p, 3), replicas);
+  CHECK(all_same.verified());
+  CHECK(all_same.replicas_checked == static_cast<int>(2 * good.size()));
+  replicas.back()[1].hash = behind.back();
+  const auto one_off = training::check_against_reference(*p, 3, plain_run(*p, 3), replicas);
+  CHECK(one_off.max_rel_diff == 0.0);
+  CHECK_FALSE(one_off.verified());
+  REQUIRE(one_off.replicas_differing.size() == 1);
+  CHECK(one_off.replicas_differing.front().find("on device 1") != std::string::npos);
+  // A replica on another place (a GPU) agrees only to rounding: not compared by hash.
+  replicas.back()[1].place = "cuda:0";
+  CHECK(training::check_against_reference(*p, 3, plain_run(*p, 3), replicas).verified());
+
   training::reference_check nan_run;
   nan_run.max_rel_diff = std::nan("");
   nan_run.tolerance = 1;

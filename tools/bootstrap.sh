@@ -29,6 +29,8 @@ packages=(
 [[ $mode == test ]] && packages+=(clang libclang-rt-14-dev)
 # A one-machine Slurm for tests/cli/slurm.sh (its daemons run only for that test).
 [[ $mode == test ]] && packages+=(slurm-wlm munge)
+# promtool (Debian's prometheus) lints the dashboard's /metrics (tests/cli/dashboard_browser.py).
+[[ $mode == test ]] && packages+=(prometheus)
 
 install_packages() {
   local missing=()

@@ -71,6 +71,13 @@ try:
     metrics = urllib.request.urlopen(url + "metrics").read().decode()
     m = re.search(r"^dynapar_step (\d+)", metrics, re.M)
     assert m and int(m.group(1)) >= later, metrics[:300]
+    # Prometheus's own linter (Debian's prometheus package) accepts the text as served.
+    import shutil
+    import subprocess
+    promtool = shutil.which("promtool")
+    assert promtool, "no promtool (bootstrap.sh test installs Debian's prometheus)"
+    lint = subprocess.run([promtool, "check", "metrics"], input=metrics, text=True, capture_output=True)
+    assert lint.returncode == 0 and not lint.stdout.strip() and not lint.stderr.strip(), (lint.stdout, lint.stderr, metrics[:600])
     assert state["steps"] == steps and state["plan"], state
     # DNS rebinding: a request for another site's name pointed here is refused.
     import urllib.error

@@ -79,10 +79,10 @@ int node_main(node_options o) {
   auto offload = offload_dir_from_env();
   if (!offload) return report(offload.err());
   o.node.offload_dir = *offload;
-  if (auto st = model::check_place(o.node.place); !st) return report(st.err());
   if (!o.node.offload_dir.empty() && o.node.place != "cpu")
     return report(make_error("bad_flag", "--offload-optimizer keeps optimizer state in host files; this node's devices compute on " +
                                              o.node.place + " (a GPU's state stays in its memory)"));
+  if (auto st = model::check_place(o.node.place); !st) return report(st.err());
   model::set_threads(1);
   leave_on_signals();
   auto r = actors::remote::run_node(o.node, leave_requested);

@@ -4,7 +4,8 @@
 # the cut, with BatchNorm; pre-norm blocks after a stem holding the top module's parameters; a
 # stage without parameters beside tied weights) is cut at every boundary in turn into a
 # 2-stage pipeline, and at every boundary at once into a 3-stage one, in one process and over
-# node processes (one a stage), the schedules taken in turn. Every run's parameters, buffers
+# node processes (each stage on a node of its own: 2 or 3 node processes), the schedules taken
+# in turn. Every run's parameters, buffers
 # and optimizer state must be one plain device's, bit for bit (--verify, every replica).
 # every_cut.sh DYNAPAR OUT [MODEL...]   (default: every model)
 set -euo pipefail
@@ -55,10 +56,13 @@ for m in "${models[@]}"; do
     *) $py "$here/../../tools/export/dynapar_export.py" "$here/cut_patterns.py:$m" --input 1,28,28 --out "$m.pt" > "$m.export" 2>&1 ||
          { cat "$m.export"; exit 1; } ;;
   esac
+  # The views over 2 node processes and 3; the rest over 3 (a third node idle beside the pair).
+  pair_nodes=3
+  case $m in twist|permuted) pair_nodes=2 ;; esac
   segs=$($py -c 'import sys, torch; print(len(list(torch.jit.load(sys.argv[1]).named_children())))' "$m.pt")
   for ((k = 1; k < segs; k++)); do
     run "${m}_cut$k" "$segs" "0, $k, $segs" "0, 1" 0
-    run "${m}_cut${k}_nodes" "$segs" "0, $k, $segs" "0, 1" 2
+    run "${m}_cut${k}_nodes" "$segs" "0, $k, $segs" "0, 1" "$pair_nodes"
   done
   # Three stages: the first two boundaries, then the last two.
   run "${m}_three" "$segs" "0, 1, 2, $segs" "0, 1, 2" 3

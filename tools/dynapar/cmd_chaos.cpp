@@ -171,7 +171,7 @@ int chaos_main(const chaos_options& o) {
   std::cout << "chaos: " << o.runs << " run(s) of " << o.job << " (" << steps << " steps) "
             << (o.local > 0 ? "over " + std::to_string(o.local) + " node processes" : std::string("in one process")) << ", seeds "
             << o.seed << ".." << o.seed + o.runs - 1 << "\n";
-  std::cout << std::left << std::setw(6) << "seed" << std::setw(62) << "faults" << std::right << std::setw(6) << "inj" << std::setw(6)
+  std::cout << std::left << std::setw(8) << "seed" << std::setw(62) << "faults" << std::right << std::setw(6) << "inj" << std::setw(6)
             << "lost" << std::setw(6) << "dup" << std::setw(11) << "diff" << std::setw(6) << "rec" << std::setw(9) << "max rec"
             << std::setw(8) << "wall" << "  verdict\n";
   json rows = json::array();
@@ -182,7 +182,7 @@ int chaos_main(const chaos_options& o) {
     failed += r.verdict != "ok";
     std::ostringstream diff;
     diff << std::setprecision(3) << r.diff;
-    std::cout << std::left << std::setw(6) << r.seed << std::setw(62) << r.faults.substr(0, 61) << std::right << std::setw(6) << r.injected
+    std::cout << std::left << std::setw(8) << r.seed << std::setw(62) << r.faults.substr(0, 61) << std::right << std::setw(6) << r.injected
               << std::setw(6) << r.samples_lost << std::setw(6) << r.duplicated << std::setw(11) << diff.str() << std::setw(6)
               << r.recoveries << std::setw(8) << std::fixed << std::setprecision(2) << r.max_recovery_s << "s" << std::setw(7)
               << std::setprecision(0) << r.wall_s << "s" << std::defaultfloat << "  " << r.verdict << "\n"

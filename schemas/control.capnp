@@ -164,11 +164,14 @@ struct LayerCopy {
   layout @4 :List(Int64);
   built @5 :UInt64;           # non-zero: no layout or tensors; the node builds the fresh layer, hashing to this
   stateHash @6 :UInt64;       # (24) answer to copyLean: the whole state's hash; the tensors are parameters and buffers only
-  shard @7 :Text;             # (26) placed from this checkpoint shard (no layout, no tensors): the node reads it
+  shard @7 :Text;             # (26) placed from this checkpoint shard (no layout, no tensors): the node reads it;
+                              #   (27) a name in the node's --shard-dir (step-N/layer-L.pt), not a path
   shardSha256 @8 :Text;       # (26) the shard file's SHA-256, checked before it is read
 }
 
-# A checkpoint's shard: the device writes its layer, with its optimizer state, to `path`.
+# A checkpoint's shard: the device writes its layer, with its optimizer state, to `path`:
+# (27) a shard's name (a step directory and a file), which the node finds in its own
+# --shard-dir; it refuses any other.
 struct SaveShard {
   layer @0 :UInt32;
   path @1 :Text;

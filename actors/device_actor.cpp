@@ -9,7 +9,6 @@
 
 #include "actors/device_state.hpp"
 #include "comm/keys.hpp"
-#include "logging/logging.hpp"
 
 namespace dynapar::actors {
 
@@ -26,14 +25,6 @@ void finish_report(device_state& s) {
 }
 
 void advance(device_self self);
-
-// Data from a device the task does not name as its neighbour: dropped, counted and said; the
-// step goes on waiting for the neighbour's (docs/SECURITY.md, "Authority on the data plane").
-void refuse_data(device_state& s, const char* what, int from, int want) {
-  ++s.data_refused;
-  logging::get("device")->warn("device {}: dropped {} of step {} from device {}; its task takes it from device {} ({} refused)", s.cfg.id,
-                               what, s.task.step, from, want, s.data_refused);
-}
 
 // The rest of the open step (stage_task::resume): its gradients, loss and report go on.
 void resume(device_self self, stage_task task) {
@@ -268,20 +259,7 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
         };
         stale(s.acts);
         stale(s.grads);
-        // What came before the task, from a device that is not the neighbour it names: dropped.
-        for (auto it = s.data_from.begin(); it != s.data_from.end();) {
-          const auto [step, micro, act] = it->first;
-          const int want = act ? s.task.prev_id : s.task.next_id;
-          if (step < s.task.step || (step == s.task.step && it->second != want)) {
-            if (step == s.task.step) {
-              refuse_data(s, act ? "an activation" : "a gradient", it->second, want);
-              (act ? s.acts : s.grads).erase({step, micro});
-            }
-            it = s.data_from.erase(it);
-          } else {
-            ++it;
-          }
-        }
+        drop_unnamed_data(s);
         // An abandoned attempt's sums that were waiting: dropped unanswered, as above.
         s.deferred.erase(std::remove_if(s.deferred.begin(), s.deferred.end(), [&](const auto& d) { return d.first.step < s.task.step; }),
                          s.deferred.end());
@@ -308,20 +286,16 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
       },
       [=](act_atom, std::int64_t step, int micro, int from, const model::tensor& t) {
         auto& s = self->state;
-        if (step < s.task.step) return;  // an abandoned attempt's
-        if (step == s.task.step && s.active && from != s.task.prev_id) return refuse_data(s, "an activation", from, s.task.prev_id);
+        if (step < s.task.step || !take_data(s, step, micro, from, true)) return;  // an abandoned attempt's, or refused
         s.acts[{step, micro}] = t;
-        s.data_from[{step, micro, true}] = from;
         if (step != s.task.step || !s.active) return;  // the next step's, early
         s.runner.arrived_activation(micro);
         advance(self);
       },
       [=](grad_atom, std::int64_t step, int micro, int from, const model::tensor& t) {
         auto& s = self->state;
-        if (step < s.task.step) return;
-        if (step == s.task.step && s.active && from != s.task.next_id) return refuse_data(s, "a gradient", from, s.task.next_id);
+        if (step < s.task.step || !take_data(s, step, micro, from, false)) return;
         s.grads[{step, micro}] = t;
-        s.data_from[{step, micro, false}] = from;
         if (step != s.task.step || !s.active) return;
         s.runner.arrived_gradient(micro);
         advance(self);

@@ -120,5 +120,13 @@ void sum_take(device_self self, int layer, model::chunk_msg m);
 // The sums that waited for this device's stage of the step that just ended.
 void start_deferred(device_self self);
 
+// Authority on the data plane (actors/device_data.cpp, docs/SECURITY.md): an activation
+// (`activation`) or gradient of a step, sent by device `from`, is taken only from the
+// neighbour the step's task names; one that comes before its task is kept with its sender
+// and checked when the task comes (drop_unnamed_data). False: refused, counted and said.
+bool take_data(device_state& s, std::int64_t step, int micro, int from, bool activation);
+// At a task's start: what came early from a device the task does not name is dropped.
+void drop_unnamed_data(device_state& s);
+
 }  // namespace device_detail
 }  // namespace dynapar::actors

@@ -1,0 +1,42 @@
+// A device's side of authority on the data plane (docs/SECURITY.md): a step's activations and
+// gradients only from the neighbours its task names.
+#include "actors/device_state.hpp"
+#include "logging/logging.hpp"
+
+namespace dynapar::actors::device_detail {
+namespace {
+
+// Data from a device the task does not name as its neighbour: dropped, counted and said; the
+// step goes on waiting for the neighbour's.
+void refuse(device_state& s, bool activation, int from, int want) {
+  ++s.data_refused;
+  logging::get("device")->warn("device {}: dropped {} of step {} from device {}; its task takes it from device {} ({} refused)", s.cfg.id,
+                               activation ? "an activation" : "a gradient", s.task.step, from, want, s.data_refused);
+}
+
+int neighbour(const device_state& s, bool activation) { return activation ? s.task.prev_id : s.task.next_id; }
+
+}  // namespace
+
+bool take_data(device_state& s, std::int64_t step, int micro, int from, bool activation) {
+  if (step == s.task.step && s.active && from != neighbour(s, activation)) {
+    refuse(s, activation, from, neighbour(s, activation));
+    return false;
+  }
+  s.data_from[{step, micro, activation}] = from;
+  return true;
+}
+
+void drop_unnamed_data(device_state& s) {
+  for (auto it = s.data_from.begin(); it != s.data_from.end();) {
+    const auto [step, micro, activation] = it->first;
+    const bool stale = step < s.task.step, now = step == s.task.step;
+    if (now && it->second != neighbour(s, activation)) {
+      refuse(s, activation, it->second, neighbour(s, activation));
+      (activation ? s.acts : s.grads).erase({step, micro});
+    }
+    it = stale || (now && it->second != neighbour(s, activation)) ? s.data_from.erase(it) : std::next(it);
+  }
+}
+
+}  // namespace dynapar::actors::device_detail

@@ -212,7 +212,7 @@ inline std::size_t sum_entries(const torch::nn::Sequential& layer) {
   return layer->parameters().size() + (b ? b + 1 : 0);
 }
 
-// A stage boundary hands a tensor on with the strides it has (docs/MODELS.md, "Layouts"):
+// A stage boundary hands a tensor on with the strides it has (docs/MODELS.md, "Exact whatever the cut"):
 // the next op may round differently on another layout (a transposed view into a matmul, a
 // gradient summed over its batch), so a copy to another device or process keeps them.
 // The elements a strided layout reaches from its first: one past the farthest, 0 if empty.

@@ -28,7 +28,7 @@ blob to_blob(const tensor& t, tensor_meta& meta) {
     if (e.type == s.scalar_type()) meta.dtype = e.code;
   meta.shape = s.sizes().vec();
   // A view travels as it is, its span of storage and its strides (boxes.hpp: layout_extent):
-  // the receiver's next op then rounds as the sender's would have (docs/MODELS.md, "Layouts").
+  // the receiver's next op then rounds as the sender's would have (docs/MODELS.md, "Exact whatever the cut").
   torch::Tensor c;
   if (plain_layout(s)) {
     c = s.to(torch::kCPU).contiguous();  // a GPU tensor travels from the host

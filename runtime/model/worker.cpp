@@ -115,7 +115,7 @@ class torch_worker final : public device_worker {
       torch::Tensor x = to_device_exact(input->t, device_);
       // A later stage's input is a leaf of this device's graph: its gradient goes upstream as
       // autograd summed it over the input's uses, layout and all, before the leaf's own
-      // accumulation would copy it into the input's layout (docs/MODELS.md, "Layouts"): the
+      // accumulation would copy it into the input's layout (docs/MODELS.md, "Exact whatever the cut"): the
       // previous stage's backward then gets what it would have got in one graph.
       auto grad_in = std::make_shared<torch::Tensor>();
       if (lo > 0) {

@@ -180,9 +180,15 @@ TEST_CASE("a device takes a step's activations only from the stage its task name
   std::string error;
   self->receive([&](const actors::stage_report& r) { error = r.error; }, caf::after(std::chrono::seconds(10)) >> [&] { error = "no report"; });
   CHECK(error.empty());
-  std::lock_guard<std::mutex> lock(seen->mu);
-  REQUIRE(seen->got.size() == 1);
-  CHECK(seen->got.front() == std::make_pair(1, std::int64_t{5}));
+  // The gradient reaches the recording peer on its own thread, maybe after the report.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto got = [&] {
+    std::lock_guard<std::mutex> lock(seen->mu);
+    return seen->got;
+  };
+  while (got().empty() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(got().size() == 1);
+  CHECK(got().front() == std::make_pair(1, std::int64_t{5}));
   anon_send_exit(dev, caf::exit_reason::user_shutdown);
   anon_send_exit(prev, caf::exit_reason::user_shutdown);
 }

@@ -57,7 +57,7 @@ TEST_CASE("a chaos experiment is a pure function of its seed, within the run", "
   c.steps = 60;
   c.slot_steps = 5;
   c.devices = {0, 1, 2, 3};
-  int restarts = 0, leaves = 0, doubles = 0, kinds[5] = {0, 0, 0, 0, 0}, moments[5] = {0, 0, 0, 0, 0};
+  int restarts = 0, leaves = 0, doubles = 0, kinds[5] = {0, 0, 0, 0, 0}, moments[8] = {};
   for (std::uint64_t seed = 1; seed <= 200; ++seed) {
     const auto a = sim::draw_chaos(c, seed), b = sim::draw_chaos(c, seed);
     REQUIRE(a.describe() == b.describe());
@@ -97,7 +97,8 @@ TEST_CASE("a chaos experiment is a pure function of its seed, within the run", "
   for (int k = 0; k < 4; ++k) CHECK(kinds[k] > 20);
   CHECK(kinds[4] == 0);  // no corruption: a chaos run must stay exact
   // Kills land on every hard moment, and some runs lose two devices in one step.
-  for (int m = 0; m < 5; ++m) CHECK(moments[m] > 20);
+  // Every moment the draw uses (sim::draw_chaos), step included: all of them.
+  for (int m = 0; m < 8; ++m) CHECK(moments[m] > 10);
   CHECK(doubles > 20);
   c.hard_moments = false;
   for (std::uint64_t seed = 1; seed <= 50; ++seed)

@@ -30,12 +30,12 @@ bool take_data(device_state& s, std::int64_t step, int micro, int from, bool act
 void drop_unnamed_data(device_state& s) {
   for (auto it = s.data_from.begin(); it != s.data_from.end();) {
     const auto [step, micro, activation] = it->first;
-    const bool stale = step < s.task.step, now = step == s.task.step;
-    if (now && it->second != neighbour(s, activation)) {
+    const bool unnamed = step == s.task.step && it->second != neighbour(s, activation);
+    if (unnamed) {
       refuse(s, activation, it->second, neighbour(s, activation));
       (activation ? s.acts : s.grads).erase({step, micro});
     }
-    it = stale || (now && it->second != neighbour(s, activation)) ? s.data_from.erase(it) : std::next(it);
+    it = step < s.task.step || unnamed ? s.data_from.erase(it) : std::next(it);
   }
 }
 

@@ -30,6 +30,9 @@ class mapped_file {
   void release(const void* p, std::size_t bytes) const;
   void release_all() const { release(base_, size_); }
   static std::size_t page();
+  // `bytes` rounded up to whole pages: a slot that release() may let go of without touching
+  // the next one's.
+  static std::size_t whole_pages(std::size_t bytes) { return (bytes + page() - 1) / page() * page(); }
 
  private:
   mapped_file(char* base, std::size_t size) : base_(base), size_(size) {}

@@ -12,11 +12,6 @@ namespace {
 
 bool fusable(const torch::Tensor& t) { return t.device().is_cpu() && t.scalar_type() == torch::kFloat && t.is_contiguous(); }
 
-std::size_t whole_pages(std::size_t bytes) {
-  const auto page = mapped_file::page();
-  return (bytes + page - 1) / page * page;
-}
-
 // A slice of 4 Mi values (16 MB a moment): what an offloaded step holds of the moments at once.
 constexpr std::int64_t offload_slice = std::int64_t{1} << 22;
 
@@ -27,7 +22,7 @@ void fused_adam::lay_out_file() {
   for (const auto& group : param_groups())
     for (const auto& p : group.params()) {
       offsets_.push_back(at);
-      at += 2 * whole_pages(static_cast<std::size_t>(p.numel()) * sizeof(float));
+      at += 2 * mapped_file::whole_pages(static_cast<std::size_t>(p.numel()) * sizeof(float));
     }
   auto f = mapped_file::create(offload_dir_, at);
   if (!f) throw std::runtime_error(f.err().message);  // guarded: the device's error
@@ -75,7 +70,7 @@ void fused_adam::step_divided(double divisor) {
     for (auto& p : group.params()) {
       const auto i = index++;
       if (!p.grad().defined()) continue;
-      const auto m_at = file_ ? offsets_[i] : 0, v_at = m_at + whole_pages(static_cast<std::size_t>(p.numel()) * sizeof(float));
+      const auto m_at = file_ ? offsets_[i] : 0, v_at = m_at + mapped_file::whole_pages(static_cast<std::size_t>(p.numel()) * sizeof(float));
       auto& slot = state()[state_key(p)];
       if (!slot) {  // as LibTorch's Adam: zero moments on the first step (a new file reads as zeros)
         auto s = std::make_unique<torch::optim::AdamParamState>();

@@ -25,11 +25,6 @@ std::vector<slot> slots_of(torch::optim::OptimizerParamState& s) {
   return out;
 }
 
-std::size_t whole_pages(std::size_t bytes) {
-  const auto page = mapped_file::page();
-  return (bytes + page - 1) / page * page;
-}
-
 }  // namespace
 
 void state_file::keep(torch::optim::Optimizer& opt) {
@@ -47,7 +42,7 @@ void state_file::keep(torch::optim::Optimizer& opt) {
     for (const auto& [p, slots] : all)
       for (const auto& s : slots) {
         offsets_.push_back(at);
-        at += whole_pages(static_cast<std::size_t>(s.value.numel()) * s.value.element_size());
+        at += mapped_file::whole_pages(static_cast<std::size_t>(s.value.numel()) * s.value.element_size());
       }
     auto f = mapped_file::create(dir_, at);
     if (!f) throw std::runtime_error(f.err().message);  // the device's error (worker::guarded)

@@ -213,7 +213,12 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
         send_shaped(self, s.migration[to], link, target, static_cast<double>(x.bytes), hold_atom::value, std::move(x));
         return true;
       },
+      [=](expect_atom, int layer, int from) {
+        self->state.expected_layers.emplace(layer, from);
+        return true;
+      },
       [=](hold_atom, const layer_transfer& x) {
+        if (!expected_layer(self->state, x)) return;
         if (auto oom = hold(self->state, x.layer, x.replica); !oom.empty()) return self->send(x.report_to, moved_atom::value, x.layer, x.from, x.to, oom);
         self->send(x.report_to, moved_atom::value, x.layer, x.from, x.to, x.bytes);
       },
@@ -334,11 +339,11 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
         auto& s = self->state;
         auto it = s.sums.find(p.layer);
         if (it == s.sums.end() || it->second.task.step < p.step) {  // before its task
-          s.early[{p.step, p.layer}].push_back(std::move(p.msg));
+          s.early[{p.step, p.layer}].push_back(std::move(p));
           return;
         }
         if (it->second.task.step > p.step) return;  // an abandoned attempt's
-        sum_take(self, p.layer, std::move(p.msg));
+        sum_take(self, std::move(p));
       },
       [=](gloo_atom, std::int64_t step, int layer, std::vector<model::tensor>& sum, const std::string& error) {
         auto& s = self->state;

@@ -39,6 +39,8 @@ using device_handle = device_peer::extend<
     caf::replies_to<hold_atom, int, model::layer_copy>::with<bool>,  // place a layer (at start, or restored)
     caf::replies_to<hold_atom, int, training::shard_file>::with<bool>,  // place a layer from its checkpoint shard
     caf::replies_to<migrate_atom, int, int, device_peer, comm::link_spec, migration_sink>::with<bool>,
+    // A migration's target, before the giver sends: take this layer from that device, once.
+    caf::replies_to<expect_atom, int, int>::with<bool>,
     caf::replies_to<drop_atom, int>::with<bool>, caf::reacts_to<memory_atom, double>, caf::reacts_to<speed_atom, double>,
     caf::reacts_to<timing_atom, std::vector<double>>, caf::replies_to<probe_atom>::with<double>,
     caf::reacts_to<step_atom, stage_task>,

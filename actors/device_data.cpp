@@ -1,5 +1,5 @@
 // A device's side of authority on the data plane (docs/SECURITY.md): a step's activations and
-// gradients only from the neighbours its task names.
+// gradients only from the neighbours its task names, a migrating layer only as announced.
 #include "actors/device_state.hpp"
 #include "logging/logging.hpp"
 
@@ -37,6 +37,17 @@ void drop_unnamed_data(device_state& s) {
     }
     it = step < s.task.step || unnamed ? s.data_from.erase(it) : std::next(it);
   }
+}
+
+bool expected_layer(device_state& s, const layer_transfer& x) {
+  if (auto it = s.expected_layers.find({x.layer, x.from}); it != s.expected_layers.end()) {
+    s.expected_layers.erase(it);
+    return true;
+  }
+  ++s.data_refused;
+  logging::get("device")->warn("device {}: refused layer {} from device {}: no migration of it was announced ({} refused)", s.cfg.id, x.layer,
+                               x.from, s.data_refused);
+  return false;
 }
 
 }  // namespace dynapar::actors::device_detail

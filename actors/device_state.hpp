@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <tuple>
 
 #include "actors/device_actor.hpp"
@@ -29,6 +30,9 @@ struct device_state {
   // neighbours once the task is here. Refused: data from any other device, counted.
   std::map<std::tuple<std::int64_t, int, bool>, int> data_from;
   std::int64_t data_refused = 0;
+  // Migrations announced to this device (expect_atom), (layer, giver) each taken once: a layer
+  // from a device no migration names is refused and counted in data_refused.
+  std::multiset<std::pair<int, int>> expected_layers;
   std::map<int, model::tensor> outputs, input_grads;
   model::tensor current;           // the input of the next forward
   stage_report report;
@@ -59,7 +63,7 @@ struct device_state {
     std::int64_t bytes_in = 0;  // of the other holders' chunks
   };
   std::map<int, layer_sum> sums;
-  std::map<std::pair<std::int64_t, int>, std::vector<model::chunk_msg>> early;
+  std::map<std::pair<std::int64_t, int>, std::vector<reduce_part>> early;
   std::vector<std::pair<reduce_task, caf::response_promise>> deferred;  // before their step's stage ended
   struct held_sum {
     std::int64_t step = 0;
@@ -115,8 +119,9 @@ sum_held held_answer(const device_state& s, std::int64_t step, int layer, const 
 // A bucket's sum among its holders, once this device's partial sums of the step are final;
 // `done` is answered when it holds the sum.
 void start_reduce(device_self self, reduce_task t, caf::response_promise done);
-// Another holder's chunk message for the sum in progress of `layer`.
-void sum_take(device_self self, int layer, model::chunk_msg m);
+// Another holder's chunk for the sum in progress of its layer: taken only from the device the
+// sum's holders list at the rank it names; any other is refused, counted and said.
+void sum_take(device_self self, reduce_part p);
 // The sums that waited for this device's stage of the step that just ended.
 void start_deferred(device_self self);
 
@@ -127,6 +132,9 @@ void start_deferred(device_self self);
 bool take_data(device_state& s, std::int64_t step, int micro, int from, bool activation);
 // At a task's start: what came early from a device the task does not name is dropped.
 void drop_unnamed_data(device_state& s);
+// A migrating layer is taken only once announced by the controller (expect_atom), from the
+// giver it named, each announcement once: any other is refused, counted and said.
+bool expected_layer(device_state& s, const layer_transfer& x);
 
 }  // namespace device_detail
 }  // namespace dynapar::actors

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "actors/device_state.hpp"
+#include "logging/logging.hpp"
 
 namespace dynapar::actors::device_detail {
 namespace {
@@ -31,7 +32,8 @@ void sum_progress(device_self self, int layer, result<std::vector<model::chunk_s
     s.sums.erase(it);
   };
   if (!out) return fail(out.err().message);
-  for (auto& m : *out) self->send(e.task.peers[static_cast<std::size_t>(m.to)], part_atom::value, reduce_part{e.task.step, layer, std::move(m.msg)});
+  for (auto& m : *out)
+    self->send(e.task.peers[static_cast<std::size_t>(m.to)], part_atom::value, reduce_part{e.task.step, layer, std::move(m.msg), s.cfg.id});
   if (!e.sum->done()) return;
   auto total = e.sum->sum();
   if (!total) return fail(total.err().message);
@@ -83,10 +85,18 @@ caf::result<applied> apply_sum(device_state& s, std::int64_t step, int layer, co
   return applied{s.cfg.id, step, layer};
 }
 
-void sum_take(device_self self, int layer, model::chunk_msg m) {
-  auto& e = self->state.sums.at(layer);
-  for (const auto& p : m.parts) e.bytes_in += static_cast<std::int64_t>(model::bytes(p.grads));
-  sum_progress(self, layer, e.sum->take(std::move(m)));
+void sum_take(device_self self, reduce_part p) {
+  auto& s = self->state;
+  auto& e = s.sums.at(p.layer);
+  const auto& holders = e.task.holders;
+  if (p.msg.from < 0 || static_cast<std::size_t>(p.msg.from) >= holders.size() || holders[static_cast<std::size_t>(p.msg.from)] != p.device) {
+    ++s.data_refused;
+    logging::get("device")->warn("device {}: dropped a sum's chunk of layer {} from device {} claiming rank {} ({} refused)", s.cfg.id, p.layer,
+                                 p.device, p.msg.from, s.data_refused);
+    return;
+  }
+  for (const auto& part : p.msg.parts) e.bytes_in += static_cast<std::int64_t>(model::bytes(part.grads));
+  sum_progress(self, p.layer, e.sum->take(std::move(p.msg)));
 }
 
 void start_reduce(device_self self, reduce_task t, caf::response_promise done) {
@@ -114,7 +124,7 @@ void start_reduce(device_self self, reduce_task t, caf::response_promise done) {
     s.early.erase(it);
     for (auto& m : msgs) {
       if (!s.sums.count(layer)) break;
-      sum_take(self, layer, std::move(m));
+      sum_take(self, std::move(m));
     }
   }
 }

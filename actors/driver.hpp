@@ -238,6 +238,8 @@ class driver {
   // Armed kills waiting for moment `m` (sim::fault_moment), on one of `among`, within window_s.
   void fire_armed(sim::fault_moment m, std::int64_t t, const std::vector<int>& among, double window_s);
   void strike(const sim::fault& f, const char* source, std::int64_t t, std::vector<int> among, double window_s, const char* when);
+  // An armed `joining` kill, on device `id` while it joins (before its benchmark).
+  void strike_joining(int id, std::int64_t t);
   std::vector<int> plan_devices() const;
   void note(const training::fault_record& r) {
     if (cb_.on_fault) cb_.on_fault(r);

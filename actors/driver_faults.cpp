@@ -153,7 +153,8 @@ clock::duration driver::step_deadline() const {
 void driver::fire_faults(std::int64_t t) {
   std::vector<std::pair<sim::fault, const char*>> due;
   for (; faults_.next < s_.faults.size() && s_.faults[faults_.next].step <= t; ++faults_.next)
-    if (s_.faults[faults_.next].step == t) due.emplace_back(s_.faults[faults_.next], "plan");  // not those before a resume
+    if (const auto& f = s_.faults[faults_.next]; f.step == t && !(f.moment == sim::fault_moment::placement && t == out_.resumed_from))
+      due.emplace_back(f, "plan");  // not those before a resume, nor the first placement's (armed by run)
   if (actors_.remote)
     for (const auto& f : actors_.remote->injected()) due.emplace_back(f, "inject");
   for (auto& [f, source] : due) {
@@ -207,6 +208,19 @@ void driver::fire_armed(sim::fault_moment m, std::int64_t t, const std::vector<i
     // checkpoint's next message.
     strike(f, "plan", t, among, f.kind == sim::fault_kind::pause ? 0 : window_s, sim::name(m));
   }
+}
+
+void driver::strike_joining(int id, std::int64_t t) {
+  const auto it = std::find_if(faults_.armed.begin(), faults_.armed.end(), [](const sim::fault& f) { return f.moment == sim::fault_moment::joining; });
+  if (it == faults_.armed.end()) return;
+  faults_.armed.erase(it);
+  // Within about its three probes: it dies before, during or just after its benchmark.
+  const int after_us = static_cast<int>(std::uniform_real_distribution<double>(0, 0.02)(faults_.rng) * 1e6);
+  self_->send(actors_.devices.at(id), fail_atom::value, after_us);
+  ++out_.faults_injected;
+  const std::string detail = "killed " + std::to_string(after_us) + " us into its joining";
+  logging::get("train")->warn("step {}: fault injected (plan): device {} {}", t, id, detail);
+  note({t, "injected", sim::name(sim::fault_kind::kill), id, "plan", detail, 0});
 }
 
 // One fault carried out on its device, or on one of `among` drawn from the seed, at a random

@@ -1,6 +1,9 @@
-// The layers between steps: a consistent cut (checkpoints, their shards written where the
-// layers are), and copies or hashes gathered from their holders (the end).
+// The layers between steps: a plan's moves, a consistent cut (checkpoints, their shards
+// written where the layers are), and copies or hashes gathered from their holders (the end).
+#include <algorithm>
 #include <filesystem>
+#include <set>
+#include <tuple>
 
 #include "actors/driver.hpp"
 #include "comm/keys.hpp"
@@ -166,6 +169,86 @@ void driver::collect_layers(std::vector<model::layer_copy>& out, std::vector<std
     else  // the holder hashes the whole state where it is
       self_->request(holder, wait, hash_atom::value, l).receive([&](std::uint64_t h) { hashes.push_back(h); }, failed);
   }
+}
+
+// Sends `moves` and waits for every arrival; a failure is left in failure_. Returns the bytes
+// that arrived.
+double driver::move_layers(const std::vector<planner::layer_move>& moves, std::int64_t t) {
+  const auto me = caf::actor_cast<migration_sink>(self_);  // the driver receives moved_atom
+  int pending = 0;
+  // The arrivals this diff waits for. An arrival of an earlier, failed migration can still be
+  // on its way (its target survived): it must not count for this one, whose layer may not
+  // have arrived yet (chaos seed 2036: a stage then ran without its layer).
+  std::multiset<std::tuple<int, int, int>> expected;
+  std::vector<planner::layer_move> firsts;
+  for (const auto& mv : moves)
+    if (mv.from >= 0 ? !actors_.devices.count(mv.from) : current_.has_value()) {  // recover() rolls back first
+      failure_ = "layer " + std::to_string(mv.layer) + " has no surviving holder to come from (before step " + std::to_string(t) + ")";
+      return 0;
+    }
+  // Each target is told first what it will take and from whom (a device refuses a layer no
+  // migration names, docs/SECURITY.md); all asked at once, then every answer awaited.
+  const auto announce = [&](const planner::layer_move& mv) {
+    return self_->request(actors_.devices.at(mv.to), timeout_, expect_atom::value, mv.layer, mv.from);
+  };
+  std::vector<decltype(announce(moves.front()))> announced;
+  for (const auto& mv : moves)
+    if (mv.from >= 0) announced.push_back(announce(mv));
+  for (auto& a : announced) a.receive([](bool) {}, [&](caf::error& e) { failure_ = text(e); });
+  if (!failure_.empty()) return 0;
+  for (const auto& mv : moves) {
+    const auto& target = actors_.devices.at(mv.to);
+    if (mv.from < 0) {  // the first plan: fresh layers, or a resumed run's saved ones
+      firsts.push_back(mv);
+      continue;
+    }
+    self_->request(actors_.devices.at(mv.from), timeout_, migrate_atom::value, mv.layer, mv.to, device_peer{target}, link(mv.from, mv.to), me)
+        .receive(
+            [&](bool) {
+              ++pending;
+              expected.emplace(mv.layer, mv.from, mv.to);
+            },
+            [&](caf::error& e) { failure_ = text(e); });
+  }
+  if (!firsts.empty() && !faults_.armed.empty()) {
+    std::vector<int> to;
+    for (const auto& mv : firsts) to.push_back(mv.to);
+    std::sort(to.begin(), to.end());
+    to.erase(std::unique(to.begin(), to.end()), to.end());
+    fire_armed(sim::fault_moment::placement, t, to, 0.005);
+  }
+  place_first(firsts);
+  double bytes = 0;
+  // A lost node sends no down message: its devices are looked at every 100 ms, as in a step.
+  const auto give_up_at = clock::now() + timeout_;
+  const auto moving_lost = [&] {
+    for (const auto& mv : moves)
+      for (int id : {mv.from, mv.to})
+        if (id >= 0 && actors_.remote && actors_.remote->lost(id)) return id;
+    return -1;
+  };
+  for (int k = 0; k < pending && failure_.empty();)
+    self_->receive(
+        [&](moved_atom, int layer, int from, int to, std::size_t b) {
+          const auto it = expected.find({layer, from, to});
+          if (it == expected.end()) return;  // an earlier migration's
+          expected.erase(it);
+          bytes += static_cast<double>(b);
+          ++k;
+        },
+        [&](moved_atom, int layer, int from, int to, const std::string& refused) {  // out of memory
+          if (expected.count({layer, from, to})) failure_ = refused;
+        },
+        [&](caf::down_msg& d) {  // a source or target of this diff stopped
+          note_down(d, false);
+          for (const auto& mv : moves)
+            if (members_.dead(mv.to) || members_.dead(mv.from)) failure_ = "a device stopped while layers moved";
+        },
+        caf::after(std::chrono::milliseconds(100)) >> [&] {
+          if (const int id = moving_lost(); id >= 0) failure_ = "device " + std::to_string(id) + "'s node was lost while layers moved";
+          else if (clock::now() >= give_up_at) failure_ = "a layer did not arrive";
+        });
+  return bytes;
 }
 
 }  // namespace dynapar::actors::detail

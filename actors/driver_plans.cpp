@@ -55,6 +55,7 @@ status driver::update_membership(std::int64_t slot, bool& changed) {
       if (!a) a = actors_.remote ? actors_.remote->proxy(id) : spawn_device(sys_, local_device(id));
       if (!a) return make_error("device_lost", "device " + std::to_string(id) + " left its node while joining");
       self_->monitor(a);
+      if (!faults_.armed.empty()) strike_joining(id, slot * s_.slot_steps);
       self_->send(a, speed_atom::value, cluster_.true_speed(id));
       // A node that described the device says its memory (else the job does) and its host:
       // devices described on one host share a node in the plans, numbered after the job's.
@@ -290,68 +291,6 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
   emulated_sums_.stale = true;
   if (cb_.on_plan) cb_.on_plan(pr);
   return ok_status();
-}
-
-// Sends `moves` and waits for every arrival; a failure is left in failure_. Returns the bytes
-// that arrived.
-double driver::move_layers(const std::vector<planner::layer_move>& moves, std::int64_t t) {
-  const auto me = caf::actor_cast<migration_sink>(self_);  // the driver receives moved_atom
-  int pending = 0;
-  // The arrivals this diff waits for. An arrival of an earlier, failed migration can still be
-  // on its way (its target survived): it must not count for this one, whose layer may not
-  // have arrived yet (chaos seed 2036: a stage then ran without its layer).
-  std::multiset<std::tuple<int, int, int>> expected;
-  std::vector<planner::layer_move> firsts;
-  for (const auto& mv : moves) {
-    if (mv.from >= 0 ? !actors_.devices.count(mv.from) : current_.has_value()) {  // recover() rolls back first
-      failure_ = "layer " + std::to_string(mv.layer) + " has no surviving holder to come from (before step " + std::to_string(t) + ")";
-      return 0;
-    }
-    const auto& target = actors_.devices.at(mv.to);
-    if (mv.from < 0) {  // the first plan: fresh layers, or a resumed run's saved ones
-      firsts.push_back(mv);
-      continue;
-    }
-    self_->request(actors_.devices.at(mv.from), timeout_, migrate_atom::value, mv.layer, mv.to, device_peer{target}, link(mv.from, mv.to), me)
-        .receive(
-            [&](bool) {
-              ++pending;
-              expected.emplace(mv.layer, mv.from, mv.to);
-            },
-            [&](caf::error& e) { failure_ = text(e); });
-  }
-  place_first(firsts);
-  double bytes = 0;
-  // A lost node sends no down message: its devices are looked at every 100 ms, as in a step.
-  const auto give_up_at = clock::now() + timeout_;
-  const auto moving_lost = [&] {
-    for (const auto& mv : moves)
-      for (int id : {mv.from, mv.to})
-        if (id >= 0 && actors_.remote && actors_.remote->lost(id)) return id;
-    return -1;
-  };
-  for (int k = 0; k < pending && failure_.empty();)
-    self_->receive(
-        [&](moved_atom, int layer, int from, int to, std::size_t b) {
-          const auto it = expected.find({layer, from, to});
-          if (it == expected.end()) return;  // an earlier migration's
-          expected.erase(it);
-          bytes += static_cast<double>(b);
-          ++k;
-        },
-        [&](moved_atom, int layer, int from, int to, const std::string& refused) {  // out of memory
-          if (expected.count({layer, from, to})) failure_ = refused;
-        },
-        [&](caf::down_msg& d) {  // a source or target of this diff stopped
-          note_down(d, false);
-          for (const auto& mv : moves)
-            if (members_.dead(mv.to) || members_.dead(mv.from)) failure_ = "a device stopped while layers moved";
-        },
-        caf::after(std::chrono::milliseconds(100)) >> [&] {
-          if (const int id = moving_lost(); id >= 0) failure_ = "device " + std::to_string(id) + "'s node was lost while layers moved";
-          else if (clock::now() >= give_up_at) failure_ = "a layer did not arrive";
-        });
-  return bytes;
 }
 
 std::string driver::drop_layers(const std::vector<std::pair<int, int>>& drops) {

@@ -113,6 +113,9 @@ result<training::train_outcome> driver::run() {
   recovery_.cut.step = start;
   recovery_.fresh = recovery_.cut;
   faults_.rng.seed(s_.seed ^ 0xfa17ull);
+  // A kill at the first placement waits for it, which comes before the first step's faults.
+  for (const auto& f : s_.faults)
+    if (f.step == start && f.moment == sim::fault_moment::placement) faults_.armed.push_back(f);
   double total_time = 0, total_cost = 0;
   double steady_wait = 0, steady_time = 0;  // controller waits and step times of steady steps
   int incidents = 0;  // recoveries and retries up to the last step that ended

@@ -67,6 +67,7 @@ using copy_atom = caf::atom_constant<caf::atom("copy")>;
 using copy_lean_atom = caf::atom_constant<caf::atom("copy_lean")>;  // without optimizer state (model::drop_optimizer_state)
 using save_atom = caf::atom_constant<caf::atom("save")>;  // a checkpoint's shard (model::save_shard)
 using migrate_atom = caf::atom_constant<caf::atom("migrate")>;
+using expect_atom = caf::atom_constant<caf::atom("expect")>;  // a migration's target: take that layer from that device
 using moved_atom = caf::atom_constant<caf::atom("moved")>;
 using drop_atom = caf::atom_constant<caf::atom("drop")>;
 using speed_atom = caf::atom_constant<caf::atom("speed")>;
@@ -110,6 +111,7 @@ struct reduce_part {
   std::int64_t step = 0;
   int layer = 0;
   model::chunk_msg msg;
+  int device = -1;  // the sender: taken only if the sum's holders list it at msg.from
 };
 
 // What a device sends another device: activations forward, gradients back, a sum's chunks,

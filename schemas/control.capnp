@@ -190,6 +190,13 @@ struct Migrate {
   link @2 :Link;
 }
 
+# (28) To a migration's target, before its giver is told to send: the device takes `layer` from
+# device `from` once (a layer from any other device, or not announced, is refused).
+struct Expect {
+  layer @0 :UInt32;
+  from @1 :Int32;
+}
+
 # A migrated layer arrived at `to`, or `to` refused it (out of memory: `refused` says so).
 struct Moved {
   layer @0 :UInt32;
@@ -336,7 +343,9 @@ struct ReducePart {
   gather @2 :Bool;
   from @3 :UInt32;            # the sender's rank
   parts @4 :List(TreePlace);
-}
+  device @5 :Int32;           # (28) the sender's device: the receiver takes the chunk only if the
+}                             #   sum's holders list it at rank `from`, from the node hosting it
+
 
 struct Commit {
   tag @0 :Int64;
@@ -385,5 +394,6 @@ struct DeviceCall {
     copyLean @32 :UInt32;     # (24) a layer without its optimizer state; answer: hold with stateHash
     saveShard @33 :SaveShard; # (26) a checkpoint's shard; answer: shardSaved
     shardSaved @34 :ShardSaved;
+    expect @35 :Expect;       # (28) a migration's target: take this layer from that device; answer: ack
   }
 }

@@ -252,7 +252,7 @@ reduce_task reduce_from(const wire::ops::reduce& r) {
 }
 
 wire::ops::reduce_part part_of(const reduce_part& p, std::vector<model::tensor>& tensors) {
-  wire::ops::reduce_part w{p.step, p.layer, p.msg.gather, p.msg.from, {}};
+  wire::ops::reduce_part w{p.step, p.layer, p.msg.gather, p.msg.from, {}, p.device};
   for (const auto& part : p.msg.parts) {
     w.parts.push_back({part.level, part.index});
     tensors.insert(tensors.end(), part.grads.begin(), part.grads.end());
@@ -267,6 +267,7 @@ result<reduce_part> part_from(const wire::ops::reduce_part& w, const std::vector
   p.layer = w.layer;
   p.msg.gather = w.gather;
   p.msg.from = w.from;
+  p.device = w.device;
   for (std::size_t i = 0; i < w.parts.size(); ++i) p.msg.parts.push_back({w.parts[i].level, w.parts[i].index, {tensors[i]}});
   return p;
 }
@@ -275,6 +276,7 @@ int data_source(const wire::device_call& c) {
   if (const auto* a = std::get_if<wire::ops::activation>(&c.op)) return a->from;
   if (const auto* g = std::get_if<wire::ops::gradient>(&c.op)) return g->from;
   if (const auto* h = std::get_if<wire::ops::hold>(&c.op)) return h->from;
+  if (const auto* p = std::get_if<wire::ops::reduce_part>(&c.op)) return p->device;
   return -1;
 }
 

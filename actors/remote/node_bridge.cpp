@@ -148,6 +148,7 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
                           migration_sink{s.upstream})
                 .then(ack, on_error);
           },
+          [&](const ops::expect& x) { self->request(dev, caf::infinite, expect_atom::value, x.layer, x.from).then(ack, on_error); },
           [&](const ops::drop& d) {
             // id 0: a caller that waits for nothing.
             self->request(dev, caf::infinite, drop_atom::value, d.layer)

@@ -119,6 +119,7 @@ remote_device_handle::behavior_type remote_device(proxy* self, int id, std::stri
         self->state.moves_to = report_to;
         return ask<bool>(self, call(ops::migrate{layer, to, remote::link_of(link)}), {}, acknowledged);
       },
+      [=](expect_atom, int layer, int from) -> caf::result<bool> { return ask<bool>(self, call(ops::expect{layer, from}), {}, acknowledged); },
       [=](drop_atom, int layer) -> caf::result<bool> { return ask<bool>(self, call(ops::drop{layer}), {}, acknowledged); },
       [=](speed_atom, double speed) { tell(self, call(ops::speed{speed})); },
       [=](memory_atom, double bytes) { tell(self, call(ops::memory{bytes})); },

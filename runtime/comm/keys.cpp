@@ -234,19 +234,22 @@ result<client_keys> load_client_keys(const std::string& dir, const std::vector<s
 }
 
 status write_local_keys(const std::string& dir, int nodes, const std::vector<int>& devices) {
-  const auto authorized = (fs::path(dir) / "authorized").string();
-  std::vector<std::pair<std::string, key_role>> pairs = {{"controller", key_role::controller}, {"operator", key_role::operator_}};
-  for (int i = 0; i < nodes; ++i) pairs.emplace_back("node-" + std::to_string(i), key_role::node);
-  for (int id : devices) pairs.emplace_back("device-" + std::to_string(id), key_role::node);
-  pairs.emplace_back("node", key_role::node);
-  for (const auto& [name, role] : pairs) {
-    auto k = make_key_pair(name, role);
+  const std::string ctl_dir = local_controller_keys(dir), op_dir = local_operator_keys(dir);
+  const auto authorized = (fs::path(ctl_dir) / "authorized").string();
+  auto controller = make_key_pair("controller", key_role::controller);
+  if (!controller) return controller.err();
+  if (auto st = write_key_pair(ctl_dir, *controller); !st) return st;
+  std::vector<std::pair<std::string, std::string>> pairs = {{"operator", op_dir}};  // name, where its secret goes
+  for (int i = 0; i < nodes; ++i) pairs.emplace_back("node-" + std::to_string(i), dir);
+  for (int id : devices) pairs.emplace_back("device-" + std::to_string(id), dir);
+  for (const auto& [name, where] : pairs) {
+    auto k = make_key_pair(name, name == "operator" ? key_role::operator_ : key_role::node);
     if (!k) return k.err();
-    if (auto st = write_key_pair(dir, *k); !st) return st;
-    if (role != key_role::controller)
-      if (auto st = write_public_key(authorized, k->pub); !st) return st;
+    if (auto st = write_key_pair(where, *k); !st) return st;
+    if (auto st = write_public_key(authorized, k->pub); !st) return st;
   }
-  return ok_status();
+  if (auto st = write_public_key(op_dir, controller->pub); !st) return st;
+  return write_public_key(dir, controller->pub);  // last: whoever waits for it finds every key in place
 }
 
 result<std::string> file_sha256(const std::string& path) {

@@ -66,13 +66,16 @@ std::function<std::optional<std::vector<public_key>>()> authorized_reloader(std:
 // operator key or, failing that, the node's own), and DIR/controller.pub.
 result<client_keys> load_client_keys(const std::string& dir, const std::vector<std::string>& names);
 
-// A whole deployment on one machine in DIR (throwaway keys): controller, node and operator
-// pairs, controller.pub, and authorized/ with the nodes' and operator's keys. `nodes` > 0
-// adds one pair per node launch starts, node-0 .. node-(nodes-1), and each id in `devices`
-// one pair device-ID for a node started by hand whose first device it is: each node proves
-// a key of its own, so that no node can speak for another (docs/SECURITY.md). node.pub is
-// written last, so whoever waits for it finds every other key in place.
+// A whole deployment on one machine (throwaway keys), in three directories of mode 0700 that
+// share no secret (docs/SECURITY.md): DIR, the nodes', with a pair per node that `launch`
+// starts (node-0 .. node-(nodes-1)) and a pair device-ID per id in `devices` for a node
+// started by hand whose first device it is, and controller.pub; DIR-controller with the
+// controller's pair and authorized/ (every other public key); DIR-operator with the
+// operator's pair and controller.pub. No two nodes prove the same key. DIR/controller.pub is
+// written last, so whoever waits for it finds every key in place.
 status write_local_keys(const std::string& dir, int nodes = 0, const std::vector<int>& devices = {});
+inline std::string local_controller_keys(const std::string& dir) { return dir + "-controller"; }
+inline std::string local_operator_keys(const std::string& dir) { return dir + "-operator"; }
 
 // SHA-256 of a file's bytes, in hex (what a node checks a TorchScript model against).
 result<std::string> file_sha256(const std::string& path);

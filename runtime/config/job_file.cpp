@@ -70,7 +70,8 @@ sim::fault_plan parse_faults(const fields& top, const planner::cluster_state& cl
       if (e.has("moment")) {
         const auto m = e.text("moment");
         if (!sim::moment_of(m, x.moment))
-          throw field_error{where + ".moment must be step, replan, migration, sum, checkpoint or evaluation, not '" + m + "'"};
+          throw field_error{where + ".moment must be step, replan, migration, sum, checkpoint, evaluation, early, shard, placement or joining, not '" +
+                            m + "'"};
         const bool hang_moment = x.moment == sim::fault_moment::sum || x.moment == sim::fault_moment::checkpoint ||
                                  x.moment == sim::fault_moment::evaluation;
         if (x.kind == sim::fault_kind::pause && x.moment != sim::fault_moment::step && !hang_moment)

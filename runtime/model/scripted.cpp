@@ -10,14 +10,17 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "logging/logging.hpp"
 #include "model/boxes.hpp"
 
 namespace dynapar::model {
 namespace {
 
 // What LibTorch says, without the C++ frames it appends (c10::Error's backtrace) and cut at
-// its first line: a user's error names the file and the problem, not LibTorch's call stack.
+// its first line: a user's error names the file and the problem, not LibTorch's call stack,
+// which only --log-level debug shows.
 std::string said(const std::exception& e) {
+  logging::get("model")->debug("LibTorch's whole message: {}", e.what());
   const auto* c = dynamic_cast<const c10::Error*>(&e);
   std::string m = c ? c->what_without_backtrace() : e.what();
   while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();

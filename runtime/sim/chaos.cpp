@@ -34,17 +34,22 @@ chaos_experiment draw_chaos(const chaos_config& c, std::uint64_t seed) {
   // Drawn last, so that a seed's other faults are those it drew before moments existed. Half
   // the kills wait for a hard moment (a re-plan that moves layers, the migration itself, the
   // holders' sums, a checkpoint, its shards being written, the window between a commit and
-  // the step started with it, an evaluation on the devices); a quarter of the runs lose two
-  // devices in one step.
+  // the step started with it, an evaluation on the devices, a device joining); a quarter of the
+  // runs lose two devices in one step.
   if (c.hard_moments) {
-    const fault_moment hard[] = {fault_moment::replan, fault_moment::migration, fault_moment::sum,   fault_moment::checkpoint,
-                                 fault_moment::shard,  fault_moment::early,     fault_moment::evaluation};
+    const fault_moment hard[] = {fault_moment::replan, fault_moment::migration, fault_moment::sum,        fault_moment::checkpoint,
+                                 fault_moment::shard,  fault_moment::early,     fault_moment::evaluation, fault_moment::joining};
     for (auto& f : x.faults)
       if (f.kind == fault_kind::kill && g.uniform() < 0.5) f.moment = hard[g.below(std::size(hard))];
     if (c.max_kills > 0 && g.uniform() < 0.25) {
       const auto at = step();
       const auto pos = std::upper_bound(x.faults.begin(), x.faults.end(), at, [](std::int64_t s, const fault& f) { return s < f.step; });
       x.faults.insert(pos, 2, fault{at, fault_kind::kill, -1, 1, 0, 0});
+    }
+    // A fifth of the runs lose a device while the first plan's layers are placed.
+    if (c.max_kills > 0 && g.uniform() < 0.2) {
+      x.faults.insert(x.faults.begin(), fault{0, fault_kind::kill, -1, 1, 0, 0});
+      x.faults.front().moment = fault_moment::placement;
     }
   }
   return x;

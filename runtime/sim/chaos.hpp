@@ -21,7 +21,7 @@ struct chaos_config {
   double hang_s = 6;             // a hang / partition: longer than the step deadline's floor (5 s)
   bool leaves = true;            // a device leaves and joins again (elastic)
   bool restarts = true;          // the controller may be killed and the run resumed
-  bool hard_moments = true;       // half the kills wait for a re-plan, migration, sum or checkpoint; double kills
+  bool hard_moments = true;       // half the kills wait for a hard moment (sim::draw_chaos); double kills; a kill at the first placement
 };
 
 struct chaos_experiment {

@@ -27,13 +27,15 @@ const char* name(fault_moment m) {
     case fault_moment::evaluation: return "evaluation";
     case fault_moment::early: return "early";
     case fault_moment::shard: return "shard";
+    case fault_moment::placement: return "placement";
+    case fault_moment::joining: return "joining";
   }
   return "?";
 }
 
 bool moment_of(const std::string& text, fault_moment& out) {
   for (auto m : {fault_moment::step, fault_moment::replan, fault_moment::migration, fault_moment::sum, fault_moment::checkpoint,
-                 fault_moment::evaluation, fault_moment::early, fault_moment::shard})
+                 fault_moment::evaluation, fault_moment::early, fault_moment::shard, fault_moment::placement, fault_moment::joining})
     if (text == name(m)) {
       out = m;
       return true;

@@ -24,7 +24,9 @@ const char* name(fault_kind k);
 // epoch, or at the end).
 // early: just after the next step went out with this one's commit (pipelined control), while
 // the holders apply it; shard: while the holders write a checkpoint's shards.
-enum class fault_moment { step, replan, migration, sum, checkpoint, evaluation, early, shard };
+// placement: while the controller places layers (the first plan's, at the run's first step,
+// or a rollback's); joining: on the next device to join, while it joins (its benchmark).
+enum class fault_moment { step, replan, migration, sum, checkpoint, evaluation, early, shard, placement, joining };
 
 const char* name(fault_moment m);
 // The moment named `text`, or false.

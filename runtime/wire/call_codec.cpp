@@ -73,6 +73,11 @@ void write_call(schema::DeviceCall::Builder c, const device_call& m) {
                    b.setTo(x.to);
                    set_link(b.initLink(), x.path);
                  },
+                 [&](const ops::expect& x) {
+                   auto b = o.initExpect();
+                   b.setLayer(static_cast<U32>(x.layer));
+                   b.setFrom(x.from);
+                 },
                  [&](const ops::moved& x) {
                    auto b = o.initMoved();
                    b.setLayer(static_cast<U32>(x.layer));
@@ -238,6 +243,7 @@ void write_call(schema::DeviceCall::Builder c, const device_call& m) {
                    b.setGather(x.gather);
                    b.setFrom(static_cast<U32>(x.from));
                    set_places(b.initParts(n(x.parts)), x.parts);
+                   b.setDevice(x.device);
                  },
                  [&](const ops::commit& x) {
                    auto b = o.initCommit();
@@ -273,6 +279,7 @@ device_op read_op(Op::Reader o, const decode_limits& lim) {
       auto r = o.getMigrate();
       return ops::migrate{to_int(r.getLayer(), "call.migrate.layer"), r.getTo(), read_link(r.getLink())};
     }
+    case Op::EXPECT: return ops::expect{to_int(o.getExpect().getLayer(), "call.expect.layer"), o.getExpect().getFrom()};
     case Op::MOVED: {
       auto r = o.getMoved();
       return ops::moved{to_int(r.getLayer(), "call.moved.layer"), r.getFrom(), r.getTo(), r.getBytes(),
@@ -394,7 +401,8 @@ device_op read_op(Op::Reader o, const decode_limits& lim) {
     case Op::REDUCE_PART: {
       auto r = o.getReducePart();
       return ops::reduce_part{r.getTag(), to_int(r.getLayer(), "call.reducePart.layer"), r.getGather(),
-                              to_int(r.getFrom(), "call.reducePart.from"), read_places(r.getParts(), lim, "call.reducePart.parts")};
+                              to_int(r.getFrom(), "call.reducePart.from"), read_places(r.getParts(), lim, "call.reducePart.parts"),
+                              r.getDevice()};
     }
     case Op::COMMIT:
       return ops::commit{o.getCommit().getTag(), to_int(o.getCommit().getLayer(), "call.commit.layer"), o.getCommit().getDivisor(),

@@ -34,6 +34,7 @@ struct hold {                                    // a layer placed (from -1) or 
   std::string shard{}, shard_sha256{};
 };
 struct migrate { int layer = 0, to = 0; link path; };
+struct expect { int layer = 0, from = 0; };  // to a migration's target: take `layer` from `from` once
 struct moved { int layer = 0, from = 0, to = 0; std::uint64_t bytes = 0; std::string refused; };
 struct drop { int layer = 0; };
 struct speed { double factor = 1; };
@@ -106,7 +107,14 @@ struct sum_held {  // answer to reduce
   std::int64_t bytes_in = 0;
   std::vector<std::vector<float>> norms;  // each bucket layer's gradient norms (reduce.norms_divisor > 0)
 };
-struct reduce_part { std::int64_t tag = 0; int layer = 0; bool gather = false; int from = 0; std::vector<tree_place> parts; };
+struct reduce_part {
+  std::int64_t tag = 0;
+  int layer = 0;
+  bool gather = false;
+  int from = 0;  // the sender's rank
+  std::vector<tree_place> parts;
+  int device = -1;  // the sender's device (protocol 28)
+};
 struct commit { std::int64_t tag = 0; int layer = 0; double divisor = 1; double scale = 1; };
 
 }  // namespace ops
@@ -116,7 +124,7 @@ using device_op = std::variant<ops::ack, ops::error, ops::hold, ops::migrate, op
                                ops::probed, ops::step, ops::activation, ops::gradient, ops::stage_report, ops::gradients,
                                ops::gradient_set, ops::apply, ops::hash, ops::hashed, ops::copy, ops::perturb, ops::retire,
                                ops::fail, ops::pause, ops::memory, ops::timing, ops::reduce, ops::sum_held, ops::reduce_part,
-                               ops::commit, ops::copy_lean, ops::save_shard, ops::shard_saved>;
+                               ops::commit, ops::copy_lean, ops::save_shard, ops::shard_saved, ops::expect>;
 
 struct tensor_meta {
   std::uint8_t dtype = 0;

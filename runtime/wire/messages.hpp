@@ -30,7 +30,10 @@ namespace dynapar::wire {
 // job's data loads too (Heartbeat.dataHash covers both splits).
 // 26: checkpoints in shards, each written by a holder (saveShard) and read by the device it
 // is placed on (Hold.shard).
-inline constexpr std::uint16_t protocol_version = 27;
+// 27: a tensor's strides travel (TensorMeta.strides); activations and gradients name their sender.
+// 28: a migration's target is told what to expect (expect), and a sum's chunk names its sending
+// device (ReducePart.device): a node takes a layer or a chunk only from the device named.
+inline constexpr std::uint16_t protocol_version = 28;
 
 struct join_msg {
   std::string node;

@@ -75,6 +75,10 @@ status check_op(const device_call& m) {
             if (x.error.empty() && !sha256_hex(x.sha256)) return bad("call.shardSaved.sha256", "must be 64 lowercase hex digits");
             return ok_status();
           },
+          [&](const ops::expect& x) -> status {
+            if (x.from < 0) return bad("call.expect.from", "must be a device id");
+            return ok_status();
+          },
           [&](const ops::migrate& x) -> status {
             if (x.to < 0) return bad("call.migrate.to", "must be a device id");
             return check_link(x.path, "call.migrate.link");
@@ -183,6 +187,7 @@ status check_op(const device_call& m) {
             return ok_status();
           },
           [&](const ops::reduce_part& x) -> status {
+            if (x.device < 0) return bad("call.reducePart.device", "must be the sending device's id");
             if (auto s = check_places(x.parts, "call.reducePart.parts"); !s) return s;
             return want_tensors(m, x.parts.size(), "reducePart");
           },

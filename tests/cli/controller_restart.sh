@@ -10,8 +10,9 @@ port=$((20000 + ($$ % 20000) + 7))
 ep="tcp://127.0.0.1:$port"
 "$bin" controller "$job" --bind "$ep" --checkpoint-dir "$out/ck" --checkpoint-every 4 --out "$out/a" > /dev/null 2> "$out/a.log" &
 ctl=$!
-# The controller's throwaway keys (OUT/keys): the nodes and the restarted controller use them.
-for _ in $(seq 600); do [ -f "$out/a/keys/authorized/node.pub" ] && break; sleep 0.05; done
+# The controller's throwaway keys: the nodes' (OUT/keys) and the controller's own
+# (OUT/keys-controller), which the restarted controller serves.
+for _ in $(seq 600); do [ -f "$out/a/keys/controller.pub" ] && break; sleep 0.05; done
 "$bin" node --controller "$ep" --keys "$out/a/keys" --device 0 --device 1 --name left --controller-timeout-s 120 > /dev/null 2> "$out/left.log" &
 n1=$!
 "$bin" node --controller "$ep" --keys "$out/a/keys" --device 2 --device 3 --name right --controller-timeout-s 120 > /dev/null 2> "$out/right.log" &
@@ -25,7 +26,7 @@ kill -KILL "$ctl"
 wait "$ctl" || true
 echo "controller killed after $(cat "$out/ck/latest")"
 saved=$(cat "$out/ck/$(cat "$out/ck/latest")/state.json")
-"$bin" controller "$job" --bind "$ep" --keys "$out/a/keys" --resume "$out/ck" --verify --out "$out/b" > /dev/null 2> "$out/b.log"
+"$bin" controller "$job" --bind "$ep" --keys "$out/a/keys-controller" --resume "$out/ck" --verify --out "$out/b" > /dev/null 2> "$out/b.log"
 wait "$n1"
 wait "$n2"
 grep -q "joins again with fresh devices" "$out/left.log"

@@ -21,11 +21,11 @@ launch=$!
 trap 'kill $launch 2>/dev/null || true' EXIT
 count() { if [ -f "$out/run/metrics.jsonl" ]; then grep -c "$1" "$out/run/metrics.jsonl" || true; else echo 0; fi; }
 # The refusals first, while the run starts: they need only the controller and its keys.
-for _ in $(seq 600); do grep -q "listening on" "$out/launch.log" 2> /dev/null && [ -f "$out/run/keys/operator.key" ] && break; sleep 0.05; done
+for _ in $(seq 600); do grep -q "listening on" "$out/launch.log" 2> /dev/null && [ -f "$out/run/keys/controller.pub" ] && break; sleep 0.05; done
 x="$(dirname "$0")/expect_exit.sh"
 "$x" 1 "$bin" inject kill --controller "$ep" --device 0 | grep -q "the controller speaks CURVE and this client does not"
-"$x" 1 "$bin" inject kill --controller "$ep" --device 0 --keys "$out/run/keys" --key-name node | grep -q "needs an operator key"
-k=(--keys "$out/run/keys")
+"$x" 1 "$bin" inject kill --controller "$ep" --device 0 --keys "$out/run/keys" --key-name node-0 | grep -q "needs an operator key"
+k=(--keys "$out/run/keys-operator")  # the operator's throwaway key, apart from the nodes'
 "$x" 1 "$bin" inject kill --controller "$ep" --device 9 "${k[@]}" | grep -q "device 9 is not in the run"
 "$x" 1 "$bin" inject join --controller "$ep" "${k[@]}" --device 3 | grep -q "a device joins when a node hosting it starts"
 "$x" 1 "$bin" inject partition --controller "$ep" "${k[@]}" --device 0 --peer 1 --seconds 3 | grep -q "peer is not supported"

@@ -36,8 +36,17 @@ ep="tcp://127.0.0.1:$((20000 + ($$ % 20000) + 11))"
 "$bin" controller "$job" --bind "$ep" --out "$out/run" --wait-s 20 --steps 4 > /dev/null 2> "$out/run.log" &
 ctl=$!
 trap 'kill -9 $ctl 2>/dev/null || true' EXIT
-for _ in $(seq 600); do [ -f "$out/run/keys/authorized/node.pub" ] && break; sleep 0.05; done
-[ "$(stat -c %a "$out/run/keys/node.key")" = 600 ] || { echo "the throwaway node.key is not 0600"; exit 1; }
+for _ in $(seq 600); do [ -f "$out/run/keys/controller.pub" ] && break; sleep 0.05; done
+# The nodes' directory holds the nodes' own secrets only: the controller's and the operator's
+# are in directories of their own, each of mode 0700; no key is shared by two nodes.
+for d in keys keys-controller keys-operator; do
+  [ "$(stat -c %a "$out/run/$d")" = 700 ] || { echo "$d is not 0700"; exit 1; }
+done
+[ "$(stat -c %a "$out/run/keys/device-0.key")" = 600 ] || { echo "the throwaway device-0.key is not 0600"; exit 1; }
+for k in controller operator node; do
+  [ ! -e "$out/run/keys/$k.key" ] || { echo "the nodes' directory holds $k.key"; exit 1; }
+done
+[ -f "$out/run/keys-controller/controller.key" ] && [ -f "$out/run/keys-operator/operator.key" ] || { echo "no controller or operator key"; exit 1; }
 got=$("$bin" node --controller "$ep" --device 0 --connect-timeout-s 5 2>&1 || true)
 [[ $got == *"CURVE"* ]] || { echo "a node without keys was not refused for CURVE: $got"; exit 1; }
 # Two nodes started by hand with those keys each prove a key of their own (device-ID, ID

@@ -31,7 +31,7 @@ for _ in $(seq 1200); do [ "$(steps)" -ge 4 ] && break; sleep 0.1; done
 "$bin" node --controller "$ep" --keys "$out/run/keys" --device 3 --name late-node --connect-timeout-s 60 2> "$out/node3.log" &
 node3=$!
 wait_plan joined 3
-"$bin" node --controller "$ep" --keys "$out/run/keys" --leave --device 1
+"$bin" node --controller "$ep" --keys "$out/run/keys-operator" --leave --device 1
 wait_plan left 1
 kill -TERM "$node3"
 wait "$node3"

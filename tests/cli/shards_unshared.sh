@@ -33,7 +33,7 @@ ep="tcp://127.0.0.1:$port"
 "$bin" controller job.yaml --bind "$ep" --checkpoint-dir "$PWD/ck" --checkpoint-every 4 --verify --out a > /dev/null 2> a.log &
 ctl=$!
 trap 'kill -9 $ctl 2>/dev/null || true' EXIT
-for _ in $(seq 600); do [ -f a/keys/authorized/node.pub ] && break; sleep 0.05; done
+for _ in $(seq 600); do [ -f a/keys/controller.pub ] && break; sleep 0.05; done
 "$bin" node --controller "$ep" --keys a/keys --device 0 --name shared --shard-dir "$PWD/ck" > /dev/null 2> shared.log &
 unshare --mount sh -c 'mount -t tmpfs none "$1/ck" && exec "$2" node --controller "$3" --keys a/keys --device 1 --name own_disk --shard-dir "$1/ck"' \
   sh "$PWD" "$bin" "$ep" > /dev/null 2> own_disk.log &

@@ -186,19 +186,34 @@ TEST_CASE("key files round-trip, and loose modes or foreign halves are refused",
 
   // launch --local's deployment loads on both sides.
   const auto local = temp_dir("local");
-  REQUIRE(comm::write_local_keys(local));
-  auto srv = comm::load_server_keys(local);
+  REQUIRE(comm::write_local_keys(local, 2, {5}));
+  auto srv = comm::load_server_keys(comm::local_controller_keys(local));
   REQUIRE(srv);
-  CHECK(srv->authorized.size() == 2);
-  auto op = comm::load_client_keys(local, {"operator"});
+  CHECK(srv->authorized.size() == 4);  // node-0, node-1, device-5, the operator
+  auto op = comm::load_client_keys(comm::local_operator_keys(local), {"operator"});
   REQUIRE(op);
   CHECK(op->server_key == srv->own.pub.key);
   CHECK(op->own.pub.role == comm::key_role::operator_);
+  auto n1 = comm::load_client_keys(local, {"node-1"});
+  REQUIRE(n1);
+  CHECK(n1->server_key == srv->own.pub.key);
+  // The nodes' directory holds no secret but the nodes' own, each node's alone: no shared
+  // node key, and neither the controller's nor the operator's secret.
+  std::vector<std::string> secrets;
+  for (const auto& e : fs::directory_iterator(local))
+    if (e.path().extension() == ".key") secrets.push_back(e.path().filename().string());
+  std::sort(secrets.begin(), secrets.end());
+  CHECK(secrets == std::vector<std::string>{"device-5.key", "node-0.key", "node-1.key"});
+  for (const auto& d : {local, comm::local_controller_keys(local), comm::local_operator_keys(local)})
+    CHECK((fs::status(d).permissions() & (fs::perms::group_all | fs::perms::others_all)) == fs::perms::none);
+  CHECK_FALSE(comm::load_client_keys(local, {"operator"}));
   auto none = comm::load_client_keys(local, {"nobody"});
   REQUIRE_FALSE(none);
   CHECK(none.err().message.find("dynapar keygen") != std::string::npos);
   fs::remove_all(dir);
   fs::remove_all(local);
+  fs::remove_all(comm::local_controller_keys(local));
+  fs::remove_all(comm::local_operator_keys(local));
 }
 
 TEST_CASE("a CURVE server admits listed keys only, and a client pins the server's key", "[curve]") {

@@ -143,7 +143,7 @@ hand() {  # NAME [NODE ARGS...]
   shift
   "$dynapar" controller npy.yaml --bind tcp://127.0.0.1:$port --out $name --steps 6 --verify > /dev/null 2> $name.log &
   local ctl=$!
-  for _ in $(seq 100); do [ -f $name/keys/controller.key ] && break; sleep 0.1; done
+  for _ in $(seq 100); do [ -f $name/keys/controller.pub ] && break; sleep 0.1; done
   "$dynapar" node --controller tcp://127.0.0.1:$port --keys $name/keys "$@" --device 0 --device 1 --device 2 --device 3 \
     --device 4 --device 5 > /dev/null 2> $name.node.log
   wait $ctl || { tail -20 $name.log; exit 1; }

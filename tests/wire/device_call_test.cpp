@@ -83,6 +83,8 @@ TEST_CASE("every device operation round-trips with its fields", "[unit][wire]") 
   CHECK(round_trip(ops::shard_saved{"", 0, "cannot write: File too large"}).error == "cannot write: File too large");
   const auto mi = round_trip(ops::migrate{4, 9, {1.5e9, 2e-4}});
   CHECK((mi.layer == 4 && mi.to == 9 && mi.path.bandwidth == 1.5e9 && mi.path.latency == 2e-4));
+  const auto ex = round_trip(ops::expect{4, 2});
+  CHECK((ex.layer == 4 && ex.from == 2));
   const auto mo = round_trip(ops::moved{4, 2, 9, 0, "device 9 is out of memory"});
   CHECK((mo.layer == 4 && mo.from == 2 && mo.to == 9 && mo.refused == "device 9 is out of memory"));
 
@@ -163,8 +165,8 @@ TEST_CASE("every device operation round-trips with its fields", "[unit][wire]") 
   const std::vector<std::vector<float>> norms{{0.5f, 3.25f}, {}, {1e-7f}};
   CHECK(round_trip(ops::sum_held{41, 2, 0, norms}).norms == norms);  // clipping: a list a bucket layer
   CHECK(round_trip(ops::reduce{41, 2, 32, true, {5, 0}, "", 0, {}, 128}).norms_divisor == 128);
-  const auto rp = round_trip(ops::reduce_part{41, 2, true, 1, {{1, 3}, {0, 8}}}, 2);
-  CHECK((rp.tag == 41 && rp.layer == 2 && rp.gather && rp.from == 1 && rp.parts.size() == 2 && rp.parts[0].index == 3));
+  const auto rp = round_trip(ops::reduce_part{41, 2, true, 1, {{1, 3}, {0, 8}}, 7}, 2);
+  CHECK((rp.tag == 41 && rp.layer == 2 && rp.gather && rp.from == 1 && rp.parts.size() == 2 && rp.parts[0].index == 3 && rp.device == 7));
   const auto co = round_trip(ops::commit{41, 2, 64, 0.125});
   CHECK((co.tag == 41 && co.layer == 2 && co.divisor == 64 && co.scale == 0.125));
 }
@@ -210,8 +212,9 @@ TEST_CASE("malformed device operations are refused, each naming what is wrong", 
   // Gradients claiming more tensors than came; a partial sum's place outside the tree.
   CHECK(refusal(ops::gradient_set{0, 7, {{0, 3, {{0, 0}, {0, 1}}}}}, 1).find("counts 6 tensors") != std::string::npos);
   CHECK(refusal(ops::gradient_set{0, 7, {{0, 1, {{63, 0}}}}}, 1).find("outside the tree") != std::string::npos);
-  CHECK(refusal(ops::reduce_part{0, 0, false, 0, {{0, std::int64_t{1} << 41}}}, 1).find("outside the tree") != std::string::npos);
-  CHECK(refusal(ops::reduce_part{0, 0, false, 0, {{0, 0}, {0, 1}}}, 1).find("call.reducePart") != std::string::npos);
+  CHECK(refusal(ops::reduce_part{0, 0, false, 0, {{0, std::int64_t{1} << 41}}, 0}, 1).find("outside the tree") != std::string::npos);
+  CHECK(refusal(ops::reduce_part{0, 0, false, 0, {{0, 0}, {0, 1}}, 0}, 1).find("call.reducePart") != std::string::npos);
+  CHECK(refusal(ops::reduce_part{0, 0, false, 0, {{0, 0}}}, 1).find("call.reducePart.device") != std::string::npos);
 
   CHECK(refusal(ops::activation{0, 0, 1}, 2).find("call.activation") != std::string::npos);
   CHECK(refusal(ops::activation{0, 0}, 1).find("call.activation.from") != std::string::npos);  // no sender named
@@ -255,6 +258,7 @@ TEST_CASE("malformed device operations are refused, each naming what is wrong", 
   CHECK(refusal(ops::save_shard{0, "../../etc/layer-0.pt"}).find("call.saveShard.path") != std::string::npos);
   CHECK(refusal(ops::shard_saved{"", 10, ""}).find("call.shardSaved.sha256") != std::string::npos);
   CHECK(refusal(ops::migrate{0, 1, {-1, 0}}).find("call.migrate.link") != std::string::npos);
+  CHECK(refusal(ops::expect{0, -1}).find("call.expect.from") != std::string::npos);
   CHECK(refusal(ops::stage_report{0, 0, 0, -1, 0, 0, {}, ""}).find("call.stageReport") != std::string::npos);
   CHECK(refusal(ops::stage_report{0, 0, 0, 0, 0, 0, {}, "", 3}).find("call.stageReport.interim") != std::string::npos);
   CHECK(refusal(ops::stage_report{0, 0, 0, 0, 0, 0, {}, "", 0, -1}).find("call.stageReport") != std::string::npos);

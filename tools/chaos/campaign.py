@@ -1,13 +1,16 @@
 #!/usr/bin/python3
 """The campaign table of docs/RELIABILITY.md ("Chaos campaign") from `dynapar chaos` outputs.
 
-    tools/chaos/campaign.py OUT_DIR[,OUT_DIR...] [OUT_DIR[,...] ...]
+    tools/chaos/campaign.py [--commit C] [--write DOC] OUT_DIR[,OUT_DIR...] [OUT_DIR[,...] ...]
 
 Each argument is one row; a comma joins the parts of a campaign run in several goes. Reads
 OUT_DIR/chaos.json (each run's verdict, difference, faults injected, losses, recoveries,
 restart) and OUT_DIR/seed-*/job.yaml (the kills the draw planned: their hard moments, and
-two in one step). Prints one markdown row a campaign.
+two in one step). Prints the table, headed by the commit it ran at; with --write, also puts
+it into DOC between the lines `<!-- campaign table -->` and `<!-- end of campaign table -->`
+(tools/chaos/run_campaign.sh does both).
 """
+import argparse
 import collections
 import json
 import re
@@ -34,7 +37,7 @@ def planned_kills(job_text):
     return kills
 
 
-MOMENTS = ("replan", "migration", "sum", "checkpoint", "shard", "early", "evaluation")
+MOMENTS = ("replan", "migration", "sum", "checkpoint", "shard", "early", "evaluation", "placement", "joining")
 
 
 def row(dirs):
@@ -56,11 +59,30 @@ def row(dirs):
             f"| {sum(r['samples_lost'] for r in runs)} / {sum(r['samples_duplicated'] for r in runs)} |")
 
 
+def table(args, commit):
+    lines = [f"**At {commit}:** the table as `tools/chaos/campaign.py` wrote it from the campaigns' outputs.", "",
+             f"| campaign | seeds | runs ended as one device | faults injected | kills at a hard moment ({' / '.join(MOMENTS)}) "
+             "| runs with two kills in a step | devices lost | recoveries | restarts | max recovery (s) | failed | samples lost / applied twice |",
+             "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
+    return "\n".join(lines + [row(a.split(",")) for a in args]) + "\n"
+
+
+def write_into(doc, text):
+    begin, end = "<!-- campaign table -->", "<!-- end of campaign table -->"
+    d = Path(doc).read_text()
+    if begin not in d or end not in d:
+        sys.exit(f"{doc}: no '{begin}' ... '{end}' lines to write the table between")
+    head, rest = d.split(begin, 1)
+    Path(doc).write_text(head + begin + "\n" + text + end + rest.split(end, 1)[1])
+
+
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    print(f"| campaign | seeds | runs ended as one device | faults injected | kills at a hard moment ({' / '.join(MOMENTS)}) "
-          "| runs with two kills in a step | devices lost | recoveries | restarts | max recovery (s) | failed | samples lost / applied twice |")
-    print("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |")
-    for arg in sys.argv[1:]:
-        print(row(arg.split(",")))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--commit", default="an unstated commit", help="the commit the campaign's binary was built from")
+    ap.add_argument("--write", help="a markdown file to write the table into (between its campaign table lines)")
+    ap.add_argument("campaigns", nargs="+", help="OUT_DIR[,OUT_DIR...] per row")
+    a = ap.parse_args()
+    t = table(a.campaigns, a.commit)
+    print(t, end="")
+    if a.write:
+        write_into(a.write, t)

@@ -54,8 +54,10 @@ result<training::train_outcome> over_nodes(const training::prepared_job& p, cons
   controller_options c;
   c.bind = "tcp://127.0.0.1:0";
   c.local_nodes = o.local;
-  c.keys = o.keys;
-  if (auto st = load_keys(c); !st) return st.err();
+  c.keys = o.keys;  // the nodes' throwaway keys (bench_runtime wrote them)
+  auto k = comm::load_server_keys(comm::local_controller_keys(o.keys));
+  if (!k) return k.err();
+  c.server = *k;
   return train_remote(q, cb, c);
 }
 

@@ -60,7 +60,7 @@ result<std::vector<double>> zmq_rounds(const worker_options& o) {
   s.connect(o.endpoint);
   const auto g = model::filled_tensor(static_cast<std::int64_t>(o.bytes / 4), static_cast<float>(o.rank + 1));
   // As a holder sends its chunk's owner a partial sum.
-  const auto c = actors::remote::call_to(o.rank, wire::ops::reduce_part{0, 0, false, o.rank, {{0, o.rank}}});
+  const auto c = actors::remote::call_to(o.rank, wire::ops::reduce_part{0, 0, false, o.rank, {{0, o.rank}}, o.rank});
   std::vector<double> times;
   for (int i = 0; i < o.iters + 3; ++i) {
     const auto t0 = clock::now();

@@ -106,8 +106,8 @@ void add_controller_flags(CLI::App* sub, controller_options& o) {
       ->check(CLI::Range(1, 100000));
   sub->add_flag("--allow-remote", o.allow_remote, "Allow a --bind address beyond loopback (needs --keys)");
   sub->add_option("--keys", o.keys,
-                  "Serve CURVE with DIR/controller.key, admitting the keys in DIR/authorized/ (default: throwaway keys in "
-                  "OUT/keys, which nodes on this machine pass as --keys; docs/SECURITY.md)");
+                  "Serve CURVE with DIR/controller.key, admitting the keys in DIR/authorized/ (default: throwaway keys, the nodes' "
+                  "in OUT/keys, which nodes on this machine pass as --keys, the operator's in OUT/keys-operator; docs/SECURITY.md)");
   sub->add_flag("--no-keys", o.no_keys, "Plain TCP on loopback instead of throwaway CURVE keys in OUT/keys");
   sub->add_option("--node-timeout-s", o.node_timeout_s,
                   "Seconds of silence after which a node is lost (default: adapted to each node's gaps between messages, "

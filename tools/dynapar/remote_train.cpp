@@ -42,12 +42,14 @@ std::vector<int> hand_started_keys(const controller_options& o) {
 }  // namespace
 
 status load_keys(controller_options& o) {
+  std::string own = o.keys;  // the controller's directory: --keys, or the throwaway one
   if (o.keys.empty() && !o.no_keys) {
     o.keys = o.train.out + "/keys";
     if (auto st = comm::write_local_keys(o.keys, o.local_nodes, hand_started_keys(o)); !st) return st;
+    own = comm::local_controller_keys(o.keys);
   }
   if (o.keys.empty()) return ok_status();
-  auto k = comm::load_server_keys(o.keys);
+  auto k = comm::load_server_keys(own);
   if (!k) return k.err();
   o.server = *k;
   return ok_status();

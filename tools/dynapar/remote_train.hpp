@@ -32,7 +32,8 @@ struct controller_options {
   std::optional<comm::server_keys> server;  // loaded from `keys`
 };
 
-// --keys DIR for the controller; without it, throwaway keys in OUT/keys (so that the common
+// --keys DIR for the controller; without it, throwaway keys in OUT/keys, OUT/keys-controller
+// and OUT/keys-operator (comm::write_local_keys; so that the common
 // path is the secure one: no other local account can join, read layers or inject faults)
 // unless --no-keys. The caller checked the endpoint first: beyond loopback needs real keys.
 status load_keys(controller_options& o);

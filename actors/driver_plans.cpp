@@ -77,6 +77,9 @@ status driver::update_membership(std::int64_t slot, bool& changed) {
         logging::get("train")->warn("device {} did not join: {}", id, failure_);
         failure_.clear();
         self_->demonitor(a.address());
+        // Its proxy goes too: one left behind would hold the device as hosted (launch never
+        // restarts its node) and keep the run from ending (cli.place_join hung so).
+        self_->send_exit(a, caf::exit_reason::kill);
         actors_.devices.erase(id);
         continue;
       }

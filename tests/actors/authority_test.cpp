@@ -150,6 +150,44 @@ actors::device_peer::behavior_type parts_peer(actors::device_peer::pointer, std:
       [](actors::hold_atom, const actors::layer_transfer&) {},
   };
 }
+
+// The last of two stages of `m` in step 5, one micro-batch (the step's `first_micro`), whose
+// input comes from device 0 (`prev`): a device holding layers 1.. and its task, and what
+// device 0 sends it (layer 0 on the batch).
+struct last_stage {
+  actors::device_handle dev;
+  actors::stage_task task;
+  model::tensor x;
+};
+last_stage last_stage_of(caf::actor_system& sys, caf::scoped_actor& self, const model::model_chain& m, int id, const actors::device_peer& prev,
+                         int first_micro = 0) {
+  const int L = model::num_layers(m);
+  last_stage out;
+  actors::device_config dc;
+  dc.id = id;
+  out.dev = actors::spawn_device(sys, dc);
+  for (int l = 1; l < L; ++l)
+    self->request(out.dev, std::chrono::seconds(10), actors::hold_atom::value, l, model::copy_layer(m, l)).receive([](bool) {}, [](caf::error& e) { FAIL(to_string(e)); });
+  const auto d = data::synthetic(8, 3);
+  const std::vector<int> order{0, 1, 2, 3};
+  auto& t = out.task;
+  t.step = 5;
+  t.lo = 1;
+  t.hi = L;
+  t.program = schedule::generate(planner::schedule_kind::one_f_one_b, 2, 1).programs[1];
+  t.targets.push_back(model::targets(d, order, 0, 4));
+  t.prev = prev;
+  t.prev_id = 0;
+  t.first_micro = first_micro;
+  t.report_to = caf::actor_cast<actors::stage_sink>(self);
+  auto first = model::make_worker(model::optimizer_config{}, "cpu");
+  first->hold(0, model::copy_layer(m, 0));
+  first->begin_step(5, 0, false);
+  auto x = first->forward(0, 0, 1, model::inputs(d, order, 0, 4));
+  REQUIRE(x);
+  out.x = *x;
+  return out;
+}
 }  // namespace
 
 TEST_CASE("a device takes a step's activations only from the stage its task names", "[remote][authority]") {
@@ -158,36 +196,14 @@ TEST_CASE("a device takes a step's activations only from the stage its task name
   caf::actor_system sys{cfg};
   auto m = model::make_model("mlp", 1);
   REQUIRE(m);
-  const int L = model::num_layers(**m);
   auto seen = std::make_shared<grads_seen>();
   auto prev = sys.spawn(recording_peer, seen);
-  actors::device_config dc;
-  dc.id = 1;
-  auto dev = actors::spawn_device(sys, dc);
   caf::scoped_actor self{sys};
-  for (int l = 1; l < L; ++l) self->request(dev, std::chrono::seconds(10), actors::hold_atom::value, l, model::copy_layer(**m, l)).receive([](bool) {}, [](caf::error& e) { FAIL(to_string(e)); });
-  // The last of two stages, one micro-batch: its input comes from device 0.
-  const auto d = data::synthetic(8, 3);
-  const std::vector<int> order{0, 1, 2, 3};
-  actors::stage_task t;
-  t.step = 5;
-  t.lo = 1;
-  t.hi = L;
-  t.program = schedule::generate(planner::schedule_kind::one_f_one_b, 2, 1).programs[1];
-  t.targets.push_back(model::targets(d, order, 0, 4));
-  t.prev = prev;
-  t.prev_id = 0;
-  t.report_to = caf::actor_cast<actors::stage_sink>(self);
-  // What device 0 would send: layer 0 of the model on the batch.
-  auto first = model::make_worker(model::optimizer_config{}, "cpu");
-  first->hold(0, model::copy_layer(**m, 0));
-  first->begin_step(5, 0, false);
-  auto x = first->forward(0, 0, 1, model::inputs(d, order, 0, 4));
-  REQUIRE(x);
+  auto [dev, t, x] = last_stage_of(sys, self, **m, 1, prev);
   // Before the task (the next step's, early) and during it, from device 7: dropped.
-  self->send(dev, actors::act_atom::value, std::int64_t{5}, 0, 7, *x);
+  self->send(dev, actors::act_atom::value, std::int64_t{5}, 0, 7, x);
   self->send(dev, actors::step_atom::value, t);
-  self->send(dev, actors::act_atom::value, std::int64_t{5}, 0, 7, *x);
+  self->send(dev, actors::act_atom::value, std::int64_t{5}, 0, 7, x);
   bool ran = false;
   self->receive([&](const actors::stage_report&) { ran = true; }, caf::after(std::chrono::milliseconds(600)) >> [] {});
   CHECK_FALSE(ran);
@@ -196,7 +212,7 @@ TEST_CASE("a device takes a step's activations only from the stage its task name
     CHECK(seen->got.empty());  // nothing ran: no gradient went back
   }
   // From device 0: the stage runs and sends its gradient back as device 1's.
-  self->send(dev, actors::act_atom::value, std::int64_t{5}, 0, 0, *x);
+  self->send(dev, actors::act_atom::value, std::int64_t{5}, 0, 0, x);
   std::string error;
   self->receive([&](const actors::stage_report& r) { error = r.error; }, caf::after(std::chrono::seconds(10)) >> [&] { error = "no report"; });
   CHECK(error.empty());
@@ -269,39 +285,18 @@ TEST_CASE("a holder takes a sum's chunk only from the device its holders list at
   caf::actor_system sys{cfg};
   auto m = model::make_model("mlp", 1);
   REQUIRE(m);
-  const int L = model::num_layers(**m);
   caf::scoped_actor self{sys};
-  // Devices 1 and 2 run the same last stage on the same micro-batch (data parallelism), so
+  // Devices 1 and 2 run the same last stage on a micro-batch each (data parallelism), so
   // both hold partial sums of layer 1; device 2's chunks for device 1 go to a recorder first.
   auto prev = sys.spawn(recording_peer, std::make_shared<grads_seen>());
   auto seen = std::make_shared<parts_seen>();
   auto relay = sys.spawn(parts_peer, seen);
   std::map<int, actors::device_handle> devs;
-  const auto d = data::synthetic(8, 3);
-  const std::vector<int> order{0, 1, 2, 3};
-  auto first = model::make_worker(model::optimizer_config{}, "cpu");
-  first->hold(0, model::copy_layer(**m, 0));
-  first->begin_step(5, 0, false);
-  auto x = first->forward(0, 0, 1, model::inputs(d, order, 0, 4));
-  REQUIRE(x);
   for (int id : {1, 2}) {
-    actors::device_config dc;
-    dc.id = id;
-    devs[id] = actors::spawn_device(sys, dc);
-    for (int l = 1; l < L; ++l)
-      self->request(devs[id], std::chrono::seconds(10), actors::hold_atom::value, l, model::copy_layer(**m, l)).receive([](bool) {}, [](caf::error& e) { FAIL(to_string(e)); });
-    actors::stage_task t;
-    t.step = 5;
-    t.lo = 1;
-    t.hi = L;
-    t.program = schedule::generate(planner::schedule_kind::one_f_one_b, 2, 1).programs[1];
-    t.targets.push_back(model::targets(d, order, 0, 4));
-    t.prev = prev;
-    t.prev_id = 0;
-    t.first_micro = id - 1;  // the step's micro-batches 0 and 1
-    t.report_to = caf::actor_cast<actors::stage_sink>(self);
-    self->send(devs[id], actors::step_atom::value, t);
-    self->send(devs[id], actors::act_atom::value, std::int64_t{5}, 0, 0, *x);
+    auto stage = last_stage_of(sys, self, **m, id, prev, id - 1);  // the step's micro-batches 0 and 1
+    devs[id] = stage.dev;
+    self->send(stage.dev, actors::step_atom::value, stage.task);
+    self->send(stage.dev, actors::act_atom::value, std::int64_t{5}, 0, 0, stage.x);
     std::string error = "no report";
     self->receive([&](const actors::stage_report& r) { error = r.error; }, caf::after(std::chrono::seconds(10)) >> [] {});
     REQUIRE(error.empty());

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """The campaign table of docs/RELIABILITY.md ("Chaos campaign") from `dynapar chaos` outputs.
 
-    tools/chaos/campaign.py [--commit C] [--write DOC] OUT_DIR[,OUT_DIR...] [OUT_DIR[,...] ...]
+    tools/chaos/campaign.py [--commit C] [--write DOC] [LABEL=]OUT_DIR[,OUT_DIR...] ...
 
-Each argument is one row; a comma joins the parts of a campaign run in several goes. Reads
+Each argument is one row (named LABEL, else by its folders); a comma joins the parts of a
+campaign run in several goes. Reads
 OUT_DIR/chaos.json (each run's verdict, difference, faults injected, losses, recoveries,
 restart) and OUT_DIR/seed-*/job.yaml (the kills the draw planned: their hard moments, and
 two in one step). Prints the table, headed by the commit it ran at; with --write, also puts
@@ -40,7 +41,9 @@ def planned_kills(job_text):
 MOMENTS = ("replan", "migration", "sum", "checkpoint", "shard", "early", "evaluation", "placement", "joining")
 
 
-def row(dirs):
+def row(arg):
+    label, _, where = arg.rpartition("=")
+    dirs = where.split(",")
     runs, moments, two = [], collections.Counter(), 0
     for d in dirs:
         for r in json.loads((Path(d) / "chaos.json").read_text())["runs"]:
@@ -51,7 +54,7 @@ def row(dirs):
     seeds = sorted(r["seed"] for r in runs)
     ok = sum(r["verdict"] == "ok" for r in runs)
     failed = [r["seed"] for r in runs if r["verdict"] != "ok"]
-    return (f"| {', '.join(dirs)} | {seeds[0]}-{seeds[-1]} | {ok}/{len(runs)}, diff <= {max(r['reference_max_rel_diff'] for r in runs):.2g} "
+    return (f"| {label or ', '.join(dirs)} | {seeds[0]}-{seeds[-1]} | {ok}/{len(runs)}, diff <= {max(r['reference_max_rel_diff'] for r in runs):.2g} "
             f"| {sum(r['faults_injected'] for r in runs)} "
             f"| {' / '.join(str(moments[m]) for m in MOMENTS)} | {two} "
             f"| {sum(r['devices_lost'] for r in runs)} | {sum(r['recoveries'] for r in runs)} | {sum(bool(r['restarted']) for r in runs)} "
@@ -64,7 +67,7 @@ def table(args, commit):
              f"| campaign | seeds | runs ended as one device | faults injected | kills at a hard moment ({' / '.join(MOMENTS)}) "
              "| runs with two kills in a step | devices lost | recoveries | restarts | max recovery (s) | failed | samples lost / applied twice |",
              "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
-    return "\n".join(lines + [row(a.split(",")) for a in args]) + "\n"
+    return "\n".join(lines + [row(a) for a in args]) + "\n"
 
 
 def write_into(doc, text):
@@ -80,7 +83,7 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--commit", default="an unstated commit", help="the commit the campaign's binary was built from")
     ap.add_argument("--write", help="a markdown file to write the table into (between its campaign table lines)")
-    ap.add_argument("campaigns", nargs="+", help="OUT_DIR[,OUT_DIR...] per row")
+    ap.add_argument("campaigns", nargs="+", help="[LABEL=]OUT_DIR[,OUT_DIR...] per row")
     a = ap.parse_args()
     t = table(a.campaigns, a.commit)
     print(t, end="")

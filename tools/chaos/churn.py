@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 
 STAMP = re.compile(r"^\[(\d\d:\d\d:\d\d\.\d+)\]")
-INJECTED = re.compile(r"step (\d+): fault injected \(\w+\): device (\d+) (killed|hung|cut off)\b.*?(\d+) us into the (\w+)")
+INJECTED = re.compile(r"step (\d+): fault injected \(\w+\): device (\d+) (killed|hung|cut off)\b.*?(\d+) us into (?:the|its) (\w+)")
 GOING_ON = re.compile(r"(devices? lost) \(([^)]*)\), going on at step (\d+)")
 RECOVERED = re.compile(r"step (\d+): recovered in ([\d.]+) s")
 # A failed attempt with every device answering (a hang or a pause shorter than the step

@@ -24,4 +24,5 @@ nodes=$!
 wait $nodes || true
 "$bin" chaos examples/jobs/chaos/inexact.yaml --runs 10 --seed $((seed + 2000)) --local 4 --out "$out/inexact" > "$out/inexact.txt" 2>&1 || true
 tail -n 2 "$out"/*.txt
-python3 tools/chaos/campaign.py --commit "$commit" --write docs/RELIABILITY.md "$out/nodes" "$out/one" "$out/inexact"
+python3 tools/chaos/campaign.py --commit "$commit" --write docs/RELIABILITY.md "4 nodes, pipelines, Adam, 1F1B=$out/nodes" \
+  "one process, CNN, Adam, 1F1B, dispatch=$out/one" "4 nodes, pipelines, \`exact: false\` (Gloo)=$out/inexact"

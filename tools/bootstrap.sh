@@ -75,9 +75,10 @@ case "$mode" in
     # its reason; in CI the tests that could skip fail instead: docs/TESTING.md).
     run_ctest() {  # DIR: its ctest, the skips said
       (cd "$1" && LSAN_OPTIONS="suppressions=$here/tests/lsan.supp" ctest --output-on-failure -j "$(nproc)" --timeout 600) | tee "$1/ctest.log"
-      local skipped
-      skipped=$(grep -E 'Test +#[0-9]+: .*\*\*\*Skipped|Test +#[0-9]+: .* Skipped ' "$1/ctest.log" | sed -E 's/.*Test +#[0-9]+: ([^ ]+).*/\1/' || true)
-      echo "bootstrap: $1: $(grep -c . <<< "$skipped") test(s) skipped${skipped:+: $(echo $skipped)}"
+      local skipped  # ctest's "did not run" list: "<tab>NUMBER - NAME (Skipped)"
+      skipped=$(sed -nE 's/^[[:space:]]*[0-9]+ - (.*) \(Skipped\)$/\1/p' "$1/ctest.log")
+      echo "bootstrap: $1: $(grep -c . <<< "$skipped" || true) test(s) skipped"
+      [ -z "$skipped" ] || sed 's/^/  skipped: /' <<< "$skipped"
     }
     run_ctest build
     # The libraries, the actors and their tests again under AddressSanitizer + UBSan, and the

@@ -24,12 +24,14 @@
 #include "actors/trainer.hpp"
 #include "control/confirmations.hpp"
 #include "control/membership.hpp"
+#include "control/run_loop.hpp"
 #include "data/ledger.hpp"
 #include "data/sampler.hpp"
 #include "planner/cluster.hpp"
 #include "schedule/dispatch.hpp"
 #include "step/attempt.hpp"
 #include "sim/emulated_cluster.hpp"
+#include "sim/fault_schedule.hpp"
 
 namespace dynapar::actors::detail {
 
@@ -113,6 +115,40 @@ class driver {
     const auto it = s_.places.find(id);
     return it == s_.places.end() ? "cpu" : it->second;
   }
+  // The run (driver_run.cpp): the job's checks, the loop's cadences (a resumed run's ledger
+  // filled), one step with its figures, the end's work and the outcome's averages.
+  status check_job() const;
+  result<control::run_cadence> start_run(data::sample_ledger& ledger, data::global_sampler& sampler);
+  struct run_totals {
+    double time = 0, cost = 0;
+    double steady_wait = 0, steady_time = 0;  // controller waits and step times of steady steps
+    int incidents = 0;                        // recoveries and retries up to the last step that ended
+    bool replanned = false;                   // the step's plan changed
+    clock::time_point opened, last_end = clock::now();  // the step's start, the last step's end
+    // An attempt at a step opens: its record, and its time (an early one's from the step
+    // before's end).
+    void open(const control::run_command& c, training::step_record& rec) {
+      rec = {};
+      rec.step = c.step;
+      opened = c.early ? last_end : clock::now();
+      replanned = false;
+    }
+  };
+  status step_once(const control::run_command& c, training::step_record& rec, run_totals& totals, data::global_sampler& sampler,
+                   data::sample_ledger& ledger);
+  status evaluate_epoch(std::int64_t t, const data::global_sampler& sampler);
+  training::train_outcome outcome(const run_totals& totals, const data::sample_ledger& ledger, data::global_sampler& sampler);
+  // What the run's loop cannot know between steps (control::run_facts), before step `next`.
+  control::run_facts facts(std::int64_t next) const;
+  // No plan holds the model on those left after a loss (too little memory among them), and
+  // replacements may come.
+  bool replacements_may_come() const { return actors_.controller && members_.joined_count() > 0 && out_.devices_lost > 0; }
+  // A replica nudged after its step (train_settings::perturb: tests of the replica check).
+  status perturb() {
+    if (const auto& p = s_.perturb; holders_.count(p.layer) && p.group < static_cast<int>(holders_[p.layer].size()))
+      self_->send(actors_.devices.at(holders_[p.layer][p.group]), perturb_atom::value, p.layer);
+    return ok_status();
+  }
   status enter_slot(std::int64_t slot, bool& changed);
   // Devices that became available join, those gone depart (part of entering a slot).
   status update_membership(std::int64_t slot, bool& changed);
@@ -124,14 +160,15 @@ class driver {
   // model: waits up to rejoin_wait_s for replacements to join (respawned nodes, or in one
   // process fresh actors).
   status await_devices(std::int64_t slot, std::int64_t t, bool& changed, const std::string& why);
-  result<std::optional<control::decision>> next_plan(std::int64_t t, bool availability_changed);
+  // The plan for step t: a change only where `replan` (the loop's: due, or forced).
+  result<std::optional<control::decision>> next_plan(std::int64_t t, bool replan);
   status apply(const control::decision& decision, std::int64_t t, std::int64_t slot, training::step_record& rec);
   // Drops layers and waits until every device answered (the first error, or empty).
   std::string drop_layers(const std::vector<std::pair<int, int>>& drops);
   double move_layers(const std::vector<planner::layer_move>& moves, std::int64_t t);
-  void retire_leavers();
+  status retire(std::int64_t t, std::int64_t slot);
   // Announced departure: the device keeps serving its layers until a plan without it has
-  // moved them away (retire_leavers).
+  // moved them away (retire).
   void depart(int id) {
     if (actors_.controller) self_->send(actors_.controller, leave_atom::value, id);
     members_.depart(id);
@@ -172,10 +209,6 @@ class driver {
     clock::time_point started, deadline;
   };
   in_flight start_attempt(std::int64_t t, const std::vector<int>& samples);
-  // Pipelined control: whether step `next` may start as soon as the step before commits,
-  // nothing being due between them (the run loop's work before a step would then find
-  // nothing to do).
-  bool may_start_early(std::int64_t next) const;
   // Every replica's hash of every layer; those on one place must agree. `all`: where each
   // replica's hash goes, by layer (the end's check, for --verify).
   status check_replicas(std::int64_t t, std::vector<std::vector<training::train_outcome::replica_hash>>* all = nullptr);
@@ -245,9 +278,13 @@ class driver {
     if (cb_.on_fault) cb_.on_fault(r);
   }
   std::set<int> unconfirmed() const;
-  // `committed`: the failed attempt at step t had reached its apply phase.
-  status recover(std::int64_t& t, bool committed, const error& why, data::sample_ledger& ledger,
-                 data::global_sampler& sampler);
+  // `committed`: the failed attempt at step t had reached its apply phase. Where the run goes
+  // on, and whether it re-plans (not a late attempt's retry).
+  struct resumed {
+    std::int64_t step = 0;
+    bool replans = false;
+  };
+  result<resumed> recover(std::int64_t t, bool committed, const error& why, data::sample_ledger& ledger, data::global_sampler& sampler);
   void drain_stale();
   void shutdown() {
     for (auto& g : groups_) self_->send_exit(g, caf::exit_reason::user_shutdown);
@@ -287,6 +324,7 @@ class driver {
     bool stale = true;
   } emulated_sums_;
   std::int64_t first_slot_ = 0;                   // of this run (a resumed run starts late)
+  std::optional<control::run_loop> loop_;         // the run's loop between steps (run())
   // Faults (docs/RELIABILITY.md). Each attempt at a step has its own tag, so that messages of
   // an abandoned attempt are never taken for the re-run's.
   // The last attempt stays until the next begins: recover() reads whether it committed and
@@ -300,7 +338,6 @@ class driver {
     data::global_sampler* sampler = nullptr;
   } attempt_;
   std::int64_t comm_generation_ = 0;              // reduce_task::generation: moves on with plans and failures
-  bool force_replan_ = false;
   struct {
     training::checkpoint cut;                     // where to roll back when a layer loses every replica
     training::checkpoint fresh;                   // layers the next first plan places (none: the model's)
@@ -323,11 +360,7 @@ class driver {
     int late_retries = 0;
     bool late = false;                            // the failure was a missed deadline
   } timing_;
-  struct {
-    std::mt19937_64 rng;
-    std::size_t next = 0;                         // into s_.faults
-    std::vector<sim::fault> armed;                // kills waiting for their moment (fire_armed)
-  } faults_;
+  sim::fault_schedule faults_;                    // the job's faults as they unfold (and their randomness)
 };
 
 }  // namespace dynapar::actors::detail

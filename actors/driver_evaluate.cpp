@@ -61,7 +61,7 @@ result<double> driver::evaluate(const data::dataset& test, std::int64_t t, const
     self_->send(groups_[g], step_atom::value, std::move(task));
   };
   for (std::size_t g = 0; g < G; ++g) send(g);
-  if (!faults_.armed.empty()) fire_armed(sim::fault_moment::evaluation, t, plan_devices(), 0.002);
+  if (faults_.waiting(sim::fault_moment::evaluation)) fire_armed(sim::fault_moment::evaluation, t, plan_devices(), 0.002);
   double sum = 0;
   auto on_down = [&](caf::down_msg& d) { note_down(d); };
   while (running > 0 && failure_.empty()) {

@@ -60,8 +60,8 @@ void driver::drain_stale() {
 // done) or not (nothing was applied anywhere: it re-runs on the same samples). Layers whose
 // every holder is lost come back from the last consistent cut: the whole model rolls back to
 // it and the steps since re-run. Either way each step and sample is applied exactly once.
-status driver::recover(std::int64_t& t, bool committed, const error& why, data::sample_ledger& ledger,
-                       data::global_sampler& sampler) {
+result<driver::resumed> driver::recover(std::int64_t t, bool committed, const error& why, data::sample_ledger& ledger,
+                                        data::global_sampler& sampler) {
   const auto started = clock::now();
   attempt_.early.reset();  // a step started early is abandoned with the one that failed
   ++comm_generation_;  // a holder's Gloo communicator may be broken now
@@ -95,6 +95,7 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
   const auto d = control::decide_recovery(f);
   using action = control::recovery_decision::action;
   if (d.what == action::give_up) return d.code.empty() ? why : make_error(d.code, d.why + " (" + why.message + ")");
+  const resumed next{d.next_step, d.what != action::retry_late};
   for (int id : lost) {
     if (auto it = actors_.devices.find(id); it != actors_.devices.end()) {
       self_->demonitor(it->second.address());
@@ -113,14 +114,12 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
   members_.set_wiped(d.wiped);
   if (d.what == action::retry_late) {
     ++timing_.late_retries;
-    t = d.next_step;
     ++out_.step_retries;
-    note({t, "retried", "", -1, "", why.message, since(started)});
+    note({next.step, "retried", "", -1, "", why.message, since(started)});
     logging::get("train")->warn("{}: every device answers; {}", why.message, how);
-    return ok_status();
+    return next;
   }
   ++out_.recoveries;
-  force_replan_ = true;
   if (d.what == action::roll_back) {
     for (std::int64_t u : d.undone) ledger.undo(u / sampler.steps_per_epoch(), sampler.step_samples(u));
     std::vector<std::pair<int, int>> all;
@@ -131,12 +130,12 @@ status driver::recover(std::int64_t& t, bool committed, const error& why, data::
     current_.reset();
     how = "rolled back to the last checkpoint";
   }
-  t = d.next_step;
   // The recovery ends when the next attempt starts, after its re-plan and migration.
   recovery_.how = how;
   if (!recovery_.since) recovery_.since = known;
-  logging::get("train")->warn("{}: {} lost ({}), going on at step {}", why.message, lost.size() == 1 ? "a device" : "devices", how, t);
-  return ok_status();
+  logging::get("train")->warn("{}: {} lost ({}), going on at step {}", why.message, lost.size() == 1 ? "a device" : "devices", how,
+                              next.step);
+  return next;
 }
 
 clock::duration driver::step_deadline() const {
@@ -151,22 +150,13 @@ clock::duration driver::step_deadline() const {
 // kill with a moment (sim::fault_moment) waits for it instead (fire_armed). Over node
 // processes the device's node carries it out (actors/remote/node.cpp).
 void driver::fire_faults(std::int64_t t) {
-  std::vector<std::pair<sim::fault, const char*>> due;
-  for (; faults_.next < s_.faults.size() && s_.faults[faults_.next].step <= t; ++faults_.next)
-    if (const auto& f = s_.faults[faults_.next]; f.step == t && !(f.moment == sim::fault_moment::placement && t == out_.resumed_from))
-      due.emplace_back(f, "plan");  // not those before a resume, nor the first placement's (armed by run)
-  if (actors_.remote)
-    for (const auto& f : actors_.remote->injected()) due.emplace_back(f, "inject");
-  for (auto& [f, source] : due) {
-    if (f.moment != sim::fault_moment::step) {
-      faults_.armed.push_back(f);
-      logging::get("train")->info("step {}: a {} waits for the next {}", t, sim::name(f.kind), sim::name(f.moment));
-      continue;
-    }
-    // A kill lands anywhere in the step; a hang within about its pipelines. Either is found
-    // at the step's deadline, or at the calls' after it (between_steps).
-    strike(f, source, t, plan_devices(), f.kind == sim::fault_kind::kill ? timing_.last_step_s : timing_.last_pipeline_s, "step");
-  }
+  const auto due = faults_.due(t, actors_.remote ? actors_.remote->injected() : std::vector<sim::fault>{});
+  for (const auto& f : due.armed) logging::get("train")->info("step {}: a {} waits for the next {}", t, sim::name(f.kind), sim::name(f.moment));
+  // A kill lands anywhere in the step; a hang within about its pipelines. Either is found at
+  // the step's deadline, or at the calls' after it (between_steps).
+  const auto window = [&](const sim::fault& f) { return f.kind == sim::fault_kind::kill ? timing_.last_step_s : timing_.last_pipeline_s; };
+  for (const auto& f : due.now) strike(f, "plan", t, plan_devices(), window(f), "step");
+  for (const auto& f : due.injected) strike(f, "inject", t, plan_devices(), window(f), "step");
   for (int id : cluster_.slow_downs_over(t)) {
     if (actors_.devices.count(id)) self_->send(actors_.devices.at(id), speed_atom::value, cluster_.true_speed(id));
     note({t, "ended", "slow", id, "", "back to its speed", 0});
@@ -197,25 +187,15 @@ std::vector<int> driver::plan_devices() const {
 // The armed kills waiting for moment `m`, now: each on its device or one of `among`, within
 // `window_s` from now.
 void driver::fire_armed(sim::fault_moment m, std::int64_t t, const std::vector<int>& among, double window_s) {
-  for (auto it = faults_.armed.begin(); it != faults_.armed.end();) {
-    if (it->moment != m) {
-      ++it;
-      continue;
-    }
-    const auto f = *it;
-    it = faults_.armed.erase(it);
-    // A pause lands at once (0 us): the device hangs before it answers the sum's or the
-    // checkpoint's next message.
-    strike(f, "plan", t, among, f.kind == sim::fault_kind::pause ? 0 : window_s, sim::name(m));
-  }
+  // A pause lands at once (0 us): the device hangs before it answers the sum's or the
+  // checkpoint's next message.
+  for (const auto& f : faults_.take(m)) strike(f, "plan", t, among, f.kind == sim::fault_kind::pause ? 0 : window_s, sim::name(m));
 }
 
 void driver::strike_joining(int id, std::int64_t t) {
-  const auto it = std::find_if(faults_.armed.begin(), faults_.armed.end(), [](const sim::fault& f) { return f.moment == sim::fault_moment::joining; });
-  if (it == faults_.armed.end()) return;
-  faults_.armed.erase(it);
+  if (faults_.take(sim::fault_moment::joining, 1).empty()) return;
   // Within about its three probes: it dies before, during or just after its benchmark.
-  const int after_us = static_cast<int>(std::uniform_real_distribution<double>(0, 0.02)(faults_.rng) * 1e6);
+  const int after_us = faults_.after_us(0.02);
   self_->send(actors_.devices.at(id), fail_atom::value, after_us);
   ++out_.faults_injected;
   const std::string detail = "killed " + std::to_string(after_us) + " us into its joining";
@@ -223,15 +203,13 @@ void driver::strike_joining(int id, std::int64_t t) {
   note({t, "injected", sim::name(sim::fault_kind::kill), id, "plan", detail, 0});
 }
 
-// One fault carried out on its device, or on one of `among` drawn from the seed, at a random
-// moment within `window_s` of the `when` that has just begun.
 void driver::strike(const sim::fault& f, const char* source, std::int64_t t, std::vector<int> among, double window_s, const char* when) {
   auto log = logging::get("train");
   int id = f.device;
   if (id < 0) {
     among.erase(std::remove_if(among.begin(), among.end(), [&](int d) { return members_.failing(d); }), among.end());
     if (among.empty()) return log->warn("step {}: fault {} skipped: no device of the plan left to hit", t, sim::name(f.kind));
-    id = among[std::uniform_int_distribution<std::size_t>(0, among.size() - 1)(faults_.rng)];
+    id = among[faults_.pick(among.size())];
   }
   const char* kind = sim::name(f.kind);
   if (!members_.joined(id) || !actors_.devices.count(id) || members_.failing(id)) {
@@ -239,7 +217,7 @@ void driver::strike(const sim::fault& f, const char* source, std::int64_t t, std
     return;
   }
   const auto& dev = actors_.devices.at(id);
-  const int after_us = window_s > 0 ? static_cast<int>(std::uniform_real_distribution<double>(0, window_s)(faults_.rng) * 1e6) : 0;
+  const int after_us = faults_.after_us(window_s);
   const std::string into = std::to_string(after_us) + " us into the " + when;
   std::string detail;
   switch (f.kind) {
@@ -273,7 +251,7 @@ void driver::strike(const sim::fault& f, const char* source, std::int64_t t, std
   note({t, "injected", kind, id, source, detail, f.seconds});
 }
 
-// Replicas of a layer must stay bit-identical (FORMULATION invariant 3) among devices on
+// Replicas of a layer must stay bit-identical (docs/RUNTIME.md, "Why a run equals one device") among devices on
 // the same place: a CPU's and a GPU's optimizer round differently, so across places
 // replicas agree only to rounding (docs/GPU.md; --verify measures how far).
 status driver::check_replicas(std::int64_t t, std::vector<std::vector<training::train_outcome::replica_hash>>* all) {

@@ -51,7 +51,7 @@ bool driver::save_shards(std::vector<training::shard_file>& out, const std::stri
     out.push_back({dir + "/layer-" + std::to_string(l) + ".pt", ""});
     asked.push_back(self_->request(actors_.devices.at(holders_.at(l).front()), wait, save_atom::value, l, out.back().path));
   }
-  if (!faults_.armed.empty()) fire_armed(sim::fault_moment::shard, t, plan_devices(), 0.002);
+  if (faults_.waiting(sim::fault_moment::shard)) fire_armed(sim::fault_moment::shard, t, plan_devices(), 0.002);
   std::string unwritten;
   for (std::size_t l = 0; l < asked.size(); ++l)
     asked[l].receive(
@@ -210,7 +210,7 @@ double driver::move_layers(const std::vector<planner::layer_move>& moves, std::i
             },
             [&](caf::error& e) { failure_ = text(e); });
   }
-  if (!firsts.empty() && !faults_.armed.empty()) {
+  if (!firsts.empty() && faults_.waiting(sim::fault_moment::placement)) {
     std::vector<int> to;
     for (const auto& mv : firsts) to.push_back(mv.to);
     std::sort(to.begin(), to.end());

@@ -19,6 +19,7 @@
 #include "actors/messages.hpp"
 #include "actors/session.hpp"
 #include "logging/logging.hpp"
+#include "planner/migration.hpp"
 
 namespace dynapar::actors {
 namespace detail {
@@ -30,8 +31,7 @@ status driver::enter_slot(std::int64_t slot, bool& changed) {
   // detection and recovery find out (docs/RELIABILITY.md).
   for (int id : cluster_.failing(static_cast<int>(slot)))
     if (members_.joined(id) && actors_.devices.count(id)) {
-      std::uniform_real_distribution<double> moment(0, timing_.last_step_s);
-      self_->send(actors_.devices.at(id), fail_atom::value, static_cast<int>(moment(faults_.rng) * 1e6));
+      self_->send(actors_.devices.at(id), fail_atom::value, faults_.after_us(timing_.last_step_s));
       members_.kill_sent(id);
       ++out_.faults_injected;
       note({slot * s_.slot_steps, "injected", "kill", id, "plan", "the dynamics' fail event at slot " + std::to_string(slot), 0});
@@ -55,7 +55,7 @@ status driver::update_membership(std::int64_t slot, bool& changed) {
       if (!a) a = actors_.remote ? actors_.remote->proxy(id) : spawn_device(sys_, local_device(id));
       if (!a) return make_error("device_lost", "device " + std::to_string(id) + " left its node while joining");
       self_->monitor(a);
-      if (!faults_.armed.empty()) strike_joining(id, slot * s_.slot_steps);
+      strike_joining(id, slot * s_.slot_steps);
       self_->send(a, speed_atom::value, cluster_.true_speed(id));
       // A node that described the device says its memory (else the job does) and its host:
       // devices described on one host share a node in the plans, numbered after the job's.
@@ -123,7 +123,7 @@ control::decision fixed(const planner::plan& p, const char* why) {
 }
 }  // namespace
 
-result<std::optional<control::decision>> driver::next_plan(std::int64_t t, bool availability_changed) {
+result<std::optional<control::decision>> driver::next_plan(std::int64_t t, bool replan) {
   if (!actors_.controller) {
     std::optional<control::decision> next;
     // The plan in force at t: the job's, or the last scheduled re-plan up to t (a resumed run
@@ -134,10 +134,10 @@ result<std::optional<control::decision>> driver::next_plan(std::int64_t t, bool 
         if (step <= t && step > 0) next = fixed(p, "scheduled re-plan");
     }
     for (const auto& [step, p] : s_.replans)
-      if (step == t && t > 0 && current_) next = fixed(p, "scheduled re-plan");
+      if (replan && step == t && t > 0 && current_) next = fixed(p, "scheduled re-plan");
     return next;
   }
-  if (t > 0 && t % replan_every_ != 0 && !availability_changed) return std::optional<control::decision>{};
+  if (!replan) return std::optional<control::decision>{};
   std::optional<control::decision> got;
   self_->request(actors_.controller, timeout_, plan_atom::value, t / replan_every_)
       .receive([&](control::decision& d) { got = std::move(d); }, [&](caf::error& e) { failure_ = text(e); });
@@ -176,97 +176,41 @@ status driver::apply(const control::decision& decision, std::int64_t t, std::int
     ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
     fire_armed(sim::fault_moment::migration, t, ends, 0.005);
   }
-  // Layers that no move reads are dropped first, and answered, so that the memory they free
-  // is there for the layers moving in (CI: resnet18's layer 8 reached device 1 before the
-  // layers it was giving up went, and did not fit). Over nodes a drop and a layer travel on
-  // different connections: only the answers order them.
-  std::vector<std::pair<int, int>> early, late;
-  for (const auto& d : diff.drops) {
-    const bool read = std::any_of(diff.moves.begin(), diff.moves.end(),
-                                  [&](const auto& mv) { return mv.from == d.first && mv.layer == d.second; });
-    (read ? late : early).push_back(d);
+  // The diff in the order planner::migration_order gives: what a device gives away goes
+  // before what it takes; a cycle stages one layer (stage_layer), placed once the rest moved.
+  planner::migration_order order(diff);
+  std::vector<std::pair<planner::layer_move, staged_layer>> staged;
+  std::string stage_dir;
+  double bytes = 0;
+  using kind = planner::migration_step::kind;
+  for (planner::migration_step st; failure_.empty() && order.next(st);) {
+    if (st.what == kind::drop) failure_ = drop_layers(st.drops);
+    if (st.what == kind::drop_last) drop_layers(st.drops);  // a device that does not answer is found lost by the step
+    if (st.what == kind::move) bytes += move_layers(st.moves, t);
+    if (st.what == kind::place_staged) place_staged(staged);
+    if (st.what == kind::stage) {
+      double size = 0;
+      const auto c = stage_layer(st.from, st.layer, t, size, stage_dir);
+      for (const auto& mv : st.moves) {
+        staged.emplace_back(mv, c);
+        bytes += size;
+      }
+    }
   }
-  // If this diff fails, a device that dropped layers no longer matches the plan in force: it
-  // counts as holding nothing (recovery takes its layers from other holders or the cut).
-  const auto undo_early = [&] {
+  if (failure_.empty()) failure_ = order.error();
+  if (auto st = check("migrating layers before step " + std::to_string(t)); !st) {
+    // A device that dropped layers no longer matches the plan in force: it counts as holding
+    // nothing (recovery takes its layers from other holders or the cut).
     std::set<int> droppers;
-    for (const auto& d : early) droppers.insert(d.first);
+    for (const auto& d : order.dropped()) droppers.insert(d.first);
     std::vector<std::pair<int, int>> all;
     for (const auto& [l, ids] : holders_)
       for (int id : ids)
         if (droppers.count(id)) all.emplace_back(id, l);
     drop_layers(all);
     for (int id : droppers) members_.wipe(id);
-  };
-  failure_ = drop_layers(early);
-  if (auto st = check("dropping layers before step " + std::to_string(t)); !st) {
-    undo_early();
     return st;
   }
-  double bytes = 0;
-  // Moves go in waves, so that a device giving layers away has sent and dropped them before
-  // layers come in (own_data test: device 5 held a layer on its way to device 4 when layer 1
-  // arrived, and the two did not fit its memory at once). A move is ready when its target
-  // holds nothing still to be sent; layers whose moves are done are dropped between waves. A
-  // cycle (devices trading layers) leaves no move ready: one of its layers is staged with its
-  // optimizer state (stage_layer) and dropped by its giver, which then has room for what it
-  // takes; the staged layer goes to its targets once the rest have moved (examples/jobs/
-  // own_next_token.yaml: two edge devices swapping blocks, each with room for one, ended the
-  // run out of memory when the cycle went at once).
-  std::vector<planner::layer_move> waiting(diff.moves.begin(), diff.moves.end());
-  std::vector<std::pair<planner::layer_move, staged_layer>> staged;
-  std::string stage_dir;
-  while (!waiting.empty() && failure_.empty()) {
-    std::vector<planner::layer_move> wave, later;
-    for (const auto& mv : waiting) {
-      const bool gives = std::any_of(late.begin(), late.end(), [&](const auto& d) { return d.first == mv.to; });
-      (gives ? later : wave).push_back(mv);
-    }
-    if (wave.empty()) {
-      // Staged at a giver (every waiting target gives a layer a waiting move reads): a device
-      // keeping the layer keeps it (own_data test: device 0 lost layer 0 here).
-      const auto giver = std::find_if(later.begin(), later.end(), [&](const auto& mv) { return std::count(late.begin(), late.end(), std::pair{mv.from, mv.layer}); });
-      if (giver == later.end()) {
-        failure_ = "a cycle of moves without a giver";
-        break;
-      }
-      const auto from = giver->from, layer = giver->layer;
-      // The moves reading that layer there first, then the rest.
-      const auto rest = std::stable_partition(later.begin(), later.end(), [&](const auto& mv) { return mv.from == from && mv.layer == layer; });
-      double size = 0;
-      const auto c = stage_layer(from, layer, t, size, stage_dir);
-      std::for_each(later.begin(), rest, [&](const auto& mv) { staged.emplace_back(mv, c), bytes += size; });
-      late.erase(std::remove(late.begin(), late.end(), std::pair{from, layer}), late.end());
-      if (failure_.empty()) failure_ = drop_layers({{from, layer}});
-      early.push_back({from, layer});  // undone as the early drops are
-      waiting.assign(rest, later.end());
-      continue;
-    }
-    bytes += move_layers(wave, t);
-    waiting.swap(later);
-    // Drop what no waiting move still reads.
-    std::vector<std::pair<int, int>> sent, kept;
-    for (const auto& d : late) {
-      const bool read = std::any_of(waiting.begin(), waiting.end(), [&](const auto& mv) { return mv.from == d.first && mv.layer == d.second; });
-      (read ? kept : sent).push_back(d);
-    }
-    if (failure_.empty() && !waiting.empty() && !sent.empty()) {
-      failure_ = drop_layers(sent);
-      early.insert(early.end(), sent.begin(), sent.end());  // undone as the early drops are
-      late.swap(kept);
-    }
-  }
-  if (failure_.empty() && !staged.empty()) {  // room first, then the staged copies
-    failure_ = drop_layers(late);
-    early.insert(early.end(), late.begin(), late.end());
-    late.clear();
-    place_staged(staged);
-  }
-  if (auto st = check("migrating layers before step " + std::to_string(t)); !st) {
-    undo_early();
-    return st;
-  }
-  drop_layers(late);  // a device that does not answer is found lost by the step
   for (auto& g : groups_) self_->send_exit(g, caf::exit_reason::user_shutdown);
   groups_.clear();
   holders_.clear();
@@ -310,11 +254,16 @@ std::string driver::drop_layers(const std::vector<std::pair<int, int>>& drops) {
   return failed;
 }
 
-void driver::retire_leavers() {
+// Leavers out of the run once the plan in force no longer uses them, and a recovery's end
+// noted (its re-plan and migration included).
+status driver::retire(std::int64_t t, std::int64_t slot) {
+  if (!current_) return make_error("bad_job", "no plan before step " + std::to_string(t));
+  for (int id : members_.leaving_ids())
+    for (const auto& g : current_->groups)
+      if (std::count(g.devices.begin(), g.devices.end(), id))
+        return make_error("device_left", "device " + std::to_string(id) + " left at slot " + std::to_string(slot) +
+                                             " but the plan in force still uses it (re-planning needs a controller)");
   for (int id : members_.leaving_ids()) {
-    bool used = false;
-    for (const auto& g : current_->groups) used = used || std::count(g.devices.begin(), g.devices.end(), id);
-    if (used) continue;
     // A device its node still hosts left only in the emulated dynamics: its proxy stays, so
     // that it can come back. Otherwise its actor (or its node's device) is retired.
     if (!actors_.remote || !actors_.remote->present(id)) {
@@ -323,6 +272,14 @@ void driver::retire_leavers() {
     }
     members_.retire(id);
   }
+  if (recovery_.since) {
+    recovery_.seconds.push_back(since(*recovery_.since));
+    recovery_.since.reset();
+    note({t, "recovered", "", -1, "", recovery_.how + "; re-planned and migrated", recovery_.seconds.back()});
+    logging::get("train")->warn("step {}: recovered in {:.3f} s ({}; re-plan and migration included)", t, recovery_.seconds.back(),
+                                recovery_.how);
+  }
+  return ok_status();
 }
 
 }  // namespace detail

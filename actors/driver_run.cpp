@@ -79,201 +79,216 @@ status driver::finish_run(std::int64_t steps) {
   return check("collecting the trained layers");
 }
 
-result<training::train_outcome> driver::run() {
+status driver::check_job() const {
   if (d_.size() < s_.batch) return make_error("bad_job", "the data set has fewer samples than one batch");
   if (s_.slot_steps < 1) return make_error("bad_job", "slot_steps must be >= 1");
   for (const auto& [step, p] : s_.replans)
     if (auto v = planner::validate(p, L_, s_.batch); !v)
       return make_error(v.err().code, "re-plan before step " + std::to_string(step) + ": " + v.err().message);
+  if (s_.controller && s_.controller->replan_every < 1) return make_error("bad_job", "replan_every must be >= 1");
+  if (s_.profile_timed && !s_.profile) return make_error("bad_job", "profile-timed emulation needs the model's profile");
+  if (!s_.resume) return ok_status();
+  if (static_cast<int>(s_.resume->num_layers()) != L_)
+    return make_error("bad_checkpoint", "the checkpoint has " + std::to_string(s_.resume->num_layers()) + " layers, the model " +
+                                            std::to_string(L_));
+  if (s_.resume->step < 0 || s_.resume->step > s_.steps)
+    return make_error("bad_checkpoint", "the checkpoint is at step " + std::to_string(s_.resume->step) + ", the job has " +
+                                            std::to_string(s_.steps) + " steps");
+  return ok_status();
+}
+
+result<control::run_cadence> driver::start_run(data::sample_ledger& ledger, data::global_sampler& sampler) {
   if (s_.controller && !actors_.controller) actors_.controller = spawn_controller(sys_, *s_.controller);
   replan_every_ = s_.controller ? s_.controller->replan_every : s_.slot_steps;
-  if (replan_every_ < 1) return make_error("bad_job", "replan_every must be >= 1");
-  if (s_.profile_timed && !s_.profile) return make_error("bad_job", "profile-timed emulation needs the model's profile");
   bench_ref_s_ = model::benchmark_work();
   for (int k = 0; k < 2; ++k) bench_ref_s_ = std::min(bench_ref_s_, model::benchmark_work());
-
-  data::global_sampler sampler(d_.size(), s_.batch, s_.seed);
-  attempt_.sampler = &sampler;
-  data::sample_ledger ledger(d_.size());
   const std::int64_t start = s_.resume ? s_.resume->step : 0;
-  if (s_.resume) {
-    if (static_cast<int>(s_.resume->num_layers()) != L_)
-      return make_error("bad_checkpoint", "the checkpoint has " + std::to_string(s_.resume->num_layers()) +
-                                              " layers, the model " + std::to_string(L_));
-    if (start < 0 || start > s_.steps)
-      return make_error("bad_checkpoint", "the checkpoint is at step " + std::to_string(start) + ", the job has " +
-                                              std::to_string(s_.steps) + " steps");
-    // Steps before the checkpoint were applied by the run that wrote it.
-    for (std::int64_t t = 0; t < start; ++t) ledger.applied(t / sampler.steps_per_epoch(), sampler.step_samples(t));
-  }
+  // Steps before the checkpoint were applied by the run that wrote it.
+  for (std::int64_t t = 0; t < start; ++t) ledger.applied(t / sampler.steps_per_epoch(), sampler.step_samples(t));
   first_slot_ = start / s_.slot_steps;
   out_.resumed_from = start;
   // The first rollback point: the start (fresh layers, or the resumed checkpoint's).
   if (s_.resume) recovery_.cut = *s_.resume;
   recovery_.cut.step = start;
   recovery_.fresh = recovery_.cut;
-  faults_.rng.seed(s_.seed ^ 0xfa17ull);
-  // A kill at the first placement waits for it, which comes before the first step's faults.
-  for (const auto& f : s_.faults)
-    if (f.step == start && f.moment == sim::fault_moment::placement) faults_.armed.push_back(f);
-  double total_time = 0, total_cost = 0;
-  double steady_wait = 0, steady_time = 0;  // controller waits and step times of steady steps
-  int incidents = 0;  // recoveries and retries up to the last step that ended
-  std::int64_t slot = -1;
-  auto last_end = clock::now();  // of the last step that ended
-  // t == steps is the end: the evaluation and the trained layers, after the re-plan a device
-  // lost in the last step's checks calls for (once recovered, the end is tried again).
-  for (std::int64_t t = start; t <= s_.steps; ++t) {
-    const bool end = t == s_.steps;
-    if (end && !force_replan_ && !members_.member_died()) {
-      if (auto st = finish_run(t); !st) {
-        if (auto r = recover(t, false, st.err(), ledger, sampler); !r) return r.err();
-        --t;  // the loop's ++t: the end again, or the steps after a rollback
-        continue;
+  faults_ = sim::fault_schedule(s_.faults, start, s_.seed ^ 0xfa17ull);
+  control::run_cadence c;
+  c.start = start;
+  c.steps = s_.steps;
+  c.slot_steps = s_.slot_steps;
+  c.controller = static_cast<bool>(actors_.controller);
+  c.replan_every = replan_every_;
+  for (const auto& [step, p] : s_.replans) c.replan_steps.insert(step);
+  c.hash_every = s_.hash_every;
+  c.checkpoint_every = s_.checkpoint_every;
+  c.epoch_steps = evaluates_epochs() ? sampler.steps_per_epoch() : 0;
+  c.perturb_step = s_.perturb.step;
+  c.pipelined = s_.pipelined_control;
+  return c;
+}
+
+control::run_facts driver::facts(std::int64_t next) const {
+  control::run_facts f;
+  f.member_died = members_.member_died();
+  f.members_move = !members_.leaving_ids().empty();
+  // A node that asked to leave, or went silent, is seen before the next step starts.
+  if (actors_.remote)
+    for (int id : members_.joined_ids()) f.members_move = f.members_move || actors_.remote->lost(id) || !actors_.remote->present(id);
+  // A kill waiting for an early start does not hold one back: it would never land.
+  f.faults_due = faults_.pending(next) || cluster_.slow_down_over(next);
+  f.recovering = recovery_.since.has_value();
+  return f;
+}
+
+// The run: a pump of its loop (control/run_loop.hpp), each command carried out here.
+result<training::train_outcome> driver::run() {
+  if (auto st = check_job(); !st) return st.err();
+  data::global_sampler sampler(d_.size(), s_.batch, s_.seed);
+  data::sample_ledger ledger(d_.size());
+  auto cadence = start_run(ledger, sampler);
+  if (!cadence) return cadence.err();
+  auto& loop = loop_.emplace(*cadence);
+  attempt_.sampler = &sampler;
+  run_totals totals;
+  training::step_record rec;
+  std::optional<control::decision> decided;
+  error why;  // the failure the next recovery answers
+  const auto after = [&](const status& st) {  // a duty done, or a failure to recover from
+    if (!st) why = st.err();
+    st ? loop.done() : loop.failed();
+  };
+  using duty = control::run_duty;
+  for (auto c = loop.next(facts(loop.step())); c.what != duty::stop; c = loop.next(facts(loop.step()))) {
+    if (c.opens) totals.open(c, rec);
+    bool changed = false;
+    switch (c.what) {
+      case duty::enter_slot:
+        if (auto st = enter_slot(c.slot, changed); !st) return st.err();
+        loop.slot_entered(changed);
+        break;
+      case duty::gather:  // a device that died between steps is lost before it is planned again
+        changed = remote_departures();
+        drain_stale();
+        why = make_error("device_lost", "a device stopped between steps");
+        loop.gathered(changed, members_.member_died(), members_.joined_count() == 0);
+        break;
+      case duty::await_devices:
+        if (auto st = await_devices(c.slot, c.step, changed, members_.joined_count() ? why.message : "no device left"); !st) return st.err();
+        loop.awaited(changed);
+        break;
+      case duty::plan: {
+        auto next = next_plan(c.step, c.replan);
+        if (!next && !replacements_may_come()) return next.err();
+        if (!next) why = next.err();  // infeasible: wait for devices, then plan again
+        decided = next ? std::move(*next) : std::nullopt;
+        totals.replanned = decided.has_value();
+        next ? loop.planned(totals.replanned) : loop.infeasible();
+        break;
       }
-      break;
-    }
-    // A step started with the commit of the one before (pipelined control) skips the work
-    // before a step: may_start_early found nothing due. Its time runs from that step's end.
-    const bool early = attempt_.early && attempt_.early->t == t;
-    out_.steps_started_early += early;
-    const auto t0 = early ? last_end : clock::now();
-    training::step_record rec;
-    rec.step = t;
-    bool moved = false;      // this step's plan change moved layers
-    bool replanned = false;
-    if (!early) {
-      bool changed = force_replan_;
-      force_replan_ = false;
-      if (!end && t / s_.slot_steps > slot) {  // a rollback does not enter past slots again
-        slot = t / s_.slot_steps;
-        if (auto st = enter_slot(slot, changed); !st) return st.err();
-      }
-      if (remote_departures()) changed = true;
-      // A device that died between steps (unused, or after the last one) is lost before it is
-      // planned again.
-      drain_stale();
-      if (members_.member_died()) {  // step t has not started
-        if (auto st = recover(t, false, make_error("device_lost", "a device stopped between steps"), ledger, sampler); !st)
-          return st.err();
-        --t;  // the loop's ++t: go on at t
-        continue;
-      }
-      if (members_.joined_count() == 0)
-        if (auto st = await_devices(slot, t, changed, "no device left"); !st) return st.err();
-      auto next = next_plan(t, changed);
-      if (!next && actors_.controller && members_.joined_count() > 0 && out_.devices_lost > 0) {
-        // Those left after a loss cannot run the model (too little memory among them):
-        // replacements may come.
-        if (auto st = await_devices(slot, t, changed, next.err().message); !st) return st.err();
-        force_replan_ = true;
-        --t;  // the loop's ++t: plan step t again
-        continue;
-      }
-      if (!next) return next.err();
-      replanned = static_cast<bool>(*next);
-      if (*next) {
+      case duty::apply: {
         const auto before = out_.layers_moved;
-        if (auto st = apply(**next, t, slot, rec); !st) {
-          // A device lost while layers moved: nothing was applied; plan again without it.
-          if (auto r = recover(t, false, st.err(), ledger, sampler); !r) return r.err();
-          --t;
-          continue;
-        }
-        recovery_.fresh = {};
-        moved = out_.layers_moved > before;
+        const auto st = apply(*decided, c.step, c.slot, rec);  // failed: nothing was applied
+        if (st) recovery_.fresh = {};
+        st ? loop.applied(out_.layers_moved > before) : after(st);
+        break;
       }
-      if (!current_) return make_error("bad_job", "no plan before step " + std::to_string(t));
-      for (int id : members_.leaving_ids())
-        for (const auto& g : current_->groups)
-          if (std::count(g.devices.begin(), g.devices.end(), id))
-            return make_error("device_left", "device " + std::to_string(id) + " left at slot " + std::to_string(slot) +
-                                                 " but the plan in force still uses it (re-planning needs a controller)");
-      retire_leavers();
-      if (recovery_.since) {
-        recovery_.seconds.push_back(since(*recovery_.since));
-        recovery_.since.reset();
-        note({t, "recovered", "", -1, "", recovery_.how + "; re-planned and migrated", recovery_.seconds.back()});
-        logging::get("train")->warn("step {}: recovered in {:.3f} s ({}; re-plan and migration included)", t, recovery_.seconds.back(),
-                                    recovery_.how);
+      case duty::retire:
+        if (auto st = retire(c.step, c.slot); !st) return st.err();
+        loop.retired();
+        break;
+      case duty::step: {
+        const auto st = step_once(c, rec, totals, sampler, ledger);
+        if (!st) why = st.err();
+        st ? loop.committed(attempt_.early.has_value()) : loop.step_failed(attempt_.last && attempt_.last->committed());
+        break;
       }
-    }
-    if (end) {  // re-planned without the lost devices: the end's work at the loop's top
-      --t;
-      continue;
-    }
-    rec.predicted_s = predicted_s_;
-    rec.cost_queue = queue_;
-    fire_faults(t);
-    if (moved) fire_armed(sim::fault_moment::replan, t, plan_devices(), timing_.last_step_s);
-    const auto samples = sampler.step_samples(t);
-    control::measurement measure;
-    if (auto st = run_step(t, samples, rec, measure); !st) {
-      if (auto r = recover(t, attempt_.last && attempt_.last->committed(), st.err(), ledger, sampler); !r) return r.err();
-      --t;
-      continue;
-    }
-    ledger.applied(t / sampler.steps_per_epoch(), samples);
-    if (const auto& p = s_.perturb; t == p.step && holders_.count(p.layer) && p.group < static_cast<int>(holders_[p.layer].size()))
-      self_->send(actors_.devices.at(holders_[p.layer][p.group]), perturb_atom::value, p.layer);
-    last_end = clock::now();
-    rec.time_s = std::chrono::duration<double>(last_end - t0).count();
-    timing_.last_step_s = rec.time_s;
-    if (rec.pipeline_s > 0) timing_.last_pipeline_s = rec.pipeline_s;
-    timing_.mean_step_s = timing_.mean_step_s > 0 ? 0.9 * timing_.mean_step_s + 0.1 * rec.time_s : rec.time_s;
-    timing_.late_retries = 0;
-    rec.cost = cluster_.price_per_s(*current_) * rec.time_s;
-    for (const auto& st : measure.stages)
-      if (cluster_.index_of(st.device) >= 0) {
-        measure.energy_j.emplace_back(st.device, cluster_.power_w(st.device) * st.compute_s);
-        out_.avg_energy_j[st.device] += measure.energy_j.back().second;
+      case duty::perturb: after(perturb()); break;
+      // Checks between steps: a device lost during one is recovered from like any other (step
+      // t stands); a replica mismatch is not a crash and stops the run.
+      case duty::check_replicas: after(check_replicas(c.step)); break;
+      case duty::checkpoint: after(take_checkpoint(c.step + 1)); break;
+      case duty::evaluate: after(evaluate_epoch(c.step, sampler)); break;
+      case duty::finish: after(finish_run(c.step)); break;
+      case duty::recover: {
+        auto r = recover(c.step, c.committed, why, ledger, sampler);
+        if (!r) return r.err();
+        loop.recovered(r->step, r->replans);
+        break;
       }
-    if (actors_.controller) {
-      measure.time_s = rec.time_s;
-      measure.cost = rec.cost;
-      self_->send(actors_.controller, report_atom::value, measure);
+      case duty::stop: break;
     }
-    total_time += rec.time_s;
-    total_cost += rec.cost;
-    if (t > start && !replanned && incidents == out_.recoveries + out_.step_retries) {
-      steady_wait += rec.controller_wait_s;
-      steady_time += rec.time_s;
-      ++out_.steady_steps;
+  }
+  return outcome(totals, ledger, sampler);
+}
+
+// Step c.step: the faults due, one attempt, and on its commit the step's figures.
+status driver::step_once(const control::run_command& c, training::step_record& rec, run_totals& totals, data::global_sampler& sampler,
+                         data::sample_ledger& ledger) {
+  const auto t = c.step;
+  out_.steps_started_early += c.early;
+  rec.predicted_s = predicted_s_;
+  rec.cost_queue = queue_;
+  fire_faults(t);
+  if (c.moved) fire_armed(sim::fault_moment::replan, t, plan_devices(), timing_.last_step_s);
+  const auto samples = sampler.step_samples(t);
+  control::measurement measure;
+  if (auto st = run_step(t, samples, rec, measure); !st) return st;
+  ledger.applied(t / sampler.steps_per_epoch(), samples);
+  totals.last_end = clock::now();
+  rec.time_s = std::chrono::duration<double>(totals.last_end - totals.opened).count();
+  timing_.last_step_s = rec.time_s;
+  if (rec.pipeline_s > 0) timing_.last_pipeline_s = rec.pipeline_s;
+  timing_.mean_step_s = timing_.mean_step_s > 0 ? 0.9 * timing_.mean_step_s + 0.1 * rec.time_s : rec.time_s;
+  timing_.late_retries = 0;
+  rec.cost = cluster_.price_per_s(*current_) * rec.time_s;
+  for (const auto& st : measure.stages)
+    if (cluster_.index_of(st.device) >= 0) {
+      measure.energy_j.emplace_back(st.device, cluster_.power_w(st.device) * st.compute_s);
+      out_.avg_energy_j[st.device] += measure.energy_j.back().second;
     }
-    incidents = out_.recoveries + out_.step_retries;
-    for (const auto& l : measure.links) out_.data_plane_bytes[l.from] += l.bytes;
-    out_.messages_per_step = 0;
-    for (const auto& st : rec.stages) out_.messages_per_step += st.messages;
-    if (cb_.on_step) cb_.on_step(rec);
-    // Checks between steps: a device lost during one is recovered from like any other (step
-    // t stands); a replica mismatch is not a crash and stops the run.
-    status after = ok_status();
-    if (s_.hash_every > 0 && (t + 1) % s_.hash_every == 0) after = check_replicas(t);
-    if (after && s_.checkpoint_every > 0 && (t + 1) % s_.checkpoint_every == 0) after = take_checkpoint(t + 1);
-    if (after && evaluates_epochs() && (t + 1) % sampler.steps_per_epoch() == 0) {
-      const auto epoch = (t + 1) / sampler.steps_per_epoch();
-      auto metric = evaluate(*s_.test_set, t, "evaluating the validation set");
-      if (!metric) {
-        after = make_error(metric.err().code, "after epoch " + std::to_string(epoch) + ", " + metric.err().message);
-      } else {
-        cb_.on_epoch(epoch, *metric);
-        if (t + 1 == s_.steps) out_.test_metric = *metric;
-      }
-    }
-    if (!after) {
-      std::int64_t resume_at = t + 1;
-      if (auto r = recover(resume_at, false, after.err(), ledger, sampler); !r) return r.err();
-      t = resume_at - 1;
-    }
+  if (actors_.controller) {
+    measure.time_s = rec.time_s;
+    measure.cost = rec.cost;
+    self_->send(actors_.controller, report_atom::value, measure);
+  }
+  totals.time += rec.time_s;
+  totals.cost += rec.cost;
+  if (t > out_.resumed_from && !totals.replanned && totals.incidents == out_.recoveries + out_.step_retries) {
+    totals.steady_wait += rec.controller_wait_s;
+    totals.steady_time += rec.time_s;
+    ++out_.steady_steps;
+  }
+  totals.incidents = out_.recoveries + out_.step_retries;
+  for (const auto& l : measure.links) out_.data_plane_bytes[l.from] += l.bytes;
+  out_.messages_per_step = 0;
+  for (const auto& st : rec.stages) out_.messages_per_step += st.messages;
+  if (cb_.on_step) cb_.on_step(rec);
+  return ok_status();
+}
+
+status driver::evaluate_epoch(std::int64_t t, const data::global_sampler& sampler) {
+  const auto epoch = (t + 1) / sampler.steps_per_epoch();
+  auto metric = evaluate(*s_.test_set, t, "evaluating the validation set");
+  if (!metric) return make_error(metric.err().code, "after epoch " + std::to_string(epoch) + ", " + metric.err().message);
+  cb_.on_epoch(epoch, *metric);
+  if (t + 1 == s_.steps) out_.test_metric = *metric;
+  return ok_status();
+}
+
+training::train_outcome driver::outcome(const run_totals& totals, const data::sample_ledger& ledger, data::global_sampler& sampler) {
+  for (const auto& f : faults_.armed()) {  // a moment that never came: say so, not count it
+    logging::get("train")->warn("a {} planned at step {} waited for the next {}, which never came", sim::name(f.kind), f.step,
+                                sim::name(f.moment));
+    note({s_.steps, "missed", sim::name(f.kind), f.device, "plan", std::string("no ") + sim::name(f.moment) + " came", 0});
   }
   out_.final_plan = *current_;
   out_.steps = s_.steps;
-  const auto ran = s_.steps - start;  // by this run
-  out_.mean_step_time_s = ran > 0 ? total_time / ran : 0;
-  out_.samples_per_s = total_time > 0 ? ran * s_.batch / total_time : 0;
-  out_.avg_cost = ran > 0 ? total_cost / ran : 0;
-  out_.controller_wait_s = out_.steady_steps > 0 ? steady_wait / out_.steady_steps : 0;
-  out_.controller_wait_share = steady_time > 0 ? steady_wait / steady_time : 0;
+  const auto ran = s_.steps - out_.resumed_from;  // by this run
+  out_.mean_step_time_s = ran > 0 ? totals.time / ran : 0;
+  out_.samples_per_s = totals.time > 0 ? ran * s_.batch / totals.time : 0;
+  out_.avg_cost = ran > 0 ? totals.cost / ran : 0;
+  out_.controller_wait_s = out_.steady_steps > 0 ? totals.steady_wait / out_.steady_steps : 0;
+  out_.controller_wait_share = totals.steady_time > 0 ? totals.steady_wait / totals.steady_time : 0;
   for (auto& [id, j] : out_.avg_energy_j) j = ran > 0 ? j / static_cast<double>(ran) : 0;
   out_.ledger = ledger.check(sampler, s_.steps);
   for (double r : recovery_.seconds) {

@@ -88,7 +88,7 @@ void driver::await_pipelines(step::attempt& at, reduction_work& work, const std:
             return;
           }
           for (int id : at.stage_done(r.device, since(started))) work.ready(id);
-          if (!faults_.armed.empty() && at.all_stages_done()) fire_armed(sim::fault_moment::sum, t, plan_devices(), 0.002);
+          if (faults_.waiting(sim::fault_moment::sum) && at.all_stages_done()) fire_armed(sim::fault_moment::sum, t, plan_devices(), 0.002);
         },
         [&](const group_report& r) {
           if (r.step != attempt_.tag) return;  // an abandoned attempt's
@@ -134,9 +134,9 @@ status driver::apply_step(step::attempt& at, reduction_work& work, std::int64_t 
   // Pipelined control: every holder takes the commit before the next step's task (both come
   // from here, the task through its group's supervisor or the same node connection), so the
   // next step may go out now, its devices starting as soon as they have applied this one.
-  if (may_start_early(t + 1)) {
+  if (loop_ && loop_->may_start_early(t + 1, facts(t + 1))) {
     attempt_.early = start_attempt(t + 1, attempt_.sampler->step_samples(t + 1));
-    if (!faults_.armed.empty()) fire_armed(sim::fault_moment::early, t, plan_devices(), 0.002);
+    if (faults_.waiting(sim::fault_moment::early)) fire_armed(sim::fault_moment::early, t, plan_devices(), 0.002);
   }
   auto on_down = [&](caf::down_msg& d) { note_down(d); };
   for (int k = 0; k < acks && failure_.empty();)
@@ -177,24 +177,6 @@ driver::in_flight driver::start_attempt(std::int64_t t, const std::vector<int>& 
   const double clip = s_.optimizer.clip_grad_norm;
   f.work = reduction_->start({attempt_.tag, at.shape().micro_batches, &holders_, comm_generation_, clip > 0 ? static_cast<double>(s_.batch) : 0.0});
   return f;
-}
-
-bool driver::may_start_early(std::int64_t next) const {
-  if (!s_.pipelined_control || !attempt_.sampler || next >= s_.steps || next % s_.slot_steps == 0) return false;
-  // Plans change only before a step that next_plan would re-plan.
-  if (actors_.controller ? next % replan_every_ == 0 : std::any_of(s_.replans.begin(), s_.replans.end(), [next](const auto& r) { return r.first == next; }))
-    return false;
-  // The checks between steps (driver_run.cpp) need the step before at rest.
-  const auto due = [next](std::int64_t every) { return every > 0 && next % every == 0; };
-  if (due(s_.hash_every) || due(s_.checkpoint_every) || (evaluates_epochs() && due(attempt_.sampler->steps_per_epoch()))) return false;
-  if (next - 1 == s_.perturb.step || force_replan_ || recovery_.since || !faults_.armed.empty()) return false;
-  if (faults_.next < s_.faults.size() && s_.faults[faults_.next].step <= next) return false;
-  if (cluster_.slow_down_over(next) || members_.member_died() || !members_.leaving_ids().empty()) return false;
-  // A node that asked to leave, or went silent, is seen before the next step starts.
-  if (actors_.remote)
-    for (int id : members_.joined_ids())
-      if (actors_.remote->lost(id) || !actors_.remote->present(id)) return false;
-  return true;
 }
 
 status driver::run_step(std::int64_t t, const std::vector<int>& samples, training::step_record& rec, control::measurement& measure) {

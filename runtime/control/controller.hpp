@@ -1,4 +1,4 @@
-// The online controller (FORMULATION sections 4-7) as a state machine: devices join and leave,
+// The online controller (docs/MODEL.md) as a state machine: devices join and leave,
 // measured steps are observed, and each slot a decision is taken from what was learnt. The
 // controller actor and the simulator both run this class, so training and simulation decide
 // by the same code: virtual queues (cost and energy, paced over a known horizon), estimates,

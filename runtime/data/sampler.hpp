@@ -1,4 +1,4 @@
-// The seeded global sampler (FORMULATION invariant 1): step t of an epoch uses samples
+// The seeded global sampler (docs/RUNTIME.md, "Why a run equals one device"): step t of an epoch uses samples
 // [tB, (t+1)B) of that epoch's permutation; group g takes a contiguous sub-range in plan
 // order. An epoch has floor(n / B) steps (the remainder is dropped). Pure.
 #pragma once

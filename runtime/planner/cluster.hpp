@@ -1,4 +1,4 @@
-// The devices and links of one slot (FORMULATION section 1), as plain data, plus an
+// The devices and links of one slot (docs/MODEL.md), as plain data, plus an
 // index-based lookup table the planner's hot loops use. Pure; share read-only.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Virtual queues of drift-plus-penalty (FORMULATION section 4). Owned by whoever runs the
+// Virtual queues of drift-plus-penalty (docs/MODEL.md). Owned by whoever runs the
 // slots (the controller actor, the simulator); fed with what a slot really cost. Pure.
 #pragma once
 
@@ -13,7 +13,7 @@ class virtual_queues {
  public:
   explicit virtual_queues(budgets b) : budget_(std::move(b)) {}
   // Q(t+1) = max(Q(t) + C(t) / C_bar - 1, 0); Z_d(t+1) = max(Z_d(t) + E_d(t) / E_bar_d - 1, 0):
-  // FORMULATION's queues divided by their budgets, so that V needs no units (docs/MODEL.md).
+  // The formulation's queues divided by their budgets, so that V needs no units (docs/MODEL.md).
   // `energy` lists (device id, joules) of the slot; devices absent spent nothing.
   void update(double slot_cost, const std::vector<std::pair<int, double>>& energy);
   queue_state state() const;

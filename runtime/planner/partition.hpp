@@ -1,4 +1,4 @@
-// Communication-aware partitioning (FORMULATION section 5): split a layer chain over an
+// Communication-aware partitioning (docs/MODEL.md): split a layer chain over an
 // ordered group so the slowest stage or boundary is as fast as possible. Pure.
 #pragma once
 

@@ -1,4 +1,4 @@
-// A plan: the decision of one slot (FORMULATION section 2), by device id. Plain data.
+// A plan: the decision of one slot (docs/MODEL.md), by device id. Plain data.
 #pragma once
 
 #include <cstdint>

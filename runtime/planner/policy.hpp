@@ -1,5 +1,5 @@
-// One interface for the system's policy, the baselines and the oracle (FORMULATION section
-// 6), so the simulator and the runtime run any of them by name. A policy may keep state
+// One interface for the system's policy, the baselines and the oracle (docs/MODEL.md,
+// Baselines), so the simulator and the runtime run any of them by name. A policy may keep state
 // between slots (static ones remember their plan); not thread-safe.
 #pragma once
 

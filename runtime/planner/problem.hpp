@@ -109,7 +109,7 @@ struct problem {
   int num_layers() const { return sums.num_layers(); }
   double speed(int i) const { return cluster.devices[i].speed; }
   double memory(int i) const { return cluster.devices[i].memory_bytes; }
-  double floor_s() const;      // FORMULATION section 7
+  double floor_s() const;      // docs/MODEL.md, "Solving one slot"
 };
 
 // Validates model, cluster and config together; the message names the field.

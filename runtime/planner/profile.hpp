@@ -1,5 +1,5 @@
 // A model as the planner sees it: a chain of layers with per-sample times at reference speed
-// and byte sizes (FORMULATION section 1). Pure data; thread-safe to share once built.
+// and byte sizes (docs/MODEL.md). Pure data; thread-safe to share once built.
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// Tentative searching (FORMULATION section 5): device selection, grouping and pipeline order,
+// Tentative searching (docs/MODEL.md): device selection, grouping and pipeline order,
 // scored by partitioning + linear solving + sync + migration + queue terms. Pure; one
 // structure_evaluator per decision (it caches group shapes for that slot's estimates).
 #pragma once

@@ -1,4 +1,4 @@
-// The time and memory model of FORMULATION section 3, on device indices: per-group pipeline
+// The time and memory model of docs/MODEL.md ("Plan and time"), on device indices: per-group pipeline
 // timing, memory caps, segment-wise cross-group gradient sums and migration. Pure.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Linear solving (FORMULATION section 5): split the global batch over groups so that all
+// Linear solving (docs/MODEL.md): split the global batch over groups so that all
 // finish together. Pure.
 #pragma once
 

@@ -288,6 +288,50 @@ TEST_CASE("a device lost at the end, in the last checkpoint or the final evaluat
   }
 }
 
+TEST_CASE("a kill waiting for an early start lands as the next step goes out; one whose moment never comes is said, not counted",
+          "[actor][fault]") {
+  // An armed kill held every early start back, its own too: a kill waiting for `early` never
+  // landed, and the chaos campaigns counted the ones they planned.
+  for (const bool pipelined : {true, false}) {
+    INFO("pipelined control: " << pipelined);
+    fixture f;
+    auto s = job(f.profile, 4, {});
+    s.hash_every = 0;        // nothing due between steps: steps 1, 3, 5, ... may start early
+    s.checkpoint_every = 0;
+    s.pipelined_control = pipelined;
+    sim::fault kill{4, sim::fault_kind::kill, 1};
+    kill.moment = sim::fault_moment::early;
+    s.faults.push_back(kill);
+    std::vector<std::string> order;
+    std::string detail;
+    training::train_callbacks cb;
+    cb.on_fault = [&](const training::fault_record& r) {
+      order.push_back(r.event + "@" + std::to_string(r.step));
+      if (r.event == "injected" || r.event == "missed") detail = r.detail;
+    };
+    auto out = actors::train(*f.m, f.d, s, cb);
+    REQUIRE(out);
+    if (pipelined) {
+      // Step 5 went out with step 4's commit, and device 1 died within 2 ms of it: found while
+      // the holders applied step 4 or in step 5; either way the run goes on at step 5.
+      REQUIRE(order.size() == 3);
+      CHECK(order[0] == "injected@4");
+      CHECK((order[1] == "lost@4" || order[1] == "lost@5"));
+      CHECK(order[2] == "recovered@5");
+      CHECK(detail.find("into the early") != std::string::npos);
+      CHECK(out->faults_injected == 1);
+      CHECK(out->devices_lost == 1);
+    } else {
+      CHECK(order == std::vector<std::string>{"missed@14"});
+      CHECK(detail == "no early came");
+      CHECK(out->faults_injected == 0);
+    }
+    CHECK(out->ledger.lost == 0);
+    CHECK(out->ledger.duplicated == 0);
+    CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers) == 0);
+  }
+}
+
 TEST_CASE("a device late but still answering: the step re-runs, nothing is lost, the run equals one device", "[actor][fault]") {
   fixture f;
   auto s = job(f.profile, 4, {});

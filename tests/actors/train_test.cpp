@@ -1,5 +1,5 @@
 // Device and group actors train exactly as one plain device: MLP and CNN, two groups of 2
-// and 3 stages with uneven shares, GPipe and 1F1B (FORMULATION invariants 1-3).
+// and 3 stages with uneven shares, GPipe and 1F1B (docs/RUNTIME.md, "Why a run equals one device").
 #include <catch2/catch.hpp>
 
 #include "actors/trainer.hpp"

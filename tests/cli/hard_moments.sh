@@ -21,9 +21,9 @@ for run in ["one", "nodes", "few"]:
     if run == "few":
         assert len(injected) == 1 and s["recoveries"] >= 1, (run, injected, s)
         continue
-    assert s["faults_injected"] == 6, (run, s["faults_injected"])
+    assert s["faults_injected"] == 7, (run, s["faults_injected"])
     where = sorted(r["detail"].split(" into the ")[1] for r in injected)
-    assert where == ["checkpoint", "migration", "replan", "step", "step", "sum"], (run, where)
+    assert where == ["checkpoint", "early", "migration", "replan", "step", "step", "sum"], (run, where)
     steps = [r["step"] for r in injected if r["detail"].endswith("into the step")]
     assert steps[0] == steps[1], (run, steps)  # two kills in one step
 print("ok")

@@ -51,7 +51,7 @@ class Rng:  # dynapar's common/rng.cpp: xoshiro256** seeded by splitmix64, writt
                 return x % n
 
 
-def permutation(n, seed, epoch):  # data/sampler.cpp, FORMULATION invariant 1
+def permutation(n, seed, epoch):  # data/sampler.cpp, docs/RUNTIME.md, "Why a run equals one device"
     r = Rng(seed ^ ((epoch * 0x9E3779B97F4A7C15) & M))
     p = list(range(n))
     for i in range(n - 1, 0, -1):

@@ -1,7 +1,9 @@
 // The training driver's class (actors/trainer.hpp describes what it does), implemented in
-// driver_run.cpp (the run loop), driver_step.cpp (one attempt at a step), driver_plans.cpp
-// (membership and plan changes) and driver_faults.cpp (crash recovery, checkpoints, replica
-// checks, idle devices' probes; the recovery decision itself is runtime/control/recovery.*).
+// driver_run.cpp (a pump of the run's loop, runtime/control/run_loop.*), driver_step.cpp (one
+// attempt at a step), driver_plans.cpp (membership and plan changes; their order is
+// runtime/planner/migration.*) and driver_faults.cpp (crash recovery, faults struck, replica
+// checks, idle devices' probes; the recovery decision is runtime/control/recovery.*, the fault
+// plan as it unfolds runtime/sim/fault_schedule.*).
 // Internal: only those files include it.
 #pragma once
 
@@ -118,7 +120,7 @@ class driver {
   // The run (driver_run.cpp): the job's checks, the loop's cadences (a resumed run's ledger
   // filled), one step with its figures, the end's work and the outcome's averages.
   status check_job() const;
-  result<control::run_cadence> start_run(data::sample_ledger& ledger, data::global_sampler& sampler);
+  control::run_cadence start_run(data::sample_ledger& ledger, data::global_sampler& sampler);
   struct run_totals {
     double time = 0, cost = 0;
     double steady_wait = 0, steady_time = 0;  // controller waits and step times of steady steps

@@ -97,7 +97,7 @@ status driver::check_job() const {
   return ok_status();
 }
 
-result<control::run_cadence> driver::start_run(data::sample_ledger& ledger, data::global_sampler& sampler) {
+control::run_cadence driver::start_run(data::sample_ledger& ledger, data::global_sampler& sampler) {
   if (s_.controller && !actors_.controller) actors_.controller = spawn_controller(sys_, *s_.controller);
   replan_every_ = s_.controller ? s_.controller->replan_every : s_.slot_steps;
   bench_ref_s_ = model::benchmark_work();
@@ -145,9 +145,7 @@ result<training::train_outcome> driver::run() {
   if (auto st = check_job(); !st) return st.err();
   data::global_sampler sampler(d_.size(), s_.batch, s_.seed);
   data::sample_ledger ledger(d_.size());
-  auto cadence = start_run(ledger, sampler);
-  if (!cadence) return cadence.err();
-  auto& loop = loop_.emplace(*cadence);
+  auto& loop = loop_.emplace(start_run(ledger, sampler));
   attempt_.sampler = &sampler;
   run_totals totals;
   training::step_record rec;

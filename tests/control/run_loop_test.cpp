@@ -98,6 +98,17 @@ run_loop at_step_0(const run_cadence& c) {
   return l;
 }
 
+// Pipelined control, one re-plan a slot.
+run_cadence pipelined(std::int64_t steps, std::int64_t slot_steps) {
+  run_cadence c;
+  c.steps = steps;
+  c.slot_steps = slot_steps;
+  c.controller = true;
+  c.replan_every = slot_steps;
+  c.pipelined = true;
+  return c;
+}
+
 run_cadence cadence(std::int64_t steps) {
   run_cadence c;
   c.steps = steps;
@@ -208,12 +219,7 @@ TEST_CASE("the run loop goes on where each recovery says", "[unit][control]") {
 }
 
 TEST_CASE("the run loop: a step starts early only when nothing is due before it", "[unit][control]") {
-  run_cadence c;
-  c.steps = 12;
-  c.slot_steps = 4;
-  c.controller = true;
-  c.replan_every = 4;
-  c.pipelined = true;
+  auto c = pipelined(12, 4);
   run_loop loop(c);
   // Early starts as the driver asks the loop, at each commit.
   world w;
@@ -261,13 +267,7 @@ TEST_CASE("the run loop: a step starts early only when nothing is due before it"
 }
 
 TEST_CASE("the run loop: a re-plan owed after a recovery stops early starts until it is made", "[unit][control]") {
-  run_cadence c;
-  c.steps = 8;
-  c.slot_steps = 8;
-  c.controller = true;
-  c.replan_every = 8;
-  c.pipelined = true;
-  auto loop = at_step_0(c);
+  auto loop = at_step_0(pipelined(8, 8));
   CHECK(loop.may_start_early(1, {}));
   loop.step_failed(false);
   CHECK(loop.next({}).what == run_duty::recover);

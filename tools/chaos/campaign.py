@@ -7,8 +7,9 @@ Each argument is one row (named LABEL, else by its folders); a comma joins the p
 campaign run in several goes. Reads
 OUT_DIR/chaos.json (each run's verdict, difference, faults injected, losses, recoveries,
 restart), OUT_DIR/seed-*/job.yaml (the kills the draw planned: at a hard moment, two in one
-step) and OUT_DIR/seed-*/out/metrics.jsonl (where each kill landed: a kill counts at its
-moment only if it landed there). Prints the table, headed by the commit it ran at; with --write, also puts
+step) and OUT_DIR/seed-*/log.txt (where each kill landed, in every process of the run: a
+restarted run's out/metrics.jsonl holds only the resumed process's records; a kill counts at
+its moment only if it landed there). Prints the table, headed by the commit it ran at; with --write, also puts
 it into DOC between the lines `<!-- campaign table -->` and `<!-- end of campaign table -->`
 (tools/chaos/run_campaign.sh does both).
 """
@@ -42,15 +43,10 @@ def planned_kills(job_text):
 MOMENTS = ("replan", "migration", "sum", "checkpoint", "shard", "early", "evaluation", "placement", "joining")
 
 
-def landed_kills(metrics_text):
-    """The moment of each kill the run's fault records say landed ("killed N us into the sum")."""
-    moments = []
-    for line in metrics_text.splitlines():
-        r = json.loads(line)
-        if r.get("event") == "injected" and r.get("kind") == "kill":
-            if m := re.search(r"into (?:the|its) (\w+)$", r.get("detail", "")):
-                moments.append(m.group(1))
-    return moments
+def landed_kills(log_text):
+    """The moment of each kill the run's log says landed ("fault injected (plan): device 3
+    killed 972 us into the sum")."""
+    return re.findall(r"fault injected \(\w+\): device \d+ killed \d+ us into (?:the|its) (\w+)", log_text)
 
 
 def row(arg):
@@ -63,8 +59,8 @@ def row(arg):
             seed = Path(d) / f"seed-{r['seed']}"
             kills = planned_kills((seed / "job.yaml").read_text())
             planned.update(m for _, m in kills if m)
-            metrics = seed / "out" / "metrics.jsonl"
-            landed.update(landed_kills(metrics.read_text()) if metrics.exists() else [])
+            log = seed / "log.txt"
+            landed.update(landed_kills(log.read_text(errors="replace")) if log.exists() else [])
             two += any(c >= 2 for c in collections.Counter(s for s, _ in kills).values())
     seeds = sorted(r["seed"] for r in runs)
     ok = sum(r["verdict"] == "ok" for r in runs)

@@ -2,7 +2,6 @@
 // from them exactly once (rolling back to the cut: driver_layers.cpp), replica checks; and
 // the probes of idle devices, whose speed no step measures.
 #include <algorithm>
-#include <random>
 #include <set>
 
 #include "actors/driver.hpp"

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
-#include <random>
 #include <set>
 #include <thread>
 #include <tuple>

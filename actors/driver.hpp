@@ -281,10 +281,7 @@ class driver {
   std::set<int> unconfirmed() const;
   // `committed`: the failed attempt at step t had reached its apply phase. Where the run goes
   // on, and whether it re-plans (not a late attempt's retry).
-  struct resumed {
-    std::int64_t step = 0;
-    bool replans = false;
-  };
+  struct resumed { std::int64_t step = 0; bool replans = false; };
   result<resumed> recover(std::int64_t t, bool committed, const error& why, data::sample_ledger& ledger, data::global_sampler& sampler);
   void drain_stale();
   void shutdown() {

@@ -150,7 +150,8 @@ clock::duration driver::step_deadline() const {
 // processes the device's node carries it out (actors/remote/node.cpp).
 void driver::fire_faults(std::int64_t t) {
   const auto due = faults_.due(t, actors_.remote ? actors_.remote->injected() : std::vector<sim::fault>{});
-  for (const auto& f : due.armed) logging::get("train")->info("step {}: a {} waits for the next {}", t, sim::name(f.kind), sim::name(f.moment));
+  for (const auto& f : due.armed)
+    logging::get("train")->info("step {}: a {} waits for the next {}", t, sim::name(f.kind), sim::name(f.moment));
   // A kill lands anywhere in the step; a hang within about its pipelines. Either is found at
   // the step's deadline, or at the calls' after it (between_steps).
   const auto window = [&](const sim::fault& f) { return f.kind == sim::fault_kind::kill ? timing_.last_step_s : timing_.last_pipeline_s; };
@@ -202,6 +203,8 @@ void driver::strike_joining(int id, std::int64_t t) {
   note({t, "injected", sim::name(sim::fault_kind::kill), id, "plan", detail, 0});
 }
 
+// One fault carried out on its device, or on one of `among` drawn from the seed, at a random
+// moment within `window_s` of the `when` that has just begun.
 void driver::strike(const sim::fault& f, const char* source, std::int64_t t, std::vector<int> among, double window_s, const char* when) {
   auto log = logging::get("train");
   int id = f.device;
@@ -250,8 +253,8 @@ void driver::strike(const sim::fault& f, const char* source, std::int64_t t, std
   note({t, "injected", kind, id, source, detail, f.seconds});
 }
 
-// Replicas of a layer must stay bit-identical (docs/RUNTIME.md, "Why a run equals one device") among devices on
-// the same place: a CPU's and a GPU's optimizer round differently, so across places
+// Replicas of a layer must stay bit-identical (docs/RUNTIME.md, "Why a run equals one
+// device") among devices on the same place: a CPU's and a GPU's optimizer round differently, so across places
 // replicas agree only to rounding (docs/GPU.md; --verify measures how far).
 status driver::check_replicas(std::int64_t t, std::vector<std::vector<training::train_outcome::replica_hash>>* all) {
   using handle = decltype(self_->request(device_handle{}, timeout_, hash_atom::value, 0));

@@ -155,7 +155,7 @@ result<training::train_outcome> driver::run() {
     st ? loop.done() : loop.failed();
   };
   using duty = control::run_duty;
-  for (auto c = loop.next(facts(loop.step())); c.what != duty::stop; c = loop.next(facts(loop.step()))) {
+  for (auto c = loop.next(members_.member_died()); c.what != duty::stop; c = loop.next(members_.member_died())) {
     if (c.opens) totals.open(c, rec);
     bool changed = false;
     switch (c.what) {

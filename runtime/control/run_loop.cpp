@@ -48,7 +48,7 @@ void run_loop::open(std::int64_t t, bool early) {
   opening_ = true;
 }
 
-run_command run_loop::next(const run_facts& f) {
+run_command run_loop::next(bool member_died) {
   run_command c;
   c.step = t_;
   c.opens = opening_ && at_ != where::over;
@@ -56,7 +56,7 @@ run_command run_loop::next(const run_facts& f) {
   switch (at_) {
     case where::open:
       // The end's work, unless a re-plan is owed first (a device lost in the last checks).
-      if (t_ == c_.steps && !forced_ && !f.member_died) {
+      if (t_ == c_.steps && !forced_ && !member_died) {
         at_ = where::finish;
         c.what = run_duty::finish;
         break;
@@ -87,7 +87,7 @@ run_command run_loop::next(const run_facts& f) {
     case where::after:
       if (after_.empty()) {
         open(t_ + 1, next_started_);
-        return next(f);
+        return next(member_died);
       }
       c.what = after_.front();
       break;

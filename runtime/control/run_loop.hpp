@@ -82,8 +82,9 @@ class run_loop {
  public:
   explicit run_loop(run_cadence c);
 
-  // What to do now.
-  run_command next(const run_facts& f);
+  // What to do now; `member_died` (run_facts::member_died): the end's work waits for a
+  // re-plan first.
+  run_command next(bool member_died = false);
   // How the last command went.
   void slot_entered(bool changed);
   void gathered(bool changed, bool died, bool none_joined);

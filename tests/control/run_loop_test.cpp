@@ -51,7 +51,7 @@ struct world {
 std::vector<std::string> drive(run_loop& loop, world w, int limit = 200) {
   std::vector<std::string> out;
   for (int k = 0; k < limit; ++k) {
-    const auto c = loop.next(w.facts);
+    const auto c = loop.next(w.facts.member_died);
     out.push_back(word(c));
     switch (c.what) {
       case run_duty::enter_slot: loop.slot_entered(false); break;
@@ -88,7 +88,7 @@ using words = std::vector<std::string>;
 // from), the plan applied.
 run_loop at_step_0(const run_cadence& c) {
   run_loop l(c);
-  for (auto cmd = l.next({}); cmd.what != run_duty::step; cmd = l.next({})) {
+  for (auto cmd = l.next(); cmd.what != run_duty::step; cmd = l.next()) {
     if (cmd.what == run_duty::enter_slot) l.slot_entered(false);
     if (cmd.what == run_duty::gather) l.gathered(false, false, false);
     if (cmd.what == run_duty::plan) l.planned(true);
@@ -270,12 +270,12 @@ TEST_CASE("the run loop: a re-plan owed after a recovery stops early starts unti
   auto loop = at_step_0(pipelined(8, 8));
   CHECK(loop.may_start_early(1, {}));
   loop.step_failed(false);
-  CHECK(loop.next({}).what == run_duty::recover);
+  CHECK(loop.next().what == run_duty::recover);
   loop.recovered(0, true);
   CHECK_FALSE(loop.may_start_early(1, {}));  // the re-plan is owed
-  CHECK(loop.next({}).what == run_duty::gather);
+  CHECK(loop.next().what == run_duty::gather);
   loop.gathered(false, false, false);
-  const auto plan = loop.next({});
+  const auto plan = loop.next();
   CHECK(plan.replan);
   CHECK(loop.may_start_early(1, {}));
 }
@@ -283,7 +283,7 @@ TEST_CASE("the run loop: a re-plan owed after a recovery stops early starts unti
 TEST_CASE("the run loop refuses an outcome out of turn", "[unit][control]") {
   run_loop loop(cadence(2));
   CHECK_THROWS_AS(loop.committed(false), std::logic_error);
-  CHECK(loop.next({}).what == run_duty::enter_slot);
+  CHECK(loop.next().what == run_duty::enter_slot);
   CHECK_THROWS_AS(loop.planned(true), std::logic_error);
   CHECK_THROWS_AS(loop.recovered(0, true), std::logic_error);
 }

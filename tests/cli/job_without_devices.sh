@@ -9,6 +9,7 @@
 # job_without_devices.sh DYNAPAR OUT
 set -euo pipefail
 bin=$1 out=$2
+events=$(cd "$(dirname "$0")" && pwd)/plan_events.py
 rm -rf "$out" && mkdir -p "$out" && cd "$out"
 cat > job.yaml <<'YAML'
 name: nodevices
@@ -39,12 +40,11 @@ refused chaos "this job lists none" "$bin" chaos job.yaml --runs 1
 port=$((20000 + ($$ % 20000) + 17))
 ep="tcp://127.0.0.1:$port"
 steps() { [ -f run/metrics.jsonl ] && wc -l < run/metrics.jsonl || echo 0; }
-# Waits (up to 120 s) for a plan in which device $2 is in the list $1 ("joined" or "left").
+# Waits (up to 120 s) for a plan whose reason says device $2 $1 ("joined" or "leaves";
+# tests/cli/plan_events.py).
 wait_plan() {
   for _ in $(seq 1200); do
-    [ -f run/plans.jsonl ] && /usr/bin/python3 -c '
-import json, sys
-sys.exit(0 if any(int(sys.argv[2]) in json.loads(l)[sys.argv[1]] for l in open(sys.argv[3])) else 1)' "$1" "$2" run/plans.jsonl && return 0
+    /usr/bin/python3 "$events" run/plans.jsonl "$1" "$2" && return 0
     sleep 0.1
   done
   echo "no plan with device $2 $1 (the run is at step $(steps))" >&2; return 1
@@ -59,12 +59,14 @@ late=$!
 wait_plan joined 2
 kill -TERM "$late"
 wait "$late"
-wait_plan left 2
+wait_plan leaves 2
 wait "$launch" || { echo "the launch failed:"; tail -n 12 launch.log; exit 1; }
 grep -q "waiting for 2 device(s) to join, described by their nodes" launch.log || { echo "launch did not wait for 2 described devices"; exit 1; }
 grep -q "node 'late-node' joined with 1 device(s)" launch.log || { echo "late-node did not join:"; grep -i join launch.log; exit 1; }
-/usr/bin/python3 - <<'PY'
-import json
+/usr/bin/python3 - "$(dirname "$events")" <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from plan_events import steps
 s = json.load(open("run/summary.json"))
 assert s["reference_max_rel_diff"] == 0, s["reference_max_rel_diff"]
 assert s["steps"] == 100 and s["samples_lost"] == 0 and s["samples_duplicated"] == 0, s
@@ -72,8 +74,7 @@ assert s["joins"] == 1 and s["leaves"] == 1, (s["joins"], s["leaves"])
 plans = [json.loads(l) for l in open("run/plans.jsonl")]
 first = sorted(d for g in plans[0]["plan"]["groups"] for d in g["devices"])
 assert first == [0, 1], first  # the local nodes' devices, numbered from the pool's start
-joined = min(p["step"] for p in plans if 2 in p["joined"])
-left = min(p["step"] for p in plans if 2 in p["left"])
+joined, left = min(steps(plans, "joined", 2)), min(steps(plans, "leaves", 2))
 assert 0 < joined < left < 100, (joined, left)
 for p in plans:  # no plan uses device 2 before it joined or after it left
     used = {d for g in p["plan"]["groups"] for d in g["devices"]}

@@ -9,13 +9,12 @@ rm -rf "$out" && mkdir -p "$out"
 port=$((20000 + ($$ % 20000)))
 ep="tcp://127.0.0.1:$port"
 steps() { [ -f "$out/run/metrics.jsonl" ] && wc -l < "$out/run/metrics.jsonl" || echo 0; }
-# Waits (up to 120 s) until plans.jsonl has a plan in which device $2 is in the list $1
-# ("joined" or "left"): each change is made only once the previous one has taken effect.
+# Waits (up to 120 s) until a plan's reason says device $2 $1 ("joined" or "leaves"): each
+# change is made only once the previous one has taken effect (tests/cli/plan_events.py).
+events=$(cd "$(dirname "$0")" && pwd)/plan_events.py
 wait_plan() {
   for _ in $(seq 1200); do
-    [ -f "$out/run/plans.jsonl" ] && /usr/bin/python3 -c '
-import json, sys
-sys.exit(0 if any(int(sys.argv[2]) in json.loads(l)[sys.argv[1]] for l in open(sys.argv[3])) else 1)' "$1" "$2" "$out/run/plans.jsonl" && return 0
+    /usr/bin/python3 "$events" "$out/run/plans.jsonl" "$1" "$2" && return 0
     sleep 0.1
   done
   echo "no plan with device $2 $1 (the run is at step $(steps))" >&2; return 1
@@ -32,7 +31,7 @@ for _ in $(seq 1200); do [ "$(steps)" -ge 4 ] && break; sleep 0.1; done
 node3=$!
 wait_plan joined 3
 "$bin" node --controller "$ep" --keys "$out/run/keys-operator" --leave --device 1
-wait_plan left 1
+wait_plan leaves 1
 kill -TERM "$node3"
 wait "$node3"
 wait "$launch"
@@ -42,8 +41,10 @@ for k in node-0 node-1 node-2; do
   [ "$(grep -c "joined with .*, key node:$k\$" "$out/launch.log")" = 1 ] || { echo "no node joined with key $k:"; grep "joined" "$out/launch.log"; exit 1; }
 done
 grep -q "'late-node' joined with 1 device(s), key node:device-3\$" "$out/launch.log" || { echo "late-node did not prove device-3.key"; exit 1; }
-/usr/bin/python3 - "$out/run" <<'PY'
+/usr/bin/python3 - "$out/run" "$(dirname "$0")" <<'PY'
 import json, sys
+sys.path.insert(0, sys.argv[2])
+from plan_events import steps
 d = sys.argv[1]
 s = json.load(open(d + "/summary.json"))
 assert s["reference_max_rel_diff"] == 0, s["reference_max_rel_diff"]
@@ -51,9 +52,7 @@ assert s["samples_lost"] == 0 and s["samples_duplicated"] == 0, s
 assert s["joins"] == 1 and s["leaves"] == 2, s
 plans = [json.loads(l) for l in open(d + "/plans.jsonl")]
 used = lambda p, dev: any(dev in g["devices"] for g in p["plan"]["groups"])
-joined3 = [p["step"] for p in plans if 3 in p["joined"]]
-left1 = [p["step"] for p in plans if 1 in p["left"]]
-left3 = [p["step"] for p in plans if 3 in p["left"]]
+joined3, left1, left3 = steps(plans, "joined", 3), steps(plans, "leaves", 1), steps(plans, "leaves", 3)
 assert joined3 and left1 and left3, plans
 assert 0 < joined3[0] < left1[0] < left3[0] < s["steps"], (joined3, left1, left3)
 for p in plans:

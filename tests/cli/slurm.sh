@@ -18,6 +18,7 @@
 set -euo pipefail
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") job=$(cd "$(dirname "$2")" && pwd)/$(basename "$2") out=$3
 root=$(cd "$(dirname "$0")/../.." && pwd)
+events=$root/tests/cli/plan_events.py
 skip() {
   if [ "${CI:-}" = true ]; then echo "slurm test: $1 (bootstrap.sh test installs slurm-wlm and munge)" >&2; exit 1; fi
   echo "skipped: $1"; exit 77
@@ -95,14 +96,11 @@ wait_job() {
   for _ in $(seq 1200); do [ -z "$(squeue -h -j "$1" -o %i 2> /dev/null)" ] && return 0; sleep 0.1; done
   echo "job $1 still runs after 120 s"; squeue; return 1
 }
-# Waits (up to 120 s) until plans.jsonl of run $1 has $4 (default 1) plans in which device $3
-# is in list $2 ("joined" or "left").
+# Waits (up to 120 s) until $4 (default 1) plans of run $1 say device $3 $2 ("joined" or
+# "leaves") in their reason (tests/cli/plan_events.py).
 wait_plan() {
   for _ in $(seq 1200); do
-    [ -f "$1/out/plans.jsonl" ] && /usr/bin/python3 -c '
-import json, sys
-n = sum(int(sys.argv[2]) in json.loads(l)[sys.argv[1]] for l in open(sys.argv[3]))
-sys.exit(0 if n >= int(sys.argv[4]) else 1)' "$2" "$3" "$1/out/plans.jsonl" "${4:-1}" && return 0
+    /usr/bin/python3 "$events" "$1/out/plans.jsonl" "$2" "$3" "${4:-1}" && return 0
     sleep 0.1
   done
   echo "no plan with device $3 $2 (run $1 is at step $(steps "$1"))"; cat "$out"/*.out; return 1
@@ -117,8 +115,8 @@ join=$(sbatch --parsable --ntasks=2 -o "$out/join.out" "$root/examples/slurm/joi
 wait_plan "$DYNAPAR_RUN" joined 2
 wait_plan "$DYNAPAR_RUN" joined 3
 scancel "$join"
-wait_plan "$DYNAPAR_RUN" left 2
-wait_plan "$DYNAPAR_RUN" left 3
+wait_plan "$DYNAPAR_RUN" leaves 2
+wait_plan "$DYNAPAR_RUN" leaves 3
 wait_job "$join"
 crash=$(sbatch --parsable --ntasks=1 -o "$out/crash.out" "$root/examples/slurm/join.sbatch")
 wait_plan "$DYNAPAR_RUN" joined 2 2
@@ -136,8 +134,10 @@ done
 wait_job "$crash"
 wait_job "$first"
 grep -q "verify ok" "$out/first.out" || { echo "first job:"; cat "$out/first.out"; exit 1; }
-/usr/bin/python3 - "$DYNAPAR_RUN/out" "$out/first.out" "$join" "$crash" <<'PY'
+/usr/bin/python3 - "$DYNAPAR_RUN/out" "$out/first.out" "$join" "$crash" "$root/tests/cli" <<'PY'
 import json, re, sys
+sys.path.insert(0, sys.argv[5])
+from plan_events import steps
 d = sys.argv[1]
 s = json.load(open(d + "/summary.json"))
 assert s["reference_max_rel_diff"] == 0, s["reference_max_rel_diff"]
@@ -147,11 +147,10 @@ assert s["devices_lost"] == 1 and s["recoveries"] == 1, s
 plans = [json.loads(l) for l in open(d + "/plans.jsonl")]
 used = lambda p, dev: any(dev in g["devices"] for g in p["plan"]["groups"])
 # Device 2 joined again (the third allocation), after it had left.
-rejoined = max(p["step"] for p in plans if 2 in p["joined"])
-assert rejoined > min(p["step"] for p in plans if 2 in p["left"]), plans
+rejoined = max(steps(plans, "joined", 2))
+assert rejoined > min(steps(plans, "leaves", 2)), plans
 for dev in (2, 3):
-    joined = min(p["step"] for p in plans if dev in p["joined"])
-    left = min(p["step"] for p in plans if dev in p["left"])
+    joined, left = min(steps(plans, "joined", dev)), min(steps(plans, "leaves", dev))
     again = rejoined if dev == 2 else s["steps"]
     assert 0 < joined < left < s["steps"], (dev, joined, left)
     assert not any(used(p, dev) for p in plans if p["step"] < joined or left <= p["step"] < again), dev

@@ -92,7 +92,7 @@ int node_main(node_options o) {
 
 void add_controller_flags(CLI::App* sub, controller_options& o) {
   sub->add_option("job", o.train.job, "Job YAML (docs/FORMATS.md)")->required();
-  sub->add_option("--out", o.train.out, "Directory for metrics.jsonl, plans.jsonl and summary.json");
+  sub->add_option("--out", o.train.run.out, "Directory for metrics.jsonl, plans.jsonl and summary.json");
   add_verify_flags(sub, o.train);
   sub->add_option("--steps", o.train.steps, "Override the job's length")->check(CLI::Range(1, 100000000));
   add_checkpoint_flags(sub, o.train);
@@ -158,7 +158,7 @@ int inject_main(const inject_options& o) {
 
 void add_distributed(CLI::App& app, runner& run) {
   auto c = std::make_shared<controller_options>();
-  c->train.out = "out/controller";
+  c->train.run.out = "out/controller";
   auto* ctl = app.add_subcommand("controller", "Train a job whose devices are hosted by `dynapar node` processes");
   add_controller_flags(ctl, *c);
   ctl->add_option("--bind", c->bind, "ZeroMQ endpoint to listen on (default tcp://127.0.0.1:5555)");
@@ -175,7 +175,7 @@ void add_distributed(CLI::App& app, runner& run) {
   });
 
   auto l = std::make_shared<controller_options>();
-  l->train.out = "out/launch";
+  l->train.run.out = "out/launch";
   l->bind = "tcp://127.0.0.1:0";
   auto* launch = app.add_subcommand("launch", "Start a controller and N node processes on loopback and train the job");
   add_controller_flags(launch, *l);

@@ -127,6 +127,39 @@ void plot(const fs::path& dir, const std::vector<sim::run_result>& runs, double 
   else if (rc != 0) std::cerr << "dynapar: gnuplot failed; see " << (dir / "plots.gp") << "\n";
 }
 
+// The runs as a table on stdout, each policy against dp_even, and the V sweep's lines.
+void print_table(const sim::scenario& sc, const std::vector<sim::run_result>& runs, const json& sweep, double elapsed) {
+  const auto* dp_even = [&]() -> const sim::summary* {
+    for (const auto& r : runs)
+      if (r.sum.policy == "dp_even") return &r.sum;
+    return nullptr;
+  }();
+  std::cout << "scenario " << sc.name << ": " << sc.cluster.devices.size() << " devices, " << sc.slots << " slots, batch "
+            << sc.cfg.batch << ", model " << sc.model.name << " (" << std::setprecision(3) << elapsed << " s)\n";
+  std::cout << std::left << std::setw(18) << "policy" << std::right << std::setw(11) << "mean T(s)" << std::setw(11) << "p95 T(s)"
+            << std::setw(12) << "samples/s" << std::setw(11) << "avg cost" << std::setw(8) << "budget" << std::setw(11)
+            << "energy(J)" << std::setw(8) << "eff" << std::setw(9) << "vs dp_ev" << std::setw(8) << "replans" << std::setw(11)
+            << "migr(MB)" << "\n";
+  for (const auto& r : runs) {
+    const auto& s = r.sum;
+    std::cout << std::left << std::setw(18) << s.policy << std::right << std::setprecision(4);
+    if (s.ok_slots == 0) {
+      std::cout << "  infeasible: " << s.error << "\n";
+      continue;
+    }
+    std::cout << std::setw(11) << s.mean_batch_time_s << std::setw(11) << s.p95_batch_time_s << std::setw(12)
+              << sc.cfg.batch / s.mean_batch_time_s << std::setw(11) << s.avg_cost << std::setw(8)
+              << (s.budget < 0 ? "-" : s.meets_budget ? "met" : "MISSED") << std::setw(11) << s.avg_energy_j << std::setw(7)
+              << std::setprecision(1) << std::fixed << 100 * s.efficiency << "%" << std::setw(8)
+              << (dp_even && dp_even->ok_slots ? 100 * (1 - s.mean_batch_time_s / dp_even->mean_batch_time_s) : 0.0) << "%"
+              << std::setw(8) << s.replans << std::setw(11) << s.bytes_migrated / 1e6 << std::defaultfloat << "\n";
+    if (s.ok_slots < s.slots) std::cout << "    (" << s.slots - s.ok_slots << " slots without a plan: " << s.error << ")\n";
+  }
+  for (const auto& s : sweep)
+    std::cout << "V " << s["v"] << ": mean T " << s["mean_batch_time_s"] << " s, avg cost " << s["avg_cost"] << ", mean Q "
+              << s["mean_queue"] << "\n";
+}
+
 int simulate_main(const simulate_options& o) {
   auto sc = config::load_scenario_file(o.file);
   if (!sc) return report(sc.err());
@@ -189,35 +222,7 @@ int simulate_main(const simulate_options& o) {
     std::cout << out.dump() << "\n";
     return exit_ok;
   }
-  const auto* dp_even = [&]() -> const sim::summary* {
-    for (const auto& r : runs)
-      if (r.sum.policy == "dp_even") return &r.sum;
-    return nullptr;
-  }();
-  std::cout << "scenario " << sc->name << ": " << sc->cluster.devices.size() << " devices, " << sc->slots << " slots, batch "
-            << sc->cfg.batch << ", model " << sc->model.name << " (" << std::setprecision(3) << elapsed << " s)\n";
-  std::cout << std::left << std::setw(18) << "policy" << std::right << std::setw(11) << "mean T(s)" << std::setw(11) << "p95 T(s)"
-            << std::setw(12) << "samples/s" << std::setw(11) << "avg cost" << std::setw(8) << "budget" << std::setw(11)
-            << "energy(J)" << std::setw(8) << "eff" << std::setw(9) << "vs dp_ev" << std::setw(8) << "replans" << std::setw(11)
-            << "migr(MB)" << "\n";
-  for (const auto& r : runs) {
-    const auto& s = r.sum;
-    std::cout << std::left << std::setw(18) << s.policy << std::right << std::setprecision(4);
-    if (s.ok_slots == 0) {
-      std::cout << "  infeasible: " << s.error << "\n";
-      continue;
-    }
-    std::cout << std::setw(11) << s.mean_batch_time_s << std::setw(11) << s.p95_batch_time_s << std::setw(12)
-              << sc->cfg.batch / s.mean_batch_time_s << std::setw(11) << s.avg_cost << std::setw(8)
-              << (s.budget < 0 ? "-" : s.meets_budget ? "met" : "MISSED") << std::setw(11) << s.avg_energy_j << std::setw(7)
-              << std::setprecision(1) << std::fixed << 100 * s.efficiency << "%" << std::setw(8)
-              << (dp_even && dp_even->ok_slots ? 100 * (1 - s.mean_batch_time_s / dp_even->mean_batch_time_s) : 0.0) << "%"
-              << std::setw(8) << s.replans << std::setw(11) << s.bytes_migrated / 1e6 << std::defaultfloat << "\n";
-    if (s.ok_slots < s.slots) std::cout << "    (" << s.slots - s.ok_slots << " slots without a plan: " << s.error << ")\n";
-  }
-  for (const auto& s : sweep)
-    std::cout << "V " << s["v"] << ": mean T " << s["mean_batch_time_s"] << " s, avg cost " << s["avg_cost"] << ", mean Q "
-              << s["mean_queue"] << "\n";
+  print_table(*sc, runs, sweep, elapsed);
   return exit_ok;
 }
 

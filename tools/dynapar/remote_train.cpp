@@ -44,7 +44,7 @@ std::vector<int> hand_started_keys(const controller_options& o) {
 status load_keys(controller_options& o) {
   std::string own = o.keys;  // the controller's directory: --keys, or the throwaway one
   if (o.keys.empty() && !o.no_keys) {
-    o.keys = o.train.out + "/keys";
+    o.keys = o.train.run.out + "/keys";
     if (auto st = comm::write_local_keys(o.keys, o.local_nodes, hand_started_keys(o)); !st) return st;
     own = comm::local_controller_keys(o.keys);
   }

@@ -11,31 +11,20 @@
 
 #include "training/prepare.hpp"
 #include "training/records.hpp"
+#include "training/session.hpp"
 
 namespace dynapar::cli {
 
 struct train_options {
-  std::string job, out = "out/train";
-  bool verify = false;
-  std::string verify_against;   // another run's --out: its layers must be this run's bits (training/verify.hpp)
-  std::string save_model;       // a TorchScript model's trained copy (--save-model)
-  std::int64_t steps = 0;
+  std::string job;
+  std::int64_t steps = 0;       // override the job's length (0: the job's)
   std::string place;            // non-empty: every device computes there (docs/GPU.md)
-  std::string hysteresis;       // "on" or "off" overrides the job's; empty: the job's
-  std::string checkpoint_dir;   // write checkpoints here (docs/RELIABILITY.md)
-  int checkpoint_every = 0;     // steps between checkpoints (0: none; default 50 with a dir)
-  std::string resume;           // continue from the newest complete checkpoint in this directory
-  int keep_checkpoints = 0;     // keep the newest K checkpoints (0: all)
-  // Side by side (train only): after the run, these policies train the job's first
-  // compare_steps steps on the same emulated devices, and the summary compares step times.
-  std::vector<std::string> compare;
-  std::int64_t compare_steps = 100;
+  training::session_options run;  // outputs, checkpoints, --verify, --compare (training/session.hpp)
   // The live dashboard (runtime/dashboard): off unless a port is given (0: any free port,
   // written to OUT/dashboard.url).
   int dashboard_port = -1;
   std::string dashboard_host = "127.0.0.1";
   std::string dashboard_token;  // required beyond loopback
-  bool serial_control = false;  // --serial-control: no step starts before the one before is confirmed
 };
 
 using train_fn = std::function<result<training::train_outcome>(training::prepared_job&, const training::train_callbacks&)>;

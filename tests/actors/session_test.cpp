@@ -12,6 +12,7 @@
 
 #include "actors/trainer.hpp"
 #include "data/sampler.hpp"
+#include "support/small_job.hpp"
 #include "training/session.hpp"
 
 using namespace dynapar;
@@ -19,22 +20,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-const char* job_text = R"(name: session
-model: mlp
-data: synthetic
-synthetic_samples: 512
-batch: 64
-micro_batch: 16
-steps: 6
-optimizer: {kind: adam, lr: 0.01}
-policy: dp_even
-seed: 11
-emulate_cores: 1
-devices:
-  - {id: 0, speed: 2, memory_gb: 4, price_per_hour: 1, node: 0}
-  - {id: 1, speed: 1, memory_gb: 4, price_per_hour: 1, node: 0}
-)";
 
 std::vector<json> lines(const fs::path& file) {
   std::vector<json> out;
@@ -50,12 +35,22 @@ TEST_CASE("a library drives a run without the CLI: its outputs, checkpoints, ver
   const fs::path dir = fs::temp_directory_path() / ("dynapar_session_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  std::ofstream(dir / "job.yaml") << job_text;
+  std::ofstream(dir / "job.yaml") << test_support::base_job;
   const training::session_trainer here = [](training::prepared_job& p, const training::train_callbacks& cb) {
     return actors::train(*p.model, p.train_set, p.settings, cb);
   };
 
-  auto a = training::prepare_job((dir / "job.yaml").string(), 0);
+  auto prepare = [&](std::int64_t steps) { return training::prepare_job((dir / "job.yaml").string(), steps); };
+  // A session checked against the first run's layers.
+  auto against_first = [&](std::int64_t steps, const std::string& out) {
+    auto p = prepare(steps);
+    REQUIRE(p);
+    training::session_options o;
+    o.out = (dir / out).string();
+    o.verify_against = (dir / "a").string();
+    return std::make_pair(training::run_session(*p, o, here, nullptr), model::num_layers(*p->model));
+  };
+  auto a = prepare(6);
   REQUIRE(a);
   training::session_options o;
   o.out = (dir / "a").string();
@@ -90,33 +85,23 @@ TEST_CASE("a library drives a run without the CLI: its outputs, checkpoints, ver
 
   // The same job again, checked against the first run's layers; its rollback point (no
   // checkpoint directory) is removed once it ended well.
-  auto b = training::prepare_job((dir / "job.yaml").string(), 0);
-  REQUIRE(b);
-  training::session_options ob;
-  ob.out = (dir / "b").string();
-  ob.verify_against = o.out;
-  auto again = training::run_session(*b, ob, here, nullptr);
+  const auto [again, layers] = against_first(6, "b");
   REQUIRE(again);
-  CHECK(again->layers == static_cast<std::size_t>(model::num_layers(*b->model)));
+  CHECK(again->layers == static_cast<std::size_t>(layers));
   CHECK(again->layers_differing.empty());
-  CHECK_FALSE(fs::exists(fs::path(ob.out) / "rollback"));
+  CHECK_FALSE(fs::exists(dir / "b" / "rollback"));
 
   // One step fewer is another run: refused before it trains.
-  auto c = training::prepare_job((dir / "job.yaml").string(), 5);
-  REQUIRE(c);
-  training::session_options oc;
-  oc.out = (dir / "c").string();
-  oc.verify_against = o.out;
-  auto shorter = training::run_session(*c, oc, here, nullptr);
+  const auto shorter = against_first(5, "c").first;
   REQUIRE_FALSE(shorter);
   CHECK(shorter.err().code == "bad_verify");
-  CHECK_FALSE(fs::exists(fs::path(oc.out) / "metrics.jsonl"));
+  CHECK_FALSE(fs::exists(dir / "c" / "metrics.jsonl"));
 
   // Options the job cannot take are refused before anything is written.
   training::session_options bad;
   bad.out = (dir / "bad").string();
   bad.compare = {"dp_balanced"};
-  auto d = training::prepare_job((dir / "job.yaml").string(), 0);
+  auto d = prepare(6);
   REQUIRE(d);
   auto refused = training::run_session(*d, bad, here, nullptr);
   REQUIRE_FALSE(refused);

@@ -93,8 +93,7 @@ void driver::await_pipelines(step::attempt& at, reduction_work& work, const std:
         [&](const group_report& r) {
           if (r.step != attempt_.tag) return;  // an abandoned attempt's
           if (!r.error.empty()) failure_ = r.error;
-          std::vector<step::stage_result> stages;
-          for (const auto& st : r.stages) stages.push_back({st.device, st.compute_s, st.wait_s, st.messages, st.links, st.idle_s});
+          const std::vector<control::stage_figures> stages(r.stages.begin(), r.stages.end());
           for (int id : at.group_done(r.loss_sum, r.time_s, stages, since(started))) work.ready(id);
         },
         [&](device_gradients& g) { work.on(g); },
@@ -194,10 +193,9 @@ status driver::run_step(std::int64_t t, const std::vector<int>& samples, trainin
   measure.stages = std::move(m.stages);
   measure.links.insert(measure.links.end(), m.links.begin(), m.links.end());
   double wait = -1;  // the least wait of a device that updated in the step before
-  for (const auto& st : at.stage_times()) {
-    rec.stages.push_back({st.device, st.compute_s, st.wait_s, st.messages, st.samples, st.idle_s});
+  rec.stages = at.stage_times();
+  for (const auto& st : rec.stages)
     if (st.idle_s > 0 && (wait < 0 || st.idle_s < wait)) wait = st.idle_s;
-  }
   rec.controller_wait_s = std::max(0.0, wait);
   at.teach(paces_);
   if (auto st = work->finish(); !st) return make_error(st.err().code, "step " + std::to_string(t) + ", " + st.err().message);

@@ -15,11 +15,13 @@
 #include "planner/plan.hpp"
 #include "schedule/schedule.hpp"
 #include "training/settings.hpp"
+#include "wire/device_call.hpp"
 #include "wire/messages.hpp"
 
 namespace dynapar::actors {
 struct stage_task;
-struct stage_report;
+// A stage's figures at its end or a probe's progress: the wire op itself (one type).
+using stage_report = wire::ops::stage_report;
 struct group_task;
 struct group_report;
 struct layer_transfer;
@@ -122,24 +124,7 @@ using device_peer = caf::typed_actor<caf::reacts_to<act_atom, std::int64_t, int,
                                      caf::reacts_to<grad_atom, std::int64_t, int, int, model::tensor>,
                                      caf::reacts_to<part_atom, reduce_part>, caf::reacts_to<hold_atom, layer_transfer>>;
 
-// What a stage did in a step, to its group (or the error that stopped it).
-struct stage_report {
-  int device = 0;
-  std::int64_t step = 0;
-  double compute_s = 0;                  // forward and backward work
-  double wait_s = 0;                     // blocked on a receive
-  // From its update of the step before (its last sum applied) until this step's task came:
-  // the time it waited on the controller between steps (0 when it did not update then).
-  double idle_s = 0;
-  double loss_sum = 0;                   // last stage; of an evaluation, the metric's sum (model::score)
-  int messages = 0;                      // activations and gradients sent
-  std::vector<control::link_measure> links;  // what each link it sent on did, as its NIC would count
-  std::string error;                     // empty when the stage succeeded
-  // Within-step dispatch (stage_task::more): 1, a probe's first forward ended (compute_s is
-  // its time); 2, the probe ended (compute_s its forward and backward). 0: the stage's end.
-  int interim = 0;
-};
-
+// What a stage did in a step, to its group (or the error that stopped it): stage_report.
 using stage_sink = caf::typed_actor<caf::reacts_to<stage_report>>;
 
 // One stage's part of a step.

@@ -140,24 +140,8 @@ result<stage_task> task_from(const wire::ops::step& s, const std::vector<model::
   return t;
 }
 
-wire::ops::stage_report report_of(const stage_report& r) {
-  wire::ops::stage_report w{r.device, r.step, r.messages, r.compute_s, r.wait_s, r.loss_sum, {}, clip(r.error), r.interim, r.idle_s};
-  for (const auto& l : r.links) w.links.push_back({l.from, l.to, l.transfers, l.bytes, l.busy_s});
-  return w;
-}
-
-stage_report report_from(const wire::ops::stage_report& w) {
-  stage_report r;
-  r.device = w.device;
-  r.step = w.step;
-  r.messages = w.messages;
-  r.compute_s = w.compute_s;
-  r.wait_s = w.wait_s;
-  r.loss_sum = w.loss_sum;
-  for (const auto& l : w.links) r.links.push_back({l.from, l.to, l.bytes, l.busy_s, l.transfers});
-  r.error = w.error;
-  r.interim = w.interim;
-  r.idle_s = w.idle_s;
+stage_report report_of(stage_report r) {
+  r.error = clip(r.error);
   return r;
 }
 

@@ -43,8 +43,8 @@ comm::link_spec link_from(const wire::ops::link& l);
 wire::ops::step step_of(const stage_task& t, std::vector<model::tensor>& tensors, bool node_has_data = false);
 result<stage_task> task_from(const wire::ops::step& s, const std::vector<model::tensor>& tensors, const data::dataset* data = nullptr);
 
-wire::ops::stage_report report_of(const stage_report& r);
-stage_report report_from(const wire::ops::stage_report& r);
+// A stage's report as it goes on the wire: its error cut to 1,000 characters.
+stage_report report_of(stage_report r);
 
 // A layer with its optimizer state (from -1: sent by the controller).
 wire::ops::hold layer_of(int layer, int from, int to, std::size_t bytes, const model::layer_copy& l,

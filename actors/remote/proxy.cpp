@@ -231,7 +231,7 @@ remote_device_handle::behavior_type remote_device(proxy* self, int id, std::stri
           return;
         }
         if (const auto* r = std::get_if<ops::stage_report>(&c.op)) {
-          if (s.report_to) self->send(s.report_to, remote::report_from(*r));
+          if (s.report_to) self->send(s.report_to, *r);
           return;
         }
         if (const auto* m = std::get_if<ops::moved>(&c.op)) {

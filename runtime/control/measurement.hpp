@@ -25,6 +25,23 @@ struct link_measure {
   int transfers = 0;
 };
 
+// One stage's figures in one step, as its device counted them: the one stage-report type. The
+// device actor's report, the wire op a node sends it in (wire::ops::stage_report, with the
+// attempt's tag, an error and a probe's progress around it), the step attempt's stages and the
+// step record's (training::step_record) are these.
+struct stage_figures {
+  int device = 0;
+  double compute_s = 0;    // forward and backward work
+  double wait_s = 0;       // blocked on a receive
+  int messages = 0;        // activations and gradients sent
+  std::vector<link_measure> links;  // what each link it sent on did, as its NIC would count
+  // From its update of the step before (its last sum applied) until this step's task came:
+  // the time it waited on the controller between steps (0 when it did not update then).
+  double idle_s = 0;
+  double loss_sum = 0;     // last stage; of an evaluation, the metric's sum (model::score)
+  int samples = 0;         // what it ran (with dispatch, not its share): the attempt's count
+};
+
 struct measurement {
   double time_s = 0;        // the whole step
   double cost = 0;          // price of the devices used x time

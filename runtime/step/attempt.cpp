@@ -53,7 +53,7 @@ std::vector<int> attempt::stage_done(int device, double now) {
   return {};
 }
 
-std::vector<int> attempt::group_done(double loss_sum, double time_s, const std::vector<stage_result>& stages, double now) {
+std::vector<int> attempt::group_done(double loss_sum, double time_s, const std::vector<control::stage_figures>& stages, double now) {
   loss_sum_ += loss_sum;
   pipeline_s_ = std::max(pipeline_s_, time_s);
   stages_.insert(stages_.end(), stages.begin(), stages.end());
@@ -100,9 +100,9 @@ control::measurement attempt::measure() const {
   return m;
 }
 
-std::vector<stage_time> attempt::stage_times() const {
-  std::vector<stage_time> out;
-  for (const auto& st : stages_) out.push_back({st.device, st.compute_s, st.wait_s, st.messages, ran(st.device), st.idle_s});
+std::vector<control::stage_figures> attempt::stage_times() const {
+  auto out = stages_;
+  for (auto& st : out) st.samples = ran(st.device);
   return out;
 }
 

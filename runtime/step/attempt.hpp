@@ -22,26 +22,6 @@
 
 namespace dynapar::step {
 
-// A stage as its group reported it at the group's end.
-struct stage_result {
-  int device = 0;
-  double compute_s = 0;  // forward and backward work
-  double wait_s = 0;     // blocked on a receive
-  int messages = 0;      // activations and gradients sent
-  std::vector<control::link_measure> links;
-  double idle_s = 0;     // waiting on the controller before the step (stage_report::idle_s)
-};
-
-// A stage in the step record: stage_result's figures and the samples it ran (with dispatch,
-// not its share).
-struct stage_time {
-  int device = 0;
-  double compute_s = 0, wait_s = 0;
-  int messages = 0;
-  int samples = 0;
-  double idle_s = 0;
-};
-
 struct attempt_options {
   double work_over_fwd = 3;  // a sample's forward and backward over its forward (the profile's)
   bool overlap_sums = true;  // a device's sums start at its stage's end, not every group's
@@ -64,7 +44,7 @@ class attempt {
   std::vector<int> stage_done(int device, double now);
   // A group's end (its loss sum, its pipeline's time, its stages): the devices whose sums may
   // start now (without overlap, every reported one once the last group ended).
-  std::vector<int> group_done(double loss_sum, double time_s, const std::vector<stage_result>& stages, double now);
+  std::vector<int> group_done(double loss_sum, double time_s, const std::vector<control::stage_figures>& stages, double now);
 
   // A holder's sums are held (`bytes_in` received from its peers for them).
   void sum_held(int device, double bytes_in);
@@ -93,7 +73,7 @@ class attempt {
   // What the controller learns: each stage of the plan with its compute time, a dispatched
   // device with what it ran in all; and every link's traffic.
   control::measurement measure() const;
-  std::vector<stage_time> stage_times() const;
+  std::vector<control::stage_figures> stage_times() const;
   // What the probes and priors foretold of the rests, for the next steps' trust.
   void teach(schedule::pace_noise& paces) const;
 
@@ -112,7 +92,7 @@ class attempt {
   std::map<int, double> ready_s_;                // by device: its stage's end
   std::size_t groups_done_ = 0;
   double loss_sum_ = 0, pipeline_s_ = 0, pipelines_s_ = 0;
-  std::vector<stage_result> stages_;             // in the order the groups reported
+  std::vector<control::stage_figures> stages_;  // in the order the groups reported
   std::map<int, double> sum_bytes_;
   bool committed_ = false;
   control::apply_confirmations confirmed_;

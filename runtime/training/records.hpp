@@ -9,20 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "control/measurement.hpp"
 #include "data/ledger.hpp"
 #include "model/api.hpp"
 #include "planner/plan.hpp"
 #include "training/settings.hpp"
 
 namespace dynapar::training {
-
-struct stage_timing {
-  int device = 0;
-  double compute_s = 0, wait_s = 0;
-  int messages = 0;
-  int samples = 0;  // the device's part of the batch (with within-step dispatch, not its share)
-  double idle_s = 0;  // waiting on the controller before the step (from its last update)
-};
 
 struct step_record {
   std::int64_t step = 0;
@@ -38,10 +31,10 @@ struct step_record {
   double predicted_s = 0;            // the controller's prediction for the plan in force (0: none)
   double cost_queue = 0;             // the controller's cost queue at its latest decision
   // The control round trip on the step's critical path: the least any device of the step
-  // waited between its update of the step before and this step's task (stage_timing::idle_s).
+  // waited between its update of the step before and this step's task (control::stage_figures::idle_s).
   // The device that updated last waits least: the others' waits add the step's imbalance.
   double controller_wait_s = 0;
-  std::vector<stage_timing> stages;
+  std::vector<control::stage_figures> stages;  // with the samples each ran; metrics.jsonl leaves links out
 };
 
 // A plan taking effect: plans.jsonl.

@@ -325,12 +325,19 @@ device_op read_op(Op::Reader o, const decode_limits& lim) {
       return ops::gradient{o.getGradient().getStep(), to_int(o.getGradient().getMicro(), "call.gradient.micro"), o.getGradient().getFrom()};
     case Op::STAGE_REPORT: {
       auto r = o.getStageReport();
-      ops::stage_report s{r.getDevice(), r.getStep(), to_int(r.getMessages(), "call.stageReport.messages"),
-                          r.getComputeS(), r.getWaitS(), r.getLossSum(), {}, text(r.getError(), lim, "call.stageReport.error"),
-                          r.getInterim(), r.getIdleS()};
+      ops::stage_report s;
+      s.device = r.getDevice();
+      s.step = r.getStep();
+      s.messages = to_int(r.getMessages(), "call.stageReport.messages");
+      s.compute_s = r.getComputeS();
+      s.wait_s = r.getWaitS();
+      s.loss_sum = r.getLossSum();
+      s.error = text(r.getError(), lim, "call.stageReport.error");
+      s.interim = r.getInterim();
+      s.idle_s = r.getIdleS();
       check_list(r.getLinks(), lim, "call.stageReport.links");
       for (auto l : r.getLinks())
-        s.links.push_back({l.getFrom(), l.getTo(), to_int(l.getTransfers(), "call.stageReport.links.transfers"), l.getBytes(), l.getBusyS()});
+        s.links.push_back({l.getFrom(), l.getTo(), l.getBytes(), l.getBusyS(), to_int(l.getTransfers(), "call.stageReport.links.transfers")});
       return s;
     }
     case Op::GRADIENTS: {

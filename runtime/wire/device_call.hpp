@@ -8,6 +8,8 @@
 #include <variant>
 #include <vector>
 
+#include "control/measurement.hpp"
+
 namespace dynapar::wire {
 
 namespace ops {
@@ -61,16 +63,11 @@ struct step {                                    // tensors: inputs, then target
 };
 struct activation { std::int64_t step = 0; int micro = 0; int from = -1; };  // one tensor; from: the sending device
 struct gradient { std::int64_t step = 0; int micro = 0; int from = -1; };    // one tensor
-struct link_use { int from = 0, to = 0, transfers = 0; double bytes = 0, busy_s = 0; };
-struct stage_report {
-  int device = 0;
-  std::int64_t step = 0;
-  int messages = 0;
-  double compute_s = 0, wait_s = 0, loss_sum = 0;
-  std::vector<link_use> links;
-  std::string error;
+// A stage's figures (the device actor's message too: actors::stage_report).
+struct stage_report : control::stage_figures {
+  std::int64_t step = 0;                         // the attempt's tag
+  std::string error;                             // empty when the stage succeeded
   int interim = 0;                               // 1, 2: a probe's progress (StageReport)
-  double idle_s = 0;                             // waiting on the controller before the step
 };
 struct gradients { std::int64_t tag = 0; std::vector<int> layers; };
 struct tree_place { int level = 0; std::int64_t index = 0; };

@@ -126,15 +126,15 @@ TEST_CASE("every device operation round-trips with its fields", "[unit][wire]") 
   const auto gb = round_trip(ops::gradient{42, 6, 8}, 1);
   CHECK((gb.step == 42 && gb.micro == 6 && gb.from == 8));
 
-  const auto rb = round_trip(ops::stage_report{3, 41, 16, 0.5, 0.25, 9.75, {{3, 4, 8, 1e6, 0.01}}, "lost"});
+  const auto rb = round_trip(ops::stage_report{{3, 0.5, 0.25, 16, {{3, 4, 1e6, 0.01, 8}}, 0, 9.75, 0}, 41, "lost", 0});
   CHECK((rb.device == 3 && rb.step == 41 && rb.messages == 16 && rb.compute_s == 0.5 && rb.wait_s == 0.25 && rb.loss_sum == 9.75));
   REQUIRE(rb.links.size() == 1);
   CHECK((rb.links[0].from == 3 && rb.links[0].to == 4 && rb.links[0].transfers == 8 && rb.links[0].bytes == 1e6 &&
          rb.links[0].busy_s == 0.01));
   CHECK(rb.error == "lost");
   CHECK(rb.interim == 0);
-  CHECK(round_trip(ops::stage_report{3, 41, 0, 0.5, 0, 0, {}, "", 2}).interim == 2);  // a probe ended
-  CHECK(round_trip(ops::stage_report{3, 41, 0, 0.5, 0, 0, {}, "", 0, 0.125}).idle_s == 0.125);  // waited on the controller
+  CHECK(round_trip(ops::stage_report{{3, 0.5, 0, 0, {}, 0, 0, 0}, 41, "", 2}).interim == 2);  // a probe ended
+  CHECK(round_trip(ops::stage_report{{3, 0.5, 0, 0, {}, 0.125, 0, 0}, 41, "", 0}).idle_s == 0.125);  // waited on the controller
   CHECK(rb.idle_s == 0);
 
   const auto gs = round_trip(ops::gradients{41, {0, 2, 5}});
@@ -259,8 +259,8 @@ TEST_CASE("malformed device operations are refused, each naming what is wrong", 
   CHECK(refusal(ops::shard_saved{"", 10, ""}).find("call.shardSaved.sha256") != std::string::npos);
   CHECK(refusal(ops::migrate{0, 1, {-1, 0}}).find("call.migrate.link") != std::string::npos);
   CHECK(refusal(ops::expect{0, -1}).find("call.expect.from") != std::string::npos);
-  CHECK(refusal(ops::stage_report{0, 0, 0, -1, 0, 0, {}, ""}).find("call.stageReport") != std::string::npos);
-  CHECK(refusal(ops::stage_report{0, 0, 0, 0, 0, 0, {}, "", 3}).find("call.stageReport.interim") != std::string::npos);
-  CHECK(refusal(ops::stage_report{0, 0, 0, 0, 0, 0, {}, "", 0, -1}).find("call.stageReport") != std::string::npos);
-  CHECK(refusal(ops::stage_report{0, 0, 0, 0, 0, 0, {}, "", 0, std::nan("")}).find("call.stageReport") != std::string::npos);
+  CHECK(refusal(ops::stage_report{{0, -1, 0, 0, {}, 0, 0, 0}, 0, "", 0}).find("call.stageReport") != std::string::npos);
+  CHECK(refusal(ops::stage_report{{0, 0, 0, 0, {}, 0, 0, 0}, 0, "", 3}).find("call.stageReport.interim") != std::string::npos);
+  CHECK(refusal(ops::stage_report{{0, 0, 0, 0, {}, -1, 0, 0}, 0, "", 0}).find("call.stageReport") != std::string::npos);
+  CHECK(refusal(ops::stage_report{{0, 0, 0, 0, {}, std::nan(""), 0, 0}, 0, "", 0}).find("call.stageReport") != std::string::npos);
 }

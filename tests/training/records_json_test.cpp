@@ -15,7 +15,7 @@ TEST_CASE("a step, a plan and a fault as their JSON lines", "[unit][training]") 
   r.sync_s = 0.0625;
   r.migration_s = 0.03125;
   r.cost = 2;
-  r.stages = {{3, 0.1, 0.02, 4}};
+  r.stages = {{3, 0.1, 0.02, 4, {}, 0, 0, 0}};
   const auto s = training::step_json(r);
   CHECK(s.at("step") == 12);
   CHECK(s.at("loss") == 0.5);

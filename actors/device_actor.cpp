@@ -188,6 +188,7 @@ wire::ops::shard_saved save_shard(device_state& s, int layer, const std::string&
 
 device_impl::behavior_type device_actor(device_self self, device_config cfg) {
   self->state.cfg = std::move(cfg);
+  self->state.sum = model::device_sums(self->state.cfg.id);
   self->state.speed.set_speed(self->state.cfg.speed);
   self->state.worker = model::make_worker(self->state.cfg.optimizer, self->state.cfg.place);
   return {
@@ -335,44 +336,12 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
         else start_reduce(self, std::move(t), done);
         return done;
       },
-      [=](part_atom, reduce_part& p) {
-        auto& s = self->state;
-        auto it = s.sums.find(p.layer);
-        if (it == s.sums.end() || it->second.task.step < p.step) {  // before its task
-          s.early[{p.step, p.layer}].push_back(std::move(p));
-          return;
-        }
-        if (it->second.task.step > p.step) return;  // an abandoned attempt's
-        sum_take(self, std::move(p));
+      [=](part_atom, reduce_part& p) { sum_take(self, std::move(p)); },
+      [=](gloo_atom, std::int64_t step, int layer, const std::vector<model::tensor>& sum, const std::string& error) {
+        gloo_done(self, step, layer, sum, error);
       },
-      [=](gloo_atom, std::int64_t step, int layer, std::vector<model::tensor>& sum, const std::string& error) {
-        auto& s = self->state;
-        auto it = s.gloo_waiting.find(layer);
-        if (it == s.gloo_waiting.end() || it->second.step != step) return;  // an abandoned attempt's
-        auto w = std::move(it->second);
-        s.gloo_waiting.erase(it);
-        if (!error.empty())
-          return w.done.deliver(caf::make_error(caf::sec::runtime_error,
-                                                "device " + std::to_string(s.cfg.id) + ", layer " + std::to_string(layer) + ": " + error)),
-                 void();
-        w.done.deliver(held_answer(s, step, layer, w.b, sum, w.bytes_in, w.norms_divisor));
-        s.summed[layer] = {step, std::move(w.b), std::move(sum)};
-      },
-      [=](commit_atom, std::int64_t step, int layer, double divisor, double scale) -> caf::result<applied> {
-        auto& s = self->state;
-        auto it = s.summed.find(layer);
-        if (it == s.summed.end() || it->second.step != step)
-          return caf::make_error(caf::sec::runtime_error, "device " + std::to_string(s.cfg.id) + " holds no sum of layer " +
-                                                              std::to_string(layer) + " for this step");
-        auto h = std::move(it->second);
-        s.summed.erase(it);
-        auto per_layer = model::split_layers(std::move(h.sum), h.b.counts);
-        if (!per_layer) return caf::make_error(caf::sec::runtime_error, "device " + std::to_string(s.cfg.id) + ": " + per_layer.err().message);
-        for (std::size_t i = 0; i < h.b.layers.size(); ++i) {
-          auto r = apply_sum(s, step, h.b.layers[i], (*per_layer)[i], divisor, scale);
-          if (r.flag == caf::rt_error) return r;
-        }
-        return applied{s.cfg.id, step, layer};
+      [=](commit_atom, std::int64_t step, int layer, double divisor, double scale) {
+        return commit_sum(self->state, step, layer, divisor, scale);
       },
       [=](hash_atom, int layer) { return static_cast<std::uint64_t>(self->state.worker->hash(layer)); },
       [=](copy_atom, int layer) { return self->state.worker->copy(layer); },

@@ -14,6 +14,7 @@
 #include "actors/device_clock.hpp"
 #include "actors/gloo_lanes.hpp"
 #include "actors/messages.hpp"
+#include "model/device_sums.hpp"
 #include "schedule/runner.hpp"
 
 namespace dynapar::actors {
@@ -48,39 +49,18 @@ struct device_state {
   comm::link_shaper to_next, to_prev;          // this device's side of its pipeline links
   std::map<int, comm::link_shaper> migration;  // by target device
   std::map<int, std::size_t> held_bytes;       // layer -> its bytes with optimizer state
-  // The decentralised sum (reduce_task): in progress by bucket (named by its first layer),
-  // chunks that came before their task (by step tag and bucket), and sums held until the
-  // driver commits the step.
-  struct bucket {
-    std::vector<int> layers;
-    std::vector<std::size_t> counts;  // each layer's parameters, to cut the sum back
-  };
-  struct layer_sum {
-    reduce_task task;
-    bucket b;
-    std::unique_ptr<model::peer_sum> sum;
+  // The holders' sum (model::device_sums owns its state), and what it answers through: by
+  // bucket, the driver's promise and the holders' handles (the chunks' receivers, by rank);
+  // the tasks that wait for this device's stage of their step to end; Gloo's communicators
+  // (exact: false).
+  model::device_sums sum{-1};
+  struct sum_ticket {
     caf::response_promise done;
-    std::int64_t bytes_in = 0;  // of the other holders' chunks
+    std::vector<device_peer> peers;
   };
-  std::map<int, layer_sum> sums;
-  std::map<std::pair<std::int64_t, int>, std::vector<reduce_part>> early;
-  std::vector<std::pair<reduce_task, caf::response_promise>> deferred;  // before their step's stage ended
-  struct held_sum {
-    std::int64_t step = 0;
-    bucket b;
-    std::vector<model::tensor> sum;
-  };
-  std::map<int, held_sum> summed;
-  // exact: false through Gloo: the communicators, and the sums in flight by bucket.
+  std::map<int, sum_ticket> tickets;
+  std::vector<std::pair<reduce_task, caf::response_promise>> deferred;
   std::unique_ptr<gloo_lanes> gloo;
-  struct gloo_wait {
-    std::int64_t step = 0;
-    bucket b;
-    caf::response_promise done;
-    std::int64_t bytes_in = 0;  // what the ring brings this rank: 2 (P - 1) / P of the bucket
-    double norms_divisor = 0;   // reduce_task's
-  };
-  std::map<int, gloo_wait> gloo_waiting;
   static inline const char* name = "device";
 };
 
@@ -112,16 +92,16 @@ void send_shaped(device_self self, comm::link_shaper& link, const comm::link_spe
 // `scale`: clipping's factor (model::clip_scale; 1: none).
 caf::result<applied> apply_sum(device_state& s, std::int64_t step, int layer, const std::vector<model::tensor>& sum, double divisor,
                                double scale);
-// What a holder answers once it holds a bucket's sum: with its layers' gradient norms when
-// the task asks for them (clipping).
-sum_held held_answer(const device_state& s, std::int64_t step, int layer, const device_state::bucket& b,
-                     const std::vector<model::tensor>& sum, std::int64_t bytes_in, double norms_divisor);
+// The commit of bucket `layer`: its held sum applied to each of its layers.
+caf::result<applied> commit_sum(device_state& s, std::int64_t step, int layer, double divisor, double scale);
 // A bucket's sum among its holders, once this device's partial sums of the step are final;
 // `done` is answered when it holds the sum.
 void start_reduce(device_self self, reduce_task t, caf::response_promise done);
 // Another holder's chunk for the sum in progress of its layer: taken only from the device the
 // sum's holders list at the rank it names; any other is refused, counted and said.
 void sum_take(device_self self, reduce_part p);
+// Gloo's all-reduce of a bucket came back (exact: false).
+void gloo_done(device_self self, std::int64_t step, int layer, const std::vector<model::tensor>& sum, const std::string& error);
 // The sums that waited for this device's stage of the step that just ended.
 void start_deferred(device_self self);
 

@@ -1,6 +1,7 @@
-// The holders' sum on a device (docs/DISTRIBUTED.md): a bucket's exact sum among the
-// devices holding its layers (model::peer_sum), or Gloo's all-reduce with exact: false; the
-// sum is held until the driver's commit applies it.
+// The holders' sum on a device (docs/DISTRIBUTED.md): a bucket's exact sum among the devices
+// holding its layers, or Gloo's all-reduce with exact: false; the sum is held until the
+// driver's commit applies it. model::device_sums keeps the state and says what to send and
+// answer; this file sends, runs Gloo's lanes and keeps the promises.
 #include <algorithm>
 
 #include "actors/device_state.hpp"
@@ -9,56 +10,43 @@
 namespace dynapar::actors::device_detail {
 namespace {
 
-// A reduce_task's bucket: its layers' partial sums joined into one list.
-result<std::vector<model::grad_part>> bucket_parts(device_state& s, const reduce_task& t, device_state::bucket& b) {
-  b.layers = t.layers.empty() ? std::vector<int>{t.layer} : t.layers;
-  std::vector<std::vector<model::grad_part>> per_layer;
-  for (int l : b.layers) {
-    per_layer.push_back(s.worker->partial_gradients(l));
-    b.counts.push_back(per_layer.back().empty() ? 0 : per_layer.back().front().grads.size());
+model::sum_task task_of(const reduce_task& t) { return {t.step, t.layer, t.layers, t.holders, t.micro_batches, t.exact, t.norms_divisor}; }
+
+model::device_sums::partials partials_of(device_state& s) {
+  return [&s](int layer) { return s.worker->partial_gradients(layer); };
+}
+
+void answer(caf::response_promise& done, int device, const model::sum_answer& a) {
+  if (!a.error.empty()) return done.deliver(caf::make_error(caf::sec::runtime_error, a.error)), void();
+  done.deliver(sum_held{device, a.step, a.layer, a.bytes_in, a.norms});
+}
+
+// What the sum said: chunks to the bucket's holders, refusals counted and said, the answer.
+void carry_out(device_self self, model::sum_out out) {
+  auto& s = self->state;
+  for (const auto& [device, rank] : out.refused) {
+    ++s.data_refused;
+    logging::get("device")->warn("device {}: dropped a sum's chunk of layer {} from device {} claiming rank {} ({} refused)", s.cfg.id, out.layer,
+                                 device, rank, s.data_refused);
   }
-  return model::join_layers(std::move(per_layer));
+  auto it = s.tickets.find(out.layer);
+  if (it == s.tickets.end()) return;
+  for (auto& m : out.sends)
+    self->send(it->second.peers[static_cast<std::size_t>(m.to)], part_atom::value, reduce_part{out.step, out.layer, std::move(m.msg), s.cfg.id});
+  if (!out.answer) return;
+  answer(it->second.done, s.cfg.id, *out.answer);
+  s.tickets.erase(it);
 }
 
-// The decentralised sum of a layer: sends what peer_sum says, and once it is complete holds
-// the sum for the commit and answers the driver; an error answers at once.
-void sum_progress(device_self self, int layer, result<std::vector<model::chunk_send>> out) {
+// exact: false through Gloo: the bucket's gradients, flattened (a copy), all-reduced on the
+// communicator's lane; the answer comes back as a gloo_atom message.
+void gloo_reduce(device_self self, const reduce_task& t, caf::response_promise done) {
   auto& s = self->state;
-  auto it = s.sums.find(layer);
-  if (it == s.sums.end()) return;
-  auto& e = it->second;
-  auto fail = [&](const std::string& why) {
-    e.done.deliver(caf::make_error(caf::sec::runtime_error, "device " + std::to_string(s.cfg.id) + ", layer " + std::to_string(layer) + ": " + why));
-    s.sums.erase(it);
-  };
-  if (!out) return fail(out.err().message);
-  for (auto& m : *out)
-    self->send(e.task.peers[static_cast<std::size_t>(m.to)], part_atom::value, reduce_part{e.task.step, layer, std::move(m.msg), s.cfg.id});
-  if (!e.sum->done()) return;
-  auto total = e.sum->sum();
-  if (!total) return fail(total.err().message);
-  e.done.deliver(held_answer(s, e.task.step, layer, e.b, *total, e.bytes_in, e.task.norms_divisor));
-  s.summed[layer] = {e.task.step, std::move(e.b), std::move(*total)};
-  s.sums.erase(it);
-}
-
-// exact: false through Gloo: the holder's gradients of the layer, flattened (a copy), all-reduced
-// on the communicator's lane; the answer comes back as a gloo_atom message.
-void gloo_reduce(device_self self, const reduce_task& t, int rank, caf::response_promise done) {
-  auto& s = self->state;
-  auto fail = [&](const std::string& why) {
-    done.deliver(caf::make_error(caf::sec::runtime_error, "device " + std::to_string(s.cfg.id) + ", layer " + std::to_string(t.layer) + ": " + why));
-  };
-  device_state::bucket b;
-  auto parts = bucket_parts(s, t, b);
-  if (!parts) return fail(parts.err().message);
-  auto flat = model::flatten(*parts);
-  if (!flat) return fail(flat.err().message);
+  auto flat = s.sum.gloo_start(task_of(t), partials_of(s));
+  if (!flat) return done.deliver(caf::make_error(caf::sec::runtime_error, flat.err().message)), void();
+  s.tickets[t.layer] = {std::move(done), {}};
   if (!s.gloo) s.gloo = std::make_unique<gloo_lanes>(s.cfg.gloo_host, s.cfg.gloo_timeout_s);
-  const auto p = static_cast<double>(t.holders.size());
-  auto& w = s.gloo_waiting[t.layer];
-  w = {t.step, std::move(b), std::move(done), static_cast<std::int64_t>(2 * (p - 1) / p * static_cast<double>(model::bytes(flat->flat))),
-       t.norms_divisor};
+  const int rank = static_cast<int>(std::find(t.holders.begin(), t.holders.end(), s.cfg.id) - t.holders.begin());
   auto me = caf::actor_cast<device_impl>(self);
   s.gloo->start(t.store, t.generation, t.holders, rank, std::move(*flat), [me, step = t.step, layer = t.layer](result<std::vector<model::tensor>> r) {
     if (r) caf::anon_send(me, gloo_atom::value, step, layer, std::move(*r), std::string{});
@@ -85,48 +73,43 @@ caf::result<applied> apply_sum(device_state& s, std::int64_t step, int layer, co
   return applied{s.cfg.id, step, layer};
 }
 
+caf::result<applied> commit_sum(device_state& s, std::int64_t step, int layer, double divisor, double scale) {
+  auto per_layer = s.sum.commit(step, layer);
+  if (!per_layer) return caf::make_error(caf::sec::runtime_error, per_layer.err().message);
+  for (const auto& [l, summed] : *per_layer) {
+    auto r = apply_sum(s, step, l, summed, divisor, scale);
+    if (r.flag == caf::rt_error) return r;
+  }
+  return applied{s.cfg.id, step, layer};
+}
+
 void sum_take(device_self self, reduce_part p) {
   auto& s = self->state;
-  auto& e = s.sums.at(p.layer);
-  const auto& holders = e.task.holders;
-  if (p.msg.from < 0 || static_cast<std::size_t>(p.msg.from) >= holders.size() || holders[static_cast<std::size_t>(p.msg.from)] != p.device) {
-    ++s.data_refused;
-    logging::get("device")->warn("device {}: dropped a sum's chunk of layer {} from device {} claiming rank {} ({} refused)", s.cfg.id, p.layer,
-                                 p.device, p.msg.from, s.data_refused);
-    return;
-  }
-  for (const auto& part : p.msg.parts) e.bytes_in += static_cast<std::int64_t>(model::bytes(part.grads));
-  sum_progress(self, p.layer, e.sum->take(std::move(p.msg)));
+  carry_out(self, s.sum.take(p.step, p.layer, p.device, std::move(p.msg)));
+}
+
+void gloo_done(device_self self, std::int64_t step, int layer, const std::vector<model::tensor>& sum, const std::string& error) {
+  auto& s = self->state;
+  const auto a = s.sum.gloo_done(step, layer, sum, error);
+  auto it = s.tickets.find(layer);
+  if (!a || it == s.tickets.end()) return;  // an abandoned attempt's
+  answer(it->second.done, s.cfg.id, *a);
+  s.tickets.erase(it);
 }
 
 void start_reduce(device_self self, reduce_task t, caf::response_promise done) {
   auto& s = self->state;
-  // An abandoned attempt's sum: dropped unanswered (nobody waits for it any more; an
-  // answer would only reach the next attempt's wait).
-  s.sums.erase(t.layer);
-  for (auto it = s.early.begin(); it != s.early.end();) it = it->first.first < t.step ? s.early.erase(it) : std::next(it);
-  s.summed.erase(t.layer);
-  s.gloo_waiting.erase(t.layer);
-  const auto me = std::find(t.holders.begin(), t.holders.end(), s.cfg.id);
-  if (me == t.holders.end() || t.peers.size() != t.holders.size())
-    return done.deliver(caf::make_error(caf::sec::runtime_error, "device " + std::to_string(s.cfg.id) + " is not among the holders it was given")), void();
-  if (!t.store.empty()) return gloo_reduce(self, t, static_cast<int>(me - t.holders.begin()), std::move(done));
-  const int layer = t.layer;
-  auto& e = s.sums[layer];
-  e.sum = std::make_unique<model::peer_sum>(static_cast<int>(me - t.holders.begin()), static_cast<int>(t.holders.size()), t.micro_batches, t.exact);
-  e.done = std::move(done);
-  auto parts = bucket_parts(s, t, e.b);
-  e.task = std::move(t);
-  const auto key = std::make_pair(e.task.step, layer);
-  sum_progress(self, layer, parts ? e.sum->start(*parts) : result<std::vector<model::chunk_send>>(parts.err()));
-  if (auto it = s.early.find(key); it != s.early.end()) {
-    auto msgs = std::move(it->second);
-    s.early.erase(it);
-    for (auto& m : msgs) {
-      if (!s.sums.count(layer)) break;
-      sum_take(self, std::move(m));
-    }
-  }
+  // A task replaces an abandoned attempt's sum of the bucket, dropped unanswered (nobody
+  // waits for it any more; an answer would only reach the next attempt's wait).
+  s.tickets.erase(t.layer);
+  if (!t.store.empty()) return gloo_reduce(self, t, std::move(done));
+  if (t.peers.size() != t.holders.size())
+    return done.deliver(caf::make_error(caf::sec::runtime_error, "device " + std::to_string(s.cfg.id) + " was given " +
+                                                                      std::to_string(t.peers.size()) + " handles for " +
+                                                                      std::to_string(t.holders.size()) + " holders")),
+           void();
+  s.tickets[t.layer] = {std::move(done), t.peers};
+  carry_out(self, s.sum.start(task_of(t), partials_of(s)));
 }
 
 void start_deferred(device_self self) {
@@ -137,20 +120,6 @@ void start_deferred(device_self self) {
     if (t.step <= s.task.step) start_reduce(self, std::move(t), std::move(done));
     else s.deferred.emplace_back(std::move(t), std::move(done));
   }
-}
-
-sum_held held_answer(const device_state& s, std::int64_t step, int layer, const device_state::bucket& b,
-                     const std::vector<model::tensor>& sum, std::int64_t bytes_in, double norms_divisor) {
-  sum_held h{s.cfg.id, step, layer, bytes_in, {}};
-  if (!(norms_divisor > 0)) return h;
-  const auto all = model::grad_norms(sum, norms_divisor);  // the bucket's layers one after another
-  std::size_t at = 0;
-  for (const std::size_t n : b.counts) {
-    const std::size_t lo = std::min(at, all.size()), hi = std::min(at + n, all.size());
-    h.norms.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(lo), all.begin() + static_cast<std::ptrdiff_t>(hi));
-    at += n;
-  }
-  return h;
 }
 
 }  // namespace dynapar::actors::device_detail

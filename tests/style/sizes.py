@@ -20,7 +20,7 @@ MAIN_LINES = 80  # the CLI parses flags; the libraries compose the run
 # Over the limit today; each number is a ceiling until it is cut (issue 72): the driver's
 # members and the settings' with their anonymous structs' fields counted, and the driver's
 # files' lines.
-CEILINGS = {"driver": 43, "train_settings": 31, "actors/driver.hpp": 1826}
+CEILINGS = {"driver": 43, "train_settings": 31, "actors/driver.hpp": 1824}
 
 
 def strip(text):

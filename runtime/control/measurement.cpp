@@ -11,7 +11,7 @@ std::vector<stage_measure> stages_of(const planner::plan& p, const std::vector<s
       st.first_layer = g.splits[j];
       st.end_layer = g.splits[j + 1];
       st.samples = g.share;
-      st.micro_batches = (g.share + g.micro_batch - 1) / g.micro_batch;
+      st.micro_batches = planner::micro_batches(g.share, g.micro_batch);
       for (const auto& [id, s] : compute_s)
         if (id == st.device) st.compute_s = s;
       out.push_back(st);

@@ -28,6 +28,11 @@ int warm_up(schedule_kind s, int stages, int stage) {
   return (s == schedule_kind::deep_1f1b ? 2 : 1) * (stages - stage - 1);
 }
 
+int micro_batches(int samples, int micro_batch) {
+  const int u = std::max(1, micro_batch);
+  return samples > 0 ? (samples + u - 1) / u : 0;
+}
+
 bool operator==(const group_plan& a, const group_plan& b) {
   return a.devices == b.devices && a.splits == b.splits && a.share == b.share && a.micro_batch == b.micro_batch;
 }

@@ -36,6 +36,11 @@ struct plan {
 
 bool operator==(const group_plan& a, const group_plan& b);
 
+// The micro-batches `samples` samples make in micro-batches of `micro_batch` (the last one
+// short; a size below 1 counts as 1): the one rule the step's layout, the controller's
+// measurement and the simulator count by.
+int micro_batches(int samples, int micro_batch);
+
 // Structural checks, each failure naming the field: every group non-empty with increasing
 // splits covering [0, num_layers], no device twice, shares >= 1 summing to batch, micro-batch
 // >= 1, and (if known_ids is non-empty) every device id known.

@@ -43,7 +43,7 @@ double simulate_pipeline(const planner::problem& truth, planner::schedule_kind k
                          std::vector<double>* finish) {
   const int n = static_cast<int>(g.devices.size());
   const int u = std::max(1, g.micro_batch);
-  const int m = (g.share + u - 1) / u;
+  const int m = planner::micro_batches(g.share, u);
   if (m == 0) {
     if (finish) finish->assign(n, 0.0);
     return 0;
@@ -148,8 +148,7 @@ std::vector<dispatch_share> dispatched(const planner::problem& truth, const plan
     if ((out[g].probe = l.probe[g]) > 0) takers.push_back(g);
   // Seconds on a group's device for `n` samples in micro-batches of the plan's size.
   auto busy = [&](std::size_t g, int n) {
-    const int u = std::max(1, p.groups[g].micro_batch);
-    return n > 0 ? (n * sums.work(0, L) + (n + u - 1) / u * sums.fixed(0, L)) / truth.speed(truth.links.index_of(p.groups[g].devices[0])) : 0.0;
+    return n > 0 ? (n * sums.work(0, L) + planner::micro_batches(n, p.groups[g].micro_batch) * sums.fixed(0, L)) / truth.speed(truth.links.index_of(p.groups[g].devices[0])) : 0.0;
   };
   double decide = 1e300;  // the first probe's end
   for (std::size_t g : takers) decide = std::min(decide, out[g].probe_s = busy(g, out[g].probe));
@@ -187,7 +186,7 @@ step_outcome simulate_step(const planner::problem& truth, const planner::plan& p
     double t = 0;
     if (o.probe > 0) {
       t = o.time_s;
-      const int u = std::max(1, g.micro_batch), n_micro = (o.probe + u - 1) / u + (o.rest + u - 1) / u;
+      const int n_micro = step::dispatched_micro_batches(o.probe, o.rest, g.micro_batch);
       out.stages.push_back({g.devices[0], 0, truth.model.num_layers(), t, static_cast<double>(o.probe + o.rest), n_micro});
       ready.back().push_back(t);
       shares.push_back(o.rest > 0 ? o.rest : o.probe);

@@ -5,15 +5,6 @@
 #include "schedule/dispatch.hpp"
 
 namespace dynapar::step {
-namespace {
-
-int micro_batches_of(int samples, int micro_batch) {
-  const int u = std::max(1, micro_batch);
-  return (samples + u - 1) / u;
-}
-
-}  // namespace
-
 layout make_layout(const planner::plan& p, int batch, const layout_options& o) {
   layout l;
   const std::size_t G = p.groups.size();
@@ -30,7 +21,7 @@ layout make_layout(const planner::plan& p, int batch, const layout_options& o) {
   int cursor = 0;
   auto open = [&](std::size_t g, int n, bool more) {
     l.opening.push_back({g, cursor, cursor + n, l.micro_batches, more});
-    l.micro_batches += micro_batches_of(n, p.groups[g].micro_batch);
+    l.micro_batches += planner::micro_batches(n, p.groups[g].micro_batch);
     cursor += n;
   };
   for (std::size_t g = 0; g < G; ++g)
@@ -56,7 +47,7 @@ std::vector<slice> rest_slices(const layout& l, const std::vector<int>& rest) {
 }
 
 int dispatched_micro_batches(int probe, int rest, int micro_batch) {
-  return micro_batches_of(probe, micro_batch) + micro_batches_of(std::max(0, rest), micro_batch);
+  return planner::micro_batches(probe, micro_batch) + planner::micro_batches(std::max(0, rest), micro_batch);
 }
 
 }  // namespace dynapar::step

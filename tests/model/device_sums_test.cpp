@@ -9,25 +9,14 @@
 #include <random>
 
 #include "model/channel.hpp"  // tensor_of, values_of
+#include "support/grads.hpp"
 #include "model/device_sums.hpp"
 
 using namespace dynapar::model;
+using dynapar::test_support::grads_of;
+using dynapar::test_support::values;
 
 namespace {
-
-std::vector<tensor> grads_of(std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> w(7), b(3);
-  for (auto& x : w) x = u(rng) * (u(rng) > 0 ? 1e7f : 1e-3f);
-  for (auto& x : b) x = u(rng);
-  return {tensor_of(w, "cpu"), tensor_of(b, "cpu")};
-}
-
-std::vector<std::vector<float>> values(const std::vector<tensor>& ts) {
-  std::vector<std::vector<float>> out;
-  for (const auto& t : ts) out.push_back(values_of(t));
-  return out;
-}
 
 struct wire_msg {
   int to_device;
@@ -139,12 +128,12 @@ TEST_CASE("device_sums refuses a chunk from a device not at its rank, drops an a
   const sum_task tg{8, 4, {}, {1, 2}, 2, false, 0};
   auto flat = c.gloo_start(tg, part(g0, 0));
   REQUIRE(flat);
-  CHECK(values_of(flat->flat).size() == 10);
+  CHECK(values_of(flat->flat).size() == 11);
   CHECK_FALSE(c.gloo_done(7, 4, g1, "").has_value());
   auto held = c.gloo_done(8, 4, g1, "");
   REQUIRE(held);
   CHECK(held->error.empty());
-  CHECK(held->bytes_in == 40);  // 2 (P - 1) / P of 10 floats
+  CHECK(held->bytes_in == 44);  // 2 (P - 1) / P of 11 floats
   auto sums = c.commit(8, 4);
   REQUIRE(sums);
   REQUIRE(sums->size() == 1);

@@ -9,28 +9,15 @@
 #include <random>
 
 #include "model/channel.hpp"  // tensor_of, values_of
+#include "support/grads.hpp"
 #include "model/boxes.hpp"
 #include "model/peer_sum.hpp"
 
 using namespace dynapar::model;
+using dynapar::test_support::grads_of;
+using dynapar::test_support::values;
 
 namespace {
-
-// A layer of two parameters (7 and 4 values) with values whose float sum depends on the
-// order of addition.
-std::vector<tensor> grads_of(std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> w(7), b(4);
-  for (auto& x : w) x = u(rng) * (u(rng) > 0 ? 1e7f : 1e-3f);
-  for (auto& x : b) x = u(rng);
-  return {tensor_of(w, "cpu"), tensor_of(b, "cpu")};
-}
-
-std::vector<std::vector<float>> values(const std::vector<tensor>& ts) {
-  std::vector<std::vector<float>> out;
-  for (const auto& t : ts) out.push_back(values_of(t));
-  return out;
-}
 
 // Runs the holders to the end, delivering messages in a random order; each holder's sum.
 std::vector<std::vector<std::vector<float>>> run(const std::vector<std::vector<grad_part>>& mine, std::int64_t n, bool exact,

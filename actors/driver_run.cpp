@@ -237,17 +237,11 @@ status driver::step_once(const control::run_command& c, training::step_record& r
   if (rec.pipeline_s > 0) timing_.last_pipeline_s = rec.pipeline_s;
   timing_.mean_step_s = timing_.mean_step_s > 0 ? 0.9 * timing_.mean_step_s + 0.1 * rec.time_s : rec.time_s;
   timing_.late_retries = 0;
-  rec.cost = cluster_.price_per_s(*current_) * rec.time_s;
-  for (const auto& st : measure.stages)
-    if (cluster_.index_of(st.device) >= 0) {
-      measure.energy_j.emplace_back(st.device, cluster_.power_w(st.device) * st.compute_s);
-      out_.avg_energy_j[st.device] += measure.energy_j.back().second;
-    }
-  if (actors_.controller) {
-    measure.time_s = rec.time_s;
-    measure.cost = rec.cost;
-    self_->send(actors_.controller, report_atom::value, measure);
-  }
+  measure.time_s = rec.time_s;
+  control::price(measure, [&](int id) { return cluster_.price_per_s(id); }, [&](int id) { return cluster_.power_w(id); });
+  rec.cost = measure.cost;
+  for (const auto& [id, j] : measure.energy_j) out_.avg_energy_j[id] += j;
+  if (actors_.controller) self_->send(actors_.controller, report_atom::value, measure);
   totals.time += rec.time_s;
   totals.cost += rec.cost;
   if (t > out_.resumed_from && !totals.replanned && totals.incidents == out_.recoveries + out_.step_retries) {

@@ -19,4 +19,14 @@ std::vector<stage_measure> stages_of(const planner::plan& p, const std::vector<s
   return out;
 }
 
+void price(measurement& m, const std::function<double(int)>& price_per_s, const std::function<double(int)>& power_w) {
+  double per_s = 0;
+  m.energy_j.clear();
+  for (const auto& st : m.stages) {
+    per_s += price_per_s(st.device);
+    m.energy_j.emplace_back(st.device, power_w(st.device) * st.compute_s);
+  }
+  m.cost = per_s * m.time_s;
+}
+
 }  // namespace dynapar::control

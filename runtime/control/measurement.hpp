@@ -3,6 +3,7 @@
 // (sim::simulate_step), so that both feed one controller. Pure.
 #pragma once
 
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -54,5 +55,10 @@ struct measurement {
 // id; devices not listed computed for 0 s): what a runtime step report lacks, the layers and
 // samples each device worked on, comes from the plan that ran.
 std::vector<stage_measure> stages_of(const planner::plan& p, const std::vector<std::pair<int, double>>& compute_s);
+
+// A step's price, the one pricing of the driver and the simulator: from `time_s` and the
+// stages, its cost (every stage's device at its price a second, for the whole step) and each
+// device's energy (its power over its compute seconds), in the stages' order.
+void price(measurement& m, const std::function<double(int)>& price_per_s, const std::function<double(int)>& power_w);
 
 }  // namespace dynapar::control

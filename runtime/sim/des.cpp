@@ -7,6 +7,7 @@
 #include "planner/time_model.hpp"
 #include "schedule/dispatch.hpp"
 #include "schedule/schedule.hpp"
+#include "step/attempt.hpp"
 
 namespace dynapar::sim {
 namespace {
@@ -150,24 +151,24 @@ std::vector<dispatch_share> dispatched(const planner::problem& truth, const plan
   auto busy = [&](std::size_t g, int n) {
     return n > 0 ? (n * sums.work(0, L) + planner::micro_batches(n, p.groups[g].micro_batch) * sums.fixed(0, L)) / truth.speed(truth.links.index_of(p.groups[g].devices[0])) : 0.0;
   };
+  if (takers.empty()) return out;
+  // The decision is the driver's (step::attempt), fed the probes' simulated ends: every
+  // probe's first forward and end by the first probe's end (ties included), no priors.
   double decide = 1e300;  // the first probe's end
   for (std::size_t g : takers) decide = std::min(decide, out[g].probe_s = busy(g, out[g].probe));
-  std::vector<schedule::prospect> prospects;
+  step::attempt at(0, p, l, schedule::pace_noise{}, {sums.work(0, L) / sums.fwd(0, L), true});
   for (std::size_t g : takers) {
-    schedule::probe_progress pr;
-    pr.samples = out[g].probe;
-    pr.first_samples = std::min(out[g].probe, std::max(1, p.groups[g].micro_batch));
-    const double fwd = (pr.first_samples * sums.fwd(0, L) + 0.5 * sums.fixed(0, L)) /
-                       truth.speed(truth.links.index_of(p.groups[g].devices[0]));
-    if (fwd <= decide) pr.forward_s = fwd;
-    if (out[g].probe_s <= decide) pr.done_s = pr.compute_s = out[g].probe_s;
-    prospects.push_back(schedule::prospect_of(pr, decide, sums.work(0, L) / sums.fwd(0, L)));
+    const int device = p.groups[g].devices[0];
+    const int first = std::min(out[g].probe, std::max(1, p.groups[g].micro_batch));
+    const double fwd = (first * sums.fwd(0, L) + 0.5 * sums.fixed(0, L)) / truth.speed(truth.links.index_of(device));
+    if (fwd <= decide) at.note(device, 1, fwd, fwd);
+    if (out[g].probe_s <= decide) at.note(device, 2, out[g].probe_s, out[g].probe_s);
   }
-  const auto given = schedule::dispatch_samples(prospects, l.pool, l.unit);
-  for (std::size_t k = 0; k < takers.size(); ++k) {
-    auto& o = out[takers[k]];
-    o.rest = given[k];
-    o.time_s = o.probe_s + busy(takers[k], o.rest);
+  at.decide(decide);
+  for (std::size_t g : takers) {
+    auto& o = out[g];
+    o.rest = std::max(0, at.rests()[g]);
+    o.time_s = o.probe_s + busy(g, o.rest);
   }
   return out;
 }

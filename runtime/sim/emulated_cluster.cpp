@@ -42,12 +42,9 @@ std::vector<int> emulated_cluster::slow_downs_over(std::int64_t t) {
   return over;
 }
 
-double emulated_cluster::price_per_s(const planner::plan& p) const {
-  double price = 0;
-  for (const auto& g : p.groups)
-    for (int id : g.devices)
-      if (const int i = links_->index_of(id); i >= 0) price += truth_.devices[i].price_per_s;
-  return price;
+double emulated_cluster::price_per_s(int id) const {
+  const int i = links_->index_of(id);
+  return i < 0 ? 0.0 : truth_.devices[i].price_per_s;
 }
 
 double emulated_cluster::power_w(int id) const {

@@ -47,9 +47,9 @@ class emulated_cluster {
     return false;
   }
 
-  // What plan `p` costs a second: the price of every device it uses.
-  double price_per_s(const planner::plan& p) const;
-  double power_w(int id) const;  // 0 for an unknown device
+  // A device's price a second and its power (0 for an unknown device): control::price's.
+  double price_per_s(int id) const;
+  double power_w(int id) const;
   // The cross-group sums of plan `p` on this slot's true links (planner::sum_segments, the
   // holders as (group, stage) of the plan, the leads from its shares): what each would take
   // on the emulated cluster.

@@ -139,17 +139,20 @@ result<run_result> run_policy(const scenario& s, const std::string& policy_name,
     rec.ok = true;
     rec.batch_time_s += step.time_s;
     rec.predicted_s += rec.batch_time_s - step.time_s;  // a failure's loss is not the planner's error
+    // Priced on the step's true figures; the controller then measures them with noise.
+    control::measurement priced;
+    priced.stages = step.stages;
+    priced.time_s = rec.batch_time_s;
+    const auto device = [&](int id) -> const planner::device_spec& { return truth_c.devices[truth.links.index_of(id)]; };
+    control::price(priced, [&](int id) { return device(id).price_per_s; }, [&](int id) { return device(id).power_w; });
     control::measurement m = measured(step, s.measurement_noise, noise);
-    double price = 0;
-    for (const auto& st : step.stages) {
-      const auto& d = truth_c.devices[truth.links.index_of(st.device)];
-      price += d.price_per_s;
-      m.energy_j.emplace_back(st.device, d.power_w * st.compute_s);
-      rec.energy_j += d.power_w * st.compute_s;
+    m.energy_j = priced.energy_j;
+    for (const auto& [id, j] : priced.energy_j) {
+      rec.energy_j += j;
       ++rec.devices_used;
-      rec.devices.push_back(st.device);
+      rec.devices.push_back(id);
     }
-    rec.cost = price * rec.batch_time_s;
+    rec.cost = priced.cost;
     rec.bytes_migrated = step.bytes_migrated;
     rec.groups = static_cast<int>(pl.groups.size());
     rec.replanned = prev && !same_structure(*prev, pl);

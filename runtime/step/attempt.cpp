@@ -27,14 +27,23 @@ int attempt::taker(int device) const {
 }
 
 std::vector<slice> attempt::interim(int device, int kind, double compute_s, double now) {
+  if (taker(device) < 0) return {};
+  note(device, kind, compute_s, now);
+  return kind == 2 ? decide(now) : std::vector<slice>{};
+}
+
+void attempt::note(int device, int kind, double compute_s, double now) {
   const int g = taker(device);
-  if (g < 0) return {};
+  if (g < 0) return;
   auto& pr = progress_[g];
   if (kind == 1) pr.forward_s = compute_s;
-  if (kind != 2) return {};
+  if (kind != 2) return;
   pr.done_s = now;
   pr.compute_s = compute_s;
-  if (rest_[g] >= 0) return {};  // dispatched already
+}
+
+std::vector<slice> attempt::decide(double now) {
+  if (std::any_of(rest_.begin(), rest_.end(), [](int r) { return r >= 0; })) return {};  // dispatched already
   std::vector<std::size_t> takers;
   std::vector<schedule::prospect> prospects;
   for (std::size_t h = 0; h < p_.groups.size(); ++h)

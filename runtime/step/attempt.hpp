@@ -40,6 +40,13 @@ class attempt {
   // kind 2, the probe ended (`compute_s` its forward and backward). The first probe to end
   // decides the dispatch: then the rests' tasks come out (rest_slices), else none.
   std::vector<slice> interim(int device, int kind, double compute_s, double now);
+  // The same progress noted without deciding, and the decision at `now` (the rests' tasks;
+  // none once decided): the simulator notes every probe that ended by the first one's end,
+  // ties included, then decides. interim() is note() and, at a probe's end, decide().
+  void note(int device, int kind, double compute_s, double now);
+  std::vector<slice> decide(double now);
+  // Each group's rest of the pool once dispatched (-1: not, or the group takes no part).
+  const std::vector<int>& rests() const { return rest_; }
   // A stage's end on `device`: the devices whose sums may start now.
   std::vector<int> stage_done(int device, double now);
   // A group's end (its loss sum, its pipeline's time, its stages): the devices whose sums may

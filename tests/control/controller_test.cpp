@@ -507,6 +507,18 @@ TEST_CASE("stages_of reads layers, samples and micro-batches off the plan", "[un
   CHECK(st[2].micro_batches == 3);
 }
 
+TEST_CASE("price: every stage's device at its price for the step, each one's power over its compute", "[unit][control]") {
+  measurement m;
+  m.time_s = 2;
+  m.stages = {{10, 0, 2, 0.5, 32, 2}, {11, 2, 4, 1.5, 32, 2}};
+  m.energy_j = {{99, 1.0}};  // stale: replaced
+  price(m, [](int id) { return id == 10 ? 0.25 : 1.0; }, [](int id) { return id == 10 ? 100.0 : 40.0; });
+  CHECK(m.cost == (0.25 + 1.0) * 2);
+  REQUIRE(m.energy_j.size() == 2);
+  CHECK(m.energy_j[0] == std::make_pair(10, 50.0));  // 100 W x 0.5 s
+  CHECK(m.energy_j[1] == std::make_pair(11, 60.0));  // 40 W x 1.5 s
+}
+
 TEST_CASE("paced turns a run's slots into the controller's steps", "[unit]") {
   controller_config c = small_config();
   c.cluster.devices[1].speed = 4;

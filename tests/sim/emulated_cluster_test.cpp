@@ -48,7 +48,8 @@ TEST_CASE("the emulated truth follows the world slot by slot", "[unit][sim]") {
   CHECK(c.index_of(7) == -1);
   CHECK(c.power_w(2) == 300);
   CHECK(c.power_w(7) == 0);
-  CHECK(c.price_per_s(two_groups(0, 2)) == 1 + 3);
+  CHECK(c.price_per_s(0) + c.price_per_s(2) == 1 + 3);
+  CHECK(c.price_per_s(7) == 0);
 }
 
 TEST_CASE("links come from the tiers of the devices' nodes", "[unit][sim]") {

@@ -3,7 +3,8 @@
 lines, a runtime/ file over 500, a class or struct with more than 30 data members (an anonymous
 struct's fields count one each), a header and its implementation files (X.hpp, X.cpp, X_*.cpp:
 one class's code) over 1,000 lines in all, a command's main (tools/dynapar, `int NAME_main(`) over
-80 lines, or a doc (README.md, docs/*.md) over 600 lines fails, naming it. One already over its limit may not grow past the ceiling written below (to be cut
+80 lines, or a doc (README.md, docs/*.md) over 600 lines fails, naming it; so does a rule kept in
+one place found in another (ONE_PLACE: the dispatch decision, the micro-batch count). One already over its limit may not grow past the ceiling written below (to be cut
 down, not raised).
 
     tests/style/sizes.py SOURCE_DIR
@@ -17,6 +18,12 @@ MEMBERS = 30
 CLASS_LINES = 1000
 DOC_LINES = 600
 MAIN_LINES = 80  # the CLI parses flags; the libraries compose the run
+# Rules with one home (issue 72): a pattern of the code and the one file that may hold it.
+ONE_PLACE = {
+    "the dispatch decision": (r"\bdispatch_samples\(", {"runtime/step/attempt.cpp", "runtime/schedule/dispatch.cpp",
+                                                        "runtime/schedule/dispatch.hpp"}),
+    "the micro-batch count": (r"\+\s*(?:[\w.]*\.)?(?:u|micro_batch)\s*-\s*1\)\s*/", {"runtime/planner/plan.cpp"}),
+}
 # Over the limit today; each number is a ceiling until it is cut (issue 72): the driver's
 # members and the settings' with their anonymous structs' fields counted, and the driver's
 # files' lines.
@@ -124,6 +131,11 @@ def main(root):
                 end = next(j for j in range(i, len(lines)) if lines[j] == "}")
                 if end - i + 1 > MAIN_LINES:
                     problems.append(f"{f.relative_to(root)}: {m.group(1)} is {end - i + 1} lines, over {MAIN_LINES}")
+    for what, (pattern, homes) in ONE_PLACE.items():
+        for f in sorted([*(root / "runtime").rglob("*.[ch]pp"), *(root / "actors").rglob("*.[ch]pp")]):
+            name = str(f.relative_to(root))
+            if name not in homes and re.search(pattern, strip(f.read_text())):
+                problems.append(f"{name}: {what} outside its home ({', '.join(sorted(homes))})")
     for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
         n = doc.read_text().count("\n")
         if n > DOC_LINES:

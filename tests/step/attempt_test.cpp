@@ -85,6 +85,22 @@ TEST_CASE("attempt: the first probe to end decides the rests, by the paces the p
   CHECK(paces.prior(2) == -1);
 }
 
+TEST_CASE("attempt: probes noted together decide once, as the simulator feeds them", "[unit][step]") {
+  const auto p = three_groups();
+  step::attempt at(1, p, step::make_layout(p, 32, {true, 1.0 / 3, false}), schedule::pace_noise{}, {3, true});
+  // Devices 0 and 1 at one pace (3 ms a sample), their probes ending together at 12 ms: the
+  // pool's 16 samples by hand, 8 each (12 + 3a against 12 + 3 (16 - a)).
+  for (int d : {0, 1}) at.note(d, 1, 0.004, 0.004);
+  for (int d : {0, 1}) at.note(d, 2, 0.012, 0.012);
+  CHECK(at.rests() == std::vector<int>{-1, -1, -1});  // noted, not decided
+  const auto rests = at.decide(0.012);
+  REQUIRE(rests.size() == 2);
+  CHECK((rests[0].lo == 16 && rests[0].hi == 24 && rests[1].lo == 24 && rests[1].hi == 32));
+  CHECK(at.rests() == std::vector<int>{8, 8, -1});
+  CHECK(at.decide(0.02).empty());  // decided once
+  CHECK(at.interim(1, 2, 0.012, 0.012).empty());
+}
+
 TEST_CASE("attempt without overlap: the sums start once the last group ended, for every stage heard", "[unit][step]") {
   const auto p = three_groups();
   schedule::pace_noise paces;

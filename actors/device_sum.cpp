@@ -16,11 +16,6 @@ model::device_sums::partials partials_of(device_state& s) {
   return [&s](int layer) { return s.worker->partial_gradients(layer); };
 }
 
-void answer(caf::response_promise& done, int device, const model::sum_answer& a) {
-  if (!a.error.empty()) return done.deliver(caf::make_error(caf::sec::runtime_error, a.error)), void();
-  done.deliver(sum_held{device, a.step, a.layer, a.bytes_in, a.norms});
-}
-
 // What the sum said: chunks to the bucket's holders, refusals counted and said, the answer.
 void carry_out(device_self self, model::sum_out out) {
   auto& s = self->state;
@@ -34,7 +29,9 @@ void carry_out(device_self self, model::sum_out out) {
   for (auto& m : out.sends)
     self->send(it->second.peers[static_cast<std::size_t>(m.to)], part_atom::value, reduce_part{out.step, out.layer, std::move(m.msg), s.cfg.id});
   if (!out.answer) return;
-  answer(it->second.done, s.cfg.id, *out.answer);
+  const auto& a = *out.answer;
+  if (a.error.empty()) it->second.done.deliver(sum_held{s.cfg.id, a.step, a.layer, a.bytes_in, a.norms});
+  else it->second.done.deliver(caf::make_error(caf::sec::runtime_error, a.error));
   s.tickets.erase(it);
 }
 
@@ -89,12 +86,7 @@ void sum_take(device_self self, reduce_part p) {
 }
 
 void gloo_done(device_self self, std::int64_t step, int layer, const std::vector<model::tensor>& sum, const std::string& error) {
-  auto& s = self->state;
-  const auto a = s.sum.gloo_done(step, layer, sum, error);
-  auto it = s.tickets.find(layer);
-  if (!a || it == s.tickets.end()) return;  // an abandoned attempt's
-  answer(it->second.done, s.cfg.id, *a);
-  s.tickets.erase(it);
+  if (auto a = self->state.sum.gloo_done(step, layer, sum, error)) carry_out(self, {step, layer, {}, std::move(a), {}});  // else an abandoned attempt's
 }
 
 void start_reduce(device_self self, reduce_task t, caf::response_promise done) {

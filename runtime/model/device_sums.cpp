@@ -4,9 +4,8 @@
 
 namespace dynapar::model {
 
-sum_out device_sums::failed(std::int64_t step, int layer, const std::string& why) const {
-  sum_out out{step, layer, {}, sum_answer{step, layer, "device " + std::to_string(device_) + ", layer " + std::to_string(layer) + ": " + why, 0, {}}, {}};
-  return out;
+sum_answer device_sums::failure(std::int64_t step, int layer, const std::string& why) const {
+  return {step, layer, "device " + std::to_string(device_) + ", layer " + std::to_string(layer) + ": " + why, 0, {}};
 }
 
 // A task replaces what this device had of the bucket, and earlier attempts' early chunks go.
@@ -48,7 +47,7 @@ void device_sums::progress(sum_out& out, result<std::vector<chunk_send>> sent) {
   if (it == sums_.end()) return;
   auto& e = it->second;
   const auto fail = [&](const std::string& why) {
-    out.answer = failed(out.step, out.layer, why).answer;
+    out.answer = failure(out.step, out.layer, why);
     sums_.erase(it);
   };
   if (!sent) return fail(sent.err().message);
@@ -64,7 +63,7 @@ void device_sums::progress(sum_out& out, result<std::vector<chunk_send>> sent) {
 sum_out device_sums::start(const sum_task& t, const partials& mine) {
   forget(t);
   const auto me = std::find(t.holders.begin(), t.holders.end(), device_);
-  if (me == t.holders.end()) return failed(t.step, t.layer, "this device is not among the holders it was given");
+  if (me == t.holders.end()) return {t.step, t.layer, {}, failure(t.step, t.layer, "this device is not among the holders it was given"), {}};
   auto& e = sums_[t.layer];
   e.task = t;
   e.sum = std::make_unique<peer_sum>(static_cast<int>(me - t.holders.begin()), static_cast<int>(t.holders.size()), t.micro_batches, t.exact);
@@ -106,7 +105,7 @@ sum_out device_sums::take(std::int64_t step, int layer, int device, chunk_msg m)
 
 result<flat_grads> device_sums::gloo_start(const sum_task& t, const partials& mine) {
   forget(t);
-  const auto fail = [&](const std::string& why) { return make_error("sum_failed", failed(t.step, t.layer, why).answer->error); };
+  const auto fail = [&](const std::string& why) { return make_error("sum_failed", failure(t.step, t.layer, why).error); };
   if (std::find(t.holders.begin(), t.holders.end(), device_) == t.holders.end())
     return fail("this device is not among the holders it was given");
   bucket b;
@@ -124,7 +123,7 @@ std::optional<sum_answer> device_sums::gloo_done(std::int64_t step, int layer, c
   if (it == gloo_.end() || it->second.step != step) return std::nullopt;  // an abandoned attempt's
   auto w = std::move(it->second);
   gloo_.erase(it);
-  if (!error.empty()) return failed(step, layer, error).answer;
+  if (!error.empty()) return failure(step, layer, error);
   auto a = held_answer(step, layer, w.b, sum, w.bytes_in, w.norms_divisor);
   held_[layer] = {step, std::move(w.b), sum};
   return a;

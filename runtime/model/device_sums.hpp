@@ -102,7 +102,7 @@ class device_sums {
   sum_answer held_answer(std::int64_t step, int layer, const bucket& b, const std::vector<tensor>& sum, std::int64_t bytes_in,
                          double norms_divisor) const;
   void progress(sum_out& out, result<std::vector<chunk_send>> sent);
-  sum_out failed(std::int64_t step, int layer, const std::string& why) const;
+  sum_answer failure(std::int64_t step, int layer, const std::string& why) const;
 
   int device_;
   std::map<int, in_progress> sums_;

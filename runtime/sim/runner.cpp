@@ -147,11 +147,9 @@ result<run_result> run_policy(const scenario& s, const std::string& policy_name,
     control::price(priced, [&](int id) { return device(id).price_per_s; }, [&](int id) { return device(id).power_w; });
     control::measurement m = measured(step, s.measurement_noise, noise);
     m.energy_j = priced.energy_j;
-    for (const auto& [id, j] : priced.energy_j) {
-      rec.energy_j += j;
-      ++rec.devices_used;
-      rec.devices.push_back(id);
-    }
+    for (const auto& st : step.stages) rec.devices.push_back(st.device);
+    rec.devices_used = static_cast<int>(rec.devices.size());
+    for (const auto& [id, j] : priced.energy_j) rec.energy_j += j;
     rec.cost = priced.cost;
     rec.bytes_migrated = step.bytes_migrated;
     rec.groups = static_cast<int>(pl.groups.size());

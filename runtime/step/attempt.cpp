@@ -27,19 +27,20 @@ int attempt::taker(int device) const {
 }
 
 std::vector<slice> attempt::interim(int device, int kind, double compute_s, double now) {
-  if (taker(device) < 0) return {};
-  note(device, kind, compute_s, now);
-  return kind == 2 ? decide(now) : std::vector<slice>{};
+  if (!note(device, kind, compute_s, now) || kind != 2) return {};
+  return decide(now);
 }
 
-void attempt::note(int device, int kind, double compute_s, double now) {
+bool attempt::note(int device, int kind, double compute_s, double now) {
   const int g = taker(device);
-  if (g < 0) return;
+  if (g < 0) return false;
   auto& pr = progress_[g];
   if (kind == 1) pr.forward_s = compute_s;
-  if (kind != 2) return;
-  pr.done_s = now;
-  pr.compute_s = compute_s;
+  if (kind == 2) {
+    pr.done_s = now;
+    pr.compute_s = compute_s;
+  }
+  return true;
 }
 
 std::vector<slice> attempt::decide(double now) {

@@ -43,7 +43,7 @@ class attempt {
   // The same progress noted without deciding, and the decision at `now` (the rests' tasks;
   // none once decided): the simulator notes every probe that ended by the first one's end,
   // ties included, then decides. interim() is note() and, at a probe's end, decide().
-  void note(int device, int kind, double compute_s, double now);
+  bool note(int device, int kind, double compute_s, double now);  // false: not a probing device
   std::vector<slice> decide(double now);
   // Each group's rest of the pool once dispatched (-1: not, or the group takes no part).
   const std::vector<int>& rests() const { return rest_; }

@@ -149,7 +149,7 @@ result<session_outcome> run_session(prepared_job& prep, const session_options& o
   };
   cb.on_step = [&](const step_record& r) {
     auto row = step_json(r);
-    if (watch.process) row["process_cpu_s"] = watch.process()["cpu_s"];  // over nodes: the controller's process alone
+    if (watch.cpu_s) row["process_cpu_s"] = watch.cpu_s();  // over nodes: the controller's process alone
     metrics << row.dump() << "\n" << std::flush;
     if (!o.compare.empty() && r.step < o.compare_steps) step_times[r.step] = r.time_s;
     epoch_loss += r.loss;

@@ -47,6 +47,7 @@ struct session_watch {
   std::function<void(std::int64_t epoch, double metric, double train_loss)> on_epoch;
   std::function<void(const fault_record&)> on_fault;
   std::function<double()> wall_s;            // seconds since the run began
+  std::function<double()> cpu_s;             // the process's CPU seconds so far (each step's)
   std::function<nlohmann::json()> process;   // summary.json's "process" (CPU, memory)
 };
 

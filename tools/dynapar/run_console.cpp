@@ -79,6 +79,7 @@ training::session_watch run_console::watch() {
     if (board_) board_->fault(r);
   };
   w.wall_s = [this] { return clock_.seconds(); };
+  w.cpu_s = [] { return own_usage().cpu_s; };
   w.process = [] {
     const auto usage = own_usage();
     nlohmann::json p{{"cpu_s", usage.cpu_s}, {"max_rss_mb", usage.max_rss_mb}};

@@ -7,30 +7,11 @@
 
 #include <caf/all.hpp>
 
+#include "actors/api.hpp"
 #include "actors/messages.hpp"
 #include "model/api.hpp"
 
 namespace dynapar::actors {
-
-struct device_config {
-  int id = 0;
-  model::optimizer_config optimizer;
-  // Relative speed (0, 1]: each forward and backward lasts its CPU time / speed (the device
-  // sleeps the difference), so one machine plays a slower device without adding CPU load.
-  double speed = 1;
-  // Emulated memory (bytes, 0: none): the layers a device holds with their optimizer state
-  // must fit, or holding one more fails as an out-of-memory would (activations are not
-  // counted: docs/RUNTIME.md).
-  double memory_bytes = 0;
-  // Where it computes: "cpu" or "cuda:N", already checked (model::check_place).
-  std::string place = "cpu";
-  // exact: false through Gloo (reduce_task::store): the address its ring connections use,
-  // and how long joining or one all-reduce may wait for a peer.
-  std::string gloo_host = "127.0.0.1";
-  double gloo_timeout_s = 30;
-  // The model's layers, for one placed from a checkpoint shard (null: no shard can be).
-  std::shared_ptr<const model::layer_source> layers{};
-};
 
 // Everything a device takes, checked at compile time; the remote proxy (actors/remote/proxy.hpp)
 // takes the same, so the driver and the groups cannot tell a device on a node from one here.

@@ -1,7 +1,7 @@
-# `cmake --install build --prefix P`: the libraries behind examples/actor_api.cpp, their
-# headers (P/include/dynapar: "model/api.hpp", "actors/session.hpp", as in this tree) and a
-# package config, so that code outside this tree builds with find_package(dynapar) and links
-# dynapar::actors (tests/install).
+# `cmake --install build --prefix P`: the libraries behind examples/actor_api.cpp, the public
+# headers only (include/dynapar -> P/include/dynapar: "actors/api.hpp", "model/api.hpp"; the
+# internal ones in runtime/ and actors/ are not installed) and a package config, so that code
+# outside this tree builds with find_package(dynapar) and links dynapar::actors (tests/install).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 set(_dynapar_libs dynapar_common dynapar_planner dynapar_schedule dynapar_sim dynapar_control dynapar_step dynapar_comm dynapar_data
@@ -13,8 +13,7 @@ endforeach()
 set(_dir ${CMAKE_INSTALL_LIBDIR}/cmake/dynapar)
 install(TARGETS ${_dynapar_libs} EXPORT dynaparTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dynapar)
-install(DIRECTORY runtime/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dynapar FILES_MATCHING PATTERN "*.hpp")
-install(DIRECTORY actors/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dynapar/actors FILES_MATCHING PATTERN "*.hpp")
+install(DIRECTORY include/dynapar/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dynapar FILES_MATCHING PATTERN "*.hpp")
 install(EXPORT dynaparTargets NAMESPACE dynapar:: DESTINATION ${_dir})
 configure_package_config_file(cmake/dynaparConfig.cmake.in ${CMAKE_BINARY_DIR}/dynaparConfig.cmake INSTALL_DESTINATION ${_dir})
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/dynaparConfigVersion.cmake COMPATIBILITY SameMinorVersion)

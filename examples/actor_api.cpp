@@ -9,9 +9,8 @@
 #include <cstdio>
 #include <memory>
 
-#include "actors/controller_actor.hpp"
-#include "actors/device_actor.hpp"
-#include "actors/session.hpp"
+// Only the public headers (include/dynapar; what `cmake --install` installs).
+#include "actors/api.hpp"
 #include "data/sampler.hpp"
 #include "model/api.hpp"
 #include "planner/policy.hpp"
@@ -87,9 +86,9 @@ int main() {
   cc.core.planner.share_quantum = 16;
 
   // The cluster, spawned from code in this actor system.
-  actors::cluster_actors cluster_actors;
-  cluster_actors.controller = actors::spawn_controller(sys, cc);
-  for (int id = 0; id < 3; ++id) cluster_actors.devices[id] = actors::spawn_device(sys, {id, opt, speeds[id]});
+  actors::actor_cluster cluster_actors;
+  cluster_actors.controller = actors::start_controller(sys, cc);
+  for (int id = 0; id < 3; ++id) cluster_actors.devices[id] = actors::start_device(sys, {id, opt, speeds[id]});
 
   training::train_settings s;
   s.emulated = cluster;

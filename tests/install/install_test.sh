@@ -8,7 +8,12 @@ build="$1" src="$2" work="$3"
 rm -rf "$work" && mkdir -p "$work"
 cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
 [ -f "$work/prefix/lib/cmake/dynapar/dynaparConfig.cmake" ] || { echo "no dynaparConfig.cmake installed"; exit 1; }
-[ -f "$work/prefix/include/dynapar/actors/session.hpp" ] || { echo "actors/session.hpp not installed"; exit 1; }
+# The public headers and nothing else: the same files as the tree's include/dynapar.
+(cd "$src/include/dynapar" && find . -type f | sort) > "$work/public.txt"
+(cd "$work/prefix/include/dynapar" && find . -type f | sort) > "$work/installed.txt"
+diff "$work/public.txt" "$work/installed.txt" > "$work/headers.diff" ||
+  { echo "installed headers differ from include/dynapar (< public only, > installed only):"; cat "$work/headers.diff"; exit 1; }
+grep -q "actors/api.hpp" "$work/installed.txt" || { echo "actors/api.hpp not installed"; exit 1; }
 launcher=()
 command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S "$src/tests/install" -B "$work/consumer" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$work/prefix" \

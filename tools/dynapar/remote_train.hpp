@@ -1,43 +1,21 @@
-// Training with the devices in node processes, from the controller's side: listen, start the
-// local nodes (`launch --local N`), wait for the devices that start the run, train, stop
-// them. `dynapar controller` and `launch` run it (cmd_distributed.cpp), as does `bench
-// runtime --local N`.
+// `dynapar controller`, `launch` and `bench runtime --local N`: their flags, parsed into the
+// library's options (actors/remote/over_nodes.hpp), which composes the run over nodes.
 #pragma once
 
-#include <optional>
-#include <string>
-#include <vector>
-
-#include "comm/keys.hpp"
+#include "actors/remote/over_nodes.hpp"
 #include "train_job.hpp"
 
 namespace dynapar::cli {
 
-struct controller_options {
+struct controller_options : actors::remote::over_nodes_options {
   train_options train;
-  std::string bind = "tcp://127.0.0.1:5555";
-  bool allow_remote = false;
-  double wait_s = 60;       // for the devices that start the run
-  int min_devices = 0;      // start with this many of them (0: all)
-  int local_nodes = 0;      // launch: node processes to start
-  std::vector<int> local_devices;  // launch: the devices they host (empty: the job's)
-  double respawn_s = -1;    // launch: restart a node that crashed after this many seconds (< 0: never)
-  double node_timeout_s = 0;  // > 0: a node silent this long is lost; 0: adapted to each node's gaps
-  std::string keys;           // --keys DIR: serve CURVE (docs/SECURITY.md); launch: also the nodes' keys
-  bool no_keys = false;       // plain TCP on loopback instead of throwaway keys
-  bool central_sum = false;   // the driver gathers and adds the gradients (not the holders)
-  bool send_inputs = false;   // inputs and targets travel as tensors (not as sample ids)
-  std::string inexact_sum = "auto";  // exact: false: "gloo", "holders", or auto (Gloo where it may run)
-  std::string address_file;   // controller: where to publish the endpoint nodes dial (empty: nowhere)
-  std::optional<comm::server_keys> server;  // loaded from `keys`
 };
 
-// --keys DIR for the controller; without it, throwaway keys in OUT/keys, OUT/keys-controller
-// and OUT/keys-operator (comm::write_local_keys; so that the common
-// path is the secure one: no other local account can join, read layers or inject faults)
-// unless --no-keys. The caller checked the endpoint first: beyond loopback needs real keys.
-status load_keys(controller_options& o);
+inline status load_keys(controller_options& o) { return actors::remote::load_keys(o, o.train.run.out, o.train.job); }
 
-result<training::train_outcome> train_remote(training::prepared_job& p, const training::train_callbacks& cb, const controller_options& o);
+inline result<training::train_outcome> train_remote(training::prepared_job& p, const training::train_callbacks& cb,
+                                                    const controller_options& o) {
+  return actors::remote::train_over_nodes(p, cb, o);
+}
 
 }  // namespace dynapar::cli

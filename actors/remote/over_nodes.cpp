@@ -1,4 +1,4 @@
-#include "remote_train.hpp"
+#include "actors/remote/over_nodes.hpp"
 
 #include <unistd.h>
 
@@ -21,7 +21,7 @@
 #include "model/collective.hpp"
 #include "sim/world.hpp"
 
-namespace dynapar::cli {
+namespace dynapar::actors::remote {
 namespace {
 
 using clock = std::chrono::steady_clock;
@@ -29,9 +29,9 @@ using clock = std::chrono::steady_clock;
 // The devices whose throwaway key device-ID a node started by hand proves when ID is its
 // first device (`node_main`): every device of the job, up to a machine's worth (throwaway keys
 // serve loopback only). A job file that does not load gets none here: training reports it.
-std::vector<int> hand_started_keys(const controller_options& o) {
+std::vector<int> hand_started_keys(const std::string& job) {
   constexpr std::size_t most = 1024;
-  auto j = config::load_job_file(o.train.job);
+  auto j = config::load_job_file(job);
   std::vector<int> ids;
   if (!j) return ids;
   for (const auto& d : j->cluster.cluster.devices)
@@ -41,11 +41,11 @@ std::vector<int> hand_started_keys(const controller_options& o) {
 
 }  // namespace
 
-status load_keys(controller_options& o) {
+status load_keys(over_nodes_options& o, const std::string& out, const std::string& job) {
   std::string own = o.keys;  // the controller's directory: --keys, or the throwaway one
   if (o.keys.empty() && !o.no_keys) {
-    o.keys = o.train.run.out + "/keys";
-    if (auto st = comm::write_local_keys(o.keys, o.local_nodes, hand_started_keys(o)); !st) return st;
+    o.keys = out + "/keys";
+    if (auto st = comm::write_local_keys(o.keys, o.local_nodes, hand_started_keys(job)); !st) return st;
     own = comm::local_controller_keys(o.keys);
   }
   if (o.keys.empty()) return ok_status();
@@ -76,7 +76,7 @@ std::string list(const std::set<int>& ids) {
 // run: built with Gloo, and not --keys beyond loopback (Gloo's connections are not encrypted;
 // the holders' own sum then travels over CURVE). The rendezvous is hosted here, on the host of
 // the controller's endpoint.
-result<std::unique_ptr<model::gloo_store>> gloo_rendezvous(const training::prepared_job& p, const controller_options& o,
+result<std::unique_ptr<model::gloo_store>> gloo_rendezvous(const training::prepared_job& p, const over_nodes_options& o,
                                                            const std::string& endpoint) {
   if (p.settings.exact || !p.settings.peer_sum || o.inexact_sum == "holders") return std::unique_ptr<model::gloo_store>{};
   const bool may = model::have_gloo() && !(o.server && o.allow_remote);
@@ -97,13 +97,14 @@ result<std::unique_ptr<model::gloo_store>> gloo_rendezvous(const training::prepa
 
 }  // namespace
 
-result<training::train_outcome> train_remote(training::prepared_job& p, const training::train_callbacks& cb, const controller_options& o) {
+result<training::train_outcome> train_over_nodes(training::prepared_job& p, const training::train_callbacks& cb,
+                                                 const over_nodes_options& o) {
   auto log = logging::get("controller");
   caf::actor_system_config cfg;
   cfg.set("scheduler.max-threads", static_cast<std::size_t>(2));
   cfg.set("scheduler.policy", caf::atom("sharing"));
   caf::actor_system sys{cfg};
-  actors::remote::remote_config rc;
+  remote_config rc;
   rc.bind = o.bind;
   rc.allow_remote = o.allow_remote;
   rc.keys = o.server;
@@ -122,7 +123,7 @@ result<training::train_outcome> train_remote(training::prepared_job& p, const tr
   if (o.local_nodes > 0 && !p.job.cluster.places.empty())
     return make_error("bad_flag", "--local starts CPU nodes, but job '" + p.job.name +
                                       "' places devices on GPUs: start those nodes with `dynapar node --place cuda:N`");
-  auto remote = actors::remote::remote_devices::start(sys, p.model, rc);
+  auto remote = remote_devices::start(sys, p.model, rc);
   if (!remote) return remote.err();
   log->info("listening on {}", (*remote)->endpoint());
   if (!o.address_file.empty()) {
@@ -185,7 +186,7 @@ result<training::train_outcome> train_remote(training::prepared_job& p, const tr
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  actors::cluster_actors a;
+  cluster_actors a;
   a.remote = *remote;
   // --respawn-s: a node that crashed (killed, or exited with an error) is started again, as a
   // machine's replacement would be; its devices join at the next slot.
@@ -225,4 +226,4 @@ result<training::train_outcome> train_remote(training::prepared_job& p, const tr
   return out;
 }
 
-}  // namespace dynapar::cli
+}  // namespace dynapar::actors::remote

@@ -49,7 +49,7 @@ bool open(const device_state& s) { return !s.active && s.task.more; }
 stage_report interim_report(const device_state& s, int kind) {
   stage_report r;
   r.device = s.cfg.id;
-  r.step = s.task.step;
+  r.tag = s.task.tag;
   r.compute_s = s.report.compute_s;
   r.interim = kind;
   return r;
@@ -74,8 +74,8 @@ void advance(device_self self) {
         s.current = s.task.inputs[m];
         break;
       case schedule::op::recv_act:
-        s.current = s.acts[{s.task.step, m}];
-        s.acts.erase({s.task.step, m});
+        s.current = s.acts[{s.task.tag, m}];
+        s.acts.erase({s.task.tag, m});
         break;
       case schedule::op::forward: {
         const device_clock::work_start w;
@@ -98,7 +98,7 @@ void advance(device_self self) {
       }
       case schedule::op::send_act:
         send_shaped(self, s.to_next, s.task.to_next, s.task.next, static_cast<double>(model::bytes(s.outputs[m])),
-                    act_atom::value, s.task.step, m, s.cfg.id, s.outputs[m]);
+                    act_atom::value, s.task.tag, m, s.cfg.id, s.outputs[m]);
         s.outputs.erase(m);
         ++s.report.messages;
         break;
@@ -108,17 +108,17 @@ void advance(device_self self) {
         const device_clock::work_start w;
         const bool last = !s.task.next;
         if (last && m >= static_cast<int>(s.task.targets.size())) return fail("no targets for micro-batch " + std::to_string(m));
-        const auto& from = last ? s.task.targets[m] : s.grads[{s.task.step, m}];  // a row per sample
+        const auto& from = last ? s.task.targets[m] : s.grads[{s.task.tag, m}];  // a row per sample
         auto g = last ? s.worker->backward_from_loss(m, from) : s.worker->backward(m, from);
         s.report.compute_s += s.speed.finish(w, s.speed.reference_s(s.task.lo, s.task.hi, false, static_cast<double>(model::samples(from))));
         if (!g) return fail(g.err().message);
-        s.grads.erase({s.task.step, m});
+        s.grads.erase({s.task.tag, m});
         s.input_grads[m] = *g;
         break;
       }
       case schedule::op::send_grad:
         send_shaped(self, s.to_prev, s.task.to_prev, s.task.prev, static_cast<double>(model::bytes(s.input_grads[m])),
-                    grad_atom::value, s.task.step, m, s.cfg.id, s.input_grads[m]);
+                    grad_atom::value, s.task.tag, m, s.cfg.id, s.input_grads[m]);
         s.input_grads.erase(m);
         ++s.report.messages;
         break;
@@ -241,16 +241,16 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
       [=](step_atom, stage_task& task) {
         auto& s = self->state;
         if (task.resume) {  // the rest of the open step: its gradients, loss and report go on
-          if (s.active && s.task.more && task.step == s.task.step) {  // the probe still runs
+          if (s.active && s.task.more && task.tag == s.task.tag) {  // the probe still runs
             s.rest = std::move(task);
             return;
           }
-          if (!open(s) || task.step != s.task.step) {
-            if (task.step < s.task.step) return;  // an abandoned attempt's
+          if (!open(s) || task.tag != s.task.tag) {
+            if (task.tag < s.task.tag) return;  // an abandoned attempt's
             stage_report r;
             r.device = s.cfg.id;
-            r.step = task.step;
-            r.error = "device " + std::to_string(s.cfg.id) + ": the rest of step " + std::to_string(task.step) + " without its probe";
+            r.tag = task.tag;
+            r.error = "device " + std::to_string(s.cfg.id) + ": the rest of step " + std::to_string(task.tag) + " without its probe";
             self->send(task.report_to, r);
             return;
           }
@@ -261,24 +261,24 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
         // Messages of this step that came before its task are kept in acts/grads; those of
         // earlier tags (an abandoned attempt) are dropped.
         const auto stale = [&](auto& m) {
-          for (auto it = m.begin(); it != m.end();) it = it->first.first < s.task.step ? m.erase(it) : std::next(it);
+          for (auto it = m.begin(); it != m.end();) it = it->first.first < s.task.tag ? m.erase(it) : std::next(it);
         };
         stale(s.acts);
         stale(s.grads);
         drop_unnamed_data(s);
         // An abandoned attempt's sums that were waiting: dropped unanswered, as above.
-        s.deferred.erase(std::remove_if(s.deferred.begin(), s.deferred.end(), [&](const auto& d) { return d.first.step < s.task.step; }),
+        s.deferred.erase(std::remove_if(s.deferred.begin(), s.deferred.end(), [&](const auto& d) { return d.first.tag < s.task.tag; }),
                          s.deferred.end());
         s.outputs.clear();
         s.input_grads.clear();
         for (const auto& [k, t] : s.acts)
-          if (k.first == s.task.step) s.runner.arrived_activation(k.second);
+          if (k.first == s.task.tag) s.runner.arrived_activation(k.second);
         for (const auto& [k, t] : s.grads)
-          if (k.first == s.task.step) s.runner.arrived_gradient(k.second);
+          if (k.first == s.task.tag) s.runner.arrived_gradient(k.second);
         s.report = stage_report{};
         s.speed.new_step();
         s.report.device = s.cfg.id;
-        s.report.step = s.task.step;
+        s.report.tag = s.task.tag;
         if (!s.task.evaluate) {  // an evaluation leaves the training state as it is
           if (s.updated_step >= 0 && s.updated_step == s.task.train_step - 1)
             s.report.idle_s = std::chrono::duration<double>(clock::now() - s.updated_at).count();
@@ -290,19 +290,19 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
         s.wait_since = clock::now();
         advance(self);
       },
-      [=](act_atom, std::int64_t step, int micro, int from, const model::tensor& t) {
+      [=](act_atom, std::int64_t tag, int micro, int from, const model::tensor& t) {
         auto& s = self->state;
-        if (step < s.task.step || !take_data(s, step, micro, from, true)) return;  // an abandoned attempt's, or refused
-        s.acts[{step, micro}] = t;
-        if (step != s.task.step || !s.active) return;  // the next step's, early
+        if (tag < s.task.tag || !take_data(s, tag, micro, from, true)) return;  // an abandoned attempt's, or refused
+        s.acts[{tag, micro}] = t;
+        if (tag != s.task.tag || !s.active) return;  // the next attempt's, early
         s.runner.arrived_activation(micro);
         advance(self);
       },
-      [=](grad_atom, std::int64_t step, int micro, int from, const model::tensor& t) {
+      [=](grad_atom, std::int64_t tag, int micro, int from, const model::tensor& t) {
         auto& s = self->state;
-        if (step < s.task.step || !take_data(s, step, micro, from, false)) return;
-        s.grads[{step, micro}] = t;
-        if (step != s.task.step || !s.active) return;
+        if (tag < s.task.tag || !take_data(s, tag, micro, from, false)) return;
+        s.grads[{tag, micro}] = t;
+        if (tag != s.task.tag || !s.active) return;
         s.runner.arrived_gradient(micro);
         advance(self);
       },
@@ -317,31 +317,31 @@ device_impl::behavior_type device_actor(device_self self, device_config cfg) {
         self->delayed_send(self, std::chrono::microseconds(after_us), pause_atom::value, seconds);
       },
       [=](pause_atom, double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); },
-      [=](grads_atom, std::int64_t step, const std::vector<int>& layers) {
-        device_gradients out{self->state.cfg.id, step, {}};
+      [=](grads_atom, std::int64_t tag, const std::vector<int>& layers) {
+        device_gradients out{self->state.cfg.id, tag, {}};
         for (int l : layers) out.layers.emplace_back(l, self->state.worker->partial_gradients(l));
         return out;
       },
-      [=](apply_atom, std::int64_t step, int layer, const std::vector<model::tensor>& summed, double divisor, double scale) {
-        return apply_sum(self->state, step, layer, summed, divisor, scale);
+      [=](apply_atom, std::int64_t tag, int layer, const std::vector<model::tensor>& summed, double divisor, double scale) {
+        return apply_sum(self->state, tag, layer, summed, divisor, scale);
       },
       [=](reduce_atom, reduce_task& t) -> caf::result<sum_held> {
         auto& s = self->state;
         auto done = self->make_response_promise<sum_held>();
         // The stage of this step failed: no partial sums will come; the answer says why.
-        if (t.step == s.task.step && !s.active && !s.report.error.empty())
-          return done.deliver(caf::make_error(caf::sec::runtime_error, s.report.error + " (so its sums of the step never started)")), done;
+        if (t.tag == s.task.tag && !s.active && !s.report.error.empty())
+          return done.deliver(caf::make_error(caf::sec::runtime_error, s.report.error + " (so its sums of the tag never started)")), done;
         // Sent with the step, it waits for this device's stage of that step to end.
-        if (t.step > s.task.step || (t.step == s.task.step && (s.active || open(s)))) s.deferred.emplace_back(std::move(t), done);
+        if (t.tag > s.task.tag || (t.tag == s.task.tag && (s.active || open(s)))) s.deferred.emplace_back(std::move(t), done);
         else start_reduce(self, std::move(t), done);
         return done;
       },
       [=](part_atom, reduce_part& p) { sum_take(self, std::move(p)); },
-      [=](gloo_atom, std::int64_t step, int layer, const std::vector<model::tensor>& sum, const std::string& error) {
-        gloo_done(self, step, layer, sum, error);
+      [=](gloo_atom, std::int64_t tag, int layer, const std::vector<model::tensor>& sum, const std::string& error) {
+        gloo_done(self, tag, layer, sum, error);
       },
-      [=](commit_atom, std::int64_t step, int layer, double divisor, double scale) {
-        return commit_sum(self->state, step, layer, divisor, scale);
+      [=](commit_atom, std::int64_t tag, int layer, double divisor, double scale) {
+        return commit_sum(self->state, tag, layer, divisor, scale);
       },
       [=](hash_atom, int layer) { return static_cast<std::uint64_t>(self->state.worker->hash(layer)); },
       [=](copy_atom, int layer) { return self->state.worker->copy(layer); },

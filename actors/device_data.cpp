@@ -11,31 +11,31 @@ namespace {
 void refuse(device_state& s, bool activation, int from, int want) {
   ++s.data_refused;
   logging::get("device")->warn("device {}: dropped {} of step {} from device {}; its task takes it from device {} ({} refused)", s.cfg.id,
-                               activation ? "an activation" : "a gradient", s.task.step, from, want, s.data_refused);
+                               activation ? "an activation" : "a gradient", s.task.tag, from, want, s.data_refused);
 }
 
 int neighbour(const device_state& s, bool activation) { return activation ? s.task.prev_id : s.task.next_id; }
 
 }  // namespace
 
-bool take_data(device_state& s, std::int64_t step, int micro, int from, bool activation) {
-  if (step == s.task.step && s.active && from != neighbour(s, activation)) {
+bool take_data(device_state& s, std::int64_t tag, int micro, int from, bool activation) {
+  if (tag == s.task.tag && s.active && from != neighbour(s, activation)) {
     refuse(s, activation, from, neighbour(s, activation));
     return false;
   }
-  s.data_from[{step, micro, activation}] = from;
+  s.data_from[{tag, micro, activation}] = from;
   return true;
 }
 
 void drop_unnamed_data(device_state& s) {
   for (auto it = s.data_from.begin(); it != s.data_from.end();) {
-    const auto [step, micro, activation] = it->first;
-    const bool unnamed = step == s.task.step && it->second != neighbour(s, activation);
+    const auto [tag, micro, activation] = it->first;
+    const bool unnamed = tag == s.task.tag && it->second != neighbour(s, activation);
     if (unnamed) {
       refuse(s, activation, it->second, neighbour(s, activation));
-      (activation ? s.acts : s.grads).erase({step, micro});
+      (activation ? s.acts : s.grads).erase({tag, micro});
     }
-    it = step < s.task.step || unnamed ? s.data_from.erase(it) : std::next(it);
+    it = tag < s.task.tag || unnamed ? s.data_from.erase(it) : std::next(it);
   }
 }
 

@@ -90,10 +90,10 @@ void send_shaped(device_self self, comm::link_shaper& link, const comm::link_spe
 // The holders' sum (device_sum.cpp).
 // The optimizer step of a layer with its summed gradients, at the device's emulated speed.
 // `scale`: clipping's factor (model::clip_scale; 1: none).
-caf::result<applied> apply_sum(device_state& s, std::int64_t step, int layer, const std::vector<model::tensor>& sum, double divisor,
+caf::result<applied> apply_sum(device_state& s, std::int64_t tag, int layer, const std::vector<model::tensor>& sum, double divisor,
                                double scale);
 // The commit of bucket `layer`: its held sum applied to each of its layers.
-caf::result<applied> commit_sum(device_state& s, std::int64_t step, int layer, double divisor, double scale);
+caf::result<applied> commit_sum(device_state& s, std::int64_t tag, int layer, double divisor, double scale);
 // A bucket's sum among its holders, once this device's partial sums of the step are final;
 // `done` is answered when it holds the sum.
 void start_reduce(device_self self, reduce_task t, caf::response_promise done);
@@ -101,7 +101,7 @@ void start_reduce(device_self self, reduce_task t, caf::response_promise done);
 // sum's holders list at the rank it names; any other is refused, counted and said.
 void sum_take(device_self self, reduce_part p);
 // Gloo's all-reduce of a bucket came back (exact: false).
-void gloo_done(device_self self, std::int64_t step, int layer, const std::vector<model::tensor>& sum, const std::string& error);
+void gloo_done(device_self self, std::int64_t tag, int layer, const std::vector<model::tensor>& sum, const std::string& error);
 // The sums that waited for this device's stage of the step that just ended.
 void start_deferred(device_self self);
 
@@ -109,7 +109,7 @@ void start_deferred(device_self self);
 // (`activation`) or gradient of a step, sent by device `from`, is taken only from the
 // neighbour the step's task names; one that comes before its task is kept with its sender
 // and checked when the task comes (drop_unnamed_data). False: refused, counted and said.
-bool take_data(device_state& s, std::int64_t step, int micro, int from, bool activation);
+bool take_data(device_state& s, std::int64_t tag, int micro, int from, bool activation);
 // At a task's start: what came early from a device the task does not name is dropped.
 void drop_unnamed_data(device_state& s);
 // A migrating layer is taken only once announced by the controller (expect_atom), from the

@@ -10,7 +10,7 @@
 namespace dynapar::actors::device_detail {
 namespace {
 
-model::sum_task task_of(const reduce_task& t) { return {t.step, t.layer, t.layers, t.holders, t.micro_batches, t.exact, t.norms_divisor}; }
+model::sum_task task_of(const reduce_task& t) { return {t.tag, t.layer, t.layers, t.holders, t.micro_batches, t.exact, t.norms_divisor}; }
 
 model::device_sums::partials partials_of(device_state& s) {
   return [&s](int layer) { return s.worker->partial_gradients(layer); };
@@ -45,48 +45,48 @@ void gloo_reduce(device_self self, const reduce_task& t, caf::response_promise d
   if (!s.gloo) s.gloo = std::make_unique<gloo_lanes>(s.cfg.gloo_host, s.cfg.gloo_timeout_s);
   const int rank = static_cast<int>(std::find(t.holders.begin(), t.holders.end(), s.cfg.id) - t.holders.begin());
   auto me = caf::actor_cast<device_impl>(self);
-  s.gloo->start(t.store, t.generation, t.holders, rank, std::move(*flat), [me, step = t.step, layer = t.layer](result<std::vector<model::tensor>> r) {
-    if (r) caf::anon_send(me, gloo_atom::value, step, layer, std::move(*r), std::string{});
-    else caf::anon_send(me, gloo_atom::value, step, layer, std::vector<model::tensor>{}, r.err().message);
+  s.gloo->start(t.store, t.generation, t.holders, rank, std::move(*flat), [me, tag = t.tag, layer = t.layer](result<std::vector<model::tensor>> r) {
+    if (r) caf::anon_send(me, gloo_atom::value, tag, layer, std::move(*r), std::string{});
+    else caf::anon_send(me, gloo_atom::value, tag, layer, std::vector<model::tensor>{}, r.err().message);
   });
 }
 
 }  // namespace
 
-caf::result<applied> apply_sum(device_state& s, std::int64_t step, int layer, const std::vector<model::tensor>& sum, double divisor,
+caf::result<applied> apply_sum(device_state& s, std::int64_t tag, int layer, const std::vector<model::tensor>& sum, double divisor,
                                double scale) {
-  // `step` is the attempt's tag; the learning rate follows the training step of the attempt's
+  // The learning rate follows the training step of the attempt's
   // task, which every holder ran (it holds the layer because its stage has it).
-  if (s.task.step != step)
+  if (s.task.tag != tag)
     return caf::make_error(caf::sec::runtime_error, "device " + std::to_string(s.cfg.id) + ", layer " + std::to_string(layer) +
-                                                        ": a sum of attempt " + std::to_string(step) + ", but its task is of attempt " +
-                                                        std::to_string(s.task.step));
+                                                        ": a sum of attempt " + std::to_string(tag) + ", but its task is of attempt " +
+                                                        std::to_string(s.task.tag));
   const device_clock::work_start w;
   auto st = s.worker->apply(layer, sum, divisor, s.task.train_step, scale);
   s.speed.finish(w, s.speed.update_s(layer));
   if (!st) return caf::make_error(caf::sec::runtime_error, st.err().message);
   s.updated_at = std::chrono::steady_clock::now();
   s.updated_step = s.task.train_step;
-  return applied{s.cfg.id, step, layer};
+  return applied{s.cfg.id, tag, layer};
 }
 
-caf::result<applied> commit_sum(device_state& s, std::int64_t step, int layer, double divisor, double scale) {
-  auto per_layer = s.sum.commit(step, layer);
+caf::result<applied> commit_sum(device_state& s, std::int64_t tag, int layer, double divisor, double scale) {
+  auto per_layer = s.sum.commit(tag, layer);
   if (!per_layer) return caf::make_error(caf::sec::runtime_error, per_layer.err().message);
   for (const auto& [l, summed] : *per_layer) {
-    auto r = apply_sum(s, step, l, summed, divisor, scale);
+    auto r = apply_sum(s, tag, l, summed, divisor, scale);
     if (r.flag == caf::rt_error) return r;
   }
-  return applied{s.cfg.id, step, layer};
+  return applied{s.cfg.id, tag, layer};
 }
 
 void sum_take(device_self self, reduce_part p) {
   auto& s = self->state;
-  carry_out(self, s.sum.take(p.step, p.layer, p.device, std::move(p.msg)));
+  carry_out(self, s.sum.take(p.tag, p.layer, p.device, std::move(p.msg)));
 }
 
-void gloo_done(device_self self, std::int64_t step, int layer, const std::vector<model::tensor>& sum, const std::string& error) {
-  if (auto a = self->state.sum.gloo_done(step, layer, sum, error)) carry_out(self, {step, layer, {}, std::move(a), {}});  // else an abandoned attempt's
+void gloo_done(device_self self, std::int64_t tag, int layer, const std::vector<model::tensor>& sum, const std::string& error) {
+  if (auto a = self->state.sum.gloo_done(tag, layer, sum, error)) carry_out(self, {tag, layer, {}, std::move(a), {}});  // else an abandoned attempt's
 }
 
 void start_reduce(device_self self, reduce_task t, caf::response_promise done) {
@@ -109,7 +109,7 @@ void start_deferred(device_self self) {
   auto waiting = std::move(s.deferred);
   s.deferred.clear();
   for (auto& [t, done] : waiting) {
-    if (t.step <= s.task.step) start_reduce(self, std::move(t), std::move(done));
+    if (t.tag <= s.task.tag) start_reduce(self, std::move(t), std::move(done));
     else s.deferred.emplace_back(std::move(t), std::move(done));
   }
 }

@@ -41,7 +41,7 @@ result<double> driver::evaluate(const data::dataset& test, std::int64_t t, const
     const int last = std::min(end[g], next[g] + chunks_per_task);
     const auto& gp = groups[g];
     group_task task;
-    task.step = ++attempt_.tag;
+    task.tag = ++attempt_.tag;
     task.train_step = -1;  // no augmentation, no dropout
     task.evaluate = true;
     task.report_to = caf::actor_cast<group_sink>(self_);
@@ -55,7 +55,7 @@ result<double> driver::evaluate(const data::dataset& test, std::int64_t t, const
     // step's deadline for each such third is ample.
     const double thirds = std::max(1.0, (last - next[g]) * static_cast<double>(chunk) / std::max(1, s_.batch) / 3);
     due[g] = clock::now() + std::chrono::duration_cast<clock::duration>(step_deadline() * thirds);
-    tag[g] = task.step;
+    tag[g] = task.tag;
     next[g] = last;
     ++running;
     self_->send(groups_[g], step_atom::value, std::move(task));
@@ -70,7 +70,7 @@ result<double> driver::evaluate(const data::dataset& test, std::int64_t t, const
         on_down, [](const stage_report&) {},  // the group's report says it all
         [&](const group_report& r) {
           for (std::size_t g = 0; g < G; ++g) {
-            if (tag[g] != r.step) continue;
+            if (tag[g] != r.tag) continue;
             if (!r.error.empty()) failure_ = r.error;
             sum += r.loss_sum;
             tag[g] = -1;

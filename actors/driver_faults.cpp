@@ -70,7 +70,7 @@ result<driver::resumed> driver::recover(std::int64_t t, bool committed, const er
     // after it, so they are here by now. A survivor that did not confirm (its apply failed)
     // may be a step behind: it counts as lost, and its layers come from replicas or the cut.
     for (bool more = true; more;)
-      self_->receive([&](const applied& a) { attempt_.last->applied(a.device, a.step, a.layer); },
+      self_->receive([&](const applied& a) { attempt_.last->applied(a.device, a.tag, a.layer); },
                      caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
     for (int id : unconfirmed())
       if (lost.insert(id).second) logging::get("train")->warn("step {}: device {} did not confirm applying the step", t, id);

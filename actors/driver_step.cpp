@@ -59,7 +59,7 @@ void driver::add_micro_batch(group_task& task, const std::vector<int>& group, co
 void driver::send_slice(const step::slice& sl, const std::vector<int>& samples, std::int64_t t, bool resume) {
   const auto& gp = current_->groups[sl.group];
   group_task task;
-  task.step = attempt_.tag;
+  task.tag = attempt_.tag;
   task.train_step = t;
   task.first_micro = sl.first_micro;
   task.accumulate = !s_.exact;
@@ -82,7 +82,7 @@ void driver::await_pipelines(step::attempt& at, reduction_work& work, const std:
     self_->receive(
         on_down,
         [&](const stage_report& r) {
-          if (r.step != attempt_.tag || !r.error.empty()) return;  // an abandoned attempt's; an error comes with its group's
+          if (r.tag != attempt_.tag || !r.error.empty()) return;  // an abandoned attempt's; an error comes with its group's
           if (r.interim != 0) {  // a probe's progress (within-step dispatch)
             for (const auto& sl : at.interim(r.device, r.interim, r.compute_s, since(started))) send_slice(sl, samples, t, true);
             return;
@@ -91,14 +91,14 @@ void driver::await_pipelines(step::attempt& at, reduction_work& work, const std:
           if (faults_.waiting(sim::fault_moment::sum) && at.all_stages_done()) fire_armed(sim::fault_moment::sum, t, plan_devices(), 0.002);
         },
         [&](const group_report& r) {
-          if (r.step != attempt_.tag) return;  // an abandoned attempt's
+          if (r.tag != attempt_.tag) return;  // an abandoned attempt's
           if (!r.error.empty()) failure_ = r.error;
           const std::vector<control::stage_figures> stages(r.stages.begin(), r.stages.end());
           for (int id : at.group_done(r.loss_sum, r.time_s, stages, since(started))) work.ready(id);
         },
         [&](device_gradients& g) { work.on(g); },
         [&](const sum_held& h) {
-          if (h.step == attempt_.tag) at.sum_held(h.device, static_cast<double>(h.bytes_in));
+          if (h.tag == attempt_.tag) at.sum_held(h.device, static_cast<double>(h.bytes_in));
           work.on(h);
         },
         [&](caf::error& e) { failure_ = text(e); },
@@ -139,7 +139,7 @@ status driver::apply_step(step::attempt& at, reduction_work& work, std::int64_t 
   }
   auto on_down = [&](caf::down_msg& d) { note_down(d); };
   for (int k = 0; k < acks && failure_.empty();)
-    self_->receive(on_down, [&](const applied& a) { k += at.applied(a.device, a.step, a.layer); },
+    self_->receive(on_down, [&](const applied& a) { k += at.applied(a.device, a.tag, a.layer); },
                    [&](caf::error& e) { failure_ = text(e); }, caf::after(slice(deadline)) >> [&] { tick(started, deadline, "applying gradients"); });
   if (auto st = check("step " + std::to_string(t)); !st) return st;
   // The ledger counts what the devices confirmed: every holder of every layer.

@@ -46,27 +46,24 @@ group_handle::behavior_type group_supervisor(group_handle::stateful_pointer<supe
                    .first;
         const auto& pipe = it->second;
         if (task.resume) {  // a probe's rest (one device): the step in progress goes on
-          if (n != 1 || st.pending == 0 || task.step != st.report.step) return;
+          if (n != 1 || st.pending == 0 || task.tag != st.report.tag) return;
         } else {
           st.report = group_report{};
           st.report.group = st.cfg.group;
-          st.report.step = task.step;
+          st.report.tag = task.tag;
           st.report_to = task.report_to;
           st.pending = n;
           st.started = clock::now();
         }
         for (int j = 0; j < n; ++j) {
           stage_task t;
-          t.step = task.step;
-          t.train_step = task.train_step;
-          t.first_micro = task.first_micro;
-          t.accumulate = task.accumulate;
+          static_cast<step::stage_work&>(t) = task;
+          if (j > 0 && j < n - 1) t.samples.clear();
           t.program = pipe.programs[j];
           t.lo = st.cfg.splits[j];
           t.hi = st.cfg.splits[j + 1];
           if (j == 0) t.inputs = task.inputs;
           if (j == n - 1) t.targets = task.targets;
-          if (j == 0 || j == n - 1) t.samples = task.samples;
           if (j > 0) {
             t.prev = st.cfg.actors[j - 1];
             t.prev_id = st.cfg.devices[j - 1];
@@ -79,14 +76,12 @@ group_handle::behavior_type group_supervisor(group_handle::stateful_pointer<supe
           }
           t.report_to = caf::actor_cast<group_handle>(self);
           t.more = task.more && n == 1;
-          t.resume = task.resume;
-          t.evaluate = task.evaluate;
           self->send(st.cfg.actors[j], step_atom::value, std::move(t));
         }
       },
       [=](const stage_report& r) {
         auto& st = self->state;
-        if (st.pending == 0 || r.step != st.report.step) return;  // a late report of an abandoned step
+        if (st.pending == 0 || r.tag != st.report.tag) return;  // a late report of an abandoned step
         self->send(st.report_to, r);
         if (r.interim != 0 && r.error.empty()) return;  // a probe's progress: the stage goes on
         st.report.stages.push_back(r);

@@ -14,6 +14,7 @@
 #include "model/peer_sum.hpp"
 #include "planner/plan.hpp"
 #include "schedule/schedule.hpp"
+#include "step/stage_work.hpp"
 #include "training/settings.hpp"
 #include "wire/device_call.hpp"
 #include "wire/messages.hpp"
@@ -110,7 +111,7 @@ struct layer_transfer {
 
 // A chunk of a sum in progress, from one holder of `layer` to another.
 struct reduce_part {
-  std::int64_t step = 0;
+  std::int64_t tag = 0;
   int layer = 0;
   model::chunk_msg msg;
   int device = -1;  // the sender: taken only if the sum's holders list it at msg.from
@@ -127,37 +128,22 @@ using device_peer = caf::typed_actor<caf::reacts_to<act_atom, std::int64_t, int,
 // What a stage did in a step, to its group (or the error that stopped it): stage_report.
 using stage_sink = caf::typed_actor<caf::reacts_to<stage_report>>;
 
-// One stage's part of a step.
-struct stage_task {
-  std::int64_t step = 0;
-  std::int64_t train_step = 0;           // group_task::train_step
+// One stage's part of a step attempt: its work (the payload the wire's step op embeds too),
+// its neighbours' handles and its tensors.
+struct stage_task : step::stage_work {
   schedule::program program;
-  int lo = 0, hi = 0;                    // layers [lo, hi)
-  std::int64_t first_micro = 0;          // the step's index of this group's first micro-batch
-  bool accumulate = false;               // exact: false (model::device_worker::begin_step)
   std::vector<model::tensor> inputs;     // first stage: one per micro-batch
   std::vector<model::tensor> targets;    // last stage: one per micro-batch
-  // First or last stage: each micro-batch's sample ids, from which a node holding the job's
-  // data set builds the inputs and targets itself (only ids then cross the wire).
-  std::vector<std::vector<int>> samples;
   device_peer prev, next;                // neighbouring stages (null at the ends)
   int prev_id = -1, next_id = -1;
   comm::link_spec to_prev, to_next;      // emulated links (docs/RUNTIME.md)
   stage_sink report_to;
-  // Within-step dispatch (step/layout.hpp), single-device groups (over nodes too: StageTask): `more`,
-  // this is a probe: the device reports its first forward and its end (interim reports) and
-  // keeps the step open for its rest; `resume`, this is the rest of the open step (no new
-  // step: gradients and loss go on).
-  bool more = false, resume = false;
-  // Evaluation (driver::evaluate): forward only, in evaluation mode, nothing kept and no
-  // training state touched; inputs, targets and samples are of the validation set.
-  bool evaluate = false;
 };
 
 // A group's step: its stages' reports, to the driver.
 struct group_report {
   int group = 0;
-  std::int64_t step = 0;
+  std::int64_t tag = 0;
   double loss_sum = 0;
   double time_s = 0;                     // from the supervisor's send to its last stage report
   std::vector<stage_report> stages;
@@ -168,24 +154,18 @@ struct group_report {
 // final, so its sums may start), and the group's once every stage is in.
 using group_sink = caf::typed_actor<caf::reacts_to<stage_report>, caf::reacts_to<group_report>>;
 
-// A group's part of a step: the micro-batches of its share.
-struct group_task {
-  std::int64_t step = 0;
-  std::int64_t train_step = 0;           // the training step (seeds a layer's dropout: model/scripted.hpp)
-  std::int64_t first_micro = 0;          // the step's index of inputs[0] (the exact sum's tree)
-  bool accumulate = false;               // exact: false
+// A group's part of a step: the micro-batches of its share. Its work is each stage's, but for
+// the layers (each stage its own) and the samples (the first and last stage's only).
+struct group_task : step::stage_work {
   std::vector<model::tensor> inputs, targets;
-  std::vector<std::vector<int>> samples; // each micro-batch's sample ids (stage_task::samples)
   std::vector<comm::link_spec> links;    // between consecutive stages
   group_sink report_to;
-  bool more = false, resume = false;     // within-step dispatch (stage_task)
-  bool evaluate = false;                 // stage_task::evaluate
 };
 
 // A device's gradients of every layer it holds after a step, as the exact sum's partial sums.
 struct device_gradients {
   int device = 0;
-  std::int64_t step = 0;  // the attempt's tag (stale answers are told apart)
+  std::int64_t tag = 0;  // the attempt's (stale answers are told apart)
   std::vector<std::pair<int, std::vector<model::grad_part>>> layers;
 };
 
@@ -194,7 +174,7 @@ struct device_gradients {
 // processes); each answers (sum_held) once it holds the sum, and applies it when the driver
 // commits the step (commit_atom), so a failure before the commit leaves no holder ahead.
 struct reduce_task {
-  std::int64_t step = 0;                 // the attempt's tag
+  std::int64_t tag = 0;                  // the attempt's
   int layer = 0;
   std::int64_t micro_batches = 0;        // the exact sum's leaves
   bool exact = true;                     // false: the holders' sums in rank order
@@ -218,7 +198,7 @@ struct reduce_task {
 // other holders' chunks it received for it (the sum's traffic into this holder).
 struct sum_held {
   int device = 0;
-  std::int64_t step = 0;
+  std::int64_t tag = 0;
   int layer = 0;
   std::int64_t bytes_in = 0;
   std::vector<std::vector<float>> norms;  // reduce_task::norms_divisor > 0: each bucket layer's, in order
@@ -229,7 +209,7 @@ struct sum_held {
 // confirmed it.
 struct applied {
   int device = 0;
-  std::int64_t step = 0;  // the attempt's tag
+  std::int64_t tag = 0;  // the attempt's
   int layer = 0;
 };
 

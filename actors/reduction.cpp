@@ -39,7 +39,7 @@ class central_work : public reduction_work {
     held_.erase(it);  // asked once
   }
   void on(device_gradients& g) override {
-    if (g.step != s_.tag) return;
+    if (g.tag != s_.tag) return;
     --waiting_;
     for (auto& [l, micro] : g.layers) got_[{g.device, l}] = std::move(micro);
   }
@@ -104,7 +104,7 @@ class peer_work : public reduction_work {
   }
   void on(device_gradients&) override {}
   void on(const sum_held& h) override {
-    if (h.step != s_.tag) return;
+    if (h.tag != s_.tag) return;
     --waiting_;
     // Every holder's norms of a layer are the same bits (the same sum): the first one kept.
     const auto it = buckets_.find(h.layer);

@@ -239,7 +239,7 @@ struct StageTask {
 
 # A micro-batch's activation or gradient between stages; one tensor.
 struct MicroTensor {
-  step @0 :Int64;
+  tag @0 :Int64;              # the attempt's tag (StageTask.tag)
   micro @1 :UInt32;
   from @2 :Int32;             # the sending device (protocol 27): the receiver takes it only from
 }                             #   the stage its task names, hosted by the node that sent it
@@ -255,7 +255,7 @@ struct LinkUse {
 # A stage finished (error empty) or failed.
 struct StageReport {
   device @0 :Int32;
-  step @1 :Int64;
+  tag @1 :Int64;              # the attempt's tag (StageTask.tag)
   messages @2 :UInt32;        # activations and gradients sent
   computeS @3 :Float64;
   waitS @4 :Float64;

@@ -68,26 +68,18 @@ comm::link_spec link_from(const wire::ops::link& l) {
 
 wire::ops::step step_of(const stage_task& t, std::vector<model::tensor>& tensors, bool node_has_data) {
   wire::ops::step s;
-  s.tag = t.step;
-  s.lo = t.lo;
-  s.hi = t.hi;
+  static_cast<step::stage_work&>(s) = t;
   s.prev = t.prev_id;
   s.next = t.next_id;
   s.inputs = static_cast<int>(t.inputs.size());
   s.targets = static_cast<int>(t.targets.size());
-  s.first_micro = t.first_micro;
-  s.train_step = t.train_step;
-  s.accumulate = t.accumulate;
-  s.more = t.more;
-  s.resume = t.resume;
-  s.evaluate = t.evaluate;
   for (const auto& in : t.program) s.program.push_back({static_cast<int>(in.kind), in.micro});
   s.to_prev = link_of(t.to_prev);
   s.to_next = link_of(t.to_next);
   const bool by_ids = node_has_data && !t.samples.empty();
   s.inputs_from_samples = by_ids && !t.inputs.empty();
   s.targets_from_samples = by_ids && !t.targets.empty();
-  if (by_ids) s.samples = t.samples;
+  if (!by_ids) s.samples.clear();  // the tensors travel instead
   tensors.clear();
   if (!s.inputs_from_samples) tensors = t.inputs;
   if (!s.targets_from_samples) tensors.insert(tensors.end(), t.targets.begin(), t.targets.end());
@@ -100,23 +92,18 @@ result<stage_task> task_from(const wire::ops::step& s, const std::vector<model::
   if (s.inputs < 0 || s.targets < 0 || static_cast<std::size_t>(s.inputs + s.targets) != tensors.size())
     return bad("a step", "input and target counts do not match the tensors");
   stage_task t;
-  t.step = s.tag;
-  t.lo = s.lo;
-  t.hi = s.hi;
+  static_cast<step::stage_work&>(t) = s;
   t.prev_id = s.prev;
   t.next_id = s.next;
-  t.first_micro = s.first_micro;
-  t.train_step = s.train_step;
-  t.accumulate = s.accumulate;
-  t.more = s.more;
-  t.resume = s.resume;
-  t.evaluate = s.evaluate;
   for (const auto& in : s.program) t.program.push_back({static_cast<schedule::op>(in.kind), in.micro});
   t.to_prev = link_from(s.to_prev);
   t.to_next = link_from(s.to_next);
   t.inputs.assign(tensors.begin(), tensors.begin() + s.inputs);
   t.targets.assign(tensors.begin() + s.inputs, tensors.end());
-  if (!s.inputs_from_samples && !s.targets_from_samples) return t;
+  if (!s.inputs_from_samples && !s.targets_from_samples) {  // the ids come only with those flags
+    t.samples.clear();
+    return t;
+  }
   if (!d) return bad("a step", "names its samples, but this node holds no copy of the job's data set");
   // An evaluation's samples are of the validation set (`d` then), with no augmentation.
   const std::int64_t draw = s.evaluate ? -1 : s.train_step;
@@ -136,7 +123,6 @@ result<stage_task> task_from(const wire::ops::step& s, const std::vector<model::
   } catch (const std::exception& e) {  // a data file that changed under the run (data/dataset.hpp)
     return bad("a step", std::string("reads its samples: ") + e.what());
   }
-  t.samples = s.samples;
   return t;
 }
 
@@ -186,7 +172,7 @@ result<layer_msg> layer_from(const model::layer_source& src, const wire::ops::ho
 }
 
 wire::ops::gradient_set gradients_of(const device_gradients& g, std::vector<model::tensor>& tensors) {
-  wire::ops::gradient_set w{g.device, g.step, {}};
+  wire::ops::gradient_set w{g.device, g.tag, {}};
   for (const auto& [l, parts] : g.layers) {
     wire::ops::layer_parts lp{l, parts.empty() ? 0 : static_cast<int>(parts.front().grads.size()), {}};
     for (const auto& p : parts) {
@@ -218,12 +204,12 @@ result<device_gradients> gradients_from(const wire::ops::gradient_set& w, const 
 }
 
 wire::ops::reduce reduce_of(const reduce_task& t) {
-  return {t.step, t.layer, t.micro_batches, t.exact, t.holders, t.store, t.generation, t.layers, t.norms_divisor};
+  return {t.tag, t.layer, t.micro_batches, t.exact, t.holders, t.store, t.generation, t.layers, t.norms_divisor};
 }
 
 reduce_task reduce_from(const wire::ops::reduce& r) {
   reduce_task t;
-  t.step = r.tag;
+  t.tag = r.tag;
   t.layer = r.layer;
   t.micro_batches = r.micro_batches;
   t.exact = r.exact;
@@ -236,7 +222,7 @@ reduce_task reduce_from(const wire::ops::reduce& r) {
 }
 
 wire::ops::reduce_part part_of(const reduce_part& p, std::vector<model::tensor>& tensors) {
-  wire::ops::reduce_part w{p.step, p.layer, p.msg.gather, p.msg.from, {}, p.device};
+  wire::ops::reduce_part w{p.tag, p.layer, p.msg.gather, p.msg.from, {}, p.device};
   for (const auto& part : p.msg.parts) {
     w.parts.push_back({part.level, part.index});
     tensors.insert(tensors.end(), part.grads.begin(), part.grads.end());
@@ -247,7 +233,7 @@ wire::ops::reduce_part part_of(const reduce_part& p, std::vector<model::tensor>&
 result<reduce_part> part_from(const wire::ops::reduce_part& w, const std::vector<model::tensor>& tensors) {
   if (w.parts.size() != tensors.size()) return bad("a sum's chunk", "the part count does not match its tensors");
   reduce_part p;
-  p.step = w.tag;
+  p.tag = w.tag;
   p.layer = w.layer;
   p.msg.gather = w.gather;
   p.msg.from = w.from;

@@ -24,8 +24,8 @@ using clock = std::chrono::steady_clock;
 device_peer::behavior_type peer_stub(device_peer::pointer, int target, std::shared_ptr<node_shared> sh) {
   auto data = [=](wire::device_op op, const std::vector<model::tensor>& ts) { sh->post_data(remote::call_to(target, std::move(op)), ts); };
   return {
-      [=](act_atom, std::int64_t step, int micro, int from, const model::tensor& t) { data(wire::ops::activation{step, micro, from}, {t}); },
-      [=](grad_atom, std::int64_t step, int micro, int from, const model::tensor& t) { data(wire::ops::gradient{step, micro, from}, {t}); },
+      [=](act_atom, std::int64_t tag, int micro, int from, const model::tensor& t) { data(wire::ops::activation{tag, micro, from}, {t}); },
+      [=](grad_atom, std::int64_t tag, int micro, int from, const model::tensor& t) { data(wire::ops::gradient{tag, micro, from}, {t}); },
       [=](part_atom, const reduce_part& p) {
         std::vector<model::tensor> ts;
         auto op = remote::part_of(p, ts);
@@ -171,7 +171,7 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
             if (!task) {
               stage_report r;
               r.device = c.device;
-              r.step = st.tag;
+              r.tag = st.tag;
               r.error = task.err().message;
               return sh->post(remote::call_to(c.device, remote::report_of(r)));
             }
@@ -180,8 +180,8 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
             task->report_to = s.upstream;
             self->send(dev, step_atom::value, std::move(*task));
           },
-          [&](const ops::activation& a) { self->send(dev, act_atom::value, a.step, a.micro, a.from, ts.at(0)); },
-          [&](const ops::gradient& g) { self->send(dev, grad_atom::value, g.step, g.micro, g.from, ts.at(0)); },
+          [&](const ops::activation& a) { self->send(dev, act_atom::value, a.tag, a.micro, a.from, ts.at(0)); },
+          [&](const ops::gradient& g) { self->send(dev, grad_atom::value, g.tag, g.micro, g.from, ts.at(0)); },
           [&](const ops::gradients& g) {
             self->request(dev, caf::infinite, grads_atom::value, g.tag, g.layers)
                 .then(
@@ -199,7 +199,7 @@ void on_call(bridge* self, const wire::device_call& c, std::vector<model::tensor
             auto t = remote::reduce_from(r);
             for (int id : t.holders) t.peers.push_back(resolve(self, id));
             self->request(dev, caf::infinite, reduce_atom::value, std::move(t))
-                .then([sh, c](const sum_held& h) { sh->answer(c, ops::sum_held{h.step, h.layer, h.bytes_in, h.norms}); }, on_error);
+                .then([sh, c](const sum_held& h) { sh->answer(c, ops::sum_held{h.tag, h.layer, h.bytes_in, h.norms}); }, on_error);
           },
           [&](const ops::reduce_part& p) {
             auto part = remote::part_from(p, ts);

@@ -135,11 +135,11 @@ remote_device_handle::behavior_type remote_device(proxy* self, int id, std::stri
       },
       [=](step_atom, stage_task& task) {
         self->state.report_to = task.report_to;
-        self->state.step = task.step;
+        self->state.step = task.tag;
         if (!self->state.lost.empty()) {
           stage_report r;
           r.device = id;
-          r.step = task.step;
+          r.tag = task.tag;
           r.error = self->state.lost;
           self->send(task.report_to, std::move(r));
           return;
@@ -151,7 +151,7 @@ remote_device_handle::behavior_type remote_device(proxy* self, int id, std::stri
         if (!by_ids && (unbuilt(task.inputs) || unbuilt(task.targets))) {  // the driver saw the node's proof, which is gone
           stage_report r;
           r.device = id;
-          r.step = task.step;
+          r.tag = task.tag;
           r.error = "device " + std::to_string(id) + ": its node no longer proves the job's data set, and the step's inputs were left to it";
           self->send(task.report_to, std::move(r));
           return;
@@ -224,7 +224,7 @@ remote_device_handle::behavior_type remote_device(proxy* self, int id, std::stri
           if (s.report_to) {
             stage_report r;
             r.device = id;
-            r.step = s.step;
+            r.tag = s.step;
             r.error = s.lost;
             self->send(s.report_to, std::move(r));
           }

@@ -122,20 +122,20 @@ void write_call(schema::DeviceCall::Builder c, const device_call& m) {
                  },
                  [&](const ops::activation& x) {
                    auto b = o.initActivation();
-                   b.setStep(x.step);
+                   b.setTag(x.tag);
                    b.setMicro(static_cast<U32>(x.micro));
                    b.setFrom(x.from);
                  },
                  [&](const ops::gradient& x) {
                    auto b = o.initGradient();
-                   b.setStep(x.step);
+                   b.setTag(x.tag);
                    b.setMicro(static_cast<U32>(x.micro));
                    b.setFrom(x.from);
                  },
                  [&](const ops::stage_report& x) {
                    auto b = o.initStageReport();
                    b.setDevice(x.device);
-                   b.setStep(x.step);
+                   b.setTag(x.tag);
                    b.setMessages(static_cast<U32>(x.messages));
                    b.setComputeS(x.compute_s);
                    b.setWaitS(x.wait_s);
@@ -320,14 +320,14 @@ device_op read_op(Op::Reader o, const decode_limits& lim) {
       return s;
     }
     case Op::ACTIVATION:
-      return ops::activation{o.getActivation().getStep(), to_int(o.getActivation().getMicro(), "call.activation.micro"), o.getActivation().getFrom()};
+      return ops::activation{o.getActivation().getTag(), to_int(o.getActivation().getMicro(), "call.activation.micro"), o.getActivation().getFrom()};
     case Op::GRADIENT:
-      return ops::gradient{o.getGradient().getStep(), to_int(o.getGradient().getMicro(), "call.gradient.micro"), o.getGradient().getFrom()};
+      return ops::gradient{o.getGradient().getTag(), to_int(o.getGradient().getMicro(), "call.gradient.micro"), o.getGradient().getFrom()};
     case Op::STAGE_REPORT: {
       auto r = o.getStageReport();
       ops::stage_report s;
       s.device = r.getDevice();
-      s.step = r.getStep();
+      s.tag = r.getTag();
       s.messages = to_int(r.getMessages(), "call.stageReport.messages");
       s.compute_s = r.getComputeS();
       s.wait_s = r.getWaitS();

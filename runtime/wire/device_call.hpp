@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "control/measurement.hpp"
+#include "step/stage_work.hpp"
 
 namespace dynapar::wire {
 
@@ -45,27 +46,20 @@ struct probed { double seconds = 0; };           // answer to probe
 // Same numbering as schedule::op (actors/remote/frames.cpp checks it).
 inline constexpr int stage_op_count = 7;
 struct instruction { int kind = 0, micro = -1; };
-struct step {                                    // tensors: inputs, then targets
-  std::int64_t tag = 0;
-  int lo = 0, hi = 0, prev = -1, next = -1;
+struct step : ::dynapar::step::stage_work {         // tensors: inputs, then targets
+  int prev = -1, next = -1;
   int inputs = 0, targets = 0;
-  std::int64_t first_micro = 0;
-  std::int64_t train_step = 0;                   // seeds dropout (stage_task::train_step)
-  bool accumulate = false;
   std::vector<instruction> program;
   link to_prev, to_next;
-  // Each micro-batch's sample ids; with a flag set, the node builds those tensors from its
-  // own copy of the data set (they are then not among the call's tensors).
-  std::vector<std::vector<int>> samples;
+  // With a flag set, the node builds those tensors from its own copy of the data set and the
+  // work's samples (they are then not among the call's tensors).
   bool inputs_from_samples = false, targets_from_samples = false;
-  bool more = false, resume = false;             // within-step dispatch (StageTask)
-  bool evaluate = false;                         // forward only, over the validation set (StageTask)
 };
-struct activation { std::int64_t step = 0; int micro = 0; int from = -1; };  // one tensor; from: the sending device
-struct gradient { std::int64_t step = 0; int micro = 0; int from = -1; };    // one tensor
+struct activation { std::int64_t tag = 0; int micro = 0; int from = -1; };  // one tensor; from: the sending device
+struct gradient { std::int64_t tag = 0; int micro = 0; int from = -1; };    // one tensor
 // A stage's figures (the device actor's message too: actors::stage_report).
 struct stage_report : control::stage_figures {
-  std::int64_t step = 0;                         // the attempt's tag
+  std::int64_t tag = 0;                          // the attempt's (step::stage_work::tag)
   std::string error;                             // empty when the stage succeeded
   int interim = 0;                               // 1, 2: a probe's progress (StageReport)
 };

@@ -171,7 +171,7 @@ last_stage last_stage_of(caf::actor_system& sys, caf::scoped_actor& self, const 
   const auto d = data::synthetic(8, 3);
   const std::vector<int> order{0, 1, 2, 3};
   auto& t = out.task;
-  t.step = 5;
+  t.tag = 5;
   t.lo = 1;
   t.hi = L;
   t.program = schedule::generate(planner::schedule_kind::one_f_one_b, 2, 1).programs[1];
@@ -302,7 +302,7 @@ TEST_CASE("a holder takes a sum's chunk only from the device its holders list at
     REQUIRE(error.empty());
   }
   actors::reduce_task r;
-  r.step = 5;
+  r.tag = 5;
   r.layer = 1;
   r.micro_batches = 2;
   r.holders = {1, 2};

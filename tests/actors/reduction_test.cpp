@@ -62,12 +62,12 @@ caf::behavior fake_holder(caf::event_based_actor* self, int id, std::map<int, st
       [=](reduce_atom, const reduce_task& t) {
         std::lock_guard<std::mutex> lock(log->m);
         log->tasks.push_back(t);
-        self->send(caf::actor_cast<caf::actor>(self->current_sender()), sum_held{id, t.step - 1, t.layer, 0, {{-1.0f}}});
+        self->send(caf::actor_cast<caf::actor>(self->current_sender()), sum_held{id, t.tag - 1, t.layer, 0, {{-1.0f}}});
         // Asked for norms (clipping): one a bucket layer, the layer's number and the holder's id.
         std::vector<std::vector<float>> norms;
         if (t.norms_divisor > 0)
           for (int l : t.layers.empty() ? std::vector<int>{t.layer} : t.layers) norms.push_back({static_cast<float>(l), static_cast<float>(id)});
-        return sum_held{id, t.step, t.layer, 0, norms};
+        return sum_held{id, t.tag, t.layer, 0, norms};
       },
       [=](commit_atom, std::int64_t tag, int layer, double batch, double scale) {
         std::lock_guard<std::mutex> lock(log->m);
@@ -97,7 +97,7 @@ status run(gradient_reduction& r, caf::scoped_actor& self, const reduction_step&
   if (auto st = work->finish(); !st) return st;
   acks = work->apply(64, 1.0);
   for (int k = 0; k < acks; ++k)
-    self->receive([&](const applied& a) { CHECK(a.step == s.tag); }, caf::after(std::chrono::seconds(10)) >> [&] { FAIL("no ack"); });
+    self->receive([&](const applied& a) { CHECK(a.tag == s.tag); }, caf::after(std::chrono::seconds(10)) >> [&] { FAIL("no ack"); });
   return ok_status();
 }
 
@@ -176,7 +176,7 @@ TEST_CASE("the peer reduction gives every holder its layer's task, waits for eac
   std::lock_guard<std::mutex> lock(log->m);
   REQUIRE(log->tasks.size() == 3);
   for (const auto& t : log->tasks) {
-    CHECK(t.step == 11);
+    CHECK(t.tag == 11);
     CHECK(t.micro_batches == 6);
     CHECK_FALSE(t.exact);
     CHECK(t.holders == holders.at(t.layer));  // ranks in plan order
@@ -312,7 +312,7 @@ TEST_CASE("the peer reduction at the start sends every bucket's task at once, an
   // No device said it is ready: the holders wait for their own stages instead.
   int held = 0;
   while (!work->done())
-    self->receive([&](const sum_held& h) { held += h.step == 9; work->on(h); },
+    self->receive([&](const sum_held& h) { held += h.tag == 9; work->on(h); },
                   caf::after(std::chrono::seconds(10)) >> [&] { FAIL("no reply"); });
   CHECK(held == 3);  // devices 4 and 5 for the bucket {0, 1}, device 6 for layer 2
   {
@@ -326,7 +326,7 @@ TEST_CASE("the peer reduction at the start sends every bucket's task at once, an
   REQUIRE(work->finish());
   CHECK(work->apply(64, 1.0) == 3);
   for (int k = 0; k < 3; ++k)
-    self->receive([&](const applied& a) { CHECK(a.step == 9); }, caf::after(std::chrono::seconds(10)) >> [&] { FAIL("no ack"); });
+    self->receive([&](const applied& a) { CHECK(a.tag == 9); }, caf::after(std::chrono::seconds(10)) >> [&] { FAIL("no ack"); });
   std::lock_guard<std::mutex> lock(log->m);
   CHECK(log->tasks.size() == 3);
 }

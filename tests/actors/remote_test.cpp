@@ -78,7 +78,7 @@ TEST_CASE("a step's inputs travel as sample ids to a node holding the data set, 
   const auto d = data::synthetic(64, 5);
   const std::vector<int> order = {63, 2, 17, 40, 5, 9, 31};  // a step's samples, as the sampler shuffles them
   actors::stage_task t;  // a one-stage group: inputs and targets; micro-batches of 4 and 3
-  t.step = 3;
+  t.tag = 3;
   t.lo = 0;
   t.hi = 2;
   for (auto [lo, hi] : {std::pair{0, 4}, std::pair{4, 7}}) {
@@ -116,7 +116,7 @@ TEST_CASE("an evaluation names samples of the validation set: the node builds th
   model::set_threads(1);
   const auto train = data::synthetic(64, 5), val = data::synthetic(40, 6);
   actors::stage_task t;  // a one-stage group's evaluation: chunks of 4 and 3 validation samples
-  t.step = 9;
+  t.tag = 9;
   t.lo = 0;
   t.hi = 2;
   t.train_step = -1;

@@ -122,12 +122,12 @@ TEST_CASE("every device operation round-trips with its fields", "[unit][wire]") 
   CHECK((ss.samples == std::vector<std::vector<int>>{{5, 9, 0}, {59999}} && ss.targets_from_samples && !ss.inputs_from_samples));
 
   const auto ab = round_trip(ops::activation{41, 3, 7}, 1);
-  CHECK((ab.step == 41 && ab.micro == 3 && ab.from == 7));
+  CHECK((ab.tag == 41 && ab.micro == 3 && ab.from == 7));
   const auto gb = round_trip(ops::gradient{42, 6, 8}, 1);
-  CHECK((gb.step == 42 && gb.micro == 6 && gb.from == 8));
+  CHECK((gb.tag == 42 && gb.micro == 6 && gb.from == 8));
 
   const auto rb = round_trip(ops::stage_report{{3, 0.5, 0.25, 16, {{3, 4, 1e6, 0.01, 8}}, 0, 9.75, 0}, 41, "lost", 0});
-  CHECK((rb.device == 3 && rb.step == 41 && rb.messages == 16 && rb.compute_s == 0.5 && rb.wait_s == 0.25 && rb.loss_sum == 9.75));
+  CHECK((rb.device == 3 && rb.tag == 41 && rb.messages == 16 && rb.compute_s == 0.5 && rb.wait_s == 0.25 && rb.loss_sum == 9.75));
   REQUIRE(rb.links.size() == 1);
   CHECK((rb.links[0].from == 3 && rb.links[0].to == 4 && rb.links[0].transfers == 8 && rb.links[0].bytes == 1e6 &&
          rb.links[0].busy_s == 0.01));

@@ -77,7 +77,7 @@ def main():
     kwargs = json.loads(sys.argv[9]) if len(sys.argv) > 9 else {}
     in_channels = int(sys.argv[10]) if len(sys.argv) > 10 else 0
     seed, batch, steps, lr, momentum = int(seed), int(batch), int(steps), float(lr), float(momentum)
-    model = dynapar_export.load_model(spec, kwargs)
+    model = dynapar_export.load_model(spec, kwargs, seed)
     if in_channels:
         dynapar_export.set_in_channels(model, in_channels)
     chain = torch.jit.load(exported)

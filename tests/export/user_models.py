@@ -102,3 +102,79 @@ class FailsLater(nn.Module):
 
 def fails_at_run_time():
     return nn.Sequential(nn.Flatten(), nn.Linear(784, 10), FailsLater())
+
+
+class Unpacks(nn.Module):
+    """A block whose forward unpacks x.size(): torch.fx cannot trace inside it."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+        self.bn = nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        b, c, h, w = x.size()
+        return torch.relu(self.bn(self.conv(x))).view(b, c, h, w) + x
+
+
+def untraceable_block():
+    return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), Unpacks(8), nn.ReLU(), Unpacks(8),
+                         nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 10)))
+
+
+class Transposed(nn.Module):
+    """Hands a transposed view (not contiguous) to the next block."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(28, 28)
+        self.act = nn.Tanh()
+
+    def forward(self, x):
+        return self.act(self.fc(x.flatten(0, 1))).view(x.shape[0], 28, 28).transpose(1, 2)
+
+
+def view_at_cut():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = Transposed()
+            self.b = nn.Sequential(nn.Flatten(), nn.Linear(784, 10))
+
+        def forward(self, x):
+            return self.b(self.a(x.flatten(1).view(-1, 28, 28)))
+    return Net()
+
+
+class Dense(nn.Module):
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        self.fc = nn.Linear(n_in, n_out)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+
+def many_plain_layers():
+    """Twenty plain layers between two blocks: the plain run is one segment, named by its ends."""
+    plain = [m for _ in range(10) for m in (nn.Linear(64, 64), nn.ReLU())]
+    return nn.Sequential(nn.Flatten(), Dense(784, 64), *plain, Dense(64, 64), nn.Linear(64, 10))
+
+
+def named_outputs():
+    from collections import namedtuple
+    Out = namedtuple("Out", "logits aux")
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(784, 10)
+            self.aux = nn.Linear(784, 10)
+
+        def forward(self, x):
+            return Out(self.fc(x.flatten(1)), self.aux(x.flatten(1)))
+    return Net()
+
+
+def raises():
+    raise ValueError("this builder needs a config file")

@@ -18,7 +18,9 @@ where), several tensors alive across a cut (no cut is made there: those parts st
 segment), and weights shared by two segments (tied weights: the segments between are merged).
 """
 import argparse
+import contextlib
 import functools
+import io
 import warnings
 import importlib
 import importlib.util
@@ -29,7 +31,7 @@ from collections import OrderedDict
 
 import torch
 from torch import fx, nn
-from torch.fx.passes.shape_prop import ShapeProp
+from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 
 CONTAINERS = (nn.Sequential, nn.ModuleList, nn.ModuleDict)
 
@@ -38,13 +40,20 @@ class ExportError(Exception):
     pass
 
 
-def load_model(spec, kwargs):
+def load_model(spec, kwargs, seed=0):
     if ":" not in spec:
         import torchvision.models as tvm
 
         if not hasattr(tvm, spec):
             raise ExportError(f"'{spec}' is not a torchvision model; give FILE.py:FUNCTION or module:FUNCTION for your own")
-        return getattr(tvm, spec)(**kwargs)
+        model = getattr(tvm, spec)(**kwargs)
+        # GoogLeNet and Inception v3 return their auxiliary heads' outputs too in training:
+        # dynapar trains the main output, built without them (unless --kwargs says).
+        if getattr(model, "aux_logits", False) is True and "aux_logits" not in kwargs:
+            print("auxiliary heads off (aux_logits=False): the main output is trained")
+            torch.manual_seed(seed)
+            model = getattr(tvm, spec)(**dict(kwargs, aux_logits=False))
+        return model
     where, fn = spec.rsplit(":", 1)
     if where.endswith(".py"):
         loader = importlib.util.spec_from_file_location("user_model", where)
@@ -75,16 +84,26 @@ def set_in_channels(model, channels):
 
 
 class BlockTracer(fx.Tracer):
-    """Records, for every node, the stack of modules it was traced in."""
+    """Records, for every node, the stack of modules it was traced in; the modules in `whole`
+    are not traced into (leaves: scripted as they are)."""
 
-    def __init__(self):
+    def __init__(self, whole=()):
         super().__init__()
         self.stack = []
+        self.whole = set(whole)
+        self.failed_in = None  # the module stack where tracing last failed
+
+    def is_leaf_module(self, m, qualified_name):
+        return qualified_name in self.whole or super().is_leaf_module(m, qualified_name)
 
     def call_module(self, m, forward, args, kwargs):
         self.stack.append(self.path_of_module(m))
         try:
             return super().call_module(m, forward, args, kwargs)
+        except Exception:
+            if self.failed_in is None:
+                self.failed_in = list(self.stack)
+            raise
         finally:
             self.stack.pop()
 
@@ -92,6 +111,29 @@ class BlockTracer(fx.Tracer):
         node = super().create_node(*args, **kwargs)
         node.meta["stack"] = list(self.stack)
         return node
+
+
+def trace(model):
+    """The model's graph. Where torch.fx cannot trace inside a module (a helper that unpacks
+    x.size(), a data-dependent branch), that module becomes a leaf, kept whole in its segment,
+    and the trace is tried again: cuts fall between the model's blocks anyway."""
+    whole = []
+    while True:
+        tracer = BlockTracer(whole)
+        try:
+            return tracer.trace(model), whole
+        except Exception as e:  # torch.fx's own message says which code it could not trace
+            inner = [p for p in (tracer.failed_in or []) if p and p not in whole and
+                     not isinstance(model.get_submodule(p), CONTAINERS)]
+            if not inner or len(whole) >= 64:
+                raise ExportError(f"torch.fx cannot trace the model's forward (outside any module it could keep whole): "
+                                  f"{one_line(e)}")
+            whole.append(inner[-1])  # the innermost module where it failed
+
+
+def one_line(e):
+    text = str(e).strip().split("\n")[0]
+    return text if len(text) <= 300 else text[:300] + "..."
 
 
 def unit_of(root, node):
@@ -119,6 +161,40 @@ def getattr_path(root, target):
     return obj
 
 
+def runs_at(model, example, size):
+    x = torch.zeros(list(example.shape[:-2]) + [size, size])
+    try:
+        with torch.no_grad():
+            model.eval()
+            model(x)
+        return True
+    except Exception:
+        return False
+    finally:
+        model.train()
+
+
+def too_small(model, example, e):
+    """Why the model cannot run on the example: for an image (C,H,W), the smallest square size
+    it takes, found by trying."""
+    sample = "x".join(str(d) for d in example.shape[1:])
+    why = f"the model cannot run on a sample of {sample}: {one_line(e)}"
+    if example.dim() != 4:
+        return why
+    low, high = example.shape[-1], None
+    for size in (16, 24, 32, 48, 64, 96, 128, 160, 224, 299, 384, 512):
+        if size > low and runs_at(model, example, size):
+            high = size
+            break
+    if high is None:
+        return why + " (nor at any square size up to 512)"
+    while high - low > 1:  # it fails at low and runs at high
+        mid = (low + high) // 2
+        low, high = (low, mid) if runs_at(model, example, mid) else (mid, high)
+    channels = ",".join(str(d) for d in example.shape[1:-2])
+    return why + f"; the smallest square input it takes is --input {channels},{high},{high}"
+
+
 def segments_of(root, gm, example):
     graph = gm.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
@@ -128,7 +204,15 @@ def segments_of(root, gm, example):
     result = out_node.args[0]
     if not isinstance(result, fx.Node):
         raise ExportError("the model's forward returns a tuple or a dict; dynapar needs one tensor of class scores")
-    ShapeProp(gm).propagate(example)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):  # ShapeProp prints a traceback of its own
+            ShapeProp(gm).propagate(example)
+    except Exception as e:
+        raise ExportError(too_small(root, example, e.__cause__ or e))
+    if not isinstance(result.meta.get("tensor_meta"), TensorMetadata):
+        raise ExportError(f"the model's forward returns {type(result.meta.get('tensor_meta')).__name__.replace('Metadata', '')} "
+                          "in training mode, not one tensor: dynapar trains one tensor of class scores (return the main "
+                          "output; torchvision's GoogLeNet and Inception v3 are exported with aux_logits off)")
     # get_attr nodes (a parameter used in code, not through a module) move to just before
     # their first user, so that they are never alive across a cut unless shared.
     body = [n for n in graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
@@ -206,7 +290,9 @@ def build_segment(root, seg, pos, last_use, first_input, result):
     for n in seg:
         env[n] = g.node_copy(n, lambda a: env[a])
     outs = [n for n in seg if last_use.get(n, -1) > pos[seg[-1]]]
-    g.output(env[outs[0]])
+    # What crosses a cut is contiguous: a view's strides do not travel (same values, and the
+    # next stage's input is then laid out as it would be anywhere else).
+    g.output(g.call_method("contiguous", (env[outs[0]],)))
     return fx.GraphModule(root, g)
 
 
@@ -222,9 +308,11 @@ def segment_name(root, seg, units, pos, k, count):
         base = "stem"
     elif k == count - 1 and count > 1:
         base = "head"
+    elif len(names) > 1:  # a run of plain layers or blocks: its first and last
+        base = f"{names[0]}_to_{names[-1]}"
     else:
-        base = "+".join(names) if names else f"part{k}"
-    return base.replace(".", "_").replace("+", "_")
+        base = names[0] if names else f"part{k}"
+    return base.replace(".", "_")
 
 
 def gradients(params, x, run, weights):
@@ -309,8 +397,10 @@ def main(argv=None):
                     help="the samples are token ids below this (fed as floats: call .long() in the model), e.g. --input 1,1,64")
     ap.add_argument("--seed", type=int, default=0, help="torch.manual_seed before the model is built (its initial weights)")
     ap.add_argument("--out", required=True, help="the TorchScript file to write (.pt)")
+    ap.add_argument("--debug", action="store_true", help="on a failure, Python's traceback instead of one line")
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore", module="torch.jit")  # TorchScript's notes on torchvision's code
+    warnings.filterwarnings("ignore", category=FutureWarning, module="torchvision")  # its notes on future defaults
     try:
         shape = [int(s) for s in args.input.split(",")]
         if not shape or any(s <= 0 for s in shape):
@@ -320,7 +410,13 @@ def main(argv=None):
     if not args.out.endswith(".pt"):
         raise ExportError("--out: dynapar recognises a model file by its .pt ending")
     torch.manual_seed(args.seed)
-    model = load_model(args.model, json.loads(args.kwargs))
+    try:
+        kwargs = json.loads(args.kwargs)
+    except ValueError as e:
+        raise ExportError(f"--kwargs '{args.kwargs}': not a JSON object ({e})")
+    if not isinstance(kwargs, dict):
+        raise ExportError(f"--kwargs '{args.kwargs}': give a JSON object, e.g. '{{\"num_classes\": 10}}'")
+    model = load_model(args.model, kwargs, args.seed)
     if args.in_channels:
         set_in_channels(model, args.in_channels)
     # In-place activations would write into a stage's input, which autograd forbids on a
@@ -329,11 +425,9 @@ def main(argv=None):
         if hasattr(m, "inplace") and isinstance(m.inplace, bool):
             m.inplace = False
     model.train()
-    tracer = BlockTracer()
-    try:
-        graph = tracer.trace(model)
-    except Exception as e:  # torch.fx's own message says which code it could not trace
-        raise ExportError(f"torch.fx cannot trace the model's forward: {e}")
+    graph, whole = trace(model)
+    if whole:
+        print("kept whole (torch.fx cannot trace inside; scripted as they are): " + ", ".join(sorted(whole)))
     gm = fx.GraphModule(model, graph)
     gen = torch.Generator().manual_seed(args.seed)
     if args.vocab < 0:
@@ -407,8 +501,20 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    debug = "--debug" in sys.argv[1:]
     try:
         sys.exit(main())
     except ExportError as e:
+        if debug:
+            raise
         print(f"dynapar_export: {e}", file=sys.stderr)
+        sys.exit(2)
+    except Exception as e:  # the model's own code, or PyTorch's: one line, where it came from
+        if debug:
+            raise
+        tb = e.__traceback__
+        while tb.tb_next:
+            tb = tb.tb_next
+        where = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"
+        print(f"dynapar_export: {type(e).__name__}: {one_line(e)} (at {where}; --debug shows the traceback)", file=sys.stderr)
         sys.exit(2)

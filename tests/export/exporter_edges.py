@@ -4,6 +4,8 @@ model itself or a hand-derived fact, never against an earlier output:
 - a block torch.fx cannot trace inside (it unpacks x.size()) is kept whole: the export
   names it, cuts still fall at the blocks, the chain's forward is the model's, bit for bit,
   and dynapar trains it on a 2-stage pipeline 3 steps with --verify difference 0;
+- stochastic depth (torchvision.ops) reads the training mode: kept whole, so the chain draws
+  as the model does in both modes; it trains on 2 stages with --verify 0;
 - GoogLeNet is exported without its auxiliary heads, saying so, and its chain is the model's;
 - AlexNet on a sample too small for it: one line, exit 2, naming the smallest square input,
   which runs (and one pixel less does not: both checked by running torchvision's model);
@@ -52,15 +54,11 @@ def segments(out):
     return [l.split()[0] for l in rows.strip().split("\n")]
 
 
-# A block torch.fx cannot trace inside.
-rc, out, err = export(f"{models}:untraceable_block", "--input", "1,28,28", "--out", "untraceable.pt")
-assert rc == 0, out + err
-assert "kept whole (torch.fx cannot trace inside; scripted as they are): 1, 3" in out, out
-assert segments(out) == ["stem", "1", "2", "3", "head"], segments(out)
-assert "chain == model forward: bit-identical" in out, out
-with open(os.path.join(work, "untraceable.yaml"), "w") as f:
-    f.write(f"""name: untraceable
-model: {work}/untraceable.pt
+def train_2_stages(name, splits):
+    """3 steps of the exported NAME.pt on a 2-stage pipeline, --verify against one plain device."""
+    with open(os.path.join(work, name + ".yaml"), "w") as f:
+        f.write(f"""name: {name}
+model: {work}/{name}.pt
 data: fashion_mnist
 seed: 3
 batch: 32
@@ -72,14 +70,32 @@ devices:
   - {{id: 0, speed: 1, memory_gb: 4}}
   - {{id: 1, speed: 1, memory_gb: 4}}
 plan:
-  - {{devices: [0, 1], splits: [0, 2, 5], share: 32, micro_batch: 8}}
+  - {{devices: [0, 1], splits: {splits}, share: 32, micro_batch: 8}}
 """)
-r = subprocess.run([dynapar, "train", "untraceable.yaml", "--verify", "--out", "run_untraceable"], cwd=work,
-                   capture_output=True, text=True, env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
-assert r.returncode == 0, r.stdout + r.stderr
-summary = json.load(open(os.path.join(work, "run_untraceable", "summary.json")))
-assert summary["steps"] == 3 and summary["reference_max_rel_diff"] == 0, summary
+    r = subprocess.run([dynapar, "train", name + ".yaml", "--verify", "--out", "run_" + name], cwd=work,
+                       capture_output=True, text=True, env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    summary = json.load(open(os.path.join(work, "run_" + name, "summary.json")))
+    assert summary["steps"] == 3 and summary["reference_max_rel_diff"] == 0, summary
+
+
+# A block torch.fx cannot trace inside.
+rc, out, err = export(f"{models}:untraceable_block", "--input", "1,28,28", "--out", "untraceable.pt")
+assert rc == 0, out + err
+assert "kept whole (torch.fx cannot trace inside; scripted as they are): 1, 3" in out, out
+assert segments(out) == ["stem", "1", "2", "3", "head"], segments(out)
+assert "chain == model forward: bit-identical" in out, out
+train_2_stages("untraceable", "[0, 2, 5]")
 print("untraceable blocks kept whole:", segments(out), "; 2-stage pipeline, --verify difference 0")
+
+# Stochastic depth reads the training mode: kept whole, the chain draws as the model does, in
+# training mode and not in evaluation mode (the export checks both), and over 2 stages.
+rc, out, err = export(f"{models}:stochastic_depth", "--input", "1,28,28", "--out", "depth.pt")
+assert rc == 0, out + err
+assert "kept whole (they read the training mode as they run): 2.drop, 3.drop, 4.drop" in out, out
+assert "chain == model forward: bit-identical" in out, out
+train_2_stages("depth", "[0, 2, 5]")
+print("stochastic depth kept whole; 2-stage pipeline, --verify difference 0")
 
 # GoogLeNet: the main output, without the auxiliary heads.
 rc, out, err = export("googlenet", "--input", "3,64,64", "--kwargs", '{"num_classes": 10}', "--out", "googlenet.pt")

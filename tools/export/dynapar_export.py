@@ -24,6 +24,7 @@ import io
 import warnings
 import importlib
 import importlib.util
+import inspect
 import json
 import operator
 import sys
@@ -91,10 +92,18 @@ class BlockTracer(fx.Tracer):
         super().__init__()
         self.stack = []
         self.whole = set(whole)
+        self.by_mode = set()   # kept whole as they read self.training
         self.failed_in = None  # the module stack where tracing last failed
 
     def is_leaf_module(self, m, qualified_name):
-        return qualified_name in self.whole or super().is_leaf_module(m, qualified_name)
+        if qualified_name in self.whole or super().is_leaf_module(m, qualified_name):
+            return True
+        # A forward that reads self.training (stochastic depth, a dropout of one's own) would be
+        # traced with its mode fixed; kept whole, it reads the mode as it runs.
+        if qualified_name and reads_training(type(m)):
+            self.by_mode.add(qualified_name)
+            return True
+        return False
 
     def call_module(self, m, forward, args, kwargs):
         self.stack.append(self.path_of_module(m))
@@ -113,6 +122,16 @@ class BlockTracer(fx.Tracer):
         return node
 
 
+@functools.lru_cache(maxsize=None)
+def reads_training(cls):
+    if isinstance(cls, type) and issubclass(cls, CONTAINERS):
+        return False
+    try:
+        return "self.training" in inspect.getsource(cls.forward)
+    except (OSError, TypeError):  # no source (built in, or made at run time)
+        return False
+
+
 def trace(model):
     """The model's graph. Where torch.fx cannot trace inside a module (a helper that unpacks
     x.size(), a data-dependent branch), that module becomes a leaf, kept whole in its segment,
@@ -121,7 +140,7 @@ def trace(model):
     while True:
         tracer = BlockTracer(whole)
         try:
-            return tracer.trace(model), whole
+            return tracer.trace(model), whole, sorted(tracer.by_mode)
         except Exception as e:  # torch.fx's own message says which code it could not trace
             inner = [p for p in (tracer.failed_in or []) if p and p not in whole and
                      not isinstance(model.get_submodule(p), CONTAINERS)]
@@ -425,9 +444,11 @@ def main(argv=None):
         if hasattr(m, "inplace") and isinstance(m.inplace, bool):
             m.inplace = False
     model.train()
-    graph, whole = trace(model)
+    graph, whole, by_mode = trace(model)
     if whole:
         print("kept whole (torch.fx cannot trace inside; scripted as they are): " + ", ".join(sorted(whole)))
+    if by_mode:
+        print("kept whole (they read the training mode as they run): " + ", ".join(by_mode))
     gm = fx.GraphModule(model, graph)
     gen = torch.Generator().manual_seed(args.seed)
     if args.vocab < 0:

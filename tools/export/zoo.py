@@ -165,6 +165,10 @@ def main():
     ap.add_argument("--max-params", type=float, default=150e6, help="larger models are listed as skipped")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds for one export or one training run")
     args = ap.parse_args()
+    args.dynapar, args.out = os.path.abspath(args.dynapar), os.path.abspath(args.out)  # each run has its own cwd
+    if not os.access(args.dynapar, os.X_OK):
+        print(f"zoo: --dynapar {args.dynapar}: not an executable", file=sys.stderr)
+        return 2
     warnings.filterwarnings("ignore")
     torch.set_num_threads(1)
     names = args.models.split(",") if args.models else builders()

@@ -27,6 +27,7 @@ import importlib.util
 import inspect
 import json
 import operator
+import os
 import sys
 from collections import OrderedDict
 
@@ -144,15 +145,42 @@ def trace(model):
         except Exception as e:  # torch.fx's own message says which code it could not trace
             inner = [p for p in (tracer.failed_in or []) if p and p not in whole and
                      not isinstance(model.get_submodule(p), CONTAINERS)]
-            if not inner or len(whole) >= 64:
-                raise ExportError(f"torch.fx cannot trace the model's forward (outside any module it could keep whole): "
-                                  f"{one_line(e)}")
-            whole.append(inner[-1])  # the innermost module where it failed
+            if not inner or len(whole) >= 4096:
+                raise ExportError(f"torch.fx cannot trace the model's own forward, outside the modules it could keep "
+                                  f"whole: {one_line(e, sentence=True)}{where_in_model(e)}; move that code into a module "
+                                  "of its own, or write it so that it traces (x.new_ones(...), not torch.ones(x.size(0)))")
+            # The innermost module where it failed, and every module of its class (same code).
+            cls = type(model.get_submodule(inner[-1]))
+            whole += [p for p, m in model.named_modules() if type(m) is cls and p not in whole]
 
 
-def one_line(e):
+def modules_said(model, paths):
+    """A few modules by path; many by class and count."""
+    if len(paths) <= 4:
+        return ", ".join(sorted(paths))
+    counts = OrderedDict()
+    for p in sorted(paths):
+        name = type(model.get_submodule(p)).__name__
+        counts[name] = counts.get(name, 0) + 1
+    return ", ".join(f"{n} x{c}" for n, c in counts.items())
+
+
+def one_line(e, sentence=False):
     text = str(e).strip().split("\n")[0]
+    if sentence and ". " in text:
+        text = text.split(". ")[0] + "."
     return text if len(text) <= 300 else text[:300] + "..."
+
+
+def where_in_model(e):
+    """The innermost line of the model's code (not PyTorch's, not this file's) an error came from."""
+    last, tb = None, e.__traceback__
+    while tb:
+        f = tb.tb_frame.f_code
+        if "/torch/" not in f.co_filename and os.path.abspath(f.co_filename) != os.path.abspath(__file__):
+            last = (os.path.basename(f.co_filename), tb.tb_lineno, f.co_name)
+        tb = tb.tb_next
+    return f" (at {last[0]}:{last[1]}, in {last[2]})" if last else ""
 
 
 def unit_of(root, node):
@@ -299,7 +327,7 @@ def merge_tied(root, segs):
             return segs
 
 
-def build_segment(root, seg, pos, last_use, first_input, result):
+def build_segment(root, seg, pos, last_use, contiguous):
     g = fx.Graph()
     inside = set(seg)
     inputs = [n for n in pos if n not in inside and any(u in inside for u in n.users) and n.op != "get_attr"]
@@ -309,9 +337,7 @@ def build_segment(root, seg, pos, last_use, first_input, result):
     for n in seg:
         env[n] = g.node_copy(n, lambda a: env[a])
     outs = [n for n in seg if last_use.get(n, -1) > pos[seg[-1]]]
-    # What crosses a cut is contiguous: a view's strides do not travel (same values, and the
-    # next stage's input is then laid out as it would be anywhere else).
-    g.output(g.call_method("contiguous", (env[outs[0]],)))
+    g.output(g.call_method("contiguous", (env[outs[0]],)) if contiguous else env[outs[0]])
     return fx.GraphModule(root, g)
 
 
@@ -402,6 +428,62 @@ def check_gradients(model, chain, example, seed):
         p.grad = None
 
 
+def make_chain(model, segs, pos, last_use, units, example, seed, contiguous):
+    """The segments scripted into a chain, checked against the model's own forward (training
+    and evaluation mode) and backward; ExportError where they differ."""
+    chain = OrderedDict()
+    rows = []
+    for k, seg in enumerate(segs):
+        name = segment_name(model, seg, units, pos, k, len(segs))
+        while name in chain:
+            name += "_"
+        part = build_segment(model, seg, pos, last_use, contiguous)
+        try:
+            scripted = torch.jit.script(part)
+        except Exception as e:
+            raise ExportError(f"segment {name}: TorchScript cannot compile it: {one_line(e)}")
+        chain[name] = scripted
+        params = sum(p.numel() for p in part.parameters())
+        out_meta = seg[-1].meta.get("tensor_meta") if seg else None
+        for n in reversed(seg):
+            if last_use.get(n, -1) > pos[seg[-1]]:
+                out_meta = n.meta.get("tensor_meta")
+                break
+        rows.append((name, params, "x".join(str(d) for d in out_meta.shape) if out_meta is not None else "?"))
+    top = torch.jit.script(nn.Sequential(chain))
+    # The checks run the model: its running statistics (BatchNorm's) go back as they were.
+    kept = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    # dynapar runs TorchScript unoptimised (runtime/model/scripted.cpp): so do the checks.
+    torch._C._set_graph_executor_optimize(False)
+    try:
+        # The chain must compute the model's forward: the same bits in training mode (dropout
+        # drawn in the same order) and in evaluation mode.
+        worst = 0.0
+        for training in (True, False):
+            model.train(training)
+            top.train(training)
+            torch.manual_seed(seed)
+            want = model(example.clone())
+            torch.manual_seed(seed)
+            got = top(example.clone())
+            if got.shape != want.shape:
+                raise ExportError(f"the chain gives {tuple(got.shape)}, the model {tuple(want.shape)}")
+            if not torch.equal(got, want):
+                worst = max(worst, ((got - want).abs().max() / want.abs().max().clamp_min(1e-30)).item())
+        model.train()
+        top.train()
+        if worst > 1e-6:
+            raise ExportError(f"the chain differs from the model's forward (largest relative difference {worst:.3g})")
+        if worst == 0:
+            check_gradients(model, chain, example, seed)
+    finally:
+        model.train()
+        with torch.no_grad():
+            for k, v in model.state_dict().items():
+                v.copy_(kept[k])
+    return chain, top, rows, worst, want
+
+
 def describe(t):
     return "x".join(str(d) for d in t.shape)
 
@@ -446,9 +528,9 @@ def main(argv=None):
     model.train()
     graph, whole, by_mode = trace(model)
     if whole:
-        print("kept whole (torch.fx cannot trace inside; scripted as they are): " + ", ".join(sorted(whole)))
+        print("kept whole (torch.fx cannot trace inside; scripted as they are): " + modules_said(model, whole))
     if by_mode:
-        print("kept whole (they read the training mode as they run): " + ", ".join(by_mode))
+        print("kept whole (they read the training mode as they run): " + modules_said(model, by_mode))
     gm = fx.GraphModule(model, graph)
     gen = torch.Generator().manual_seed(args.seed)
     if args.vocab < 0:
@@ -456,53 +538,14 @@ def main(argv=None):
     example = (torch.randint(0, args.vocab, [2] + shape, generator=gen).float() if args.vocab
                else torch.randn([2] + shape, generator=gen))
     segs, order, pos, last_use, result, units = segments_of(model, gm, example)
-    chain = OrderedDict()
-    rows = []
-    for k, seg in enumerate(segs):
-        name = segment_name(model, seg, units, pos, k, len(segs))
-        while name in chain:
-            name += "_"
-        part = build_segment(model, seg, pos, last_use, None, result)
-        try:
-            scripted = torch.jit.script(part)
-        except Exception as e:
-            raise ExportError(f"segment {name}: TorchScript cannot compile it: {e}")
-        chain[name] = scripted
-        params = sum(p.numel() for p in part.parameters())
-        out_meta = seg[-1].meta.get("tensor_meta") if seg else None
-        for n in reversed(seg):
-            if last_use.get(n, -1) > pos[seg[-1]]:
-                out_meta = n.meta.get("tensor_meta")
-                break
-        rows.append((name, params, "x".join(str(d) for d in out_meta.shape) if out_meta is not None else "?"))
-    top = torch.jit.script(nn.Sequential(chain))
-    # The checks run the model: its running statistics (BatchNorm's) go back as they were.
-    kept = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    # dynapar runs TorchScript unoptimised (runtime/model/scripted.cpp): so do the checks.
-    torch._C._set_graph_executor_optimize(False)
-    # The chain must compute the model's forward: the same bits in training mode (dropout
-    # drawn in the same order) and in evaluation mode.
-    worst = 0.0
-    for training in (True, False):
-        model.train(training)
-        top.train(training)
-        torch.manual_seed(args.seed)
-        want = model(example.clone())
-        torch.manual_seed(args.seed)
-        got = top(example.clone())
-        if got.shape != want.shape:
-            raise ExportError(f"the chain gives {tuple(got.shape)}, the model {tuple(want.shape)}")
-        if not torch.equal(got, want):
-            worst = max(worst, ((got - want).abs().max() / want.abs().max().clamp_min(1e-30)).item())
-    model.train()
-    top.train()
-    if worst > 1e-6:
-        raise ExportError(f"the chain differs from the model's forward (largest relative difference {worst:.3g})")
-    if worst == 0:
-        check_gradients(model, chain, example, args.seed)
-    with torch.no_grad():
-        for k, v in model.state_dict().items():
-            v.copy_(kept[k])
+    # What crosses a cut is made contiguous where that keeps the model's bits; where the
+    # model's own backward depends on a view's layout (a permute before a LayerNorm, as in
+    # ConvNeXt), the view crosses as it is (the runtime hands it on with its strides).
+    try:
+        chain, top, rows, worst, want = make_chain(model, segs, pos, last_use, units, example, args.seed, True)
+    except ExportError:
+        chain, top, rows, worst, want = make_chain(model, segs, pos, last_use, units, example, args.seed, False)
+        print("views cross the cuts as they are (made contiguous, the chain's backward differed from the model's)")
     # Class scores [batch, classes], or a language model's [batch, positions, vocab] (a score
     # for every position's next token: loss next_token).
     if want.dim() != 2 and not (want.dim() == 3 and args.vocab > 0):

@@ -89,6 +89,7 @@ steps: 3
 schedule: 1f1b
 optimizer: {{kind: sgd, lr: 0.01, momentum: 0.9}}
 hash_every: 0
+step_deadline_s: 900   # the default's first step (5 s, before any step was measured) is short for a large model here
 devices:
   - {{id: 0, speed: 1, memory_gb: 8}}
   - {{id: 1, speed: 1, memory_gb: 8}}

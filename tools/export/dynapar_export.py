@@ -145,7 +145,7 @@ def trace(model):
         except Exception as e:  # torch.fx's own message says which code it could not trace
             inner = [p for p in (tracer.failed_in or []) if p and p not in whole and
                      not isinstance(model.get_submodule(p), CONTAINERS)]
-            if not inner or len(whole) >= 4096:
+            if not inner:  # else each try keeps a new class whole: the loop ends
                 raise ExportError(f"torch.fx cannot trace the model's own forward, outside the modules it could keep "
                                   f"whole: {one_line(e, sentence=True)}{where_in_model(e)}; move that code into a module "
                                   "of its own, or write it so that it traces (x.new_ones(...), not torch.ones(x.size(0)))")
@@ -208,8 +208,13 @@ def getattr_path(root, target):
     return obj
 
 
-def runs_at(model, example, size):
-    x = torch.zeros(list(example.shape[:-2]) + [size, size])
+def describe(t):
+    return "x".join(str(d) for d in t.shape)
+
+
+def runs_at(model, leading, size):
+    """Whether the model's forward runs on zeros of shape leading + [size, size]."""
+    x = torch.zeros(list(leading) + [size, size])
     try:
         with torch.no_grad():
             model.eval()
@@ -224,20 +229,19 @@ def runs_at(model, example, size):
 def too_small(model, example, e):
     """Why the model cannot run on the example: for an image (C,H,W), the smallest square size
     it takes, found by trying."""
-    sample = "x".join(str(d) for d in example.shape[1:])
-    why = f"the model cannot run on a sample of {sample}: {one_line(e)}"
+    why = f"the model cannot run on a sample of {describe(example[0])}: {one_line(e)}"
     if example.dim() != 4:
         return why
     low, high = example.shape[-1], None
     for size in (16, 24, 32, 48, 64, 96, 128, 160, 224, 299, 384, 512):
-        if size > low and runs_at(model, example, size):
+        if size > low and runs_at(model, example.shape[:-2], size):
             high = size
             break
     if high is None:
         return why + " (nor at any square size up to 512)"
     while high - low > 1:  # it fails at low and runs at high
         mid = (low + high) // 2
-        low, high = (low, mid) if runs_at(model, example, mid) else (mid, high)
+        low, high = (low, mid) if runs_at(model, example.shape[:-2], mid) else (mid, high)
     channels = ",".join(str(d) for d in example.shape[1:-2])
     return why + f"; the smallest square input it takes is --input {channels},{high},{high}"
 
@@ -449,7 +453,7 @@ def make_chain(model, segs, pos, last_use, units, example, seed, contiguous):
             if last_use.get(n, -1) > pos[seg[-1]]:
                 out_meta = n.meta.get("tensor_meta")
                 break
-        rows.append((name, params, "x".join(str(d) for d in out_meta.shape) if out_meta is not None else "?"))
+        rows.append((name, params, describe(out_meta) if out_meta is not None else "?"))
     top = torch.jit.script(nn.Sequential(chain))
     # The checks run the model: its running statistics (BatchNorm's) go back as they were.
     kept = {k: v.detach().clone() for k, v in model.state_dict().items()}
@@ -470,7 +474,7 @@ def make_chain(model, segs, pos, last_use, units, example, seed, contiguous):
                 raise ExportError(f"the chain gives {tuple(got.shape)}, the model {tuple(want.shape)}")
             if not torch.equal(got, want):
                 worst = max(worst, ((got - want).abs().max() / want.abs().max().clamp_min(1e-30)).item())
-        model.train()
+        model.train()  # the backward is checked in training mode
         top.train()
         if worst > 1e-6:
             raise ExportError(f"the chain differs from the model's forward (largest relative difference {worst:.3g})")
@@ -482,10 +486,6 @@ def make_chain(model, segs, pos, last_use, units, example, seed, contiguous):
             for k, v in model.state_dict().items():
                 v.copy_(kept[k])
     return chain, top, rows, worst, want
-
-
-def describe(t):
-    return "x".join(str(d) for d in t.shape)
 
 
 def main(argv=None):

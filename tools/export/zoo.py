@@ -14,6 +14,8 @@ Writes OUT/zoo.jsonl (a row a model, as it goes) and OUT/zoo.md (the table docs/
 shows); exits 1 if a row holds a traceback or a trained model differs from its reference.
 """
 import argparse
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -26,6 +28,9 @@ import torch
 import torchvision
 
 here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)
+import dynapar_export as exporter  # noqa: E402  (models built as the exporter builds them)
+
 SIZES = (32, 48, 64, 96, 128, 160, 192, 224, 299)
 
 
@@ -33,26 +38,9 @@ def builders():
     return sorted(torchvision.models.list_models(module=torchvision.models))
 
 
-def build(name):
-    kwargs = {"num_classes": 10}
-    make = torchvision.models.get_model_builder(name)
-    model = make(**kwargs)
-    if getattr(model, "aux_logits", False) is True:  # as the exporter builds it
-        kwargs["aux_logits"] = False
-        model = make(**kwargs)
-    return model, kwargs
-
-
 def smallest_input(model):
-    model.eval()
-    for size in SIZES:
-        try:
-            with torch.no_grad():
-                model(torch.zeros(2, 3, size, size))
-            return size
-        except Exception:  # too small for its pools, or a fixed image size (ViT)
-            continue
-    return None
+    """The smallest of SIZES the model runs on, square, 3 channels (None: none of them)."""
+    return next((size for size in SIZES if exporter.runs_at(model, [2, 3], size)), None)
 
 
 def write_data(folder, size, n=64):
@@ -100,8 +88,10 @@ plan:
 
 def one(name, args, out):
     row = {"model": name}
+    kwargs = {"num_classes": 10}
     try:
-        model, kwargs = build(name)
+        with contextlib.redirect_stdout(io.StringIO()):  # its notes (auxiliary heads off) come with the export
+            model = exporter.load_model(name, kwargs)
     except Exception as e:
         row.update(result="refused", reason=f"cannot build: {type(e).__name__}: {e}")
         return row

@@ -106,6 +106,8 @@ status driver::await_devices(std::int64_t slot, std::int64_t t, bool& changed, c
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     if (actors_.remote) remote_departures();
     if (auto st = update_membership(slot, changed); !st) return st;
+    if (const auto none = cb_.no_replacements ? cb_.no_replacements() : ""; !none.empty() && members_.joined_count() <= have)
+      return make_error("no_devices", why + " at step " + std::to_string(t) + ", and " + none);
   }
   if (members_.joined_count() > have) return ok_status();
   const auto waited = std::to_string(s_.rejoin_wait_s).substr(0, 4);

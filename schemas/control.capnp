@@ -72,6 +72,7 @@ struct Heartbeat {
   dataHash @2 :UInt64;        # a node's: the fingerprint of the data sets it loaded for the job (training and validation)
                               # (runtime/data/source.hpp), 0 for none
   peakRssMb @3 :Float64;      # a node's: its peak resident memory so far, MB (0: not said)
+  loading @4 :Bool;           # a node's: still loading the job's data set; its devices join once it is done
 }
 
 enum FaultKind {

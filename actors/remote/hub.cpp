@@ -143,7 +143,7 @@ void remote_devices::impl::handle(comm::packet p) {
   }
   if (const auto* h = std::get_if<wire::heartbeat_msg>(&u->env.msg)) {  // seen above; it may prove the data set
     std::lock_guard<std::mutex> lock(mu);
-    node_data[p.route] = h->data_hash;
+    if (!h->loading) node_data[p.route] = h->data_hash;
     auto& peak = node_peak[p.route];
     peak = std::max(peak, h->peak_rss_mb);
     return;
@@ -304,7 +304,7 @@ void remote_devices::stop() {
 bool remote_devices::present(int id) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   auto it = impl_->devices.find(id);
-  return it != impl_->devices.end() && !it->second.leaving && !it->second.lost;
+  return it != impl_->devices.end() && impl_->present_locked(it->second);
 }
 
 std::optional<double> remote_devices::described_memory(int id) const {
@@ -370,7 +370,7 @@ std::set<int> remote_devices::present_ids() const {
   std::set<int> out;
   std::lock_guard<std::mutex> lock(impl_->mu);
   for (const auto& [id, e] : impl_->devices)
-    if (!e.leaving && !e.lost) out.insert(id);
+    if (impl_->present_locked(e)) out.insert(id);
   return out;
 }
 

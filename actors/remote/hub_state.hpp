@@ -67,7 +67,8 @@ struct remote_devices::impl {
   // gradients (partial sums for the central sum), sent to nodes (sums, layers), inputs.
   std::atomic<std::uint64_t> relayed{0}, gathered{0}, sent{0}, inputs{0}, gradients{0};
   std::uint64_t refused_relays = 0;  // data a node sent as another node's device's (not relayed)
-  // By route: the data set fingerprint the node's heartbeat proved (0: none yet).
+  // By route: the data set fingerprint the node's heartbeat proved (0: none). Absent while a
+  // node that was offered the job's data set has not said it loaded it (Heartbeat.loading).
   std::map<std::string, std::uint64_t> node_data;
   std::map<std::string, double> node_peak;  // MB, by route: the most a node's heartbeats said
   bool holds_data(const std::string& route) const {
@@ -77,6 +78,11 @@ struct remote_devices::impl {
   bool holds_data_locked(const std::string& route) const {
     auto it = node_data.find(route);
     return cfg.data_hash != 0 && it != node_data.end() && it->second == cfg.data_hash;
+  }
+  // A device takes part once it is neither leaving nor lost, and its node is not still
+  // loading the data set it was offered: one busy reading files would miss its first calls.
+  bool present_locked(const entry& e) const {
+    return !e.leaving && !e.lost && (cfg.data_hash == 0 || node_data.count(e.route));
   }
   std::shared_ptr<spdlog::logger> log = logging::get("remote");
 

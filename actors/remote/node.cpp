@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <chrono>
 #include <cstdlib>
+#include <future>
 #include <map>
 #include <thread>
 
@@ -79,16 +80,21 @@ result<std::string> model_source(const node_config& cfg, const wire::welcome_msg
 }
 
 // The job's training and validation sets, loaded here so that a step's and an evaluation's
-// inputs need only sample ids on the wire. Returns the fingerprint to prove in heartbeats:
-// the controller's when this node's copies have the same bytes, else 0 (and the controller
-// keeps sending tensors).
-std::uint64_t load_data(const node_config& cfg, const wire::welcome_msg& w, node_shared& sh) {
-  if (w.data_hash == 0 || w.data.empty()) return 0;
+// inputs need only sample ids on the wire, with the fingerprint to prove in heartbeats: the
+// controller's when this node's copies have the same bytes, else 0 (and the controller keeps
+// sending tensors).
+struct loaded_data {
+  std::uint64_t hash = 0;
+  std::shared_ptr<const data::dataset> train, val;
+};
+
+loaded_data load_data(const node_config& cfg, const wire::welcome_msg& w) {
+  if (w.data_hash == 0 || w.data.empty()) return {};
   auto log = logging::get("node");
   auto src = data::decode(w.data);
   if (!src) {
     log->warn("the controller's data source: {}; it sends each step's inputs instead", src.err().message);
-    return 0;
+    return {};
   }
   src->seed = w.seed;
   src->synthetic_samples = w.data_samples;
@@ -99,32 +105,31 @@ std::uint64_t load_data(const node_config& cfg, const wire::welcome_msg& w, node
       log->warn("the controller names data files ({}); this node reads data files only with --data-dir: the controller sends each "
                 "step's inputs instead",
                 src->path);
-      return 0;
+      return {};
     }
     std::filesystem::path named(src->path);
     if (!named.has_filename()) named = named.parent_path();
     if (named.filename() == "." || named.filename() == ".." || named.filename().empty()) {
       log->warn("the controller names data files as '{}', not a folder's name: the controller sends each step's inputs instead", src->path);
-      return 0;
+      return {};
     }
     src->path = (std::filesystem::path(cfg.data_dir) / named.filename()).string();
   }
-  auto d = model::load_data(*src, true);
-  auto v = d ? model::load_data(*src, false) : d;
+  const auto load = cfg.load_data ? cfg.load_data : model::load_data;
+  auto d = load(*src, true);
+  auto v = d ? load(*src, false) : d;
   if (!d || !v) {
     log->warn("the job's data set '{}': {}; the controller sends each step's inputs instead", src->kind, (d ? v : d).err().message);
-    return 0;
+    return {};
   }
   const auto h = data::fingerprint(*d, *v);
   if (h != w.data_hash) {
     log->warn("this node's copy of '{}' differs from the controller's (fingerprint {:x}, not {:x}); the controller sends each "
               "step's inputs instead",
               src->kind, h, w.data_hash);
-    return 0;
+    return {};
   }
-  sh.data = std::make_shared<const data::dataset>(std::move(*d));
-  sh.val = std::make_shared<const data::dataset>(std::move(*v));
-  return h;
+  return {h, std::make_shared<const data::dataset>(std::move(*d)), std::make_shared<const data::dataset>(std::move(*v))};
 }
 
 }  // namespace
@@ -164,9 +169,11 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
   sh->layers = *m;
   sh->name = name;
   sh->shard_dir = cfg.shard_dir;
-  const std::uint64_t data_hash = load_data(cfg, *w, *sh);
-  // At once, so that the controller knows before the first step whether to send sample ids.
-  if (auto st = send_body(dealer, name, wire::heartbeat_msg{name, 0, data_hash, peak_rss_mb()}); !st) return st.err();
+  // The data set loads on a thread of its own while this one keeps beating (loading), so that
+  // a node busy reading files is not taken for lost; the controller counts its devices in
+  // once a beat says the load is over.
+  auto loading = std::async(std::launch::async, [&cfg, welcome = *w] { return load_data(cfg, welcome); });
+  std::uint64_t data_hash = 0;
   out.devices = static_cast<int>(w->devices.size());
   caf::actor_system_config cc;
   cc.set("scheduler.max-threads", static_cast<std::size_t>(std::max(1, cfg.scheduler_threads)));
@@ -276,9 +283,16 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
       leave_sent = true;
       out.left = true;
     }
-    if (clock::now() - last_beat > std::chrono::duration<double>(cfg.heartbeat_s)) {
+    const bool loaded = loading.valid() && loading.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+    if (loaded) {  // only calls after this beat name samples (the controller's proof), so the bridge sees the sets
+      auto got = loading.get();
+      sh->data = std::move(got.train);
+      sh->val = std::move(got.val);
+      data_hash = got.hash;
+    }
+    if (loaded || clock::now() - last_beat > std::chrono::duration<double>(cfg.heartbeat_s)) {
       last_beat = clock::now();
-      (void)send_body(dealer, name, wire::heartbeat_msg{name, 0, data_hash, peak_rss_mb()});
+      (void)send_body(dealer, name, wire::heartbeat_msg{name, 0, data_hash, peak_rss_mb(), loading.valid()});
     }
     if (clock::now() - last_heard > std::chrono::duration<double>(cfg.controller_timeout_s)) {
       failure = make_error("controller_lost", "no word from the controller at " + cfg.controller + " for " +
@@ -329,7 +343,7 @@ result<node_outcome> run_node(const node_config& cfg, const std::atomic<bool>& l
     ++out.rejoins;
     log->info("node '{}' joins again with fresh devices", name);
   }
-  log->info("node '{}': all devices retired (peak memory {:.1f} MB)", name, peak_rss_mb());
+  log->info("node '{}': all devices retired (peak memory {:.1f} MB, {:.1f} MB read through read())", name, peak_rss_mb(), read_mb());
   return out;
 }
 

@@ -6,12 +6,14 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "comm/keys.hpp"
 #include "common/result.hpp"
+#include "data/source.hpp"
 #include "planner/cluster.hpp"
 #include "wire/messages.hpp"
 
@@ -44,6 +46,9 @@ struct node_config {
   std::string shard_dir;
   // Where its devices keep Adam's moments between steps (`--offload-optimizer`); empty: in memory.
   std::string offload_dir;
+  // How it loads a split of the job's data set (the controller's source, its path already in
+  // data_dir); unset: model::load_data. A test's is slow.
+  std::function<result<data::dataset>(const data::source&, bool train)> load_data;
 };
 
 struct node_outcome {

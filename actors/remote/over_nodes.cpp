@@ -207,7 +207,15 @@ result<training::train_outcome> train_over_nodes(training::prepared_job& p, cons
   auto store = gloo_rendezvous(p, o, (*remote)->endpoint());
   if (!store) return store.err();
   if (*store) p.settings.gloo_store = (*store)->endpoint();
-  auto out = actors::train(sys, a, *p.model, p.train_set, p.settings, cb);
+  // Without --respawn-s, once every node process started here has exited nothing replaces
+  // them: a run waiting for devices ends then, not rejoin_wait_s later.
+  auto callbacks = cb;
+  if (o.respawn_s < 0)
+    callbacks.no_replacements = [&] {
+      (void)kids.poll(now_s());
+      return kids.all_ended() ? std::string("every node process this launch started has exited (--respawn-s restarts them)") : std::string();
+    };
+  auto out = actors::train(sys, a, *p.model, p.train_set, p.settings, callbacks);
   if (out) {
     out->controller_tensor_bytes = (*remote)->tensor_bytes();
     out->node_peak_rss_mb = (*remote)->node_peak_rss_mb();

@@ -21,6 +21,13 @@ double peak_rss_mb() { return proc_field_mb("/proc/self/status", "VmHWM:"); }
 
 double resident_mb() { return proc_field_mb("/proc/self/status", "VmRSS:"); }
 
+double read_mb() {
+  std::ifstream in("/proc/self/io");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("rchar:", 0) == 0) return std::stod(line.substr(6)) / (1024.0 * 1024.0);
+  return 0;
+}
+
 double available_memory_mb() { return proc_field_mb("/proc/meminfo", "MemAvailable:"); }
 
 }  // namespace dynapar

@@ -12,6 +12,10 @@ double peak_rss_mb();
 // MB: /proc/self/status's VmRSS, resident now. 0 where /proc cannot be read.
 double resident_mb();
 
+// MB: /proc/self/io's rchar, what this process read through read() so far: files and
+// sockets, not mapped files. 0 where /proc cannot be read.
+double read_mb();
+
 // MB: /proc/meminfo's MemAvailable (what new work can take without swapping). 0 where /proc
 // cannot be read.
 double available_memory_mb();

@@ -10,24 +10,33 @@
 #include <vector>
 
 #include "data/hash.hpp"
+#include "data/identity.hpp"
 #include "data/npy.hpp"
 
 namespace dynapar::data {
 
 namespace {
 
-// Runs check(first, last) over [lo, hi) of `f`'s bytes in chunks, hashing them, and lets each
-// chunk's pages go after: a pass over a file larger than memory stays small.
+// The digest of [lo, hi) of `f`'s bytes, which pass check(first, last) (named by `what`): from
+// the data's index (root: the job's data.path) while the file is as it was then, else read
+// now in chunks, each chunk's pages let go after (a pass over a file larger than memory
+// stays small).
 template <class Check>
-status pass(const mapped_file& f, std::size_t lo, std::size_t hi, hasher& h, Check check) {
+result<std::uint64_t> pass(const mapped_file& f, std::size_t lo, std::size_t hi, const std::string& root, const std::string& what, Check check) {
+  auto index = identity_index::open(root);
+  const std::string key = what + " " + std::to_string(lo) + " " + std::to_string(hi);
+  if (const auto d = index.find(f.path(), key)) return *d;
+  hasher h;
   constexpr std::size_t chunk = 16u << 20;
   for (std::size_t at = lo; at < hi; at += chunk) {
     const std::size_t n = std::min(chunk, hi - at);
     h.add(f.bytes() + at, n);
-    if (auto st = check(at, at + n); !st) return st;
+    if (auto st = check(at, at + n); !st) return st.err();
     f.release(at, n);
   }
-  return ok_status();
+  index.put(f.path(), key, h.value());
+  index.save();
+  return h.value();
 }
 
 class npy_samples final : public sample_store {
@@ -206,7 +215,9 @@ result<dataset> arrays_dataset(npy_array x_in, npy_array y_in, const std::string
         return make_error("bad_data", xf + ": sample " + std::to_string((at - x->data_offset) / row_bytes) + " holds a value that is not finite");
     return ok_status();
   };
-  if (auto st = pass(*x->file, lo, hi, h, finite); !st) return st.err();
+  const auto digest = pass(*x->file, lo, hi, s.path, is_float(t) ? "finite" : "bytes", finite);
+  if (!digest) return digest.err();
+  h.add(*digest);
   for (const auto* v : {&s.mean, &s.std_dev})
     for (const double m : *v) h.add(static_cast<std::uint64_t>(std::llround(m * 1e9)));
   std::vector<double> mean, sd;
@@ -244,7 +255,10 @@ result<dataset> load_tokens(const source& s, bool train) {
     }
     return ok_status();
   };
-  if (auto st = pass(m, static_cast<std::size_t>(first) * item, static_cast<std::size_t>(first + count) * item, h, in_range); !st) return st.err();
+  const auto digest = pass(m, static_cast<std::size_t>(first) * item, static_cast<std::size_t>(first + count) * item, s.path,
+                           "below " + std::to_string(s.vocab), in_range);
+  if (!digest) return digest.err();
+  h.add(*digest);
   dataset d;
   d.channels = 1, d.rows = 1, d.cols = s.window, d.classes = s.vocab, d.tokens = true;
   d.target_ids = s.next_token ? s.window : 0;

@@ -1,6 +1,8 @@
 // The user's data files as sample stores (data/dataset.hpp): NumPy arrays and token files,
-// mapped and read sample by sample. Each is checked once when opened (labels and ids in
-// range, values finite) in a pass that also makes its fingerprint and then lets the pages go.
+// mapped and read sample by sample. Each is checked when opened (labels and ids in range,
+// values finite) in a pass that also makes its fingerprint and then lets the pages go; the
+// pass's digest is indexed (data/identity.hpp), so a later start skips it while the file is
+// unchanged. Labels, small, are read whole at every start.
 #pragma once
 
 #include <cstdint>

@@ -17,6 +17,7 @@
 
 #include "common/rng.hpp"
 #include "data/hash.hpp"
+#include "data/identity.hpp"
 
 namespace dynapar::data {
 
@@ -69,11 +70,14 @@ class image_samples final : public sample_store {
     for (int k = 0; k < K; ++k)  // the padding: a zero pixel
       std::fill(out + static_cast<std::size_t>(k) * R * C, out + static_cast<std::size_t>(k + 1) * R * C,
                 static_cast<float>((0.0 - mean_of(s_, k)) / std_of(s_, k)));
-    // Each decoded when listed; one that no longer does is a named error at run time (the
-    // driver's run ends with it; a node refuses the step), never a blank image trained on.
+    // Decoded only here, when a batch needs it: one that does not decode is a named error at
+    // run time (the driver's run ends with it; a node refuses the step), never a blank
+    // image trained on.
     auto bytes = read_bytes(files_[i].path);
-    const std::string px = bytes ? decode(*bytes, s_) : "";
-    if (px.empty()) throw std::runtime_error(files_[i].path + ": no longer reads as the image it was when the run began");
+    std::string why;
+    const std::string px = bytes ? decode(*bytes, s_, &why) : "";
+    if (!bytes) throw std::runtime_error(bytes.err().message + " (sample " + std::to_string(i) + ")");
+    if (px.empty()) throw std::runtime_error(files_[i].path + " (sample " + std::to_string(i) + "): does not decode as PNG or JPEG (" + why + ")");
     // Augmentation drawn from the job's seed, the sample and the step only: every device and
     // plan, and the single-device reference, draw the same.
     int dy = 0, dx = 0;
@@ -101,6 +105,7 @@ class image_samples final : public sample_store {
   std::int64_t label(int i) const override { return files_[i].label; }
   std::uint64_t fingerprint() const override { return fp_; }
   std::int64_t samples_read() const override { return reads_.load(); }
+  bool decodes() const override { return true; }
 
  private:
   std::vector<image_file> files_;
@@ -109,39 +114,41 @@ class image_samples final : public sample_store {
   mutable std::atomic<std::int64_t> reads_{0};
 };
 
-// Reads and decodes every file once, on up to 8 threads (decoding a large folder one image
-// after another took most of a run's start): each file's digest (label, size, bytes), in
-// the files' order. The error is the first file's in that order, whichever thread met it.
-result<std::vector<std::uint64_t>> check_all(const std::vector<image_file>& files, const source& s) {
+// Each file's digest (its bytes), in the files' order: from the data's index where the file
+// is as it was, else read now on up to 8 threads (reading a large folder one file after
+// another took most of a run's start). Nothing is decoded: a file that does not is named
+// when a batch reads it. The error is the first unreadable file's in that order.
+result<std::vector<std::uint64_t>> digests_of(const std::vector<image_file>& files, identity_index& index) {
   const std::size_t n = files.size();
   std::vector<std::uint64_t> digests(n);
+  std::vector<std::size_t> todo;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (const auto d = index.find(files[i].path, "bytes")) digests[i] = *d;
+    else todo.push_back(i);
+  }
   std::vector<std::optional<error>> errors(n);
   std::atomic<std::size_t> next{0};
   auto work = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < n;) {
+    for (std::size_t k; (k = next.fetch_add(1)) < todo.size();) {
+      const std::size_t i = todo[k];
       try {
         auto bytes = read_bytes(files[i].path);
-        std::string why;
-        if (!bytes)
+        if (!bytes) {
           errors[i] = bytes.err();
-        else if (decode(*bytes, s, &why).empty())
-          errors[i] = make_error("bad_data", files[i].path + ": does not decode as PNG or JPEG (" + why + ")");
-        if (errors[i]) {
-          next = n;  // no point decoding the rest
+          next = todo.size();  // no point reading the rest
           continue;
         }
         hasher f;
-        f.add(static_cast<std::uint64_t>(files[i].label));
         f.add(bytes->size());
         f.add(reinterpret_cast<const std::uint8_t*>(bytes->data()), bytes->size());
         digests[i] = f.value();
       } catch (const std::exception& e) {  // out of memory for a huge file
         errors[i] = make_error("io", files[i].path + ": " + e.what());
-        next = n;
+        next = todo.size();
       }
     }
   };
-  const std::size_t threads = std::min<std::size_t>({8, std::max(1u, std::thread::hardware_concurrency()), n / 16 + 1});
+  const std::size_t threads = std::min<std::size_t>({8, std::max(1u, std::thread::hardware_concurrency()), todo.size() / 16 + 1});
   std::vector<std::thread> pool;
   for (std::size_t t = 1; t < threads; ++t) {
     try {
@@ -154,6 +161,8 @@ result<std::vector<std::uint64_t>> check_all(const std::vector<image_file>& file
   for (auto& t : pool) t.join();
   for (auto& e : errors)
     if (e) return *e;
+  for (const std::size_t i : todo) index.put(files[i].path, "bytes", digests[i]);
+  index.save();
   return digests;
 }
 
@@ -206,16 +215,20 @@ result<dataset> load_images(const source& s, bool train) {
         if (((k++ % every) == every - 1) != train) files.push_back({f, static_cast<int>(c)});
   }
   if (files.size() < 2) return make_error("bad_data", s.path + (own ? "/val" : "/train") + ": fewer than 2 images");
-  // Each image decoded once: one that does not is named now, not met mid-run.
+  // The fingerprint: the job's image options, then each file's label and digest.
   hasher h;
   for (std::uint64_t v : {std::uint64_t(s.image_rows), std::uint64_t(s.image_cols), std::uint64_t(s.image_channels), std::uint64_t(s.crop_pad),
                           std::uint64_t(s.flip)})
     h.add(v);
   for (const auto* v : {&s.mean, &s.std_dev})
     for (const double m : *v) h.add(static_cast<std::uint64_t>(std::llround(m * 1e9)));
-  auto digests = check_all(files, s);
+  auto index = identity_index::open(s.path);
+  auto digests = digests_of(files, index);
   if (!digests) return digests.err();
-  for (const auto d : *digests) h.add(d);
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    h.add(static_cast<std::uint64_t>(files[i].label));
+    h.add((*digests)[i]);
+  }
   dataset d;
   d.channels = s.image_channels, d.rows = s.image_rows, d.cols = s.image_cols;
   d.classes = static_cast<int>(names->size());

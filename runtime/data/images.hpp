@@ -8,9 +8,10 @@
 namespace dynapar::data {
 
 // Lists path/train (or path/val; without it, every round(1 / val_share)-th training image
-// is held out) and decodes each image once to check it (on up to 8 threads), keeping only
-// names and labels.
-// Errors name the file: one that does not decode, a val class train lacks, an empty folder.
+// is held out), keeping names and labels, and makes the fingerprint from each file's digest
+// (data/identity.hpp: read once, on up to 8 threads, then indexed). Nothing is decoded
+// here: an image that does not decode is named, with its sample, when a batch reads it.
+// Errors name the file: one that cannot be read, a val class train lacks, an empty folder.
 result<dataset> load_images(const source& s, bool train);
 
 }  // namespace dynapar::data

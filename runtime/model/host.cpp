@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
+#include <system_error>
 #include <iterator>
 #include <limits>
 
@@ -18,7 +20,21 @@ tensor inputs(const data::dataset& d, const std::vector<int>& samples, int lo, i
     auto t = torch::empty({n, d.channels, d.rows, d.cols}, torch::kFloat32);
     auto* out = t.data_ptr<float>();
     const std::size_t each = static_cast<std::size_t>(d.channels) * px;
-    for (int i = 0; i < n; ++i) d.store->values(samples[lo + i], step, out + i * each);
+    auto read = [&](int a, int b) {
+      for (int i = a; i < b; ++i) d.store->values(samples[lo + i], step, out + i * each);
+    };
+    // Samples that must be decoded (images) are read on up to data::sample_store::decoders
+    // threads, each filling its own rows; the first thread's error is rethrown here, and the
+    // others' wait for it (a future's end). Without a thread to be had, this one reads all.
+    const int threads = std::min(n, d.store->decodes() ? data::sample_store::decoders : 1);
+    std::vector<std::future<void>> others;
+    try {
+      for (int k = 1; k < threads; ++k) others.push_back(std::async(std::launch::async, read, n * k / threads, n * (k + 1) / threads));
+    } catch (const std::system_error&) {
+      read(n * static_cast<int>(others.size() + 1) / threads, n);
+    }
+    read(0, n / threads);
+    for (auto& f : others) f.get();
     return box(t);
   }
   auto t = torch::empty({n, 1, d.rows, d.cols}, torch::kUInt8);

@@ -83,7 +83,7 @@ body read_body(schema::Envelope::Reader env, const decode_limits& lim) {
     }
     case schema::Envelope::Body::HEARTBEAT: {
       auto r = b.getHeartbeat();
-      return heartbeat_msg{text(r.getNode(), lim, "heartbeat.node"), r.getTimeNs(), r.getDataHash(), r.getPeakRssMb()};
+      return heartbeat_msg{text(r.getNode(), lim, "heartbeat.node"), r.getTimeNs(), r.getDataHash(), r.getPeakRssMb(), r.getLoading()};
     }
     case schema::Envelope::Body::FAULT: {
       auto r = b.getFault();
@@ -176,6 +176,7 @@ std::vector<std::uint8_t> encode(const envelope& e) {
                    h.setTimeNs(m.time_ns);
                    h.setDataHash(m.data_hash);
                    h.setPeakRssMb(m.peak_rss_mb);
+                   h.setLoading(m.loading);
                  },
                  [&](const fault_command& m) {
                    auto f = b.initFault();

@@ -33,7 +33,9 @@ namespace dynapar::wire {
 // 27: a tensor's strides travel (TensorMeta.strides); activations and gradients name their sender.
 // 28: a migration's target is told what to expect (expect), and a sum's chunk names its sending
 // device (ReducePart.device): a node takes a layer or a chunk only from the device named.
-inline constexpr std::uint16_t protocol_version = 28;
+// 29: Heartbeat.loading: a node still loading the job's data set says so, and its devices
+// join the run only once it has loaded (or failed to load) it.
+inline constexpr std::uint16_t protocol_version = 29;
 
 struct join_msg {
   std::string node;
@@ -67,6 +69,7 @@ struct heartbeat_msg {
   std::int64_t time_ns = 0;
   std::uint64_t data_hash = 0;  // a node's: the data set it loaded (data::fingerprint), 0 for none
   double peak_rss_mb = 0;       // a node's: its peak resident memory so far (0: not said)
+  bool loading = false;         // a node's: still loading the job's data set (its devices not yet ready)
 };
 
 enum class fault_kind { kill, slow, pause, leave, join, partition };

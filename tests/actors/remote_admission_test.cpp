@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -471,4 +472,48 @@ TEST_CASE("who may send what over CURVE: the permission table of docs/SECURITY.m
     CHECK(remote::refusal(r::controller, *body));  // a controller key never speaks to a controller
     CHECK(remote::refusal(std::nullopt, *body));   // nor does an unauthenticated sender
   }
+}
+
+// A node busy loading the job's data set (issue 74: a large image folder kept nodes from
+// answering for seconds, and they were taken for lost) beats `loading` meanwhile: it is not
+// lost, however short the controller's node timeout, and its device joins the run only once
+// the load is over, with the data set proven (sample ids, not tensors, from then on).
+TEST_CASE("a node loading the data set for longer than the node timeout is not lost, and joins once loaded", "[remote]") {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto m = model::make_model("mlp", 1);
+  REQUIRE(m);
+  auto rc = mlp_job({0});
+  rc.data.kind = "synthetic", rc.data.synthetic_samples = 64, rc.data.seed = 4;
+  const auto train = data::load(rc.data, true), val = data::load(rc.data, false);
+  REQUIRE((train && val));
+  rc.data_hash = data::fingerprint(*train, *val);
+  rc.seed = 4;  // a node's data set takes the job's seed
+  rc.node_timeout_s = 0.5;
+  auto hub = actors::remote::remote_devices::start(sys, *m, rc);
+  REQUIRE(hub);
+  auto n = node_of((*hub)->endpoint(), 0, 5);
+  std::atomic<int> loads{0};
+  n.load_data = [&](const data::source& s, bool split) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // each split: 2 s in all, 4 node timeouts
+    ++loads;
+    return data::load(s, split);
+  };
+  std::atomic<bool> leave{false};
+  std::optional<result<actors::remote::node_outcome>> r;
+  std::thread node([&] { r = actors::remote::run_node(n, leave); });
+  const auto t0 = std::chrono::steady_clock::now();
+  while ((*hub)->present_ids().empty() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)) {
+    CHECK_FALSE((*hub)->lost(0));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(loads == 2);  // present only once both splits were loaded
+  CHECK(std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(1900));
+  CHECK((*hub)->present_ids() == std::set<int>{0});
+  CHECK_FALSE((*hub)->lost(0));
+  CHECK((*hub)->builds_samples(0));  // the heartbeat after the load proved the set
+  (*hub)->stop();
+  node.join();
+  REQUIRE(r);
+  CHECK(*r);
 }

@@ -47,7 +47,7 @@ plan = s["final_plan"]["groups"]
 assert len(plan) == 1 and len(plan[0]["devices"]) == 4, plan
 last_device = plan[0]["devices"][-1]
 assert plan[0]["splits"][-2] == 3, plan  # the last stage holds fc4 alone
-peak = lambda log: {m.group(1): float(m.group(2)) for m in re.finditer(r"node '([^']+)': all devices retired \(peak memory ([0-9.]+) MB\)", open(log).read())}
+peak = lambda log: {m.group(1): float(m.group(2)) for m in re.finditer(r"node '([^']+)': all devices retired \(peak memory ([0-9.]+) MB", open(log).read())}
 wide, linear = peak("wide.log"), peak("linear.log")
 assert len(wide) == 4 and len(linear) == 4, (wide, linear)
 # launch --local 4 gives device i to node-i.

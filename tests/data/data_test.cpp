@@ -16,6 +16,7 @@
 #include "data/dataset.hpp"
 #include "data/text.hpp"
 #include "data/idx.hpp"
+#include "data/identity.hpp"
 #include "data/ledger.hpp"
 #include "data/sampler.hpp"
 #include "data/source.hpp"
@@ -479,15 +480,19 @@ TEST_CASE("image folders: classes by folder name, pixels as CHW in [0, 1] normal
   CHECK((mirrored > 0 && mirrored < 16));
   flips->store->values(5, -1, got.data());
   CHECK(got[0] == want(1, 1, 0, 0, 0));
-  // A file that does not decode is named; so is a validation class training lacks.
+  // A file that does not decode is named, with its sample, when a batch reads it (a start
+  // decodes nothing); so is a validation class training lacks, at once.
   write_file(dir + "/train/cat/9.png", "\x89PNG but truncated");
-  CHECK(load(s, true).err().message.find("train/cat/9.png: does not decode") != std::string::npos);
+  auto broken = load(s, true);
+  REQUIRE(broken);
+  REQUIRE(broken->size() == 9);  // cat/0-3, cat/9 (cat/4 held out), dog/0-3
+  CHECK_THROWS_WITH(broken->store->values(4, 0, got.data()), Catch::Contains("train/cat/9.png (sample 4): does not decode as PNG or JPEG"));
   std::filesystem::remove(dir + "/train/cat/9.png");
   png(dir + "/val/bird/0.png", 0, 0);
   CHECK(load(s, false).err().message.find("val/bird: a class the training folder does not have") != std::string::npos);
 }
 
-TEST_CASE("image folders are checked on several threads: the first bad file in order is named, the fingerprint is the files'", "[unit][data]") {
+TEST_CASE("an image folder's start reads each file once: its digests are indexed beside it, reused while size and time match", "[unit][data]") {
   const auto dir = fresh_dir("many_images");
   auto png = [&](const std::string& path, int value) {
     std::vector<unsigned char> px(12, static_cast<unsigned char>(value));
@@ -495,27 +500,49 @@ TEST_CASE("image folders are checked on several threads: the first bad file in o
     REQUIRE(stbi_write_png(path.c_str(), 2, 2, 3, px.data(), 6) == 1);
   };
   auto name = [&](const char* cls, int i) { return dir + "/train/" + cls + "/" + (i < 10 ? "0" : "") + std::to_string(i) + ".png"; };
-  for (int i = 0; i < 60; ++i) {  // 120 files: several threads check them
+  for (int i = 0; i < 60; ++i) {  // 120 files: several threads read them
     png(name("cat", i), i);
     png(name("dog", i), 100 + i);
   }
   source s;
   s.kind = "images", s.path = dir, s.image_rows = 2, s.image_cols = 2, s.val_share = 0.5;
-  auto a = load(s, true), b = load(s, true);
+  auto a = load(s, true);
   REQUIRE(a);
-  REQUIRE(b);
   CHECK(a->size() == 60);
+  // The index beside the data holds every file's digest, for both splits' loads.
+  REQUIRE(std::filesystem::exists(dir + "/.dynapar-index"));
+  auto v = load(s, false);
+  REQUIRE(v);
+  auto index = identity_index::open(dir);
+  for (int i = 0; i < 60; ++i) CHECK((index.find(name("cat", i), "bytes") && index.find(name("dog", i), "bytes")));
+  CHECK(index.reused() == 120);
+  // Without the index, the files read again give the same fingerprint.
+  std::filesystem::remove(dir + "/.dynapar-index");
+  auto b = load(s, true);
+  REQUIRE(b);
   CHECK(fingerprint(*a) == fingerprint(*b));
-  png(name("dog", 58), 7);  // one image's pixels changed (a training one: every 2nd is held out)
+  // A warm start reads no file: bytes changed behind the index's back (same size, the old
+  // modification time put back) leave the fingerprint as it was, as the index says.
+  const auto when = std::filesystem::last_write_time(name("dog", 58));
+  {  // one byte of a training image (every 2nd is held out), in place
+    std::fstream f(name("dog", 58), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(20);
+    f.put('\x7f');
+  }
+  std::filesystem::last_write_time(name("dog", 58), when);
+  auto stale = load(s, true);
+  REQUIRE(stale);
+  CHECK(fingerprint(*stale) == fingerprint(*a));
+  // Touched (a new modification time), it is read again: another fingerprint.
+  std::filesystem::last_write_time(name("dog", 58), when + std::chrono::seconds(1));
   auto c = load(s, true);
   REQUIRE(c);
   CHECK(fingerprint(*c) != fingerprint(*a));
-  // Two broken files: the one first in the files' order (cats before dogs) is named.
-  write_file(name("dog", 2), "\x89PNG but truncated");
-  write_file(name("cat", 50), "\x89PNG but truncated");
-  for (int k = 0; k < 5; ++k) {
-    auto bad = load(s, true);
-    REQUIRE_FALSE(bad);
-    CHECK(bad.err().message.find("train/cat/50.png: does not decode") != std::string::npos);
-  }
+  CHECK(identity_index::open(dir).find(name("dog", 58), "bytes") != index.find(name("dog", 58), "bytes"));
+  // A torn index is read as none (every file read again), and written whole again.
+  write_file(dir + "/.dynapar-index", "dynapar data index 1\nbytes\t12 3");
+  auto d = load(s, true);
+  REQUIRE(d);
+  CHECK(fingerprint(*d) == fingerprint(*c));
+  CHECK(identity_index::open(dir).find(name("cat", 2), "bytes"));  // a training image (the odd ones are held out)
 }

@@ -222,6 +222,7 @@ void add_bench(CLI::App& app, runner& run) {
   add_bench_sum(*bench, run);
   add_bench_optimizer(*bench, run);
   add_bench_control(*bench, run);
+  add_bench_data(*bench, run);
 }
 
 }  // namespace dynapar::cli

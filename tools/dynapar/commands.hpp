@@ -21,6 +21,7 @@ void add_bench_wire(CLI::App& bench, runner& run);     // under `bench`
 void add_bench_sum(CLI::App& bench, runner& run);      // under `bench`
 void add_bench_optimizer(CLI::App& bench, runner& run);  // under `bench`
 void add_bench_control(CLI::App& bench, runner& run);    // under `bench`
+void add_bench_data(CLI::App& bench, runner& run);       // under `bench`
 void add_simulate(CLI::App& app, runner& run);
 void add_train(CLI::App& app, runner& run);  // train and profile
 void add_distributed(CLI::App& app, runner& run);  // controller, node, launch

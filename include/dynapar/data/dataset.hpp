@@ -31,6 +31,10 @@ class sample_store {
   virtual std::uint64_t fingerprint() const = 0;
   // Samples read so far, by values(): what a test counts to show a node reads only its own.
   virtual std::int64_t samples_read() const = 0;
+  // Whether a sample is decoded when read (images): a micro-batch's are then read on up to
+  // `decoders` threads (model::inputs), since values() may be called from several at once.
+  virtual bool decodes() const { return false; }
+  static constexpr int decoders = 4;
 };
 
 struct dataset {

@@ -77,6 +77,10 @@ struct train_callbacks {
   // After each epoch's last step, with train_settings::test_set: the epoch (1-based) and the
   // validation set's metric (accuracy, or a regression's MSE: model::metric_of).
   std::function<void(std::int64_t, double)> on_epoch;
+  // While the run waits for devices to join (train_settings::rejoin_wait_s): why none can
+  // come any more (every node process a launch started has exited, and none is restarted),
+  // which ends the wait at once; "" or unset: waiting may still bring one.
+  std::function<std::string()> no_replacements;
 };
 
 struct train_outcome {

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# A start whatever the data set's size (issue 74; docs/BENCHMARKS.md, "Your own data: size"):
+# image folders of N generated 28 x 28 grey PNGs (10 classes), and for each the wall time of a
+# 2-step run, cold (no index beside the data: every file read once) and warm (the index
+# reused: no file read whole), in one process (`train`) and over 3 node processes (`launch
+# --local 3`), with what each node read through read() and its peak memory (the nodes' own
+# log lines). A 2-step run is almost all start: the steps take ~0.1 s.
+#   tools/bench/data_scale.sh [OUT_DIR] [SIZES...]      (default sizes: 10000 100000)
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+src=$(cd "$here/../.." && pwd)
+dynapar=${DYNAPAR:-$src/build/bin/dynapar}
+out=$(mkdir -p "${1:-/tmp/dynapar_data_scale}" && cd "${1:-/tmp/dynapar_data_scale}" && pwd)
+shift || true
+sizes=("$@")
+((${#sizes[@]})) || sizes=(10000 100000)
+export OPENBLAS_NUM_THREADS=1
+cd "$out"
+echo "data_scale: $("$dynapar" --version 2>/dev/null | head -1), commit $(git -C "$src" rev-parse --short HEAD), $(nproc) cores"
+printf "%9s %-8s %-5s %8s %10s %12s\n" images where index wall_s "node_MB" "node_peak_MB"
+for n in "${sizes[@]}"; do
+  folder=$out/images_$n
+  if [[ ! -f $folder/done ]]; then  # generated once: small PNGs, each a class's shade plus noise
+    /usr/bin/python3 - "$folder" "$n" <<'PY'
+import os, sys, zlib, struct, random
+root, n = sys.argv[1], int(sys.argv[2])
+def png(pixels):  # 28 x 28 grey, 8 bits
+    raw = b"".join(b"\0" + pixels[r * 28:(r + 1) * 28] for r in range(28))
+    chunk = lambda t, d: struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 28, 28, 8, 0, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+rng = random.Random(1)
+for c in range(10):
+    os.makedirs(f"{root}/train/c{c}", exist_ok=True)
+for i in range(n):
+    c = i % 10
+    px = bytes(min(255, 20 * c + rng.randrange(40)) for _ in range(784))
+    open(f"{root}/train/c{c}/{i:07d}.png", "wb").write(png(px))
+open(f"{root}/done", "w").write("")
+PY
+  fi
+  cat > job_$n.yaml <<YAML
+name: data_scale_$n
+model: cnn
+data: {kind: images, path: $folder, size: 28, channels: 1, mean: 0.5, std: 0.25}
+batch: 48
+micro_batch: 8
+steps: 2
+optimizer: {kind: sgd, lr: 0.01}
+policy: dp_even
+devices:
+  - {id: 0, count: 3, speed: 1, memory_gb: 4}
+YAML
+  for where in train launch; do
+    for index in cold warm; do
+      [[ $index == cold ]] && rm -f "$folder/.dynapar-index"
+      run=run_${n}_${where}_$index
+      t0=$(date +%s.%N)
+      if [[ $where == train ]]; then
+        "$dynapar" train job_$n.yaml --out $run > $run.log 2>&1
+      else
+        "$dynapar" launch --local 3 job_$n.yaml --out $run > $run.log 2>&1
+      fi
+      t1=$(date +%s.%N)
+      # Each node's own figures at exit (launch only): what it read, its peak memory.
+      figures=$(grep -o "peak memory [0-9.]* MB, [0-9.]* MB read" $run.log | awk '{p += $3; r += $5; k++} END {if (k) printf "%.1f %.1f", r / k, p / k; else print "- -"}')
+      printf "%9d %-8s %-5s %8.2f %10s %12s\n" "$n" "$where" "$index" "$(echo "$t1 - $t0" | bc)" $figures
+    done
+  done
+done
+echo "(node_MB and node_peak_MB: the mean over the 3 nodes; the folder's size: $(du -sh "$out"/images_"${sizes[-1]}" | cut -f1) for ${sizes[-1]} images)"

@@ -26,6 +26,7 @@ result<std::uint64_t> pass(const mapped_file& f, std::size_t lo, std::size_t hi,
   auto index = identity_index::open(root);
   const std::string key = what + " " + std::to_string(lo) + " " + std::to_string(hi);
   if (const auto d = index.find(f.path(), key)) return *d;
+  auto was = stamp_of(f.path());  // before reading: a change meanwhile is read again next time
   hasher h;
   constexpr std::size_t chunk = 16u << 20;
   for (std::size_t at = lo; at < hi; at += chunk) {
@@ -34,8 +35,11 @@ result<std::uint64_t> pass(const mapped_file& f, std::size_t lo, std::size_t hi,
     if (auto st = check(at, at + n); !st) return st.err();
     f.release(at, n);
   }
-  index.put(f.path(), key, h.value());
-  index.save();
+  if (was) {
+    was->digest = h.value();
+    index.put(f.path(), key, *was);
+    index.save();
+  }
   return h.value();
 }
 

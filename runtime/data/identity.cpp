@@ -3,11 +3,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <iterator>
 #include <system_error>
 
 #include "data/hash.hpp"
@@ -18,13 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* header = "dynapar data index 1";
-
-std::optional<std::pair<std::uint64_t, std::int64_t>> size_and_time(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-  return std::pair{static_cast<std::uint64_t>(st.st_size), static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
-}
+constexpr const char* header = "dynapar data index 2";
 
 std::string cache_dir() {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/dynapar";
@@ -32,7 +28,33 @@ std::string cache_dir() {
   return "";
 }
 
+// One line: what, a tab, size mtime_ns digest (hex), a tab, path. False: not such a line.
+bool parse(const char* p, const char* end, std::string& key, file_stamp& s) {
+  const char* tab = std::find(p, end, '\t');
+  if (tab == end || tab == p) return false;
+  const char* at = tab + 1;
+  auto number = [&](auto& v, int base) {
+    const auto r = std::from_chars(at, end, v, base);
+    if (r.ec != std::errc()) return false;
+    at = r.ptr;
+    return true;
+  };
+  if (!number(s.size, 10) || at == end || *at++ != ' ' || !number(s.mtime_ns, 10) || at == end || *at++ != ' ' || !number(s.digest, 16) ||
+      at == end || *at++ != '\t' || at == end)
+    return false;
+  key.assign(p, tab);
+  key += '\t';
+  key.append(at, end);
+  return true;
+}
+
 }  // namespace
+
+std::optional<file_stamp> stamp_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return file_stamp{static_cast<std::uint64_t>(st.st_size), static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec, 0};
+}
 
 identity_index identity_index::open(const std::string& root) {
   identity_index ix;
@@ -48,21 +70,23 @@ identity_index identity_index::open(const std::string& root) {
   const std::string elsewhere = cache_dir().empty() ? "" : cache_dir() + "/index-" + hex;
   ix.file_ = ::access(abs.c_str(), W_OK) == 0 || elsewhere.empty() ? beside : elsewhere;
   for (const auto& f : {beside, elsewhere}) {
-    std::ifstream in(f);
-    std::string line;
-    if (f.empty() || !in || !std::getline(in, line) || line != header) continue;
+    std::ifstream in(f, std::ios::binary);
+    if (f.empty() || !in) continue;
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    const std::string first = std::string(header) + '\n';
+    if (text.compare(0, first.size(), first) != 0) continue;
     decltype(entries_) got;
     bool whole = true;
-    while (std::getline(in, line)) {  // what, a tab, size mtime_ns digest (hex), a tab, path
-      std::istringstream fields(line);
-      std::string what, path;
-      stamp s;
-      if (!std::getline(fields, what, '\t') || !(fields >> s.size >> s.mtime_ns >> std::hex >> s.digest) || fields.get() != '\t' ||
-          !std::getline(fields, path) || path.empty()) {
-        whole = false;  // a torn or edited index: read nothing of it
+    for (std::size_t at = first.size(); at < text.size();) {
+      const std::size_t nl = text.find('\n', at);
+      std::pair<std::string, file_stamp> e;
+      // A torn or edited index (a line cut short, keys out of order) is read as none.
+      if (nl == std::string::npos || !parse(text.data() + at, text.data() + nl, e.first, e.second) || (!got.empty() && !(got.back().first < e.first))) {
+        whole = false;
         break;
       }
-      got[what + '\t' + path] = s;
+      got.push_back(std::move(e));
+      at = nl + 1;
     }
     if (!whole) continue;
     ix.entries_ = std::move(got);
@@ -76,34 +100,74 @@ std::string identity_index::key(const std::string& path, const std::string& what
   return what + '\t' + (under ? path.substr(root_.size()) : path);
 }
 
-std::optional<std::uint64_t> identity_index::find(const std::string& path, const std::string& what) {
-  const auto it = entries_.find(key(path, what));
-  if (it == entries_.end()) return std::nullopt;
-  const auto now = size_and_time(path);
-  if (!now || now->first != it->second.size || now->second != it->second.mtime_ns) return std::nullopt;
-  ++reused_;
-  return it->second.digest;
+const file_stamp* identity_index::at(const std::string& k) const {
+  if (const auto it = added_.find(k); it != added_.end()) return &it->second;
+  const auto it = std::lower_bound(entries_.begin(), entries_.end(), k, [](const auto& e, const std::string& v) { return e.first < v; });
+  return it != entries_.end() && it->first == k ? &it->second : nullptr;
 }
 
-void identity_index::put(const std::string& path, const std::string& what, std::uint64_t digest) {
-  ++made_;
-  const auto now = size_and_time(path);
-  if (!now || path.find_first_of("\t\n") != std::string::npos || what.find_first_of("\t\n") != std::string::npos) return;
-  entries_[key(path, what)] = stamp{now->first, now->second, digest};
-  changed_ = true;
+std::optional<std::uint64_t> identity_index::find(const std::string& path, const std::string& what) {
+  const auto* s = at(key(path, what));
+  if (!s) return std::nullopt;
+  const auto now = stamp_of(path);
+  if (!now || !now->same_file(*s)) return std::nullopt;
+  ++reused_;
+  return s->digest;
+}
+
+void identity_index::put(const std::string& path, const std::string& what, file_stamp was) {
+  if (path.find_first_of("\t\n") != std::string::npos || what.find_first_of("\t\n") != std::string::npos) return;
+  added_[key(path, what)] = was;
+}
+
+std::optional<std::vector<std::pair<std::string, file_stamp>>> identity_index::listing(const std::string& dir, const std::string& what) {
+  const auto* listed = at(key(dir, "listed " + what));
+  const auto now = stamp_of(dir);
+  if (!listed || !now || !now->same_file(*listed)) return std::nullopt;
+  // The folder's files are neighbours in the index: from the first key past "what\tdir/",
+  // while the keys have that prefix and no further folder.
+  const std::string prefix = key(dir, what) + '/';
+  std::vector<std::pair<std::string, file_stamp>> out;
+  for (auto it = std::lower_bound(entries_.begin(), entries_.end(), prefix, [](const auto& e, const std::string& v) { return e.first < v; });
+       it != entries_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
+    if (it->first.find('/', prefix.size()) == std::string::npos) out.emplace_back(dir + '/' + it->first.substr(prefix.size()), it->second);
+  // The listing's count: an entry lost (an index edited by hand) is a listing to make again.
+  if (out.size() != listed->digest) return std::nullopt;
+  reused_ += static_cast<int>(out.size());
+  return out;
+}
+
+void identity_index::record_listing(const std::string& dir, const std::string& what, file_stamp was, std::size_t files) {
+  was.digest = files;
+  added_[key(dir, "listed " + what)] = was;
 }
 
 void identity_index::save() {
-  if (!changed_) return;
+  if (added_.empty()) return;
+  std::vector<std::pair<std::string, file_stamp>> added(added_.begin(), added_.end());
+  std::sort(added.begin(), added.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::pair<std::string, file_stamp>> all;
+  all.reserve(entries_.size() + added.size());
+  auto less = [](const auto& a, const auto& b) { return a.first < b.first; };
+  // Both in key order: merged, what was put now in place of what was read.
+  std::merge(std::make_move_iterator(added.begin()), std::make_move_iterator(added.end()), std::make_move_iterator(entries_.begin()),
+             std::make_move_iterator(entries_.end()), std::back_inserter(all), less);
+  all.erase(std::unique(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first == b.first; }), all.end());
+  entries_ = std::move(all);
+  added_.clear();
   std::error_code ec;
   fs::create_directories(fs::path(file_).parent_path(), ec);
   const std::string tmp = file_ + ".tmp-" + std::to_string(::getpid());
   {
-    std::ofstream out(tmp, std::ios::trunc);
+    std::ofstream out(tmp, std::ios::trunc | std::ios::binary);
     out << header << '\n';
     for (const auto& [k, s] : entries_) {
       const auto tab = k.find('\t');
-      out << k.substr(0, tab) << '\t' << s.size << ' ' << s.mtime_ns << ' ' << std::hex << s.digest << std::dec << k.substr(tab) << '\n';
+      char nums[64];
+      std::snprintf(nums, sizeof nums, "\t%llu %lld %llx", static_cast<unsigned long long>(s.size), static_cast<long long>(s.mtime_ns),
+                    static_cast<unsigned long long>(s.digest));
+      out.write(k.data(), static_cast<std::streamsize>(tab));
+      out << nums << k.substr(tab) << '\n';
     }
     if (!out.flush()) {
       fs::remove(tmp, ec);
@@ -112,7 +176,6 @@ void identity_index::save() {
   }
   fs::rename(tmp, file_, ec);
   if (ec) fs::remove(tmp, ec);
-  changed_ = false;
 }
 
 }  // namespace dynapar::data

@@ -533,16 +533,33 @@ TEST_CASE("an image folder's start reads each file once: its digests are indexed
   auto stale = load(s, true);
   REQUIRE(stale);
   CHECK(fingerprint(*stale) == fingerprint(*a));
-  // Touched (a new modification time), it is read again: another fingerprint.
+  // Touched (a new modification time), it is still listed from the index (its folder is
+  // unchanged, so no file of it is looked at), and refused when a batch reads it, named with
+  // its sample (the 30 training cats, then dog/58 the 30th dog): its bytes are not the index's.
   std::filesystem::last_write_time(name("dog", 58), when + std::chrono::seconds(1));
   auto c = load(s, true);
   REQUIRE(c);
+  CHECK(fingerprint(*c) == fingerprint(*a));
+  std::vector<float> px(12);
+  CHECK_THROWS_WITH(c->store->values(59, 0, px.data()), Catch::Contains("dog/58.png (sample 59): changed after the data's index"));
+  c->store->values(58, 0, px.data());  // dog/56, as it was
+  // Without the index every file is read again: another fingerprint.
+  std::filesystem::remove(dir + "/.dynapar-index");
+  c = load(s, true);
+  REQUIRE(c);
   CHECK(fingerprint(*c) != fingerprint(*a));
-  CHECK(identity_index::open(dir).find(name("dog", 58), "bytes") != index.find(name("dog", 58), "bytes"));
+  // A touch alone (the same bytes, a new time) reads as before.
+  std::filesystem::last_write_time(name("dog", 56), when + std::chrono::seconds(3));
+  c->store->values(58, 0, px.data());
+  // A class folder as it was is listed from the index; one with a file added is listed again.
+  png(name("cat", 60), 60);
+  auto e = load(s, true);
+  REQUIRE(e);
+  CHECK(e->size() == 61);
   // A torn index is read as none (every file read again), and written whole again.
-  write_file(dir + "/.dynapar-index", "dynapar data index 1\nbytes\t12 3");
+  write_file(dir + "/.dynapar-index", "dynapar data index 2\nbytes\t12 3");
   auto d = load(s, true);
   REQUIRE(d);
-  CHECK(fingerprint(*d) == fingerprint(*c));
+  CHECK(fingerprint(*d) == fingerprint(*e));
   CHECK(identity_index::open(dir).find(name("cat", 2), "bytes"));  // a training image (the odd ones are held out)
 }

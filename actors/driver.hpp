@@ -141,9 +141,6 @@ class driver {
   training::train_outcome outcome(const run_totals& totals, const data::sample_ledger& ledger, data::global_sampler& sampler);
   // What the run's loop cannot know between steps (control::run_facts), before step `next`.
   control::run_facts facts(std::int64_t next) const;
-  // No plan holds the model on those left after a loss (too little memory among them), and
-  // replacements may come.
-  bool replacements_may_come() const { return actors_.controller && members_.joined_count() > 0 && out_.devices_lost > 0; }
   // A replica nudged after its step (train_settings::perturb: tests of the replica check).
   status perturb() {
     if (const auto& p = s_.perturb; holders_.count(p.layer) && p.group < static_cast<int>(holders_[p.layer].size()))
@@ -251,7 +248,6 @@ class driver {
   // `t`: the last step done (an armed fault's record).
   result<double> evaluate(const data::dataset& test, std::int64_t t, const char* what);
   status finish_run(std::int64_t steps);
-  bool evaluates_epochs() const { return cb_.on_epoch && s_.test_set; }
   void answer_failed(const caf::error& e, clock::time_point started, const char* what);
   status take_checkpoint(std::int64_t steps_done);
   // A device actor stopped: fatal for the step in flight if the plan uses it.

@@ -120,7 +120,7 @@ control::run_cadence driver::start_run(data::sample_ledger& ledger, data::global
   for (const auto& [step, p] : s_.replans) c.replan_steps.insert(step);
   c.hash_every = s_.hash_every;
   c.checkpoint_every = s_.checkpoint_every;
-  c.epoch_steps = evaluates_epochs() ? sampler.steps_per_epoch() : 0;
+  c.epoch_steps = cb_.on_epoch && s_.test_set ? sampler.steps_per_epoch() : 0;
   c.perturb_step = s_.perturb.step;
   c.pipelined = s_.pipelined_control;
   return c;
@@ -175,7 +175,9 @@ result<training::train_outcome> driver::run() {
         break;
       case duty::plan: {
         auto next = next_plan(c.step, c.replan);
-        if (!next && !replacements_may_come()) return next.err();
+        // No plan holds the model on those left after a loss (too little memory among them):
+        // replacements may come.
+        if (!next && !(actors_.controller && members_.joined_count() > 0 && out_.devices_lost > 0)) return next.err();
         if (!next) why = next.err();  // infeasible: wait for devices, then plan again
         decided = next ? std::move(*next) : std::nullopt;
         totals.replanned = decided.has_value();

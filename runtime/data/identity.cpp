@@ -70,12 +70,15 @@ identity_index identity_index::open(const std::string& root) {
   const std::string elsewhere = cache_dir().empty() ? "" : cache_dir() + "/index-" + hex;
   ix.file_ = ::access(abs.c_str(), W_OK) == 0 || elsewhere.empty() ? beside : elsewhere;
   for (const auto& f : {beside, elsewhere}) {
-    std::ifstream in(f, std::ios::binary);
+    std::ifstream in(f, std::ios::binary | std::ios::ate);
     if (f.empty() || !in) continue;
-    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    std::string text(static_cast<std::size_t>(std::max<std::streamoff>(0, in.tellg())), '\0');  // one read, not a character at a time
+    in.seekg(0);
+    if (!in.read(text.data(), static_cast<std::streamsize>(text.size()))) continue;
     const std::string first = std::string(header) + '\n';
     if (text.compare(0, first.size(), first) != 0) continue;
     decltype(entries_) got;
+    got.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')));
     bool whole = true;
     for (std::size_t at = first.size(); at < text.size();) {
       const std::size_t nl = text.find('\n', at);
@@ -130,7 +133,7 @@ std::optional<std::vector<std::pair<std::string, file_stamp>>> identity_index::l
   std::vector<std::pair<std::string, file_stamp>> out;
   for (auto it = std::lower_bound(entries_.begin(), entries_.end(), prefix, [](const auto& e, const std::string& v) { return e.first < v; });
        it != entries_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
-    if (it->first.find('/', prefix.size()) == std::string::npos) out.emplace_back(dir + '/' + it->first.substr(prefix.size()), it->second);
+    if (it->first.find('/', prefix.size()) == std::string::npos) out.emplace_back(it->first.substr(prefix.size()), it->second);
   // The listing's count: an entry lost (an index edited by hand) is a listing to make again.
   if (out.size() != listed->digest) return std::nullopt;
   reused_ += static_cast<int>(out.size());

@@ -42,7 +42,7 @@ class identity_index {
   // changed meanwhile is read again next time).
   void put(const std::string& path, const std::string& what, file_stamp was);
 
-  // The files of folder `dir` with a `what` digest, in name order, each with its stamp as
+  // The names of folder `dir`'s files with a `what` digest, in order, each with its stamp as
   // recorded, when the folder is as it was when listed (record_listing); none otherwise.
   std::optional<std::vector<std::pair<std::string, file_stamp>>> listing(const std::string& dir, const std::string& what);
   // `dir` was listed whole as it was at `was` (its stamp taken before the listing), and each

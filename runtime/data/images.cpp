@@ -25,11 +25,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// One image: its folder (a number into the data set's folders) and name, kept apart so that a
+// million of them hold no path each (a name of up to 15 characters allocates nothing).
 struct image_file {
-  std::string path;
+  std::uint32_t folder = 0;
+  std::string name;
   int label = 0;
   file_stamp stamp;  // its size, time and digest as indexed: what it must still be when read
 };
+
+std::string path_of(const std::vector<std::string>& folders, const image_file& f) { return folders[f.folder] + '/' + f.name; }
 
 result<std::string> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -71,7 +76,8 @@ std::string decode(const std::string& bytes, const source& s, std::string* why =
 
 class image_samples final : public sample_store {
  public:
-  image_samples(std::vector<image_file> files, source s, std::uint64_t fp) : files_(std::move(files)), s_(std::move(s)), fp_(fp) {}
+  image_samples(std::vector<image_file> files, std::vector<std::string> folders, source s, std::uint64_t fp)
+      : files_(std::move(files)), folders_(std::move(folders)), s_(std::move(s)), fp_(fp) {}
   int size() const override { return static_cast<int>(files_.size()); }
   void values(int i, std::int64_t step, float* out) const override {
     reads_.fetch_add(1, std::memory_order_relaxed);
@@ -83,17 +89,18 @@ class image_samples final : public sample_store {
     // run time (the driver's run ends with it; a node refuses the step), never a blank
     // image trained on.
     const auto& f = files_[i];
-    const auto now = stamp_of(f.path);
-    auto bytes = read_bytes(f.path);
+    const std::string path = path_of(folders_, f);
+    const auto now = stamp_of(path);
+    auto bytes = read_bytes(path);
     if (!bytes) throw std::runtime_error(bytes.err().message + " (sample " + std::to_string(i) + ")");
     // A file whose size or time is not the index's is read as it is only if its bytes are
     // still those the fingerprint was made of (a touch); else the run ends naming it.
     if (now && !now->same_file(f.stamp) && digest_of(*bytes) != f.stamp.digest)
-      throw std::runtime_error(f.path + " (sample " + std::to_string(i) + "): changed after the data's index (" + s_.path +
+      throw std::runtime_error(path + " (sample " + std::to_string(i) + "): changed after the data's index (" + s_.path +
                                "/.dynapar-index) recorded it; remove the index to read every file again");
     std::string why;
     const std::string px = decode(*bytes, s_, &why);
-    if (px.empty()) throw std::runtime_error(files_[i].path + " (sample " + std::to_string(i) + "): does not decode as PNG or JPEG (" + why + ")");
+    if (px.empty()) throw std::runtime_error(path + " (sample " + std::to_string(i) + "): does not decode as PNG or JPEG (" + why + ")");
     // Augmentation drawn from the job's seed, the sample and the step only: every device and
     // plan, and the single-device reference, draw the same.
     int dy = 0, dx = 0;
@@ -125,6 +132,7 @@ class image_samples final : public sample_store {
 
  private:
   std::vector<image_file> files_;
+  std::vector<std::string> folders_;
   source s_;
   std::uint64_t fp_;
   mutable std::atomic<std::int64_t> reads_{0};
@@ -134,12 +142,13 @@ class image_samples final : public sample_store {
 // the file is as it was, else read now on up to 8 threads (reading a large folder one file
 // after another took most of a run's start). Nothing is decoded: a file that does not is
 // named when a batch reads it. The error is the first unreadable file's in the files' order.
-status digest_all(std::vector<image_file>& files, identity_index& index) {
+status digest_all(std::vector<image_file>& files, const std::vector<std::string>& folders, identity_index& index) {
   std::vector<std::size_t> todo;
   for (std::size_t i = 0; i < files.size(); ++i) {
     if (files[i].stamp.digest != 0) continue;
-    if (const auto d = index.find(files[i].path, "bytes")) {
-      files[i].stamp = *stamp_of(files[i].path);
+    const std::string path = path_of(folders, files[i]);
+    if (const auto d = index.find(path, "bytes")) {
+      files[i].stamp = *stamp_of(path);
       files[i].stamp.digest = *d;
     } else {
       todo.push_back(i);
@@ -150,9 +159,10 @@ status digest_all(std::vector<image_file>& files, identity_index& index) {
   auto work = [&] {
     for (std::size_t k; (k = next.fetch_add(1)) < todo.size();) {
       auto& f = files[todo[k]];
+      const std::string path = path_of(folders, f);
       try {
-        const auto was = stamp_of(f.path);  // before reading: a change meanwhile is read again next time
-        auto bytes = was ? read_bytes(f.path) : result<std::string>(make_error("io", f.path + ": cannot read it"));
+        const auto was = stamp_of(path);  // before reading: a change meanwhile is read again next time
+        auto bytes = was ? read_bytes(path) : result<std::string>(make_error("io", path + ": cannot read it"));
         if (!bytes) {
           errors[todo[k]] = bytes.err();
           next = todo.size();  // no point reading the rest
@@ -161,7 +171,7 @@ status digest_all(std::vector<image_file>& files, identity_index& index) {
         f.stamp = *was;
         f.stamp.digest = digest_of(*bytes);
       } catch (const std::exception& e) {  // out of memory for a huge file
-        errors[todo[k]] = make_error("io", f.path + ": " + e.what());
+        errors[todo[k]] = make_error("io", path + ": " + e.what());
         next = todo.size();
       }
     }
@@ -179,7 +189,7 @@ status digest_all(std::vector<image_file>& files, identity_index& index) {
   for (auto& t : pool) t.join();
   for (auto& e : errors)
     if (e) return *e;
-  for (const std::size_t i : todo) index.put(files[i].path, "bytes", files[i].stamp);
+  for (const std::size_t i : todo) index.put(path_of(folders, files[i]), "bytes", files[i].stamp);
   return ok_status();
 }
 
@@ -189,77 +199,76 @@ bool image_name(const std::string& name) {
   return e == ".png" || e == ".jpg" || e == ".jpeg";
 }
 
-// A split's folder (path/train or path/val): each class folder's images, classes in name
-// order, each one's images in name order, labelled by class, with their digests. A class
-// folder as it was when last listed is taken from the index (no file of it is looked at
-// until a batch reads it); another is listed now, and its files' digests found or made.
-result<std::vector<std::pair<std::string, std::vector<image_file>>>> list(const std::string& dir, identity_index& index) {
+// A split's folder (path/train or path/val): its class folders in name order, and their
+// images, each one's in name order, labelled by class, with their digests. A class folder as
+// it was when last listed is taken from the index (no file of it is looked at until a batch
+// reads it); another is listed now, and its files' digests found or made.
+struct split_files {
+  std::vector<std::string> classes;
+  std::vector<image_file> files;
+};
+
+result<split_files> list(const std::string& dir, identity_index& index, std::vector<std::string>& folders) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return make_error("bad_data", dir + ": no such folder (images want train/CLASS/FILE)");
-  std::vector<std::pair<std::string, std::vector<image_file>>> classes;
+  split_files out;
   for (const auto& c : fs::directory_iterator(dir, ec))
-    if (c.is_directory()) classes.emplace_back(c.path().filename().string(), std::vector<image_file>{});
+    if (c.is_directory()) out.classes.push_back(c.path().filename().string());
   if (ec) return make_error("io", dir + ": " + ec.message());
-  std::sort(classes.begin(), classes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  if (classes.empty()) return make_error("bad_data", dir + ": no class folders (images want train/CLASS/FILE)");
-  std::vector<image_file> fresh;  // the files of the folders listed now
-  std::vector<std::pair<std::string, file_stamp>> listed;
-  for (std::size_t c = 0; c < classes.size(); ++c) {
-    const std::string folder = dir + "/" + classes[c].first;
-    if (auto known = index.listing(folder, "bytes")) {
-      for (auto& [path, stamp] : *known) classes[c].second.push_back({std::move(path), static_cast<int>(c), stamp});
+  std::sort(out.classes.begin(), out.classes.end());
+  if (out.classes.empty()) return make_error("bad_data", dir + ": no class folders (images want train/CLASS/FILE)");
+  std::vector<std::pair<std::uint32_t, file_stamp>> listed;  // folders listed now, as they were
+  for (std::size_t c = 0; c < out.classes.size(); ++c) {
+    const auto folder = static_cast<std::uint32_t>(folders.size());
+    folders.push_back(dir + "/" + out.classes[c]);
+    const int label = static_cast<int>(c);
+    if (auto known = index.listing(folders.back(), "bytes")) {
+      out.files.reserve(out.files.size() + known->size());
+      for (auto& [name, stamp] : *known) out.files.push_back({folder, std::move(name), label, stamp});
       continue;
     }
-    const auto was = stamp_of(folder);  // before listing: a file added meanwhile lists it again next time
+    const auto was = stamp_of(folders.back());  // before listing: a file added meanwhile lists it again next time
     std::vector<std::string> names;
-    for (const auto& f : fs::directory_iterator(folder, ec))
-      if (f.is_regular_file() && image_name(f.path().filename().string())) names.push_back(f.path().string());
-    if (ec) return make_error("io", folder + ": " + ec.message());
+    for (const auto& f : fs::directory_iterator(folders.back(), ec))
+      if (f.is_regular_file() && image_name(f.path().filename().string())) names.push_back(f.path().filename().string());
+    if (ec) return make_error("io", folders.back() + ": " + ec.message());
     std::sort(names.begin(), names.end());
-    for (auto& n : names) classes[c].second.push_back({std::move(n), static_cast<int>(c), {}});
+    for (auto& n : names) out.files.push_back({folder, std::move(n), label, {}});
     if (was) listed.emplace_back(folder, *was);
   }
-  std::vector<image_file> all;  // on threads together, then back to their classes
-  for (auto& [name, files] : classes) all.insert(all.end(), std::make_move_iterator(files.begin()), std::make_move_iterator(files.end()));
-  const auto st = digest_all(all, index);
-  std::size_t k = 0;
-  for (auto& [name, files] : classes)
-    for (auto& f : files) f = std::move(all[k++]);
-  if (!st) return st.err();
-  for (const auto& [folder, was] : listed) {
-    const auto at = std::find_if(classes.begin(), classes.end(), [&](const auto& c) { return dir + "/" + c.first == folder; });
-    index.record_listing(folder, "bytes", was, at->second.size());
-  }
+  if (auto st = digest_all(out.files, folders, index); !st) return st.err();
+  for (const auto& [folder, was] : listed)
+    index.record_listing(folders[folder], "bytes", was,
+                         static_cast<std::size_t>(std::count_if(out.files.begin(), out.files.end(), [f = folder](const auto& x) { return x.folder == f; })));
   index.save();
-  return classes;
+  return out;
 }
 
 }  // namespace
 
 result<dataset> load_images(const source& s, bool train) {
   auto index = identity_index::open(s.path);
-  auto names = list(s.path + "/train", index);
+  std::vector<std::string> folders;
+  auto names = list(s.path + "/train", index, folders);
   if (!names) return names.err();
   std::error_code ec;
   const bool own = !train && fs::is_directory(s.path + "/val", ec);
   std::vector<image_file> files;
   if (own) {
-    auto val = list(s.path + "/val", index);
+    auto val = list(s.path + "/val", index, folders);
     if (!val) return val.err();
-    for (auto& [name, list] : *val) {
-      const auto at = std::find_if(names->begin(), names->end(), [&](const auto& c) { return c.first == name; });
-      if (at == names->end()) return make_error("bad_data", s.path + "/val/" + name + ": a class the training folder does not have");
-      for (auto& f : list) {
-        f.label = static_cast<int>(at - names->begin());
-        files.push_back(std::move(f));
-      }
+    for (auto& f : val->files) {  // labelled by the training folder's classes
+      const auto& name = val->classes[static_cast<std::size_t>(f.label)];
+      const auto at = std::find(names->classes.begin(), names->classes.end(), name);
+      if (at == names->classes.end()) return make_error("bad_data", s.path + "/val/" + name + ": a class the training folder does not have");
+      f.label = static_cast<int>(at - names->classes.begin());
+      files.push_back(std::move(f));
     }
   } else {
     const int every = std::max(2, static_cast<int>(std::lround(1.0 / s.val_share)));
     int k = 0;
-    for (auto& [name, list] : *names)
-      for (auto& f : list)
-        if (((k++ % every) == every - 1) != train) files.push_back(std::move(f));
+    for (auto& f : names->files)
+      if (((k++ % every) == every - 1) != train) files.push_back(std::move(f));
   }
   if (files.size() < 2) return make_error("bad_data", s.path + (own ? "/val" : "/train") + ": fewer than 2 images");
   // The fingerprint: the job's image options, then each file's label and digest.
@@ -275,8 +284,8 @@ result<dataset> load_images(const source& s, bool train) {
   }
   dataset d;
   d.channels = s.image_channels, d.rows = s.image_rows, d.cols = s.image_cols;
-  d.classes = static_cast<int>(names->size());
-  d.store = std::make_shared<image_samples>(std::move(files), s, h.value());
+  d.classes = static_cast<int>(names->classes.size());
+  d.store = std::make_shared<image_samples>(std::move(files), std::move(folders), s, h.value());
   return d;
 }
 

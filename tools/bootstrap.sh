@@ -21,6 +21,7 @@ packages=(
   dataset-fashion-mnist gnuplot-nox
   fortunes                                    # the text corpus (data: fortunes)
   libstb-dev                                  # images of your own (data: {kind: images}) decode with stb_image
+  libjpeg62-turbo-dev                         # and their JPEGs with libjpeg-turbo, at a reduced scale
   libcpp-httplib-dev                          # the live dashboard
   chromium chromium-driver python3-selenium   # its test in a real headless browser
   python3-torch python3-torchvision python3-numpy   # tools/export (your own model) and its eager PyTorch reference

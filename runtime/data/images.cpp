@@ -1,7 +1,10 @@
 #include "data/images.hpp"
 
+#include <jpeglib.h>
 #include <stb_image.h>
 #include <stb_image_resize.h>
+
+#include <csetjmp>
 
 #include <algorithm>
 #include <atomic>
@@ -50,23 +53,87 @@ std::uint64_t digest_of(const std::string& bytes) {
   return h.value();
 }
 
+// libjpeg's errors end the decode through a jump back (its default handler exits the process).
+struct jpeg_failure {
+  jpeg_error_mgr mgr;
+  std::jmp_buf back;
+  char message[JMSG_LENGTH_MAX];
+};
+
+[[noreturn]] void on_jpeg_error(j_common_ptr c) {
+  auto* f = reinterpret_cast<jpeg_failure*>(c->err);
+  (*c->err->format_message)(c, f->message);
+  std::longjmp(f->back, 1);
+}
+
+// A JPEG decoded by libjpeg-turbo at the smallest of its scales (1/8, 1/4, 1/2, 1) that is still
+// at least rows x cols, to `channels` (grey or RGB) HWC bytes in `out` (w x h): a large photo
+// resized far down decodes a sixty-fourth of its blocks' coefficients. False: `why`. (Only
+// plain data lives between the jump's two ends.)
+bool decode_jpeg(const std::string& bytes, const source& s, std::vector<unsigned char>& out, int& w, int& h, std::string& why) {
+  jpeg_decompress_struct d;
+  jpeg_failure f;
+  d.err = jpeg_std_error(&f.mgr);
+  f.mgr.error_exit = on_jpeg_error;
+  if (setjmp(f.back)) {
+    why = f.message;
+    jpeg_destroy_decompress(&d);
+    return false;
+  }
+  jpeg_create_decompress(&d);
+  jpeg_mem_src(&d, reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<unsigned long>(bytes.size()));
+  jpeg_read_header(&d, TRUE);
+  d.out_color_space = s.image_channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  d.dct_method = JDCT_ISLOW;  // the exact integer transform: the same bits on every machine
+  d.scale_num = 1;
+  d.scale_denom = 1;
+  for (unsigned denom = 8; denom > 1; denom /= 2)
+    if (d.image_width / denom >= static_cast<unsigned>(s.image_cols) && d.image_height / denom >= static_cast<unsigned>(s.image_rows)) {
+      d.scale_denom = denom;
+      break;
+    }
+  jpeg_start_decompress(&d);
+  w = static_cast<int>(d.output_width), h = static_cast<int>(d.output_height);
+  out.resize(static_cast<std::size_t>(w) * h * s.image_channels);
+  while (d.output_scanline < d.output_height) {
+    JSAMPROW row = out.data() + static_cast<std::size_t>(d.output_scanline) * w * s.image_channels;
+    jpeg_read_scanlines(&d, &row, 1);
+  }
+  jpeg_finish_decompress(&d);
+  jpeg_destroy_decompress(&d);
+  return true;
+}
+
 // Decodes `bytes` to rows x cols x channels bytes (HWC); "" when they are not an image.
 std::string decode(const std::string& bytes, const source& s, std::string* why = nullptr) {
   int w = 0, h = 0, got = 0;
-  unsigned char* px = stbi_load_from_memory(reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()), &w, &h,
-                                            &got, s.image_channels);
-  if (!px) {
-    if (why) *why = stbi_failure_reason() ? stbi_failure_reason() : "not an image";
-    return "";
+  std::vector<unsigned char> jpeg;
+  unsigned char* px = nullptr;
+  std::string failed;
+  if (bytes.size() > 2 && static_cast<unsigned char>(bytes[0]) == 0xFF && static_cast<unsigned char>(bytes[1]) == 0xD8) {
+    if (!decode_jpeg(bytes, s, jpeg, w, h, failed)) {
+      if (why) *why = failed;
+      return "";
+    }
+    px = jpeg.data();
+  } else {
+    px = stbi_load_from_memory(reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()), &w, &h, &got, s.image_channels);
+    if (!px) {
+      if (why) *why = stbi_failure_reason() ? stbi_failure_reason() : "not an image";
+      return "";
+    }
   }
+  const auto release = [&] {
+    if (jpeg.empty()) stbi_image_free(px);
+  };
   std::string out(static_cast<std::size_t>(s.image_rows) * s.image_cols * s.image_channels, '\0');
   if (w == s.image_cols && h == s.image_rows) {  // as it is: a resize to its own size would blur it
     std::copy(px, px + out.size(), out.begin());
-    stbi_image_free(px);
+    release();
     return out;
   }
   const bool ok = stbir_resize_uint8(px, w, h, 0, reinterpret_cast<unsigned char*>(out.data()), s.image_cols, s.image_rows, 0, s.image_channels) == 1;
-  stbi_image_free(px);
+  release();
   if (!ok) {
     if (why) *why = "cannot resize it";
     return "";

@@ -5,6 +5,8 @@
 #include <stb_image_write.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstdio>
 #include <set>
 
@@ -562,4 +564,39 @@ TEST_CASE("an image folder's start reads each file once: its digests are indexed
   REQUIRE(d);
   CHECK(fingerprint(*d) == fingerprint(*e));
   CHECK(identity_index::open(dir).find(name("cat", 2), "bytes"));  // a training image (the odd ones are held out)
+}
+
+TEST_CASE("JPEG images decode with libjpeg-turbo at a reduced scale: the colour kept, a broken one named when read", "[unit][data]") {
+  const auto dir = fresh_dir("jpegs");
+  // 256 x 256 of one colour per class (JPEG keeps a flat colour within a step or two of its value).
+  auto jpg = [&](const std::string& path, unsigned char r, unsigned char g, unsigned char b) {
+    std::vector<unsigned char> px;
+    for (int i = 0; i < 256 * 256; ++i) px.insert(px.end(), {r, g, b});
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    REQUIRE(stbi_write_jpg(path.c_str(), 256, 256, 3, px.data(), 95) == 1);
+  };
+  for (int i = 0; i < 3; ++i) {
+    jpg(dir + "/train/a/" + std::to_string(i) + ".jpg", 200, 40, 90);
+    jpg(dir + "/train/b/" + std::to_string(i) + ".jpg", 10, 250, 128);
+  }
+  source s;
+  s.kind = "images", s.path = dir, s.image_rows = 32, s.image_cols = 32, s.val_share = 0.2;
+  auto d = load(s, true);
+  REQUIRE(d);
+  REQUIRE(d->size() == 5);  // a/0, a/1, a/2, b/0, b/2 (every 5th held out: b/1)
+  std::vector<float> v(3 * 32 * 32);
+  d->store->values(0, -1, v.data());  // a/0: channel k's plane is the colour's channel k
+  for (int k = 0; k < 3; ++k)
+    for (int p = 0; p < 32 * 32; ++p) CHECK(std::abs(v[static_cast<std::size_t>(k * 1024 + p)] * 255.0 - std::array<int, 3>{200, 40, 90}[k]) <= 3);
+  s.image_channels = 1;  // grey: the colour's luma (0.299 R + 0.587 G + 0.114 B)
+  auto grey = load(s, true);
+  REQUIRE(grey);
+  std::vector<float> g(32 * 32);
+  grey->store->values(3, -1, g.data());  // b/0
+  for (float x : g) CHECK(std::abs(x * 255.0 - (0.299 * 10 + 0.587 * 250 + 0.114 * 128)) <= 3);
+  // A JPEG cut short: named, with libjpeg's reason, when read.
+  write_file(dir + "/train/a/9.jpg", std::string("\xFF\xD8\xFF\xE0", 4) + "not the rest of a JPEG");
+  auto broken = load(s, true);
+  REQUIRE(broken);  // a/0, a/1, a/2, a/9, then b/1 and b/2 (b/0 held out)
+  CHECK_THROWS_WITH(broken->store->values(3, -1, g.data()), Catch::Contains("train/a/9.jpg (sample 3): does not decode as PNG or JPEG ("));
 }

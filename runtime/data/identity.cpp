@@ -20,7 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* header = "dynapar data index 2";
+constexpr const char* header = "dynapar data index 3";
 
 std::string cache_dir() {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/dynapar";
@@ -28,11 +28,14 @@ std::string cache_dir() {
   return "";
 }
 
-// One line: what, a tab, size mtime_ns digest (hex), a tab, path. False: not such a line.
-bool parse(const char* p, const char* end, std::string& key, file_stamp& s) {
-  const char* tab = std::find(p, end, '\t');
-  if (tab == end || tab == p) return false;
-  const char* at = tab + 1;
+// One line: what, a tab, the path, a tab, size mtime_ns digest (hex); the key is the line up
+// to its last tab. False: not such a line.
+bool parse(const char* p, const char* end, std::string_view& key, file_stamp& s) {
+  const char* first = std::find(p, end, '\t');
+  const char* last = end;
+  while (last > p && last[-1] != '\t') --last;
+  if (first == end || first == p || last - 1 <= first + 1) return false;
+  const char* at = last;
   auto number = [&](auto& v, int base) {
     const auto r = std::from_chars(at, end, v, base);
     if (r.ec != std::errc()) return false;
@@ -40,11 +43,9 @@ bool parse(const char* p, const char* end, std::string& key, file_stamp& s) {
     return true;
   };
   if (!number(s.size, 10) || at == end || *at++ != ' ' || !number(s.mtime_ns, 10) || at == end || *at++ != ' ' || !number(s.digest, 16) ||
-      at == end || *at++ != '\t' || at == end)
+      at != end)
     return false;
-  key.assign(p, tab);
-  key += '\t';
-  key.append(at, end);
+  key = std::string_view(p, static_cast<std::size_t>(last - 1 - p));
   return true;
 }
 
@@ -82,7 +83,7 @@ identity_index identity_index::open(const std::string& root) {
     bool whole = true;
     for (std::size_t at = first.size(); at < text.size();) {
       const std::size_t nl = text.find('\n', at);
-      std::pair<std::string, file_stamp> e;
+      std::pair<std::string_view, file_stamp> e;
       // A torn or edited index (a line cut short, keys out of order) is read as none.
       if (nl == std::string::npos || !parse(text.data() + at, text.data() + nl, e.first, e.second) || (!got.empty() && !(got.back().first < e.first))) {
         whole = false;
@@ -93,6 +94,7 @@ identity_index identity_index::open(const std::string& root) {
     }
     if (!whole) continue;
     ix.entries_ = std::move(got);
+    ix.text_ = std::move(text);  // the views stay valid: a moved string keeps its buffer (no small-string copy at this size)
     break;
   }
   return ix;
@@ -105,7 +107,7 @@ std::string identity_index::key(const std::string& path, const std::string& what
 
 const file_stamp* identity_index::at(const std::string& k) const {
   if (const auto it = added_.find(k); it != added_.end()) return &it->second;
-  const auto it = std::lower_bound(entries_.begin(), entries_.end(), k, [](const auto& e, const std::string& v) { return e.first < v; });
+  const auto it = std::lower_bound(entries_.begin(), entries_.end(), std::string_view(k), [](const auto& e, std::string_view v) { return e.first < v; });
   return it != entries_.end() && it->first == k ? &it->second : nullptr;
 }
 
@@ -131,9 +133,9 @@ std::optional<std::vector<std::pair<std::string, file_stamp>>> identity_index::l
   // while the keys have that prefix and no further folder.
   const std::string prefix = key(dir, what) + '/';
   std::vector<std::pair<std::string, file_stamp>> out;
-  for (auto it = std::lower_bound(entries_.begin(), entries_.end(), prefix, [](const auto& e, const std::string& v) { return e.first < v; });
+  for (auto it = std::lower_bound(entries_.begin(), entries_.end(), std::string_view(prefix), [](const auto& e, std::string_view v) { return e.first < v; });
        it != entries_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
-    if (it->first.find('/', prefix.size()) == std::string::npos) out.emplace_back(it->first.substr(prefix.size()), it->second);
+    if (it->first.find('/', prefix.size()) == std::string_view::npos) out.emplace_back(it->first.substr(prefix.size()), it->second);
   // The listing's count: an entry lost (an index edited by hand) is a listing to make again.
   if (out.size() != listed->digest) return std::nullopt;
   reused_ += static_cast<int>(out.size());
@@ -147,31 +149,33 @@ void identity_index::record_listing(const std::string& dir, const std::string& w
 
 void identity_index::save() {
   if (added_.empty()) return;
-  std::vector<std::pair<std::string, file_stamp>> added(added_.begin(), added_.end());
+  // Both in key order, merged into the new file: what was put now in place of what was read.
+  std::vector<std::pair<std::string_view, file_stamp>> added(added_.begin(), added_.end());
   std::sort(added.begin(), added.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<std::pair<std::string, file_stamp>> all;
-  all.reserve(entries_.size() + added.size());
-  auto less = [](const auto& a, const auto& b) { return a.first < b.first; };
-  // Both in key order: merged, what was put now in place of what was read.
-  std::merge(std::make_move_iterator(added.begin()), std::make_move_iterator(added.end()), std::make_move_iterator(entries_.begin()),
-             std::make_move_iterator(entries_.end()), std::back_inserter(all), less);
-  all.erase(std::unique(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first == b.first; }), all.end());
-  entries_ = std::move(all);
-  added_.clear();
   std::error_code ec;
   fs::create_directories(fs::path(file_).parent_path(), ec);
   const std::string tmp = file_ + ".tmp-" + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::trunc | std::ios::binary);
     out << header << '\n';
-    for (const auto& [k, s] : entries_) {
-      const auto tab = k.find('\t');
+    auto write = [&](std::string_view k, const file_stamp& s) {
       char nums[64];
-      std::snprintf(nums, sizeof nums, "\t%llu %lld %llx", static_cast<unsigned long long>(s.size), static_cast<long long>(s.mtime_ns),
+      std::snprintf(nums, sizeof nums, "\t%llu %lld %llx\n", static_cast<unsigned long long>(s.size), static_cast<long long>(s.mtime_ns),
                     static_cast<unsigned long long>(s.digest));
-      out.write(k.data(), static_cast<std::streamsize>(tab));
-      out << nums << k.substr(tab) << '\n';
+      out.write(k.data(), static_cast<std::streamsize>(k.size()));
+      out << nums;
+    };
+    auto a = added.begin();
+    for (const auto& [k, s] : entries_) {
+      for (; a != added.end() && a->first < k; ++a) write(a->first, a->second);
+      if (a != added.end() && a->first == k) {
+        write(a->first, a->second);
+        ++a;
+      } else {
+        write(k, s);
+      }
     }
+    for (; a != added.end(); ++a) write(a->first, a->second);
     if (!out.flush()) {
       fs::remove(tmp, ec);
       return;
@@ -179,6 +183,8 @@ void identity_index::save() {
   }
   fs::rename(tmp, file_, ec);
   if (ec) fs::remove(tmp, ec);
+  // What was saved is what a later find or listing of this index sees again.
+  *this = open(root_);
 }
 
 }  // namespace dynapar::data

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -61,8 +62,10 @@ class identity_index {
   const file_stamp* at(const std::string& key) const;
   std::string root_, file_;
   // By key, in order (the file is written so: read back without sorting, and a folder's
-  // files are neighbours), and what was put since, merged in when saved.
-  std::vector<std::pair<std::string, file_stamp>> entries_;
+  // files are neighbours), each key a view into text_ (a million files, no allocation each),
+  // and what was put since, merged in when saved.
+  std::string text_;
+  std::vector<std::pair<std::string_view, file_stamp>> entries_;
   std::unordered_map<std::string, file_stamp> added_;
   int reused_ = 0;
 };

@@ -1,6 +1,6 @@
 // The user's images in torchvision's ImageFolder layout (data/source.hpp, kind "images"):
-// one folder a class, its name the class (classes in name order), PNG and JPEG files decoded
-// with stb_image (Debian's libstb) when a batch reads them.
+// one folder a class, its name the class (classes in name order), PNG files decoded with
+// stb_image (Debian's libstb) and JPEG files with libjpeg-turbo when a batch reads them.
 #pragma once
 
 #include "data/source.hpp"

@@ -559,7 +559,7 @@ TEST_CASE("an image folder's start reads each file once: its digests are indexed
   REQUIRE(e);
   CHECK(e->size() == 61);
   // A torn index is read as none (every file read again), and written whole again.
-  write_file(dir + "/.dynapar-index", "dynapar data index 2\nbytes\t12 3");
+  write_file(dir + "/.dynapar-index", "dynapar data index 3\nbytes\t/train/cat/00.png\t12 3");
   auto d = load(s, true);
   REQUIRE(d);
   CHECK(fingerprint(*d) == fingerprint(*e));

@@ -17,8 +17,8 @@ kill -KILL $nodes
 killed=$(date +%s.%N)
 rc=0
 wait "$launch" || rc=$?
-took=$(echo "$(date +%s.%N) - $killed" | bc)
+took=$(awk -v a="$killed" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
 [ "$rc" -ne 0 ] || { echo "FAIL: launch exited 0 with every node dead"; exit 1; }
 grep -q "every node process this launch started has exited" "$out/launch.log" || { tail -20 "$out/launch.log"; echo "FAIL: no reason given"; exit 1; }
-(( $(echo "$took < 30" | bc) )) || { tail -20 "$out/launch.log"; echo "FAIL: ended $took s after the nodes died"; exit 1; }
+awk -v t="$took" 'BEGIN {exit !(t < 30)}' || { tail -20 "$out/launch.log"; echo "FAIL: ended $took s after the nodes died"; exit 1; }
 echo "ok: launch ended (exit $rc) $took s after its last node died: $(grep -o 'dynapar: .*' "$out/launch.log" | tail -1)"

@@ -37,7 +37,7 @@ for x, y in loader:
 print(seen / (time.perf_counter() - t0))
 PY
 )
-  ratio=$(echo "$ours / $theirs" | bc -l)
+  ratio=$(awk -v a="$ours" -v b="$theirs" 'BEGIN {print a / b}')
   ratios+=("$ratio")
   printf "round %d: dynapar %.0f samples/s, PyTorch DataLoader (num_workers 2) %.0f samples/s: %.2fx\n" "$r" "$ours" "$theirs" "$ratio"
 done

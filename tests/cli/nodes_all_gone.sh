@@ -11,8 +11,10 @@ launch=$!
 trap 'kill $launch 2>/dev/null || true' EXIT
 for _ in $(seq 1200); do [ -s "$out/run/plans.jsonl" ] && break; sleep 0.1; done
 [ -s "$out/run/plans.jsonl" ] || { tail -20 "$out/launch.log"; echo "FAIL: no plan"; exit 1; }
-nodes=$(pgrep -P "$launch" -f " node " | tr '\n' ' ')
-[ "$(wc -w <<< "$nodes")" -eq 2 ] || { ps -ef | grep dynapar; echo "FAIL: launch's nodes are '$nodes'"; exit 1; }
+# launch's children (from /proc: procps is not among the bootstrap's packages), its 2 nodes.
+# (grep goes on past a process that ended meanwhile; mawk would stop there.)
+nodes=$( (grep -l "^PPid:[[:space:]]*$launch\$" /proc/[0-9]*/status 2> /dev/null || true) | cut -d/ -f3 | tr '\n' ' ')
+[ "$(wc -w <<< "$nodes")" -eq 2 ] || { echo "FAIL: launch's children are '$nodes', not its 2 nodes"; exit 1; }
 kill -KILL $nodes
 killed=$(date +%s.%N)
 rc=0

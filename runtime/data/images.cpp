@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <system_error>
 #include <thread>
+#include <tuple>
 
 #include "common/rng.hpp"
 #include "data/hash.hpp"
@@ -214,8 +215,10 @@ status digest_all(std::vector<image_file>& files, const std::vector<std::string>
   for (std::size_t i = 0; i < files.size(); ++i) {
     if (files[i].stamp.digest != 0) continue;
     const std::string path = path_of(folders, files[i]);
-    if (const auto d = index.find(path, "bytes")) {
-      files[i].stamp = *stamp_of(path);
+    const auto d = index.find(path, "bytes");
+    const auto now = d ? stamp_of(path) : std::nullopt;  // gone since the index's look: read (and named) below
+    if (d && now) {
+      files[i].stamp = *now;
       files[i].stamp.digest = *d;
     } else {
       todo.push_back(i);
@@ -284,7 +287,7 @@ result<split_files> list(const std::string& dir, identity_index& index, std::vec
   if (ec) return make_error("io", dir + ": " + ec.message());
   std::sort(out.classes.begin(), out.classes.end());
   if (out.classes.empty()) return make_error("bad_data", dir + ": no class folders (images want train/CLASS/FILE)");
-  std::vector<std::pair<std::uint32_t, file_stamp>> listed;  // folders listed now, as they were
+  std::vector<std::tuple<std::uint32_t, file_stamp, std::size_t>> listed;  // folders listed now: as they were, their files
   for (std::size_t c = 0; c < out.classes.size(); ++c) {
     const auto folder = static_cast<std::uint32_t>(folders.size());
     folders.push_back(dir + "/" + out.classes[c]);
@@ -301,12 +304,10 @@ result<split_files> list(const std::string& dir, identity_index& index, std::vec
     if (ec) return make_error("io", folders.back() + ": " + ec.message());
     std::sort(names.begin(), names.end());
     for (auto& n : names) out.files.push_back({folder, std::move(n), label, {}});
-    if (was) listed.emplace_back(folder, *was);
+    if (was) listed.emplace_back(folder, *was, names.size());
   }
   if (auto st = digest_all(out.files, folders, index); !st) return st.err();
-  for (const auto& [folder, was] : listed)
-    index.record_listing(folders[folder], "bytes", was,
-                         static_cast<std::size_t>(std::count_if(out.files.begin(), out.files.end(), [f = folder](const auto& x) { return x.folder == f; })));
+  for (const auto& [folder, was, count] : listed) index.record_listing(folders[folder], "bytes", was, count);
   index.save();
   return out;
 }

@@ -12,6 +12,7 @@
 #include "data/hash.hpp"
 #include "data/identity.hpp"
 #include "data/npy.hpp"
+#include "data/shards.hpp"
 
 namespace dynapar::data {
 
@@ -147,6 +148,8 @@ std::pair<std::int64_t, std::int64_t> split(std::int64_t n, bool own_file, bool 
 
 
 result<dataset> load_npy(const source& s, bool train) {
+  std::error_code ec;
+  if (!exists(s.path + "/train_inputs.npy") && std::filesystem::is_directory(s.path + "/train", ec)) return load_npy_shards(s, train);
   const bool own = !train && exists(s.path + "/val_inputs.npy");
   const std::string stem = s.path + (train || !own ? "/train_" : "/val_");
   if (!own && !train && exists(s.path + "/val_labels.npy")) return make_error("bad_data", s.path + ": val_labels.npy without val_inputs.npy");
@@ -171,7 +174,7 @@ result<dataset> arrays_dataset(npy_array x_in, npy_array y_in, const std::string
                                       "), not of shape with " + std::to_string(y->shape.size()) + " axes and " + std::to_string(y->rows()) + " rows");
   if (s.regression && (y->row_elements() < 1 || y->row_elements() > (1 << 16)))
     return make_error("bad_data", yf + ": a sample's values to regress must number 1..65536");
-  if (n < 2) return make_error("bad_data", xf + ": fewer than 2 samples");
+  if (n < (own ? 1 : 2)) return make_error("bad_data", xf + (own ? ": no samples" : ": fewer than 2 samples"));
   if (n > INT32_MAX) return make_error("bad_data", xf + ": more than 2^31 - 1 samples");
   for (std::size_t k = 1; k < x->shape.size(); ++k)
     if (x->shape[k] < 1 || x->shape[k] > (1 << 16)) return make_error("bad_data", xf + ": a sample's sizes must be in 1..65536");

@@ -279,6 +279,78 @@ TEST_CASE("npy data: samples read in place, in the file's shape, split and norma
   CHECK_FALSE(decode("kind=npy\npath=x\nstd=1,0\n"));
 }
 
+TEST_CASE("npy shards: read in their names' order as one array, split and checked as one file would be", "[unit][data]") {
+  // 6 samples of [2, 3, 4] float32 (sample i, element k = i + k / 100; label i % 4), as three
+  // shards of 3, 2 and 1 written out of name order, and as one file: the reference.
+  const auto dir = fresh_dir("npy_shards"), one = fresh_dir("npy_one");
+  std::vector<float> x;
+  std::vector<std::int64_t> y;
+  for (int i = 0; i < 6; ++i) {
+    y.push_back(i % 4);
+    for (int k = 0; k < 24; ++k) x.push_back(static_cast<float>(i + k / 100.0));
+  }
+  write_file(one + "/train_inputs.npy", npy_bytes("<f4", "(6, 2, 3, 4)", "False", raw(x)));
+  write_file(one + "/train_labels.npy", npy_bytes("<i8", "(6,)", "False", raw(y)));
+  std::filesystem::create_directories(dir + "/train");
+  auto shard = [&](const std::string& stem, int from, int n) {
+    write_file(dir + "/train/" + stem + "_inputs.npy",
+               npy_bytes("<f4", "(" + std::to_string(n) + ", 2, 3, 4)", "False", raw(std::vector<float>(x.begin() + from * 24, x.begin() + (from + n) * 24))));
+    write_file(dir + "/train/" + stem + "_labels.npy",
+               npy_bytes("<i8", "(" + std::to_string(n) + ",)", "False", raw(std::vector<std::int64_t>(y.begin() + from, y.begin() + from + n))));
+  };
+  shard("part_2", 5, 1), shard("part_0", 0, 3), shard("part_1", 3, 2);
+  for (const bool train : {true, false}) {
+    auto sharded = load(npy_source(dir), train);
+    auto whole = load(npy_source(one), train);
+    REQUIRE(sharded);
+    REQUIRE(whole);
+    REQUIRE(sharded->size() == (train ? 5 : 1));  // the last fifth held out, across the shards
+    CHECK((sharded->channels == 2 && sharded->rows == 3 && sharded->cols == 4 && sharded->classes == whole->classes));
+    std::vector<float> a(24), b(24);
+    for (int i = 0; i < sharded->size(); ++i) {
+      sharded->store->values(i, 0, a.data());
+      whole->store->values(i, 0, b.data());
+      CHECK(a == b);
+      CHECK(a[7] == x[static_cast<std::size_t>((train ? i : 5) * 24 + 7)]);
+      CHECK(sharded->store->label(i) == whole->store->label(i));
+    }
+    CHECK(sharded->store->samples_read() == sharded->size());
+  }
+  // The fingerprint: the same loaded twice, another when a shard's label changes.
+  const auto before = fingerprint(*load(npy_source(dir), true));
+  CHECK(fingerprint(*load(npy_source(dir), true)) == before);
+  write_file(dir + "/train/part_1_labels.npy", npy_bytes("<i8", "(2,)", "False", raw(std::vector<std::int64_t>{3, 3})));
+  CHECK(fingerprint(*load(npy_source(dir), true)) != before);
+  // A validation folder of its own, in the same layout.
+  std::filesystem::create_directories(dir + "/val");
+  write_file(dir + "/val/v_inputs.npy", npy_bytes("<f4", "(1, 2, 3, 4)", "False", raw(std::vector<float>(24, 0.5f))));
+  write_file(dir + "/val/v_labels.npy", npy_bytes("<i8", "(1,)", "False", raw(std::vector<std::int64_t>{2})));
+  auto val = load(npy_source(dir), false);
+  REQUIRE(val);
+  CHECK((val->size() == 1 && val->store->label(0) == 2));
+  // What is wrong is named with its shard: a value not finite (and its sample in the shard), a
+  // shape unlike the first shard's, labels without inputs, a folder without shards.
+  auto fails = [&](const std::string& what) {
+    const auto r = load(npy_source(dir), true);
+    REQUIRE_FALSE(r);
+    INFO(r.err().message);
+    CHECK(r.err().message.find(what) != std::string::npos);
+  };
+  std::filesystem::remove(dir + "/.dynapar-index");  // each rewrite below read again, however soon after the last
+  auto bad = std::vector<float>(x.begin() + 3 * 24, x.begin() + 5 * 24);
+  bad[24 + 5] = std::nanf("");
+  write_file(dir + "/train/part_1_inputs.npy", npy_bytes("<f4", "(2, 2, 3, 4)", "False", raw(bad)));
+  fails("part_1_inputs.npy: sample 1 holds a value that is not finite");
+  write_file(dir + "/train/part_1_inputs.npy", npy_bytes("<f4", "(2, 4, 3, 2)", "False", raw(std::vector<float>(48, 1.0f))));
+  fails("part_1_inputs.npy: a sample is 4 x 3 x 2, but");
+  std::filesystem::remove(dir + "/train/part_1_inputs.npy");
+  fails("part_1_labels.npy: no part_1_inputs.npy beside it");
+  std::filesystem::remove_all(dir + "/train");
+  std::filesystem::create_directories(dir + "/train");
+  fails("no shards in it");
+  std::filesystem::remove_all(dir), std::filesystem::remove_all(one);
+}
+
 TEST_CASE("npy regression: labels [n] or [n, k] of any type read as reals, checked finite, and told apart by the fingerprint", "[unit][data]") {
   const auto dir = fresh_dir("npy_reg");
   write_file(dir + "/train_inputs.npy", npy_bytes("<f4", "(5, 3)", "False", raw(std::vector<float>(15, 1.0f))));

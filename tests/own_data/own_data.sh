@@ -97,6 +97,35 @@ assert len(a) == 24 and a == b, (a[:3], b[:3])
 print(f"ok: kind torch trains as the same arrays in npy do: {len(a)} equal losses, {a[0]:.4f} to {a[-1]:.4f}")
 PY
 
+# npy shards: the same arrays as 4 shards of uneven sizes in npy_shards/train (each saved by
+# np.save with its labels): equal to one device over 3 nodes, each node reading only its own
+# samples, and the same training as the single-file run, loss for loss; a value that is not
+# finite is named with its shard and its sample there.
+mkdir -p npy_shards/train nan_shards/train
+$py - <<'PY'
+import numpy as np
+x, y = np.load("npy/train_inputs.npy"), np.load("npy/train_labels.npy")
+for k, (a, b) in enumerate([(0, 700), (700, 1000), (1000, 1550), (1550, 1800)]):
+    np.save(f"npy_shards/train/part{k:03d}_inputs.npy", x[a:b])
+    np.save(f"npy_shards/train/part{k:03d}_labels.npy", y[a:b])
+    x2 = x[a:b].copy()
+    if k == 2:
+        x2[40, 0, 1, 1] = np.inf
+    np.save(f"nan_shards/train/part{k:03d}_inputs.npy", x2)
+    np.save(f"nan_shards/train/part{k:03d}_labels.npy", y[a:b])
+PY
+job npy_shards cnn.pt "{kind: npy, path: npy_shards}"
+"$dynapar" launch --local 3 npy_shards.yaml --verify --out nodes_npy_shards > /dev/null 2> nodes_npy_shards.log || { tail -20 nodes_npy_shards.log; exit 1; }
+check nodes_npy_shards nodes_npy_shards.log
+"$dynapar" train npy_shards.yaml --out run_npy_shards > /dev/null 2> run_npy_shards.log || { cat run_npy_shards.log; exit 1; }
+$py - <<'PY'
+import json
+loss = lambda d: [json.loads(l)["loss"] for l in open(d + "/metrics.jsonl") if '"loss"' in l]
+a, b = loss("run_npy_shards"), loss("run_npy_again")
+assert len(a) == 24 and a == b, (a[:3], b[:3])
+print(f"ok: 4 npy shards train as the one file does: {len(a)} equal losses")
+PY
+
 # Regression (loss mse): the same CNN regresses 10 reals a sample from float labels. Equal to
 # one device in one process and over 3 nodes; and it learns: the test mean squared error ends
 # below that of predicting every value as the training labels' mean (numpy's, the baseline).
@@ -171,6 +200,8 @@ mkdir -p nan && cp npy/train_labels.npy nan/
 $py -c "import numpy as np; x = np.load('npy/train_inputs.npy'); x[7, 1, 2, 3] = np.nan; np.save('nan/train_inputs.npy', x)"
 job nan cnn.pt "{kind: npy, path: nan}"
 refused nan.yaml "nan/train_inputs.npy: sample 7 holds a value that is not finite"
+job nan_shards cnn.pt "{kind: npy, path: nan_shards}"
+refused nan_shards.yaml "nan_shards/train/part002_inputs.npy: sample 40 holds a value that is not finite"
 mkdir -p short && cp npy/train_labels.npy short/ && head -c 1000000 npy/train_inputs.npy > short/train_inputs.npy
 job short cnn.pt "{kind: npy, path: short}"
 refused short.yaml "short/train_inputs.npy: truncated"

@@ -22,6 +22,7 @@
 #include "common/rng.hpp"
 #include "data/hash.hpp"
 #include "data/identity.hpp"
+#include "data/shards.hpp"
 
 namespace dynapar::data {
 
@@ -149,10 +150,6 @@ class image_samples final : public sample_store {
   int size() const override { return static_cast<int>(files_.size()); }
   void values(int i, std::int64_t step, float* out) const override {
     reads_.fetch_add(1, std::memory_order_relaxed);
-    const int R = s_.image_rows, C = s_.image_cols, K = s_.image_channels;
-    for (int k = 0; k < K; ++k)  // the padding: a zero pixel
-      std::fill(out + static_cast<std::size_t>(k) * R * C, out + static_cast<std::size_t>(k + 1) * R * C,
-                static_cast<float>((0.0 - mean_of(s_, k)) / std_of(s_, k)));
     // Decoded only here, when a batch needs it: one that does not decode is a named error at
     // run time (the driver's run ends with it; a node refuses the step), never a blank
     // image trained on.
@@ -167,31 +164,8 @@ class image_samples final : public sample_store {
       throw std::runtime_error(path + " (sample " + std::to_string(i) + "): changed after the data's index (" + s_.path +
                                "/.dynapar-index) recorded it; remove the index to read every file again");
     std::string why;
-    const std::string px = decode(*bytes, s_, &why);
-    if (px.empty()) throw std::runtime_error(path + " (sample " + std::to_string(i) + "): does not decode as PNG or JPEG (" + why + ")");
-    // Augmentation drawn from the job's seed, the sample and the step only: every device and
-    // plan, and the single-device reference, draw the same.
-    int dy = 0, dx = 0;
-    bool mirror = false;
-    if (step >= 0 && (s_.crop_pad > 0 || s_.flip)) {
-      rng r(s_.seed ^ (static_cast<std::uint64_t>(i) * 0x9e3779b97f4a7c15ULL) ^ (static_cast<std::uint64_t>(step) * 0xc2b2ae3d27d4eb4fULL));
-      if (s_.crop_pad > 0) {
-        dy = static_cast<int>(r.below(2 * s_.crop_pad + 1)) - s_.crop_pad;
-        dx = static_cast<int>(r.below(2 * s_.crop_pad + 1)) - s_.crop_pad;
-      }
-      mirror = s_.flip && r.below(2) == 1;
-    }
-    // HWC bytes to CHW floats; a crop's pixels outside the image stay the padding (zero).
-    for (int y = 0; y < R; ++y)
-      for (int x = 0; x < C; ++x) {
-        const int sy = y + dy, sx0 = x + dx;
-        if (sy < 0 || sy >= R || sx0 < 0 || sx0 >= C) continue;
-        const int sx = mirror ? C - 1 - sx0 : sx0;
-        for (int k = 0; k < K; ++k) {
-          const double v = static_cast<unsigned char>(px[(static_cast<std::size_t>(sy) * C + sx) * K + k]) / 255.0;
-          out[(static_cast<std::size_t>(k) * R + y) * C + x] = static_cast<float>((v - mean_of(s_, k)) / std_of(s_, k));
-        }
-      }
+    if (!image_values(*bytes, s_, i, step, out, why))
+      throw std::runtime_error(path + " (sample " + std::to_string(i) + "): does not decode as PNG or JPEG (" + why + ")");
   }
   std::int64_t label(int i) const override { return files_[i].label; }
   std::uint64_t fingerprint() const override { return fp_; }
@@ -314,7 +288,40 @@ result<split_files> list(const std::string& dir, identity_index& index, std::vec
 
 }  // namespace
 
+bool image_values(const std::string& bytes, const source& s, int i, std::int64_t step, float* out, std::string& why) {
+  const std::string px = decode(bytes, s, &why);
+  if (px.empty()) return false;
+  const int R = s.image_rows, C = s.image_cols, K = s.image_channels;
+  for (int k = 0; k < K; ++k)  // the padding: a zero pixel
+    std::fill(out + static_cast<std::size_t>(k) * R * C, out + static_cast<std::size_t>(k + 1) * R * C, static_cast<float>((0.0 - mean_of(s, k)) / std_of(s, k)));
+  // Augmentation drawn from the job's seed, the sample and the step only: every device and
+  // plan, and the single-device reference, draw the same.
+  int dy = 0, dx = 0;
+  bool mirror = false;
+  if (step >= 0 && (s.crop_pad > 0 || s.flip)) {
+    rng r(s.seed ^ (static_cast<std::uint64_t>(i) * 0x9e3779b97f4a7c15ULL) ^ (static_cast<std::uint64_t>(step) * 0xc2b2ae3d27d4eb4fULL));
+    if (s.crop_pad > 0) {
+      dy = static_cast<int>(r.below(2 * s.crop_pad + 1)) - s.crop_pad;
+      dx = static_cast<int>(r.below(2 * s.crop_pad + 1)) - s.crop_pad;
+    }
+    mirror = s.flip && r.below(2) == 1;
+  }
+  // HWC bytes to CHW floats; a crop's pixels outside the image stay the padding (zero).
+  for (int y = 0; y < R; ++y)
+    for (int x = 0; x < C; ++x) {
+      const int sy = y + dy, sx0 = x + dx;
+      if (sy < 0 || sy >= R || sx0 < 0 || sx0 >= C) continue;
+      const int sx = mirror ? C - 1 - sx0 : sx0;
+      for (int k = 0; k < K; ++k) {
+        const double v = static_cast<unsigned char>(px[(static_cast<std::size_t>(sy) * C + sx) * K + k]) / 255.0;
+        out[(static_cast<std::size_t>(k) * R + y) * C + x] = static_cast<float>((v - mean_of(s, k)) / std_of(s, k));
+      }
+    }
+  return true;
+}
+
 result<dataset> load_images(const source& s, bool train) {
+  if (holds_tar_shards(s.path + "/train")) return load_image_shards(s, train);
   auto index = identity_index::open(s.path);
   std::vector<std::string> folders;
   auto names = list(s.path + "/train", index, folders);

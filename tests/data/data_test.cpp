@@ -305,7 +305,8 @@ TEST_CASE("npy shards: read in their names' order as one array, split and checke
     REQUIRE(sharded);
     REQUIRE(whole);
     REQUIRE(sharded->size() == (train ? 5 : 1));  // the last fifth held out, across the shards
-    CHECK((sharded->channels == 2 && sharded->rows == 3 && sharded->cols == 4 && sharded->classes == whole->classes));
+    CHECK((sharded->channels == 2 && sharded->rows == 3 && sharded->cols == 4));
+    CHECK(sharded->classes == 4);  // labels 0..3 in the shards, whichever split (one file: its split's)
     std::vector<float> a(24), b(24);
     for (int i = 0; i < sharded->size(); ++i) {
       sharded->store->values(i, 0, a.data());
@@ -564,6 +565,122 @@ TEST_CASE("image folders: classes by folder name, pixels as CHW in [0, 1] normal
   std::filesystem::remove(dir + "/train/cat/9.png");
   png(dir + "/val/bird/0.png", 0, 0);
   CHECK(load(s, false).err().message.find("val/bird: a class the training folder does not have") != std::string::npos);
+}
+
+namespace {
+// A tar written byte by byte from POSIX's ustar description, so that the reader is checked
+// against the format: 512-byte headers (name; mode, uid, gid, size and mtime in octal; the
+// checksum, the header's bytes summed with its own field as spaces; type; magic "ustar\0" and
+// version "00"), each member's data padded to 512 bytes, two zero blocks at the end.
+// types: member i's type, '0' (a file) past its end.
+std::string tar_bytes(const std::vector<std::pair<std::string, std::string>>& members, const std::string& types = "") {
+  std::string out;
+  for (std::size_t m = 0; m < members.size(); ++m) {
+    const auto& [name, data] = members[m];
+    std::string h(512, '\0');
+    h.replace(0, name.size(), name);
+    auto octal = [&](std::size_t at, std::size_t width, unsigned long long v) {
+      char buf[24];
+      std::snprintf(buf, sizeof buf, "%0*llo", static_cast<int>(width - 1), v);
+      h.replace(at, width - 1, buf);
+    };
+    octal(100, 8, 0644), octal(108, 8, 0), octal(116, 8, 0), octal(124, 12, data.size()), octal(136, 12, 0);
+    h[156] = m < types.size() ? types[m] : '0';
+    h.replace(257, 6, std::string("ustar\0", 6)), h.replace(263, 2, "00");
+    h.replace(148, 8, "        ");
+    unsigned sum = 0;
+    for (unsigned char c : h) sum += c;
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "%06o", sum);
+    h.replace(148, 6, buf), h[154] = '\0', h[155] = ' ';
+    out += h + data + std::string((512 - data.size() % 512) % 512, '\0');
+  }
+  return out + std::string(1024, '\0');
+}
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+}  // namespace
+
+TEST_CASE("image tar shards (WebDataset): the same samples as the folder they came from, read by offset; bad shards named", "[unit][data]") {
+  // 5 cats and 5 dogs as an image folder (the reference), and as two tar shards holding
+  // KEY.png and KEY.cls in the folder's order.
+  const auto folder = fresh_dir("tar_ref"), dir = fresh_dir("tar_shards");
+  std::vector<std::pair<std::string, std::string>> members;
+  for (int c = 0; c < 2; ++c)
+    for (int i = 0; i < 5; ++i) {
+      const std::string cls = c == 0 ? "cat" : "dog", path = folder + "/train/" + cls + "/" + std::to_string(i) + ".png";
+      std::vector<unsigned char> px;
+      for (int k = 0; k < 3 * 3 * 3; ++k) px.push_back(static_cast<unsigned char>(7 * k + 40 * c + i));
+      std::filesystem::create_directories(folder + "/train/" + cls);
+      REQUIRE(stbi_write_png(path.c_str(), 3, 3, 3, px.data(), 9) == 1);
+      members.push_back({cls + "_" + std::to_string(i) + ".png", read_file(path)});
+      members.push_back({cls + "_" + std::to_string(i) + ".cls", std::to_string(c) + "\n"});
+    }
+  std::filesystem::create_directories(dir + "/train");
+  const std::vector<std::pair<std::string, std::string>> first(members.begin(), members.begin() + 12), rest(members.begin() + 12, members.end());
+  write_file(dir + "/train/000000.tar", tar_bytes(first));
+  // dog_1's class under a pax header's path (its own length first), its ustar name another.
+  auto second = rest;
+  second.insert(second.begin() + 1, {"PaxHeader", "18 path=dog_1.cls\n"});
+  second[2].first = "not_its_name";
+  write_file(dir + "/train/000001.tar", tar_bytes(second, "0x"));
+  source s;
+  s.kind = "images", s.path = folder, s.image_rows = 3, s.image_cols = 3, s.val_share = 0.2, s.crop_pad = 1, s.flip = true;
+  auto t = s;
+  t.path = dir;
+  for (const bool train : {true, false}) {
+    auto want = load(s, train);
+    auto got = load(t, train);
+    REQUIRE(want);
+    REQUIRE(got);
+    REQUIRE(got->size() == want->size());
+    CHECK(got->classes == 2);
+    std::vector<float> a(27), b(27);
+    for (int i = 0; i < got->size(); ++i)
+      for (std::int64_t step : {-1, 3, 4}) {
+        got->store->values(i, step, a.data());
+        want->store->values(i, step, b.data());
+        CHECK(a == b);
+        CHECK(got->store->label(i) == want->store->label(i));
+      }
+  }
+  CHECK(load(t, true)->store->samples_read() == 0);  // nothing decoded at start
+  const auto fp = fingerprint(*load(t, true));
+  CHECK(fingerprint(*load(t, true)) == fp);
+  // What is wrong is named with its tar, member and sample.
+  auto fails = [&](const std::string& what) {
+    const auto r = load(t, true);
+    REQUIRE_FALSE(r);
+    INFO(r.err().message);
+    CHECK(r.err().message.find(what) != std::string::npos);
+  };
+  auto edited = first;
+  edited[3].second = "1\n";  // cat_1 now a dog
+  write_file(dir + "/train/000000.tar", tar_bytes(edited));
+  CHECK(fingerprint(*load(t, true)) != fp);
+  edited[3].second = "one";
+  write_file(dir + "/train/000000.tar", tar_bytes(edited));
+  fails("000000.tar: member cat_1.cls is not a class id");
+  edited = first;
+  edited.erase(edited.begin() + 5);  // cat_2's class
+  write_file(dir + "/train/000000.tar", tar_bytes(edited));
+  fails("000000.tar: sample cat_2 has no class (KEY.cls)");
+  auto damaged = tar_bytes(first);
+  damaged[520] ^= 1;  // in the first member's data: not noticed at start, named when decoded
+  damaged[600] = 'x';
+  write_file(dir + "/train/000000.tar", damaged);
+  auto late = load(t, true);
+  REQUIRE(late);
+  std::vector<float> px(27);
+  CHECK_THROWS_WITH(late->store->values(0, 0, px.data()), Catch::Contains("000000.tar: member cat_0.png (sample 0): does not decode as PNG or JPEG"));
+  damaged[3] ^= 1;  // in the first header: its checksum no longer matches
+  write_file(dir + "/train/000000.tar", damaged);
+  fails("000000.tar: at byte 0: the header's checksum does not match it");
+  write_file(dir + "/train/000000.tar", tar_bytes(first).substr(0, 530));
+  fails("000000.tar: at byte 0: a member of");
+  std::filesystem::remove_all(dir), std::filesystem::remove_all(folder);
 }
 
 TEST_CASE("an image folder's start reads each file once: its digests are indexed beside it, reused while size and time match", "[unit][data]") {

@@ -288,7 +288,7 @@ TEST_CASE("a device lost at the end, in the last checkpoint or the final evaluat
   }
 }
 
-TEST_CASE("a kill waiting for an early start lands as the next step goes out; one whose moment never comes is said, not counted",
+TEST_CASE("a kill waiting for an early start lands as the next step goes out, one whose moment never comes is said, not counted",
           "[actor][fault]") {
   // An armed kill held every early start back, its own too: a kill waiting for `early` never
   // landed, and the chaos campaigns counted the ones they planned.

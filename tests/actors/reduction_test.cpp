@@ -215,7 +215,7 @@ TEST_CASE("the peer reduction adds the layers of the same holders in one bucket:
   CHECK(log->commits == want);
 }
 
-TEST_CASE("buckets fill from a run's top layer down until they reach bucket_bytes; a run of the same holders is cut alone",
+TEST_CASE("buckets fill from a run's top layer down until they reach bucket_bytes, a run of the same holders is cut alone",
           "[actor][reduction]") {
   fakes f{4, 5};
   auto& self = f.self;

@@ -178,7 +178,7 @@ TEST_CASE("a layer moves between processes with its Adam state and trains on bit
   for (int l = 0; l < L; ++l) CHECK(b->hash(l) == a->hash(l));
 }
 
-TEST_CASE("a fresh layer is built by the node, checked by hash; a trained one travels", "[remote]") {
+TEST_CASE("a fresh layer is built by the node, checked by hash, a trained one travels", "[remote]") {
   model::set_threads(1);
   auto m = model::make_model("cnn", 9);
   REQUIRE(m);

@@ -90,7 +90,7 @@ TEST_CASE("actors train MLP and CNN exactly as one device under GPipe and plain 
   }
 }
 
-TEST_CASE("an outline trains as the whole model; the end without optimizer state, or hashes alone, keeps each layer's whole hash",
+TEST_CASE("an outline trains as the whole model, the end without optimizer state, or hashes alone, keeps each layer's whole hash",
           "[actor][train]") {
   model::set_threads(1);
   const auto d = data::synthetic(640, 3);
@@ -578,7 +578,7 @@ TEST_CASE("a departed device in a fixed plan is an error naming it", "[actor][tr
   CHECK_THAT(out.err().message, Catch::Contains("device 1 left at slot 1"));
 }
 
-TEST_CASE("a device's emulated memory: a layer that does not fit is refused, naming the device; one that fits trains",
+TEST_CASE("a device's emulated memory: a layer that does not fit is refused, naming the device, one that fits trains",
           "[actor][train]") {
   model::set_threads(1);
   const auto d = data::synthetic(400, 2);

@@ -252,7 +252,7 @@ TEST_CASE("a CURVE server admits listed keys only, and a client pins the server'
   CHECK_FALSE(s.next(300));  // none of the three got a message through
 }
 
-TEST_CASE("a key admitted in authorized/ after the server started gets in; others still do not", "[curve]") {
+TEST_CASE("a key admitted in authorized/ after the server started gets in, others still do not", "[curve]") {
   const auto dir = temp_dir("reload");
   const auto ctl = pair_of("controller", comm::key_role::controller);
   const auto first = pair_of("first", comm::key_role::node);

@@ -19,7 +19,7 @@ comm::packet packet_of(const std::string& route, std::size_t blobs) {
 }
 }  // namespace
 
-TEST_CASE("a full queue refuses a message whole; an unknown route is named", "[unit][comm]") {
+TEST_CASE("a full queue refuses a message whole, an unknown route is named", "[unit][comm]") {
   zmq::context_t ctx{1};
   SECTION("a dealer whose peer never listens: its queue fills at the HWM") {
     zmq::socket_t d(ctx, zmq::socket_type::dealer);

@@ -14,7 +14,7 @@ int allowed(rate_limit& r, const std::string& key, int tries, double now_s) {
 }
 }  // namespace
 
-TEST_CASE("a key sends its burst, then its rate; time that goes back adds nothing", "[unit][common]") {
+TEST_CASE("a key sends its burst, then its rate, time that goes back adds nothing", "[unit][common]") {
   rate_limit r({10, 4, 1000, 1000, 16});
   CHECK(allowed(r, "a", 10, 100.0) == 4);  // the burst
   CHECK(r.refused() == 6);

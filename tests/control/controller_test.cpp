@@ -305,7 +305,7 @@ TEST_CASE("steps measured slower than predicted shrink a paced slot's cost allow
   CHECK(trusted > 4.5 * w.t4);  // the allowance binds differently: the ratio did it
 }
 
-TEST_CASE("one surprising slot leaves the cost allowance alone; a lasting bias shrinks it", "[unit][control]") {
+TEST_CASE("one surprising slot leaves the cost allowance alone, a lasting bias shrinks it", "[unit][control]") {
   const priced w;
   const double trusted = w.cost_after({1, 1, 1});
   // A slot at 3x (a device that slowed, say, before the estimates knew) among slots as
@@ -449,7 +449,7 @@ class fast_only final : public planner::policy {
 };
 }  // namespace
 
-TEST_CASE("one noisy slot never drops a device; a second slot measured slow does", "[unit][control]") {
+TEST_CASE("one noisy slot never drops a device, a second slot measured slow does", "[unit][control]") {
   auto cfg = small_config();
   cfg.regret = false;  // the drop alone
   controller c(cfg, std::make_shared<fast_only>());

@@ -67,7 +67,7 @@ TEST_CASE("Fashion-MNIST loads from the Debian package", "[unit][data]") {
   CHECK_FALSE(load_fashion_mnist(fashion_mnist_dir, "validation"));
 }
 
-TEST_CASE("a data source loads what the job names; the fingerprint tells copies apart", "[unit][data]") {
+TEST_CASE("a data source loads what the job names, the fingerprint tells copies apart", "[unit][data]") {
   // Synthetic: the same set as data::synthetic with the job's size and seed, the test split
   // a sixth of it (at least 1000) from the next seed.
   auto train = load(src("synthetic", 1200, 7), true);
@@ -393,7 +393,7 @@ TEST_CASE("npy regression: labels [n] or [n, k] of any type read as reals, check
   CHECK(check(s).err().message.find("loss mse regresses the labels of kind npy or torch") != std::string::npos);
 }
 
-TEST_CASE("npy data: the fingerprint follows every byte; bad files are errors naming the file and sample", "[unit][data]") {
+TEST_CASE("npy data: the fingerprint follows every byte, bad files are errors naming the file and sample", "[unit][data]") {
   const auto dir = fresh_dir("npy_bad");
   std::vector<float> x(40, 0.5f);
   const auto labels = npy_bytes("<i8", "(10,)", "False", raw(std::vector<std::int64_t>{0, 1, 2, 3, 0, 1, 2, 3, 0, 1}));
@@ -603,7 +603,7 @@ std::string read_file(const std::string& path) {
 }
 }  // namespace
 
-TEST_CASE("image tar shards (WebDataset): the same samples as the folder they came from, read by offset; bad shards named", "[unit][data]") {
+TEST_CASE("image tar shards (WebDataset): the same samples as the folder they came from, read by offset, bad shards named", "[unit][data]") {
   // 5 cats and 5 dogs as an image folder (the reference), and as two tar shards holding
   // KEY.png and KEY.cls in the folder's order.
   const auto folder = fresh_dir("tar_ref"), dir = fresh_dir("tar_shards");

@@ -44,7 +44,7 @@ TEST_CASE("max_rel_diff: equal models 0, a NaN or a moved buffer counts", "[unit
   CHECK(std::isinf(max_rel_diff(a, {})));
 }
 
-TEST_CASE("state_hashes: equal layers hash alike; a changed bit of a parameter, buffer or optimizer state does not", "[unit][model]") {
+TEST_CASE("state_hashes: equal layers hash alike, a changed bit of a parameter, buffer or optimizer state does not", "[unit][model]") {
   const std::vector<layer_copy> a{linear_with_bn(0.5f), linear_with_bn(0.25f)}, b{linear_with_bn(0.5f), linear_with_bn(0.25f)};
   const auto ha = state_hashes(a);
   REQUIRE(ha.size() == 2);
@@ -108,7 +108,7 @@ TEST_CASE("layer_source: a node's layers one at a time are the whole model's, fr
   CHECK_FALSE(layer_source::open("no_such_model", 1));
 }
 
-TEST_CASE("make_layer: each built-in layer built by itself is make_model's, bit for bit; its seed is its own", "[unit][model]") {
+TEST_CASE("make_layer: each built-in layer built by itself is make_model's, bit for bit, its seed is its own", "[unit][model]") {
   for (const std::string name : {"mlp", "linear", "cnn", "resnet", "transformer", "gpt_lm"}) {
     INFO(name);
     auto whole = make_model(name, 7);
@@ -211,7 +211,7 @@ TEST_CASE("drop_optimizer_state: a copy keeps its parameters, buffers and whole 
   CHECK(state_hashes({b}).front() == 42);
 }
 
-TEST_CASE("score: a chunk's correct predictions or squared errors, by hand; metric_of divides by the set", "[unit][model]") {
+TEST_CASE("score: a chunk's correct predictions or squared errors, by hand, metric_of divides by the set", "[unit][model]") {
   // Classes: argmax of each row [1, 0, 1] against labels [1, 1, 1]: 2 correct.
   const auto logits = box(torch::tensor({0.1f, 0.9f, 0.8f, 0.2f, 0.3f, 0.7f}).reshape({3, 2}));
   const auto labels = box(torch::tensor({1, 1, 1}, torch::kInt64));

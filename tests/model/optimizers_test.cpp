@@ -259,7 +259,7 @@ TEST_CASE("loss next_token: every position's cross-entropy by hand, averaged ove
   CHECK(bad.err().message.find("the model's output is not [batch, 32, vocab]") != std::string::npos);
 }
 
-TEST_CASE("precision bf16: a device's forward is the bfloat16 forward worked by hand; its loss is taken in float32", "[unit][optimizer]") {
+TEST_CASE("precision bf16: a device's forward is the bfloat16 forward worked by hand, its loss is taken in float32", "[unit][optimizer]") {
   // autocast's rule for a Linear: input, weight and bias cast to bfloat16, then the op. By hand
   // here without autocast, layer by layer; ReLU keeps the type.
   const auto [d, m, L, samples] = mlp_case{};

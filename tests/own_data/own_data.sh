@@ -7,6 +7,7 @@
 #   from its --data-dir (else the controller sends the inputs);
 # - over node processes each node reads only the samples its devices train on: the nodes'
 #   reads add up to steps x batch, no more;
+# - npy shards and image tar shards (WebDataset) likewise, the shards trained as the one file;
 # - bad data is exit 2 naming the file and the sample: a label past `classes`, a value that is
 #   not finite, a truncated array, an id past `vocab`, data of another shape than the model's.
 set -euo pipefail
@@ -125,6 +126,32 @@ a, b = loss("run_npy_shards"), loss("run_npy_again")
 assert len(a) == 24 and a == b, (a[:3], b[:3])
 print(f"ok: 4 npy shards train as the one file does: {len(a)} equal losses")
 PY
+
+# Image tar shards (WebDataset's layout, written by Python's tarfile): 600 of the arrays as
+# 16 x 16 PNGs with their classes in two tars; equal to one device over 3 nodes, each node
+# reading only its own samples.
+mkdir -p tars/train
+$py - <<'PY'
+import io, tarfile
+import numpy as np
+from PIL import Image
+x, y = np.load("npy/train_inputs.npy")[:600], np.load("npy/train_labels.npy")[:600]
+px = np.clip((x - x.min()) / (x.max() - x.min()) * 255, 0, 255).astype(np.uint8).transpose(0, 2, 3, 1)
+for shard in range(2):
+    with tarfile.open(f"tars/train/{shard:06d}.tar", "w") as t:
+        for i in range(shard * 300, shard * 300 + 300):
+            for ext, data in (("png", None), ("cls", str(int(y[i])).encode())):
+                if data is None:
+                    b = io.BytesIO()
+                    Image.fromarray(px[i]).save(b, format="PNG")
+                    data = b.getvalue()
+                info = tarfile.TarInfo(f"{i:06d}.{ext}")
+                info.size = len(data)
+                t.addfile(info, io.BytesIO(data))
+PY
+job tars cnn.pt "{kind: images, path: tars, size: 16}"
+"$dynapar" launch --local 3 tars.yaml --verify --out nodes_tars > /dev/null 2> nodes_tars.log || { tail -20 nodes_tars.log; exit 1; }
+check nodes_tars nodes_tars.log
 
 # Regression (loss mse): the same CNN regresses 10 reals a sample from float labels. Equal to
 # one device in one process and over 3 nodes; and it learns: the test mean squared error ends

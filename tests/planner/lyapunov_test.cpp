@@ -137,7 +137,7 @@ run_result run_slots(const std::string& policy, double budget, int slots) {
 }
 }  // namespace
 
-TEST_CASE("joint_lyapunov meets a binding cost budget on average; joint_greedy does not", "[unit][planner]") {
+TEST_CASE("joint_lyapunov meets a binding cost budget on average, joint_greedy does not", "[unit][planner]") {
   const auto greedy = run_slots("joint_greedy", 1e9, 5);
   const double budget = 0.6 * greedy.avg_cost;  // binds: the fastest plan costs more
   const int slots = 400;

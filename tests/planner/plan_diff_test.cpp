@@ -64,7 +64,7 @@ TEST_CASE("replaying a plan diff turns the old placements into the new ones") {
   }
 }
 
-TEST_CASE("a first plan is all fresh layers; the same plan is no change; sources follow the cost") {
+TEST_CASE("a first plan is all fresh layers, the same plan is no change, sources follow the cost") {
   planner::plan p;
   p.groups.push_back({{3, 1}, {0, 2, 4}, 8, 8});
   const auto first = planner::diff(nullptr, p);

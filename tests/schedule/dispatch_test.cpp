@@ -94,7 +94,7 @@ TEST_CASE("a probe is whole units, at least one and one short of the share", "[u
   CHECK(probe_samples(86, 0, 1) == 0);       // off
 }
 
-TEST_CASE("probes only where two groups take part; the pool in whole units, the last short", "[unit][dispatch]") {
+TEST_CASE("probes only where two groups take part, the pool in whole units, the last short", "[unit][dispatch]") {
   CHECK(probes({86, 0, 42}, 0.33, 1) == std::vector<int>{28, 0, 13});
   CHECK(probes({86, 0, 8}, 0.33, 8) == std::vector<int>{0, 0, 0});  // one group alone
   // 20 samples as 3 units of 8 (two to device 0, one to device 1, ties to the first); the

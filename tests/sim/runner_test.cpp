@@ -105,7 +105,7 @@ TEST_CASE("an unannounced failure costs the step a re-run, then the device is go
   for (int t = 6; t < s.slots; ++t) CHECK_FALSE(r->slots[t].failed);
 }
 
-TEST_CASE("the same seed gives the same results; another seed does not", "[unit][sim]") {
+TEST_CASE("the same seed gives the same results, another seed does not", "[unit][sim]") {
   auto s = small_scenario();
   s.random.walk_sigma = 0.1;
   s.random.burst_start = 0.1;

@@ -73,11 +73,11 @@ result<std::pair<torch::Tensor, torch::Tensor>> pair_of(const c10::IValue& v, co
 // start; it must be dense (C order) and lie inside the file.
 result<data::npy_array> as_array(const torch::Tensor& t, const std::shared_ptr<const data::mapped_file>& f, const extents& records,
                                   const std::string& what) {
-  static const std::pair<torch::ScalarType, data::dtype> types[] = {
+  static const std::pair<torch::ScalarType, data::dtype> torch_dtypes[] = {
       {torch::kUInt8, data::dtype::u8},   {torch::kInt8, data::dtype::i8},   {torch::kInt16, data::dtype::i16}, {torch::kInt32, data::dtype::i32},
       {torch::kInt64, data::dtype::i64}, {torch::kFloat32, data::dtype::f32}, {torch::kFloat64, data::dtype::f64}};
-  const auto* type = std::find_if(std::begin(types), std::end(types), [&](const auto& e) { return e.first == t.scalar_type(); });
-  if (type == std::end(types))
+  const auto* type = std::find_if(std::begin(torch_dtypes), std::end(torch_dtypes), [&](const auto& e) { return e.first == t.scalar_type(); });
+  if (type == std::end(torch_dtypes))
     return make_error("bad_data", f->path() + ": " + what + " are " + c10::toString(t.scalar_type()) +
                                       "; kind torch reads uint8, int8, int16, int32, int64, float32 and float64 (save .float() or .long())");
   if (t.numel() == 0) return make_error("bad_data", f->path() + ": " + what + " are empty");

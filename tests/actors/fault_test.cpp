@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include "actors/train_helpers.hpp"
 #include "actors/trainer.hpp"
 #include "data/sampler.hpp"
 #include "model/api.hpp"
@@ -16,6 +17,7 @@
 #include "training/checkpoint_files.hpp"
 
 using namespace dynapar;
+using test::diff_from_one_device;
 
 namespace {
 
@@ -77,14 +79,6 @@ training::train_settings job(const planner::model_profile& profile, int devices,
   return s;
 }
 
-double diff_from_one_device(const model::model_chain& m, const data::dataset& d, const training::train_settings& s,
-                            const std::vector<model::layer_copy>& trained) {
-  model::reference ref(m, s.optimizer);
-  data::global_sampler sampler(d.size(), s.batch, s.seed);
-  for (int t = 0; t < s.steps; ++t) ref.step(d, sampler.step_samples(t), 16);
-  return model::max_rel_diff(trained, ref.layers());
-}
-
 struct fixture {
   std::shared_ptr<const model::model_chain> m;
   data::dataset d = data::synthetic(1200, 21);
@@ -120,7 +114,7 @@ TEST_CASE("a device killed mid-step: the run goes on from replicas and equals on
     if (p.step > 4)
       for (const auto& g : p.plan.groups) CHECK(std::count(g.devices.begin(), g.devices.end(), 1) == 0);
   CHECK(out->bytes_migrated > 0);  // the lost half came from device 3
-  CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers) == 0);
+  CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers, 16) == 0);
 }
 
 TEST_CASE("every device of one group killed at once: the other group's replicas carry on", "[actor][fault]") {
@@ -134,7 +128,7 @@ TEST_CASE("every device of one group killed at once: the other group's replicas 
   CHECK(out->ledger.lost == 0);
   CHECK(out->ledger.duplicated == 0);
   CHECK(out->final_plan.groups.size() == 1);
-  CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers) == 0);
+  CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers, 16) == 0);
 }
 
 TEST_CASE("all replicas of a layer lost: the run rolls back to its last checkpoint and equals one device", "[actor][fault]") {
@@ -148,7 +142,7 @@ TEST_CASE("all replicas of a layer lost: the run rolls back to its last checkpoi
   CHECK(out->ledger.duplicated == 0);
   CHECK(out->final_plan.groups.size() == 1);
   CHECK(out->final_plan.groups[0].devices == std::vector<int>{0});
-  CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers) == 0);
+  CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers, 16) == 0);
 }
 
 // The cut in shards: each layer's holder writes it, the rollback's devices read it, and no
@@ -178,7 +172,7 @@ TEST_CASE("all replicas of a layer lost with checkpoints in shards: the devices 
   CHECK(gathered == 0);
   CHECK(committed.size() >= 2);
   CHECK(std::filesystem::exists(dir / ("step-" + std::to_string(committed.back())) / "layer-0.pt"));
-  CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers) == 0);
+  CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers, 16) == 0);
   std::filesystem::remove_all(dir);
 }
 
@@ -219,7 +213,7 @@ TEST_CASE("a hung device misses the step deadline: found by the probes, recovere
     else if (e.event == "recovered" && !order.empty() && order.back() == "lost") order.push_back(e.event);
   CHECK(order == std::vector<std::string>{"injected", "lost", "recovered"});
   CHECK(out->recoveries >= 1);
-  CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers) == 0);
+  CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers, 16) == 0);
 }
 
 TEST_CASE("a device hung in the holders' sum or in a checkpoint is found at the step deadline, and the run equals one device",
@@ -249,7 +243,7 @@ TEST_CASE("a device hung in the holders' sum or in a checkpoint is found at the 
     CHECK(order == std::vector<std::string>{"injected", "lost", "recovered"});
     CHECK(out->ledger.lost == 0);
     CHECK(out->ledger.duplicated == 0);
-    CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers) == 0);
+    CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers, 16) == 0);
   }
 }
 
@@ -282,7 +276,7 @@ TEST_CASE("a device lost at the end, in the last checkpoint or the final evaluat
     CHECK(out->ledger.lost == 0);
     CHECK(out->ledger.duplicated == 0);
     for (const auto& g : out->final_plan.groups) CHECK(std::count(g.devices.begin(), g.devices.end(), 1) == 0);
-    CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers) == 0);
+    CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers, 16) == 0);
     REQUIRE(out->test_metric);
     CHECK(*out->test_metric == model::accuracy(out->final_layers, test));
   }
@@ -328,7 +322,7 @@ TEST_CASE("a kill waiting for an early start lands as the next step goes out, on
     }
     CHECK(out->ledger.lost == 0);
     CHECK(out->ledger.duplicated == 0);
-    CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers) == 0);
+    CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers, 16) == 0);
   }
 }
 
@@ -347,5 +341,5 @@ TEST_CASE("a device late but still answering: the step re-runs, nothing is lost,
   CHECK(out->step_retries >= 1);
   CHECK(out->ledger.lost == 0);
   CHECK(out->ledger.duplicated == 0);
-  CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers) == 0);
+  CHECK(diff_from_one_device(*f.m, f.d, s, out->final_layers, 16) == 0);
 }

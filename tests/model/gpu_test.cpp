@@ -20,14 +20,14 @@ using namespace dynapar::model;
 
 namespace {
 
-const optimizer_config adam{"adam", 1e-3, 0.9, 0};
+const optimizer_config gpu_adam{"adam", 1e-3, 0.9, 0};
 
 // `steps` of a two-stage pipeline, stage A (layers [0, split)) on `place_a` and B on
 // `place_b`, micro-batches in order, each layer's gradients summed over micro-batches in
 // the exact sum's tree and applied: what the runtime does for one group, without the actors.
 std::vector<layer_copy> two_stages(const model_chain& m, const std::string& place_a, const std::string& place_b, int split,
                                    const data::dataset& d, int batch, int micro, int steps) {
-  auto a = make_worker(adam, place_a), b = make_worker(adam, place_b);
+  auto a = make_worker(gpu_adam, place_a), b = make_worker(gpu_adam, place_b);
   const int layers = num_layers(m);
   for (int l = 0; l < layers; ++l) (l < split ? a : b)->hold(l, copy_layer(m, l));
   data::global_sampler sampler(d.size(), batch, 7);
@@ -57,7 +57,7 @@ std::vector<layer_copy> two_stages(const model_chain& m, const std::string& plac
 
 std::vector<layer_copy> one_device(const model_chain& m, const std::string& place, const data::dataset& d, int batch, int micro,
                                    int steps) {
-  reference ref(m, adam, place);
+  reference ref(m, gpu_adam, place);
   data::global_sampler sampler(d.size(), batch, 7);
   for (int t = 0; t < steps; ++t) ref.step(d, sampler.step_samples(t), micro);
   return ref.layers();
@@ -102,7 +102,7 @@ TEST_CASE("a layer moves between a GPU and the CPU with its optimizer state", "[
   const auto d = data::synthetic(256, 3);
   auto m = make_model("cnn", 5);
   REQUIRE(m);
-  auto gpu = make_worker(adam, "cuda:0"), cpu = make_worker(adam, "cpu");
+  auto gpu = make_worker(gpu_adam, "cuda:0"), cpu = make_worker(gpu_adam, "cpu");
   for (int l = 0; l < num_layers(**m); ++l) gpu->hold(l, copy_layer(**m, l));
   const auto run = two_stages(**m, "cuda:0", "cuda:0", 4, d, 32, 16, 2);
   for (int l = 0; l < num_layers(**m); ++l) gpu->hold(l, run[l]);
@@ -120,7 +120,7 @@ TEST_CASE("the profile is measured on the GPU", "[gpu]") {
   REQUIRE_GPU();
   auto m = make_model("cnn", 1);
   REQUIRE(m);
-  auto gpu = measure_profile(**m, 32, 3, adam, "cuda:0");
+  auto gpu = measure_profile(**m, 32, 3, gpu_adam, "cuda:0");
   REQUIRE(gpu);
   REQUIRE(gpu->num_layers() == num_layers(**m));
   for (const auto& l : gpu->layers) CHECK(l.fwd_s + l.fixed_s > 0);

@@ -4,13 +4,13 @@
 
 #include "common/overloaded.hpp"
 #include "wire/codec.hpp"
+#include "wire/field_checks.hpp"
 
 namespace dynapar::wire {
 namespace {
 
-bool finite_nonneg(double v) { return std::isfinite(v) && v >= 0; }
-
-status bad(const std::string& field, const std::string& why) { return make_error("bad_field", field + " " + why); }
+using checks::bad;
+using checks::finite_nonneg;
 
 status check_spec(const planner::device_spec& d, const std::string& where) {
   if (!(std::isfinite(d.speed) && d.speed > 0)) return bad(where + ".speed", "must be finite and > 0");

@@ -5,12 +5,13 @@
 
 #include "common/overloaded.hpp"
 #include "wire/codec.hpp"
+#include "wire/field_checks.hpp"
 
 namespace dynapar::wire {
 namespace {
 
-status bad(const std::string& field, const std::string& why) { return make_error("bad_field", field + " " + why); }
-bool finite_nonneg(double v) { return std::isfinite(v) && v >= 0; }
+using checks::bad;
+using checks::finite_nonneg;
 bool sha256_hex(const std::string& s) {
   return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
 }

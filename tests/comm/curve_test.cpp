@@ -259,8 +259,12 @@ TEST_CASE("a key admitted in authorized/ after the server started gets in, other
   const auto late = pair_of("slurm-7-0", comm::key_role::node);
   const auto stranger = pair_of("stranger", comm::key_role::node);
   REQUIRE(comm::write_public_key(dir, first.pub));
+  std::mutex errors_mutex;  // the reloader says why on the authenticator's thread
   std::vector<std::string> errors;
-  auto read = comm::authorized_reloader(dir, [&](const std::string& why) { errors.push_back(why); });
+  auto read = comm::authorized_reloader(dir, [&](const std::string& why) {
+    std::lock_guard lock(errors_mutex);
+    errors.push_back(why);
+  });
   auto loaded = comm::read_public_keys(dir);
   REQUIRE(loaded);
   server s(ctl, *loaded, read);
@@ -289,7 +293,10 @@ TEST_CASE("a key admitted in authorized/ after the server started gets in, other
   client again(comm::client_keys{stranger, ctl.pub.key}, s.endpoint);
   again.send("now?");
   REQUIRE(again.failure(5000));
-  CHECK_FALSE(errors.empty());
+  {
+    std::lock_guard lock(errors_mutex);
+    CHECK_FALSE(errors.empty());
+  }
   CHECK(s.auth->key_of("node:slurm-7-0") == late.pub.key);
   CHECK_FALSE(s.next(300));
   fs::remove_all(dir);

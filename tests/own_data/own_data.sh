@@ -90,13 +90,16 @@ job torch cnn.pt "{kind: torch, path: torch}"
 check nodes_torch nodes_torch.log
 "$dynapar" train torch.yaml --out run_torch > /dev/null 2> run_torch.log || { cat run_torch.log; exit 1; }
 "$dynapar" train npy.yaml --out run_npy_again > /dev/null 2> run_npy_again.log || { cat run_npy_again.log; exit 1; }
-$py - <<'PY'
-import json
+same_losses() {  # RUN REFERENCE WHAT: RUN's 24 losses are REFERENCE's, step by step
+  $py - "$@" <<'PY'
+import json, sys
 loss = lambda d: [json.loads(l)["loss"] for l in open(d + "/metrics.jsonl") if '"loss"' in l]
-a, b = loss("run_torch"), loss("run_npy_again")
+a, b = loss(sys.argv[1]), loss(sys.argv[2])
 assert len(a) == 24 and a == b, (a[:3], b[:3])
-print(f"ok: kind torch trains as the same arrays in npy do: {len(a)} equal losses, {a[0]:.4f} to {a[-1]:.4f}")
+print(f"ok: {sys.argv[3]}: {len(a)} equal losses, {a[0]:.4f} to {a[-1]:.4f}")
 PY
+}
+same_losses run_torch run_npy_again "kind torch trains as the same arrays in npy do"
 
 # npy shards: the same arrays as 4 shards of uneven sizes in npy_shards/train (each saved by
 # np.save with its labels): equal to one device over 3 nodes, each node reading only its own
@@ -119,13 +122,7 @@ job npy_shards cnn.pt "{kind: npy, path: npy_shards}"
 "$dynapar" launch --local 3 npy_shards.yaml --verify --out nodes_npy_shards > /dev/null 2> nodes_npy_shards.log || { tail -20 nodes_npy_shards.log; exit 1; }
 check nodes_npy_shards nodes_npy_shards.log
 "$dynapar" train npy_shards.yaml --out run_npy_shards > /dev/null 2> run_npy_shards.log || { cat run_npy_shards.log; exit 1; }
-$py - <<'PY'
-import json
-loss = lambda d: [json.loads(l)["loss"] for l in open(d + "/metrics.jsonl") if '"loss"' in l]
-a, b = loss("run_npy_shards"), loss("run_npy_again")
-assert len(a) == 24 and a == b, (a[:3], b[:3])
-print(f"ok: 4 npy shards train as the one file does: {len(a)} equal losses")
-PY
+same_losses run_npy_shards run_npy_again "4 npy shards train as the one file does"
 
 # Image tar shards (WebDataset's layout, written by Python's tarfile): 600 of the arrays as
 # 16 x 16 PNGs with their classes in two tars; equal to one device over 3 nodes, each node

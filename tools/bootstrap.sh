@@ -86,36 +86,15 @@ case "$mode" in
       echo "bootstrap: $1: $(grep -c . <<< "$skipped" || true) test(s) skipped"
       [ -z "$skipped" ] || sed 's/^/  skipped: /' <<< "$skipped"
     }
-    # The libraries, the actors and their tests again under AddressSanitizer + UBSan, and the
-    # libraries without LibTorch and CAF under ThreadSanitizer (docs/TESTING.md). Their builds
-    # run beside the main tier's tests at the lowest priority: those tests leave about a sixth
-    # of the cores idle (waiting on sockets, sleeps and Slurm), which the builds take while a
-    # test's processes still come first (nice 19).
-    sanitizers=(address,undefined thread)
-    sanitizer_builds() {
-      renice -n 19 -p "$BASHPID" > /dev/null
-      for san in "${sanitizers[@]}"; do
-        local dir=build-${san%%,*}
-        cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DDYNAPAR_SANITIZE="$san" \
-          -DDYNAPAR_UNITY=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache > /dev/null
-        cmake --build "$dir" -j "$(nproc)" || return 1
-      done
-    }
-    set -m  # the builds in a process group of their own, ended with the script whatever happens
-    sanitizer_builds > build-sanitizers.log 2>&1 &
-    builds=$!
-    set +m
-    trap 'kill -- -"$builds" 2> /dev/null || true' EXIT
     run_ctest build
-    if ! wait "$builds"; then
-      cat build-sanitizers.log
-      echo "bootstrap: the sanitizer builds failed (build-sanitizers.log)" >&2
-      exit 1
-    fi
-    echo "bootstrap: the sanitizer builds, beside the main tier's tests:"
-    cat build-sanitizers.log
-    for san in "${sanitizers[@]}"; do
-      run_ctest "build-${san%%,*}"
+    # The libraries, the actors and their tests again under AddressSanitizer + UBSan, and the
+    # code that runs threads without LibTorch and CAF under ThreadSanitizer (docs/TESTING.md).
+    for san in address,undefined thread; do
+      dir=build-${san%%,*}
+      cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DDYNAPAR_SANITIZE="$san" \
+        -DDYNAPAR_UNITY=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache > /dev/null
+      cmake --build "$dir" -j "$(nproc)"
+      run_ctest "$dir"
     done
     ;;
   build) ;;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <stdexcept>
 #include <vector>
 
@@ -18,31 +19,6 @@ namespace dynapar::data {
 
 namespace {
 
-// The digest of [lo, hi) of `f`'s bytes, which pass check(first, last) (named by `what`): from
-// the data's index (root: the job's data.path) while the file is as it was then, else read
-// now in chunks, each chunk's pages let go after (a pass over a file larger than memory
-// stays small).
-template <class Check>
-result<std::uint64_t> pass(const mapped_file& f, std::size_t lo, std::size_t hi, const std::string& root, const std::string& what, Check check) {
-  auto index = identity_index::open(root);
-  const std::string key = what + " " + std::to_string(lo) + " " + std::to_string(hi);
-  if (const auto d = index.find(f.path(), key)) return *d;
-  auto was = stamp_of(f.path());  // before reading: a change meanwhile is read again next time
-  hasher h;
-  constexpr std::size_t chunk = 16u << 20;
-  for (std::size_t at = lo; at < hi; at += chunk) {
-    const std::size_t n = std::min(chunk, hi - at);
-    h.add(f.bytes() + at, n);
-    if (auto st = check(at, at + n); !st) return st.err();
-    f.release(at, n);
-  }
-  if (was) {
-    was->digest = h.value();
-    index.put(f.path(), key, *was);
-    index.save();
-  }
-  return h.value();
-}
 
 class npy_samples final : public sample_store {
  public:
@@ -140,6 +116,26 @@ bool exists(const std::string& p) {
 
 }  // namespace
 
+result<std::uint64_t> indexed_pass(const mapped_file& f, std::size_t lo, std::size_t hi, identity_index& index, const std::string& what,
+                                   const std::function<status(std::size_t, std::size_t)>& check) {
+  const std::string key = what + " " + std::to_string(lo) + " " + std::to_string(hi);
+  if (const auto d = index.find(f.path(), key)) return *d;
+  auto was = stamp_of(f.path());  // before reading: a change meanwhile is read again next time
+  hasher h;
+  constexpr std::size_t chunk = 16u << 20;
+  for (std::size_t at = lo; at < hi; at += chunk) {
+    const std::size_t n = std::min(chunk, hi - at);
+    h.add(f.bytes() + at, n);
+    if (auto st = check(at, at + n); !st) return st.err();
+    f.release(at, n);
+  }
+  if (was) {
+    was->digest = h.value();
+    index.put(f.path(), key, *was);
+  }
+  return h.value();
+}
+
 std::pair<std::int64_t, std::int64_t> split(std::int64_t n, bool own_file, bool train, double val_share) {
   if (own_file) return {0, n};
   const auto val = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::floor(static_cast<double>(n) * val_share)));
@@ -222,7 +218,9 @@ result<dataset> arrays_dataset(npy_array x_in, npy_array y_in, const std::string
         return make_error("bad_data", xf + ": sample " + std::to_string((at - x->data_offset) / row_bytes) + " holds a value that is not finite");
     return ok_status();
   };
-  const auto digest = pass(*x->file, lo, hi, s.path, is_float(t) ? "finite" : "bytes", finite);
+  auto index = identity_index::open(s.path);
+  const auto digest = indexed_pass(*x->file, lo, hi, index, is_float(t) ? "finite" : "bytes", finite);
+  index.save();
   if (!digest) return digest.err();
   h.add(*digest);
   for (const auto* v : {&s.mean, &s.std_dev})
@@ -262,8 +260,10 @@ result<dataset> load_tokens(const source& s, bool train) {
     }
     return ok_status();
   };
-  const auto digest = pass(m, static_cast<std::size_t>(first) * item, static_cast<std::size_t>(first + count) * item, s.path,
+  auto index = identity_index::open(s.path);
+  const auto digest = indexed_pass(m, static_cast<std::size_t>(first) * item, static_cast<std::size_t>(first + count) * item, index,
                            "below " + std::to_string(s.vocab), in_range);
+  index.save();
   if (!digest) return digest.err();
   h.add(*digest);
   dataset d;

@@ -6,8 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <utility>
 
+#include "data/identity.hpp"
 #include "data/npy.hpp"
 #include "data/source.hpp"
 
@@ -23,6 +26,12 @@ result<dataset> arrays_dataset(npy_array x, npy_array y, const std::string& xf, 
 // The rows [first, first + count) of n that a split takes: the whole of its own file, or the
 // training file less (train) or only (validation) its last val_share (at least one row).
 std::pair<std::int64_t, std::int64_t> split(std::int64_t n, bool own_file, bool train, double val_share);
+// The digest of [lo, hi) of `f`'s bytes, which pass check(first, last) (named by `what`): from
+// `index` while the file is as it was then, else read now in chunks, each chunk's pages let go
+// after (a pass over a file larger than memory stays small), and put in `index` (the caller
+// saves it: one index read and written a start, however many files).
+result<std::uint64_t> indexed_pass(const mapped_file& f, std::size_t lo, std::size_t hi, identity_index& index, const std::string& what,
+                                   const std::function<status(std::size_t, std::size_t)>& check);
 // tokens: a flat array of uint16 or uint32 ids; sample i is the `window` ids from
 // i * stride, its label the id after them.
 result<dataset> load_tokens(const source& s, bool train);

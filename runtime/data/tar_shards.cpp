@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "data/files.hpp"
 #include "data/hash.hpp"
 #include "data/identity.hpp"
 #include "data/images.hpp"
@@ -227,24 +228,13 @@ result<dataset> load_image_shards(const source& s, bool train) {
   std::vector<file_stamp> stamps;
   std::vector<tar_sample> all;
   for (std::size_t k = 0; k < paths.size(); ++k) {
-    auto was = stamp_of(paths[k]);  // before reading: a change meanwhile is read again next time
+    auto was = stamp_of(paths[k]);  // what its reads are checked against
     auto f = mapped_file::open(paths[k]);
     if (!f) return f.err();
     if (!was) return make_error("io", paths[k] + ": cannot read it");
-    if (auto d = index.find(paths[k], "bytes")) {
-      was->digest = *d;
-    } else {
-      hasher whole;  // by chunks, each let go after: a shard larger than memory stays small here
-      whole.add((*f)->size());
-      constexpr std::size_t chunk = 16u << 20;
-      for (std::size_t at = 0; at < (*f)->size(); at += chunk) {
-        const std::size_t n = std::min(chunk, (*f)->size() - at);
-        whole.add((*f)->bytes() + at, n);
-        (*f)->release(at, n);
-      }
-      was->digest = whole.value();
-      index.put(paths[k], "bytes", *was);
-    }
+    const auto digest = indexed_pass(**f, 0, (*f)->size(), index, "bytes", [](std::size_t, std::size_t) { return ok_status(); });
+    if (!digest) return digest.err();
+    was->digest = *digest;
     if (auto st = samples_of(**f, static_cast<std::uint32_t>(k), s, all); !st) return st.err();
     (*f)->release(0, (*f)->size());
     h.add(was->digest);

@@ -49,6 +49,19 @@ bool parse(const char* p, const char* end, std::string_view& key, file_stamp& s)
   return true;
 }
 
+// Where the index of `root` lies: beside the data, or where that cannot be written, in the
+// cache named by the root's absolute path ("" when there is no cache folder).
+std::pair<std::string, std::string> places(const std::string& root) {
+  std::error_code ec;
+  const auto abs = fs::absolute(root, ec).lexically_normal();
+  hasher h;
+  const std::string name = abs.string();
+  h.add(reinterpret_cast<const std::uint8_t*>(name.data()), name.size());
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h.value()));
+  return {(abs / ".dynapar-index").string(), cache_dir().empty() ? "" : cache_dir() + "/index-" + hex};
+}
+
 }  // namespace
 
 std::optional<file_stamp> stamp_of(const std::string& path) {
@@ -57,19 +70,16 @@ std::optional<file_stamp> stamp_of(const std::string& path) {
   return file_stamp{static_cast<std::uint64_t>(st.st_size), static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec, 0};
 }
 
+std::string identity_index::file_of(const std::string& root) {
+  const auto [beside, elsewhere] = places(root);
+  return ::access(fs::path(beside).parent_path().c_str(), W_OK) == 0 || elsewhere.empty() ? beside : elsewhere;
+}
+
 identity_index identity_index::open(const std::string& root) {
   identity_index ix;
-  std::error_code ec;
-  const auto abs = fs::absolute(root, ec).lexically_normal();
   ix.root_ = root;
-  const std::string beside = (abs / ".dynapar-index").string();
-  hasher h;
-  const std::string name = abs.string();
-  h.add(reinterpret_cast<const std::uint8_t*>(name.data()), name.size());
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h.value()));
-  const std::string elsewhere = cache_dir().empty() ? "" : cache_dir() + "/index-" + hex;
-  ix.file_ = ::access(abs.c_str(), W_OK) == 0 || elsewhere.empty() ? beside : elsewhere;
+  ix.file_ = file_of(root);
+  const auto [beside, elsewhere] = places(root);
   for (const auto& f : {beside, elsewhere}) {
     std::ifstream in(f, std::ios::binary | std::ios::ate);
     if (f.empty() || !in) continue;

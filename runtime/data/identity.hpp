@@ -34,6 +34,8 @@ class identity_index {
   // one under $XDG_CACHE_HOME/dynapar (~/.cache/dynapar) named by the root's absolute path. A
   // missing, unreadable or malformed index is an empty one (every file is read again).
   static identity_index open(const std::string& root);
+  // Where the index of `root` is written (the same for every process: one index a data set).
+  static std::string file_of(const std::string& root);
 
   // The digest `what` made of `path` (a file under the root), when the file's size and
   // modification time are still those it had then; `what` names the bytes read and what they

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <stdexcept>
 #include <system_error>
@@ -20,6 +21,7 @@
 #include <tuple>
 
 #include "common/rng.hpp"
+#include "data/catalogue.hpp"
 #include "data/hash.hpp"
 #include "data/identity.hpp"
 #include "data/shards.hpp"
@@ -143,18 +145,20 @@ std::string decode(const std::string& bytes, const source& s, std::string* why =
   return out;
 }
 
+// A split's images: the catalogue's samples `at` picks (in order), labelled through `labels`
+// (the catalogue's class to the data set's: validation folders are labelled by training's).
 class image_samples final : public sample_store {
  public:
-  image_samples(std::vector<image_file> files, std::vector<std::string> folders, source s, std::uint64_t fp)
-      : files_(std::move(files)), folders_(std::move(folders)), s_(std::move(s)), fp_(fp) {}
-  int size() const override { return static_cast<int>(files_.size()); }
+  image_samples(std::shared_ptr<const catalogue> listed, std::vector<std::uint32_t> at, std::vector<int> labels, source s, std::uint64_t fp)
+      : listed_(std::move(listed)), at_(std::move(at)), labels_(std::move(labels)), s_(std::move(s)), fp_(fp) {}
+  int size() const override { return static_cast<int>(at_.size()); }
   void values(int i, std::int64_t step, float* out) const override {
     reads_.fetch_add(1, std::memory_order_relaxed);
     // Decoded only here, when a batch needs it: one that does not decode is a named error at
     // run time (the driver's run ends with it; a node refuses the step), never a blank
     // image trained on.
-    const auto& f = files_[i];
-    const std::string path = path_of(folders_, f);
+    const auto& f = (*listed_)[at_[static_cast<std::size_t>(i)]];
+    const std::string path = s_.path + '/' + listed_->sources()[f.source].path + '/' + std::string(listed_->name(f));
     const auto now = stamp_of(path);
     auto bytes = read_bytes(path);
     if (!bytes) throw std::runtime_error(bytes.err().message + " (sample " + std::to_string(i) + ")");
@@ -167,14 +171,15 @@ class image_samples final : public sample_store {
     if (!image_values(*bytes, s_, i, step, out, why))
       throw std::runtime_error(path + " (sample " + std::to_string(i) + "): does not decode as PNG or JPEG (" + why + ")");
   }
-  std::int64_t label(int i) const override { return files_[i].label; }
+  std::int64_t label(int i) const override { return labels_[static_cast<std::size_t>((*listed_)[at_[static_cast<std::size_t>(i)]].label)]; }
   std::uint64_t fingerprint() const override { return fp_; }
   std::int64_t samples_read() const override { return reads_.load(); }
   bool decodes() const override { return true; }
 
  private:
-  std::vector<image_file> files_;
-  std::vector<std::string> folders_;
+  std::shared_ptr<const catalogue> listed_;
+  std::vector<std::uint32_t> at_;
+  std::vector<int> labels_;
   source s_;
   std::uint64_t fp_;
   mutable std::atomic<std::int64_t> reads_{0};
@@ -243,47 +248,65 @@ bool image_name(const std::string& name) {
   return e == ".png" || e == ".jpg" || e == ".jpeg";
 }
 
-// A split's folder (path/train or path/val): its class folders in name order, and their
-// images, each one's in name order, labelled by class, with their digests. A class folder as
-// it was when last listed is taken from the index (no file of it is looked at until a batch
-// reads it); another is listed now, and its files' digests found or made.
-struct split_files {
-  std::vector<std::string> classes;
-  std::vector<image_file> files;
-};
-
-result<split_files> list(const std::string& dir, identity_index& index, std::vector<std::string>& folders) {
+// A split's folder (ROOT/train or ROOT/val) as a catalogue: source 0 the split's folder,
+// source c + 1 class c's folder (classes in name order), their images each in name order,
+// labelled by class, with their digests. A catalogue whose folders are all as listed is
+// mapped as it is: no image file, and not the index, is read. Else a class folder as it was
+// when last listed is taken from the index (no file of it is looked at until a batch reads
+// it); another is listed now, and its files' digests found or made.
+result<std::shared_ptr<const catalogue>> list(const std::string& root, const std::string& split) {
+  const std::string file = catalogue_file(root, split), dir = root + "/" + split;
+  // Only beside its index: removing the index reads every file again, as errors tell users to.
+  if (stamp_of(identity_index::file_of(root)))
+    if (auto c = catalogue::load(file, root, "images")) return std::make_shared<const catalogue>(std::move(*c));
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return make_error("bad_data", dir + ": no such folder (images want train/CLASS/FILE)");
-  split_files out;
+  auto index = identity_index::open(root);
+  std::vector<catalogue::source_file> sources{{split, stamp_of(dir).value_or(file_stamp{})}};  // before listing: a class added meanwhile lists again
+  std::vector<std::string> classes, folders;
   for (const auto& c : fs::directory_iterator(dir, ec))
-    if (c.is_directory()) out.classes.push_back(c.path().filename().string());
+    if (c.is_directory()) classes.push_back(c.path().filename().string());
   if (ec) return make_error("io", dir + ": " + ec.message());
-  std::sort(out.classes.begin(), out.classes.end());
-  if (out.classes.empty()) return make_error("bad_data", dir + ": no class folders (images want train/CLASS/FILE)");
-  std::vector<std::tuple<std::uint32_t, file_stamp, std::size_t>> listed;  // folders listed now: as they were, their files
-  for (std::size_t c = 0; c < out.classes.size(); ++c) {
+  std::sort(classes.begin(), classes.end());
+  if (classes.empty()) return make_error("bad_data", dir + ": no class folders (images want train/CLASS/FILE)");
+  std::vector<image_file> files;
+  std::vector<std::pair<std::uint32_t, std::size_t>> listed;  // folders listed now, and their files
+  bool stamped = sources[0].stamp.mtime_ns != 0;
+  for (std::size_t c = 0; c < classes.size(); ++c) {
     const auto folder = static_cast<std::uint32_t>(folders.size());
-    folders.push_back(dir + "/" + out.classes[c]);
+    folders.push_back(dir + "/" + classes[c]);
     const int label = static_cast<int>(c);
+    const auto was = stamp_of(folders.back());  // before listing: a file added meanwhile lists it again next time
+    stamped = stamped && was;
+    sources.push_back({split + "/" + classes[c], was.value_or(file_stamp{})});
     if (auto known = index.listing(folders.back(), "bytes")) {
-      out.files.reserve(out.files.size() + known->size());
-      for (auto& [name, stamp] : *known) out.files.push_back({folder, std::move(name), label, stamp});
+      files.reserve(files.size() + known->size());
+      for (auto& [name, stamp] : *known) files.push_back({folder, std::move(name), label, stamp});
       continue;
     }
-    const auto was = stamp_of(folders.back());  // before listing: a file added meanwhile lists it again next time
     std::vector<std::string> names;
     for (const auto& f : fs::directory_iterator(folders.back(), ec))
       if (f.is_regular_file() && image_name(f.path().filename().string())) names.push_back(f.path().filename().string());
     if (ec) return make_error("io", folders.back() + ": " + ec.message());
     std::sort(names.begin(), names.end());
-    for (auto& n : names) out.files.push_back({folder, std::move(n), label, {}});
-    if (was) listed.emplace_back(folder, *was, names.size());
+    for (auto& n : names) files.push_back({folder, std::move(n), label, {}});
+    listed.emplace_back(folder, names.size());
   }
-  if (auto st = digest_all(out.files, folders, index); !st) return st.err();
-  for (const auto& [folder, was, count] : listed) index.record_listing(folders[folder], "bytes", was, count);
+  if (auto st = digest_all(files, folders, index); !st) return st.err();
+  for (const auto& [folder, count] : listed)
+    if (const auto& was = sources[folder + 1].stamp; was.mtime_ns != 0) index.record_listing(folders[folder], "bytes", was, count);
   index.save();
-  return out;
+  std::vector<listed_sample> samples;
+  std::string names;
+  samples.reserve(files.size());
+  for (const auto& f : files) {
+    if (names.size() + f.name.size() > UINT32_MAX) return make_error("bad_data", dir + ": too many files to list (their names pass 4 GiB)");
+    samples.push_back({f.folder + 1, f.label, static_cast<std::uint32_t>(names.size()), static_cast<std::uint32_t>(f.name.size()), 0, f.stamp});
+    names += f.name;
+  }
+  auto c = std::make_shared<const catalogue>("images", std::move(sources), std::move(samples), std::move(names));
+  if (stamped) c->save(file);  // a folder that could not be stamped is listed again next time
+  return c;
 }
 
 }  // namespace
@@ -322,30 +345,36 @@ bool image_values(const std::string& bytes, const source& s, int i, std::int64_t
 
 result<dataset> load_images(const source& s, bool train) {
   if (holds_tar_shards(s.path + "/train")) return load_image_shards(s, train);
-  auto index = identity_index::open(s.path);
-  std::vector<std::string> folders;
-  auto names = list(s.path + "/train", index, folders);
-  if (!names) return names.err();
+  auto listed = list(s.path, "train");
+  if (!listed) return listed.err();
+  const auto class_of = [](const catalogue& c, std::size_t k) { return fs::path(c.sources()[k + 1].path).filename().string(); };
+  const std::size_t classes = (*listed)->sources().size() - 1;
+  std::vector<int> labels(classes);
+  std::iota(labels.begin(), labels.end(), 0);
   std::error_code ec;
   const bool own = !train && fs::is_directory(s.path + "/val", ec);
-  std::vector<image_file> files;
+  std::vector<std::uint32_t> at;
   if (own) {
-    auto val = list(s.path + "/val", index, folders);
+    auto val = list(s.path, "val");
     if (!val) return val.err();
-    for (auto& f : val->files) {  // labelled by the training folder's classes
-      const auto& name = val->classes[static_cast<std::size_t>(f.label)];
-      const auto at = std::find(names->classes.begin(), names->classes.end(), name);
-      if (at == names->classes.end()) return make_error("bad_data", s.path + "/val/" + name + ": a class the training folder does not have");
-      f.label = static_cast<int>(at - names->classes.begin());
-      files.push_back(std::move(f));
+    labels.assign((*val)->sources().size() - 1, 0);
+    for (std::size_t k = 0; k < labels.size(); ++k) {  // labelled by the training folder's classes
+      const auto name = class_of(**val, k);
+      std::size_t c = 0;
+      while (c < classes && class_of(**listed, c) != name) ++c;
+      if (c == classes) return make_error("bad_data", s.path + "/val/" + name + ": a class the training folder does not have");
+      labels[k] = static_cast<int>(c);
     }
+    listed = std::move(val);
+    at.resize((*listed)->size());
+    std::iota(at.begin(), at.end(), 0u);
   } else {
-    const int every = std::max(2, static_cast<int>(std::lround(1.0 / s.val_share)));
-    int k = 0;
-    for (auto& f : names->files)
-      if (((k++ % every) == every - 1) != train) files.push_back(std::move(f));
+    const std::size_t every = static_cast<std::size_t>(std::max(2, static_cast<int>(std::lround(1.0 / s.val_share))));
+    for (std::size_t k = 0; k < (*listed)->size(); ++k)
+      if ((k % every == every - 1) != train) at.push_back(static_cast<std::uint32_t>(k));
   }
-  if (files.size() < 2) return make_error("bad_data", s.path + (own ? "/val" : "/train") + ": fewer than 2 images");
+  if (at.size() < 2) return make_error("bad_data", s.path + (own ? "/val" : "/train") + ": fewer than 2 images");
+  if ((*listed)->size() > UINT32_MAX) return make_error("bad_data", s.path + ": more than 2^32 images in a split");
   // The fingerprint: the job's image options, then each file's label and digest.
   hasher h;
   for (std::uint64_t v : {std::uint64_t(s.image_rows), std::uint64_t(s.image_cols), std::uint64_t(s.image_channels), std::uint64_t(s.crop_pad),
@@ -353,14 +382,16 @@ result<dataset> load_images(const source& s, bool train) {
     h.add(v);
   for (const auto* v : {&s.mean, &s.std_dev})
     for (const double m : *v) h.add(static_cast<std::uint64_t>(std::llround(m * 1e9)));
-  for (const auto& f : files) {
-    h.add(static_cast<std::uint64_t>(f.label));
+  for (const auto k : at) {
+    const auto& f = (**listed)[k];
+    h.add(static_cast<std::uint64_t>(labels[static_cast<std::size_t>(f.label)]));
     h.add(f.stamp.digest);
   }
+  (*listed)->release();  // a node reads its own samples' entries, not all of them
   dataset d;
   d.channels = s.image_channels, d.rows = s.image_rows, d.cols = s.image_cols;
-  d.classes = static_cast<int>(names->classes.size());
-  d.store = std::make_shared<image_samples>(std::move(files), std::move(folders), s, h.value());
+  d.classes = static_cast<int>(classes);
+  d.store = std::make_shared<image_samples>(std::move(*listed), std::move(at), std::move(labels), s, h.value());
   return d;
 }
 

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "data/catalogue.hpp"
 #include "data/dataset.hpp"
 #include "data/text.hpp"
 #include "data/idx.hpp"
@@ -747,7 +748,33 @@ TEST_CASE("an image folder's start reads each file once: its digests are indexed
   auto e = load(s, true);
   REQUIRE(e);
   CHECK(e->size() == 61);
-  // A torn index is read as none (every file read again), and written whole again.
+  // A warm start maps the split's listing and reads neither the files nor the index: an index
+  // emptied (but there) is not filled again, as it would be by files read for their digests.
+  write_file(dir + "/.dynapar-index", "dynapar data index 3\n");
+  auto w = load(s, true);
+  REQUIRE(w);
+  CHECK(fingerprint(*w) == fingerprint(*e));
+  CHECK(std::filesystem::file_size(dir + "/.dynapar-index") == 21);
+  // A new class folder is a new listing: the split's folder changed.
+  png(dir + "/train/eel/00.png", 200);
+  auto g = load(s, false);
+  REQUIRE(g);
+  CHECK(g->classes == 3);
+  CHECK(g->size() == 61);  // 122 files: 61 cats, 60 dogs, the eel held out as the last of every 2nd
+  CHECK(g->store->label(60) == 2);
+  std::filesystem::remove_all(dir + "/train/eel");
+  // A torn listing (the split's catalogue beside the index) is read as none, and written whole again.
+  const auto listing = dir + "/.dynapar-index.train";
+  REQUIRE(std::filesystem::exists(listing));
+  std::filesystem::resize_file(listing, std::filesystem::file_size(listing) - 7);
+  auto t = load(s, true);
+  REQUIRE(t);
+  CHECK(fingerprint(*t) == fingerprint(*e));
+  REQUIRE(catalogue::load(listing, dir, "images"));
+  CHECK(catalogue::load(listing, dir, "images")->size() == 121);
+  // A torn index, without a listing to start from, is read as none (every file read again),
+  // and written whole again.
+  std::filesystem::remove(listing);
   write_file(dir + "/.dynapar-index", "dynapar data index 3\nbytes\t/train/cat/00.png\t12 3");
   auto d = load(s, true);
   REQUIRE(d);

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "data/catalogue.hpp"
 #include "data/files.hpp"
 #include "data/hash.hpp"
 #include "data/identity.hpp"
@@ -28,14 +29,6 @@ namespace fs = std::filesystem;
 struct member {
   std::string name;
   std::size_t offset = 0, size = 0;  // its data in the tar file
-};
-
-// One sample: its shard (a number into the shards' paths), its image member and class.
-struct tar_sample {
-  std::uint32_t shard = 0;
-  std::string member;
-  std::uint64_t offset = 0, size = 0;
-  int label = 0;
 };
 
 // A header's number: octal digits (space or NUL ended), or GNU's base-256 form (sizes past 8 GiB).
@@ -131,8 +124,9 @@ std::pair<std::string_view, std::string> key_ext(std::string_view name) {
   return {name.substr(0, dot), ext};
 }
 
-// Shard `shard`'s samples appended to `out`: each key's image and class id (.cls: decimal text).
-status samples_of(const mapped_file& f, std::uint32_t shard, const source& s, std::vector<tar_sample>& out) {
+// Shard `shard`'s samples appended to `out` (their image members' names to `names`): each key's
+// image and class id (.cls: decimal text).
+status samples_of(const mapped_file& f, std::uint32_t shard, std::vector<listed_sample>& out, std::string& names) {
   auto ms = members_of(f);
   if (!ms) return ms.err();
   for (std::size_t i = 0; i < ms->size();) {
@@ -153,47 +147,49 @@ status samples_of(const mapped_file& f, std::uint32_t shard, const source& s, st
         if (text.empty() || text.size() > 9 || !std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); }))
           return make_error("bad_data", f.path() + ": member " + m.name + " is not a class id (a number 0 or more in decimal)");
         label = std::stoll(text);
-        if (s.classes > 0 && *label >= s.classes)
-          return make_error("bad_data", f.path() + ": member " + m.name + " is class " + text + ", outside 0.." + std::to_string(s.classes - 1));
       }
     }
     if (!image) return make_error("bad_data", f.path() + ": sample " + std::string(key) + " has no image (KEY.png, .jpg or .jpeg)");
     if (!label) return make_error("bad_data", f.path() + ": sample " + std::string(key) + " has no class (KEY.cls)");
-    out.push_back({shard, image->name, image->offset, image->size, static_cast<int>(*label)});
+    if (names.size() + image->name.size() > UINT32_MAX) return make_error("bad_data", f.path() + ": too many members to list (their names pass 4 GiB)");
+    out.push_back({shard, static_cast<std::int32_t>(*label), static_cast<std::uint32_t>(names.size()), static_cast<std::uint32_t>(image->name.size()),
+                   image->offset, file_stamp{image->size, 0, 0}});
+    names += image->name;
     i = j;
   }
   return ok_status();
 }
 
+// A split's samples: the catalogue's that `at` picks, in order; source k + 1 is shard k.
 class tar_samples final : public sample_store {
  public:
-  tar_samples(std::vector<std::string> paths, std::vector<file_stamp> stamps, std::vector<tar_sample> samples, source s, std::uint64_t fp)
-      : paths_(std::move(paths)), stamps_(std::move(stamps)), samples_(std::move(samples)), s_(std::move(s)), fp_(fp) {}
-  int size() const override { return static_cast<int>(samples_.size()); }
+  tar_samples(std::shared_ptr<const catalogue> listed, std::vector<std::uint32_t> at, source s, std::uint64_t fp)
+      : listed_(std::move(listed)), at_(std::move(at)), s_(std::move(s)), fp_(fp) {}
+  int size() const override { return static_cast<int>(at_.size()); }
   void values(int i, std::int64_t step, float* out) const override {
     reads_.fetch_add(1, std::memory_order_relaxed);
     // Opened for each read, not kept: a data set of thousands of shards holds no descriptor each.
-    const auto& x = samples_[static_cast<std::size_t>(i)];
-    const auto& path = paths_[x.shard];
-    const std::string what = path + ": member " + x.member + " (sample " + std::to_string(i) + ")";
+    const auto& x = (*listed_)[at_[static_cast<std::size_t>(i)]];
+    const auto& shard = listed_->sources()[x.source];
+    const std::string path = s_.path + '/' + shard.path;
+    const std::string what = path + ": member " + std::string(listed_->name(x)) + " (sample " + std::to_string(i) + ")";
     const auto now = stamp_of(path);
-    if (!now || !now->same_file(stamps_[x.shard])) throw std::runtime_error(what + ": the file changed after the run started");
-    std::string bytes(x.size, '\0');
+    if (!now || !now->same_file(shard.stamp)) throw std::runtime_error(what + ": the file changed after it was listed");
+    std::string bytes(x.stamp.size, '\0');
     std::ifstream in(path, std::ios::binary);
-    if (!in.seekg(static_cast<std::streamoff>(x.offset)) || !in.read(bytes.data(), static_cast<std::streamsize>(x.size)))
+    if (!in.seekg(static_cast<std::streamoff>(x.offset)) || !in.read(bytes.data(), static_cast<std::streamsize>(x.stamp.size)))
       throw std::runtime_error(what + ": cannot be read");
     std::string why;
     if (!image_values(bytes, s_, i, step, out, why)) throw std::runtime_error(what + ": does not decode as PNG or JPEG (" + why + ")");
   }
-  std::int64_t label(int i) const override { return samples_[static_cast<std::size_t>(i)].label; }
+  std::int64_t label(int i) const override { return (*listed_)[at_[static_cast<std::size_t>(i)]].label; }
   std::uint64_t fingerprint() const override { return fp_; }
   std::int64_t samples_read() const override { return reads_.load(); }
   bool decodes() const override { return true; }
 
  private:
-  std::vector<std::string> paths_;
-  std::vector<file_stamp> stamps_;  // each shard as it was when listed
-  std::vector<tar_sample> samples_;
+  std::shared_ptr<const catalogue> listed_;
+  std::vector<std::uint32_t> at_;
   source s_;
   std::uint64_t fp_;
   mutable std::atomic<std::int64_t> reads_{0};
@@ -208,25 +204,21 @@ std::vector<std::string> tars_in(const std::string& dir) {
   return out;
 }
 
-}  // namespace
-
-bool holds_tar_shards(const std::string& dir) { return !tars_in(dir).empty(); }
-
-result<dataset> load_image_shards(const source& s, bool train) {
-  const bool own = !train && holds_tar_shards(s.path + "/val");
-  const std::string dir = s.path + (own ? "/val" : "/train");
+// A split's shards as a catalogue (source 0 the split's folder, source k + 1 shard k with its
+// digest): mapped as it is while every shard and the folder are as listed (no header read);
+// else each shard's digest found in the index or made, and its headers read.
+result<std::shared_ptr<const catalogue>> list_shards(const std::string& root, const std::string& split) {
+  const std::string file = catalogue_file(root, split), dir = root + "/" + split;
+  if (stamp_of(identity_index::file_of(root)))  // only beside its index, as image folders (data/images.cpp)
+    if (auto c = catalogue::load(file, root, "tar")) return std::make_shared<const catalogue>(std::move(*c));
+  const auto dir_was = stamp_of(dir);  // before listing: a shard added meanwhile lists again
   const auto paths = tars_in(dir);
   if (paths.empty()) return make_error("bad_data", dir + ": no .tar shards in it");
-  if (paths.size() > UINT32_MAX) return make_error("bad_data", dir + ": too many shards");
-  auto index = identity_index::open(s.path);
-  hasher h;  // the job's image options, then each shard's digest, then the split's samples
-  for (std::uint64_t v : {std::uint64_t(s.image_rows), std::uint64_t(s.image_cols), std::uint64_t(s.image_channels), std::uint64_t(s.crop_pad),
-                          std::uint64_t(s.flip), std::uint64_t(own)})
-    h.add(v);
-  for (const auto* v : {&s.mean, &s.std_dev})
-    for (const double m : *v) h.add(static_cast<std::uint64_t>(std::llround(m * 1e9)));
-  std::vector<file_stamp> stamps;
-  std::vector<tar_sample> all;
+  if (paths.size() >= UINT32_MAX) return make_error("bad_data", dir + ": too many shards");
+  auto index = identity_index::open(root);
+  std::vector<catalogue::source_file> sources{{split, dir_was.value_or(file_stamp{})}};
+  std::vector<listed_sample> samples;
+  std::string names;
   for (std::size_t k = 0; k < paths.size(); ++k) {
     auto was = stamp_of(paths[k]);  // what its reads are checked against
     auto f = mapped_file::open(paths[k]);
@@ -235,30 +227,55 @@ result<dataset> load_image_shards(const source& s, bool train) {
     const auto digest = indexed_pass(**f, 0, (*f)->size(), index, "bytes", [](std::size_t, std::size_t) { return ok_status(); });
     if (!digest) return digest.err();
     was->digest = *digest;
-    if (auto st = samples_of(**f, static_cast<std::uint32_t>(k), s, all); !st) return st.err();
+    if (auto st = samples_of(**f, static_cast<std::uint32_t>(k + 1), samples, names); !st) return st.err();
     (*f)->release(0, (*f)->size());
-    h.add(was->digest);
-    stamps.push_back(*was);
+    sources.push_back({split + "/" + fs::path(paths[k]).filename().string(), *was});
   }
   index.save();
-  if (all.size() > INT32_MAX) return make_error("bad_data", dir + ": more than 2^31 - 1 samples in its shards");
-  std::vector<tar_sample> picked;  // without a val folder, every round(1 / val_share)-th sample is held out, as for folders
-  const int every = std::max(2, static_cast<int>(std::lround(1.0 / s.val_share)));
-  int top = 0, k = 0;
-  for (auto& x : all) {
+  auto c = std::make_shared<const catalogue>("tar", std::move(sources), std::move(samples), std::move(names));
+  if (dir_was) c->save(file);
+  return c;
+}
+
+}  // namespace
+
+bool holds_tar_shards(const std::string& dir) { return !tars_in(dir).empty(); }
+
+result<dataset> load_image_shards(const source& s, bool train) {
+  const bool own = !train && holds_tar_shards(s.path + "/val");
+  const std::string split = own ? "val" : "train", dir = s.path + "/" + split;
+  auto listed = list_shards(s.path, split);
+  if (!listed) return listed.err();
+  const auto& c = **listed;
+  if (c.size() > INT32_MAX) return make_error("bad_data", dir + ": more than 2^31 - 1 samples in its shards");
+  hasher h;  // the job's image options, then each shard's digest, then the split's samples
+  for (std::uint64_t v : {std::uint64_t(s.image_rows), std::uint64_t(s.image_cols), std::uint64_t(s.image_channels), std::uint64_t(s.crop_pad),
+                          std::uint64_t(s.flip), std::uint64_t(own)})
+    h.add(v);
+  for (const auto* v : {&s.mean, &s.std_dev})
+    for (const double m : *v) h.add(static_cast<std::uint64_t>(std::llround(m * 1e9)));
+  for (std::size_t k = 1; k < c.sources().size(); ++k) h.add(c.sources()[k].stamp.digest);
+  std::vector<std::uint32_t> at;  // without a val folder, every round(1 / val_share)-th sample is held out, as for folders
+  const std::size_t every = static_cast<std::size_t>(std::max(2, static_cast<int>(std::lround(1.0 / s.val_share))));
+  int top = 0;
+  for (std::size_t k = 0; k < c.size(); ++k) {
+    const auto& x = c[k];
+    if (s.classes > 0 && x.label >= s.classes)  // the job's classes may have changed since the listing
+      return make_error("bad_data", s.path + "/" + c.sources()[x.source].path + ": member " + std::string(c.name(x)) + " is class " +
+                                        std::to_string(x.label) + ", outside 0.." + std::to_string(s.classes - 1));
     top = std::max(top, x.label);
-    if (own || ((k++ % every) == every - 1) != train) picked.push_back(std::move(x));
-  }
-  if (picked.size() < (own ? 1u : 2u)) return make_error("bad_data", dir + ": too few samples in its shards");
-  for (const auto& x : picked) {
+    if (!(own || (k % every == every - 1) != train)) continue;
+    at.push_back(static_cast<std::uint32_t>(k));
     h.add(static_cast<std::uint64_t>(x.label));
-    h.add(static_cast<std::uint64_t>(x.shard));
+    h.add(static_cast<std::uint64_t>(x.source - 1));
     h.add(x.offset);
   }
+  if (at.size() < (own ? 1u : 2u)) return make_error("bad_data", dir + ": too few samples in its shards");
+  c.release();
   dataset d;
   d.channels = s.image_channels, d.rows = s.image_rows, d.cols = s.image_cols;
   d.classes = s.classes > 0 ? s.classes : top + 1;
-  d.store = std::make_shared<tar_samples>(paths, std::move(stamps), std::move(picked), s, h.value());
+  d.store = std::make_shared<tar_samples>(std::move(*listed), std::move(at), s, h.value());
   return d;
 }
 

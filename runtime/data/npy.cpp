@@ -39,15 +39,29 @@ mapped_file::~mapped_file() {
   ::close(fd_);
 }
 
-bool mapped_file::read(std::size_t offset, std::size_t n, void* out) const {
+namespace {
+
+bool pread_all(int fd, std::size_t offset, std::size_t n, void* out) {
   auto* to = static_cast<char*>(out);
   while (n > 0) {
-    const auto got = ::pread(fd_, to, n, static_cast<off_t>(offset));
+    const auto got = ::pread(fd, to, n, static_cast<off_t>(offset));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) return false;
     to += got, offset += static_cast<std::size_t>(got), n -= static_cast<std::size_t>(got);
   }
   return true;
+}
+
+}  // namespace
+
+bool mapped_file::read(std::size_t offset, std::size_t n, void* out) const { return pread_all(fd_, offset, n, out); }
+
+bool read_at(const std::string& path, std::size_t offset, std::size_t n, void* out) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = pread_all(fd, offset, n, out);
+  ::close(fd);
+  return ok;
 }
 
 void mapped_file::release(std::size_t offset, std::size_t n) const {

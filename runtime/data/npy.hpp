@@ -39,6 +39,10 @@ class mapped_file {
   std::size_t size_ = 0;
 };
 
+// Copies [offset, offset + n) of the file at `path` with one pread (no stream's read-ahead
+// buffer: a tar member of 600 bytes reads 600 bytes); false if it cannot.
+bool read_at(const std::string& path, std::size_t offset, std::size_t n, void* out);
+
 // The element types a data file may hold, little-endian.
 enum class dtype { u8, i8, u16, i16, u32, i32, i64, f32, f64 };
 std::size_t item_bytes(dtype t);

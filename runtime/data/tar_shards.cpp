@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
@@ -176,8 +175,7 @@ class tar_samples final : public sample_store {
     const auto now = stamp_of(path);
     if (!now || !now->same_file(shard.stamp)) throw std::runtime_error(what + ": the file changed after it was listed");
     std::string bytes(x.stamp.size, '\0');
-    std::ifstream in(path, std::ios::binary);
-    if (!in.seekg(static_cast<std::streamoff>(x.offset)) || !in.read(bytes.data(), static_cast<std::streamsize>(x.stamp.size)))
+    if (!read_at(path, x.offset, bytes.size(), bytes.data()))
       throw std::runtime_error(what + ": cannot be read");
     std::string why;
     if (!image_values(bytes, s_, i, step, out, why)) throw std::runtime_error(what + ": does not decode as PNG or JPEG (" + why + ")");

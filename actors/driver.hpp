@@ -33,6 +33,7 @@
 #include "step/attempt.hpp"
 #include "sim/emulated_cluster.hpp"
 #include "sim/fault_schedule.hpp"
+#include "training/run_tally.hpp"
 
 namespace dynapar::actors::detail {
 
@@ -121,10 +122,8 @@ class driver {
   status check_job() const;
   control::run_cadence start_run(data::sample_ledger& ledger, data::global_sampler& sampler);
   struct run_totals {
-    double time = 0, cost = 0;
-    double steady_wait = 0, steady_time = 0;  // controller waits and step times of steady steps
-    int incidents = 0;                        // recoveries and retries up to the last step that ended
-    bool replanned = false;                   // the step's plan changed
+    training::run_tally tally;
+    bool replanned = false;  // the step's plan changed
     clock::time_point opened, last_end = clock::now();  // the step's start, the last step's end
     // An attempt at a step opens: its record, and its time (an early one's from the step
     // before's end).

@@ -3,42 +3,25 @@
 // scores up. No layer comes here for it, and over nodes that hold the job's data only sample
 // ids travel.
 #include <algorithm>
-#include <numeric>
 
 #include "actors/driver.hpp"
+#include "step/evaluation.hpp"
 
 namespace dynapar::actors::detail {
-namespace {
-
-// Chunks (model::evaluation_chunk samples each) per task: enough to keep a pipeline's stages
-// busy, few enough that a task's inputs stay small where they travel as tensors.
-constexpr int chunks_per_task = 32;
-
-}  // namespace
 
 result<double> driver::evaluate(const data::dataset& test, std::int64_t t, const char* what) {
-  constexpr int chunk = model::evaluation_chunk;
-  const int chunks = (test.size() + chunk - 1) / chunk;
   const auto& groups = current_->groups;
   const std::size_t G = groups.size();
-  // Each group a contiguous run of chunks in proportion to its share of the batch (the plan
-  // weighed the groups' speeds). Chunks are accuracy()'s, so each output has its bits.
-  std::vector<int> next(G), end(G);
-  double shares = 0, so_far = 0;
-  for (const auto& g : groups) shares += g.share;
-  for (std::size_t g = 0, at = 0; g < G; ++g) {
-    so_far += groups[g].share;
-    next[g] = static_cast<int>(at);
-    end[g] = g + 1 == G ? chunks : static_cast<int>(std::lround(chunks * so_far / std::max(1.0, shares)));
-    at = static_cast<std::size_t>(std::max(next[g], end[g]));
-  }
+  std::vector<double> shares;
+  for (const auto& g : groups) shares.push_back(g.share);
+  step::evaluation_deal deal(test.size(), model::evaluation_chunk, shares);
   std::vector<std::int64_t> tag(G, -1);  // of each group's task in flight
   std::vector<clock::time_point> due(G, clock::time_point::max());
   const auto started = clock::now();
   int running = 0;
   auto send = [&](std::size_t g) {
-    if (next[g] >= end[g]) return;
-    const int last = std::min(end[g], next[g] + chunks_per_task);
+    const auto chunks = deal.next(g);
+    if (chunks.empty()) return;
     const auto& gp = groups[g];
     group_task task;
     task.tag = ++attempt_.tag;
@@ -46,17 +29,16 @@ result<double> driver::evaluate(const data::dataset& test, std::int64_t t, const
     task.evaluate = true;
     task.report_to = caf::actor_cast<group_sink>(self_);
     for (std::size_t j = 0; j + 1 < gp.devices.size(); ++j) task.links.push_back(link(gp.devices[j], gp.devices[j + 1]));
-    for (int k = next[g]; k < last; ++k) {
-      std::vector<int> ids(std::min(test.size(), (k + 1) * chunk) - k * chunk);
-      std::iota(ids.begin(), ids.end(), k * chunk);
+    double samples = 0;
+    for (const auto& ids : chunks) {
       add_micro_batch(task, gp.devices, test, ids, 0, static_cast<int>(ids.size()), -1);
+      samples += static_cast<double>(ids.size());
     }
     // A task's samples go forward only: a third of a step's work for each batch of them. A
     // step's deadline for each such third is ample.
-    const double thirds = std::max(1.0, (last - next[g]) * static_cast<double>(chunk) / std::max(1, s_.batch) / 3);
+    const double thirds = std::max(1.0, samples / std::max(1, s_.batch) / 3);
     due[g] = clock::now() + std::chrono::duration_cast<clock::duration>(step_deadline() * thirds);
     tag[g] = task.tag;
-    next[g] = last;
     ++running;
     self_->send(groups_[g], step_atom::value, std::move(task));
   };

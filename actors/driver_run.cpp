@@ -242,19 +242,8 @@ status driver::step_once(const control::run_command& c, training::step_record& r
   measure.time_s = rec.time_s;
   control::price(measure, [&](int id) { return cluster_.price_per_s(id); }, [&](int id) { return cluster_.power_w(id); });
   rec.cost = measure.cost;
-  for (const auto& [id, j] : measure.energy_j) out_.avg_energy_j[id] += j;
   if (actors_.controller) self_->send(actors_.controller, report_atom::value, measure);
-  totals.time += rec.time_s;
-  totals.cost += rec.cost;
-  if (t > out_.resumed_from && !totals.replanned && totals.incidents == out_.recoveries + out_.step_retries) {
-    totals.steady_wait += rec.controller_wait_s;
-    totals.steady_time += rec.time_s;
-    ++out_.steady_steps;
-  }
-  totals.incidents = out_.recoveries + out_.step_retries;
-  for (const auto& l : measure.links) out_.data_plane_bytes[l.from] += l.bytes;
-  out_.messages_per_step = 0;
-  for (const auto& st : rec.stages) out_.messages_per_step += st.messages;
+  totals.tally.committed(rec, measure, totals.replanned, out_.recoveries + out_.step_retries, out_);
   if (cb_.on_step) cb_.on_step(rec);
   return ok_status();
 }
@@ -276,18 +265,8 @@ training::train_outcome driver::outcome(const run_totals& totals, const data::sa
   }
   out_.final_plan = *current_;
   out_.steps = s_.steps;
-  const auto ran = s_.steps - out_.resumed_from;  // by this run
-  out_.mean_step_time_s = ran > 0 ? totals.time / ran : 0;
-  out_.samples_per_s = totals.time > 0 ? ran * s_.batch / totals.time : 0;
-  out_.avg_cost = ran > 0 ? totals.cost / ran : 0;
-  out_.controller_wait_s = out_.steady_steps > 0 ? totals.steady_wait / out_.steady_steps : 0;
-  out_.controller_wait_share = totals.steady_time > 0 ? totals.steady_wait / totals.steady_time : 0;
-  for (auto& [id, j] : out_.avg_energy_j) j = ran > 0 ? j / static_cast<double>(ran) : 0;
+  totals.tally.finish(s_.batch, recovery_.seconds, out_);
   out_.ledger = ledger.check(sampler, s_.steps);
-  for (double r : recovery_.seconds) {
-    out_.mean_recovery_s += r / static_cast<double>(recovery_.seconds.size());
-    out_.max_recovery_s = std::max(out_.max_recovery_s, r);
-  }
   return out_;
 }
 

@@ -266,6 +266,10 @@ training::train_outcome driver::outcome(const run_totals& totals, const data::sa
   out_.final_plan = *current_;
   out_.steps = s_.steps;
   totals.tally.finish(s_.batch, recovery_.seconds, out_);
+  if (d_.store) {
+    const auto r = d_.store->read_ahead_figures();
+    out_.samples_read_ahead = r.ahead, out_.samples_decoded_when_read = r.when_read, out_.data_wait_s = r.waited_s;
+  }
   out_.ledger = ledger.check(sampler, s_.steps);
   return out_;
 }

@@ -175,6 +175,9 @@ driver::in_flight driver::start_attempt(std::int64_t t, const std::vector<int>& 
   // group has (overlap_sums off).
   const double clip = s_.optimizer.clip_grad_norm;
   f.work = reduction_->start({attempt_.tag, at.shape().micro_batches, &holders_, comm_generation_, clip > 0 ? static_cast<double>(s_.batch) : 0.0});
+  // The next step's samples decode while this one runs, where this process builds the inputs
+  // (a store that does not decode ignores the hint; nodes holding the data build their own).
+  if (d_.store && !actors_.remote && attempt_.sampler && t + 1 < s_.steps) d_.store->ahead(attempt_.sampler->step_samples(t + 1), t + 1);
   return f;
 }
 

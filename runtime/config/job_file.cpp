@@ -113,7 +113,7 @@ void parse_data(const fields& top, data::source& d) {
   d.synthetic_samples = 6000;
   if (top.has("data") && top.child("data").IsMap()) {
     fields f(top.child("data"), "data");
-    f.only({"kind", "path", "val_share", "mean", "std", "classes", "token_type", "window", "stride", "vocab", "size", "channels", "crop_pad", "flip"});
+    f.only({"kind", "path", "val_share", "mean", "std", "classes", "token_type", "window", "stride", "vocab", "size", "channels", "crop_pad", "flip", "read_ahead"});
     d.kind = f.text("kind");
     d.path = f.text("path", "");
     d.val_share = f.number("val_share", d.val_share);
@@ -136,6 +136,7 @@ void parse_data(const fields& top, data::source& d) {
     d.image_channels = f.integer("channels", d.image_channels);
     d.crop_pad = f.integer("crop_pad", d.crop_pad);
     d.flip = f.boolean("flip", d.flip);
+    d.read_ahead = f.integer("read_ahead", d.read_ahead);
   } else {
     d.kind = top.text("data", d.kind);
   }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -157,7 +158,7 @@ result<dataset> load_npy(const source& s, bool train) {
 }
 
 result<dataset> arrays_dataset(npy_array x_in, npy_array y_in, const std::string& xf, const std::string& yf, bool own, bool train,
-                               const source& s) {
+                               const source& s, identity_index* index) {
   const auto* x = &x_in;
   const auto* y = &y_in;
   const auto n = x->rows();
@@ -218,9 +219,10 @@ result<dataset> arrays_dataset(npy_array x_in, npy_array y_in, const std::string
         return make_error("bad_data", xf + ": sample " + std::to_string((at - x->data_offset) / row_bytes) + " holds a value that is not finite");
     return ok_status();
   };
-  auto index = identity_index::open(s.path);
-  const auto digest = indexed_pass(*x->file, lo, hi, index, is_float(t) ? "finite" : "bytes", finite);
-  index.save();
+  std::optional<identity_index> mine;  // without the caller's: this file's own, read and saved here
+  if (!index) index = &mine.emplace(identity_index::open(s.path));
+  const auto digest = indexed_pass(*x->file, lo, hi, *index, is_float(t) ? "finite" : "bytes", finite);
+  if (mine) mine->save();
   if (!digest) return digest.err();
   h.add(*digest);
   for (const auto* v : {&s.mean, &s.std_dev})

@@ -21,8 +21,10 @@ namespace dynapar::data {
 result<dataset> load_npy(const source& s, bool train);
 // The checks, split and store of an (inputs, labels) pair of mapped arrays, as for npy, wherever
 // the arrays lie in their files (model/torch_data.cpp: torch.save's storages); xf and yf name
-// the files in errors; own: the validation split has a file of its own.
-result<dataset> arrays_dataset(npy_array x, npy_array y, const std::string& xf, const std::string& yf, bool own, bool train, const source& s);
+// the files in errors; own: the validation split has a file of its own. `index`: the data's
+// index, which the caller saves (shards: one read and write a load); none: opened and saved here.
+result<dataset> arrays_dataset(npy_array x, npy_array y, const std::string& xf, const std::string& yf, bool own, bool train, const source& s,
+                               identity_index* index = nullptr);
 // The rows [first, first + count) of n that a split takes: the whole of its own file, or the
 // training file less (train) or only (validation) its last val_share (at least one row).
 std::pair<std::int64_t, std::int64_t> split(std::int64_t n, bool own_file, bool train, double val_share);

@@ -99,26 +99,32 @@ result<dataset> load_npy_shards(const source& s, bool train) {
   std::vector<std::shared_ptr<const sample_store>> parts;
   std::int64_t total = 0;
   std::string first_file;
+  auto index = identity_index::open(s.path);  // one for every shard: read and written once
+  const auto fail = [&](error e) {  // the digests made before a bad shard are kept for the next start
+    index.save();
+    return e;
+  };
   for (const auto& stem : *stems) {
     const std::string xf = dir + "/" + stem + "_inputs.npy", yf = dir + "/" + stem + "_labels.npy";
-    if (!std::filesystem::exists(yf, ec)) return make_error("bad_data", xf + ": no " + stem + "_labels.npy beside it");
+    if (!std::filesystem::exists(yf, ec)) return fail(make_error("bad_data", xf + ": no " + stem + "_labels.npy beside it"));
     auto x = open_npy(xf);
-    if (!x) return x.err();
+    if (!x) return fail(x.err());
     auto y = open_npy(yf);
-    if (!y) return y.err();
-    auto part = arrays_dataset(std::move(*x), std::move(*y), xf, yf, /*own=*/true, /*train=*/true, s);  // the whole shard
-    if (!part) return part.err();
+    if (!y) return fail(y.err());
+    auto part = arrays_dataset(std::move(*x), std::move(*y), xf, yf, /*own=*/true, /*train=*/true, s, &index);  // the whole shard
+    if (!part) return fail(part.err());
     if (parts.empty()) {
       d = *part, first_file = xf;
     } else if (std::tie(part->channels, part->rows, part->cols, part->target_values) != std::tie(d.channels, d.rows, d.cols, d.target_values)) {
-      return make_error("bad_data", xf + ": a sample is " + std::to_string(part->channels) + " x " + std::to_string(part->rows) + " x " +
+      return fail(make_error("bad_data", xf + ": a sample is " + std::to_string(part->channels) + " x " + std::to_string(part->rows) + " x " +
                                         std::to_string(part->cols) + ", but " + first_file + "'s are " + std::to_string(d.channels) + " x " +
-                                        std::to_string(d.rows) + " x " + std::to_string(d.cols) + " (every shard's samples share one shape)");
+                                        std::to_string(d.rows) + " x " + std::to_string(d.cols) + " (every shard's samples share one shape)"));
     }
     d.classes = std::max(d.classes, part->classes);
     total += part->size();
     parts.push_back(part->store);
   }
+  index.save();
   if (total > INT32_MAX) return make_error("bad_data", dir + ": more than 2^31 - 1 samples in its shards");
   if (!own && total < 2) return make_error("bad_data", dir + ": fewer than 2 samples in its shards");
   const auto [first, count] = split(total, own, train, s.val_share);

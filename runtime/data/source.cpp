@@ -8,6 +8,7 @@
 #include "data/files.hpp"
 #include "data/hash.hpp"
 #include "data/images.hpp"
+#include "data/read_ahead.hpp"
 #include "data/text.hpp"
 
 namespace dynapar::data {
@@ -35,6 +36,7 @@ status check(const source& s) {
   if (s.image_rows < 1 || s.image_cols < 1 || s.image_rows > 4096 || s.image_cols > 4096) return bad("size' must be in 1..4096");
   if (s.image_channels != 1 && s.image_channels != 3) return bad("channels' must be 1 or 3");
   if (s.crop_pad < 0 || s.crop_pad > 1024) return bad("crop_pad' must be in 0..1024");
+  if (s.read_ahead < 0 || s.read_ahead > 16) return bad("read_ahead' must be in 0..16 (threads)");
   if (s.next_token && s.kind != "tokens") return make_error("bad_data", "loss next_token predicts the ids of kind tokens; kind " + s.kind + " has no token file");
   if (s.regression && s.kind != "npy" && s.kind != "torch")
     return make_error("bad_data", "loss mse regresses the labels of kind npy or torch; kind " + s.kind + " has class labels");
@@ -84,7 +86,13 @@ result<dataset> load(const source& s, bool train) {
   if (s.kind == "fashion_mnist") return load_fashion_mnist(fashion_mnist_dir, train ? "train" : "t10k");
   if (s.kind == "npy") return load_npy(s, train);
   if (s.kind == "tokens") return load_tokens(s, train);
-  if (s.kind == "images") return load_images(s, train);
+  if (s.kind == "images") {
+    auto d = load_images(s, train);
+    // Training reads decode ahead when the run hints at the next step's samples.
+    if (d && train && s.read_ahead > 0)
+      d->store = std::make_shared<read_ahead>(d->store, static_cast<std::size_t>(d->channels) * d->rows * d->cols, s.read_ahead);
+    return d;
+  }
   return make_error("bad_data", "unknown data set '" + s.kind + "' (fashion_mnist, synthetic, fortunes, npy, tokens or images; torch is read by model::load_data)");
 }
 

@@ -539,6 +539,25 @@ TEST_CASE("image folders: classes by folder name, pixels as CHW in [0, 1] normal
     pc.std_dev = {0.2, 0.25};
     CHECK(load(pc, true).err().message.find("'data.std' has 2 values; the images' channels are 3") != std::string::npos);
   }
+  {  // Training images decode ahead when hinted (data/read_ahead.hpp), to the same values; 0: not.
+    source ra = s;
+    auto t = load(ra, true);
+    REQUIRE(t);
+    t->store->ahead({5, 6}, 3);
+    std::vector<float> ahead(12), direct(12);
+    t->store->values(5, 3, ahead.data());
+    train->store->values(5, 3, direct.data());
+    CHECK(ahead == direct);
+    CHECK(t->store->read_ahead_figures().ahead == 1);
+    ra.read_ahead = 0;
+    auto none = load(ra, true);
+    REQUIRE(none);
+    none->store->ahead({5}, 3);
+    none->store->values(5, 3, direct.data());
+    CHECK(none->store->read_ahead_figures().ahead == 0);
+    ra.read_ahead = 17;
+    CHECK(load(ra, true).err().message.find("'data.read_ahead' must be in 0..16") != std::string::npos);
+  }
   // A flip is a mirror image, drawn by the step: the same step draws the same, and over
   // 16 steps both ways occur; evaluation (step -1) never flips.
   s.flip = true;

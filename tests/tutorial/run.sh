@@ -24,6 +24,12 @@ for run in ("my_run", "my_run_nodes"):
     assert any(len(g["devices"]) >= 2 for p in plans for g in p["plan"]["groups"]), f"{run}: no pipeline"
     assert s["final_test_accuracy"] == s["reference_test_accuracy"] > 0.5, s
     print(f"ok: {run}: diff 0, {s['replans']} re-plans, validation accuracy {s['final_test_accuracy']}")
+# In one process each step's images were decoded while the step before ran (data/read_ahead.hpp):
+# every training read after the first step's 64, unless a step was attempted again.
+s = json.load(open(f"{w}/my_run/summary.json"))
+ahead, want = s["samples_read_ahead"], (s["steps"] - 1) * 64
+assert ahead == want or (s["step_retries"] + s["recoveries"] > 0 and 0 < ahead <= want), (ahead, want, s["step_retries"], s["recoveries"])
+print(f"ok: my_run: {ahead} of its training reads decoded ahead, {s['data_wait_s']:.3f} s waited on data")
 assert len(os.listdir(f"{w}/clothes/train")) == 10
 assert "step_time.png" in os.listdir(f"{w}/my_run/plots"), "no plots from dynapar report"
 PY

@@ -35,6 +35,18 @@ class sample_store {
   // `decoders` threads (model::inputs), since values() may be called from several at once.
   virtual bool decodes() const { return false; }
   static constexpr int decoders = 4;
+  // A hint: `ids` are read next, for training step `step`; a store may decode them meanwhile
+  // (data/read_ahead.hpp), which changes no value read. Ignored by default.
+  virtual void ahead(const std::vector<int>& ids, std::int64_t step) const {
+    (void)ids, (void)step;
+  }
+  // Of the reads so far: those served from what was decoded ahead, those decoded when read,
+  // and the seconds reads spent decoding or waiting for a sample (zeros: no read-ahead).
+  struct read_figures {
+    std::int64_t ahead = 0, when_read = 0;
+    double waited_s = 0;
+  };
+  virtual read_figures read_ahead_figures() const { return {}; }
 };
 
 struct dataset {

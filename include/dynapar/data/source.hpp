@@ -41,6 +41,9 @@ struct source {
   int image_rows = 32, image_cols = 32, image_channels = 3;
   int crop_pad = 0;
   bool flip = false;
+  // images: threads that decode the next step's training images while a step runs, when the
+  // run hints at them (data/read_ahead.hpp); 0: none.
+  int read_ahead = 2;
 };
 
 // What channel c's values are fed as: (x - mean_of(s, c)) / std_of(s, c).

@@ -88,8 +88,9 @@ result<dataset> load(const source& s, bool train) {
   if (s.kind == "tokens") return load_tokens(s, train);
   if (s.kind == "images") {
     auto d = load_images(s, train);
-    // Training reads decode ahead when the run hints at the next step's samples.
-    if (d && train && s.read_ahead > 0)
+    // Training reads decode ahead when the run hints at the next step's samples (with 0
+    // threads, never: the reads are only timed).
+    if (d && train)
       d->store = std::make_shared<read_ahead>(d->store, static_cast<std::size_t>(d->channels) * d->rows * d->cols, s.read_ahead);
     return d;
   }

@@ -555,6 +555,7 @@ TEST_CASE("image folders: classes by folder name, pixels as CHW in [0, 1] normal
     none->store->ahead({5}, 3);
     none->store->values(5, 3, direct.data());
     CHECK(none->store->read_ahead_figures().ahead == 0);
+    CHECK(none->store->read_ahead_figures().when_read == 1);
     ra.read_ahead = 17;
     CHECK(load(ra, true).err().message.find("'data.read_ahead' must be in 0..16") != std::string::npos);
   }

@@ -59,6 +59,7 @@ group_handle::behavior_type group_supervisor(group_handle::stateful_pointer<supe
           stage_task t;
           static_cast<step::stage_work&>(t) = task;
           if (j > 0 && j < n - 1) t.samples.clear();
+          if (j > 0) t.ahead.clear();  // for the stage that reads the inputs
           t.program = pipe.programs[j];
           t.lo = st.cfg.splits[j];
           t.hi = st.cfg.splits[j + 1];

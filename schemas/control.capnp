@@ -236,6 +236,10 @@ struct StageTask {
   # Forward only, in evaluation mode, changing no training state; the samples are of the job's
   # validation set, and the last stage's StageReport.lossSum is the metric's sum over them.
   evaluate @18 :Bool;
+  # The samples this stage's place in the batch holds at the next step (first stage, with
+  # inputsFromSamples): the node decodes them meanwhile. A hint: a node that does not know the
+  # field ignores it, and a wrong guess changes no value.
+  aheadSamples @19 :List(Int32);
 }
 
 # A micro-batch's activation or gradient between stages; one tensor.

@@ -80,6 +80,7 @@ wire::ops::step step_of(const stage_task& t, std::vector<model::tensor>& tensors
   s.inputs_from_samples = by_ids && !t.inputs.empty();
   s.targets_from_samples = by_ids && !t.targets.empty();
   if (!by_ids) s.samples.clear();  // the tensors travel instead
+  if (!s.inputs_from_samples) s.ahead.clear();  // a hint only to a node that builds inputs
   tensors.clear();
   if (!s.inputs_from_samples) tensors = t.inputs;
   if (!s.targets_from_samples) tensors.insert(tensors.end(), t.targets.begin(), t.targets.end());
@@ -123,6 +124,8 @@ result<stage_task> task_from(const wire::ops::step& s, const std::vector<model::
   } catch (const std::exception& e) {  // a data file that changed under the run (data/dataset.hpp)
     return bad("a step", std::string("reads its samples: ") + e.what());
   }
+  // The next step's likely samples decode while this one runs (ids past the set are ignored).
+  if (s.inputs_from_samples && !s.evaluate && !s.ahead.empty() && d->store) d->store->ahead(s.ahead, s.train_step + 1);
   return t;
 }
 

@@ -104,6 +104,11 @@ void read_ahead::values(int i, std::int64_t step, float* out) const {
   std::copy(m.values.begin(), m.values.end(), out);
 }
 
+std::int64_t read_ahead::samples_read() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return figures_.ahead + figures_.when_read;
+}
+
 sample_store::read_figures read_ahead::read_ahead_figures() const {
   std::lock_guard<std::mutex> lock(mu_);
   return figures_;

@@ -40,7 +40,8 @@ class read_ahead final : public sample_store {
   void target_values(int i, float* out) const override { inner_->target_values(i, out); }
   void target_ids(int i, std::int64_t* out) const override { inner_->target_ids(i, out); }
   std::uint64_t fingerprint() const override { return inner_->fingerprint(); }
-  std::int64_t samples_read() const override { return inner_->samples_read(); }
+  // What values() gave (its callers needed), not what was decoded: a guess not taken is not a read.
+  std::int64_t samples_read() const override;
   bool decodes() const override { return inner_->decodes(); }
   read_figures read_ahead_figures() const override;
 

@@ -18,6 +18,10 @@ struct stage_work {
   // First or last stage: each micro-batch's sample ids, from which a node holding the job's
   // data set builds the inputs and targets itself (only ids then cross the wire).
   std::vector<std::vector<int>> samples;
+  // First stage, training: the samples this slice's place in the batch holds at the next step,
+  // which a node building its inputs decodes while this step runs (data/read_ahead.hpp); a
+  // re-plan that deals the next step otherwise only wastes that work.
+  std::vector<int> ahead;
   // Within-step dispatch (step/layout.hpp), single-device groups: `more`, this is a probe: the
   // device reports its first forward and its end (interim reports) and keeps the step open
   // for its rest; `resume`, this is the rest of the open step (no new step: gradients and

@@ -119,6 +119,8 @@ void write_call(schema::DeviceCall::Builder c, const device_call& m) {
                    b.setMore(x.more);
                    b.setResume(x.resume);
                    b.setEvaluate(x.evaluate);
+                   auto ahead = b.initAheadSamples(n(x.ahead));
+                   for (std::size_t k = 0; k < x.ahead.size(); ++k) ahead.set(static_cast<unsigned>(k), x.ahead[k]);
                  },
                  [&](const ops::activation& x) {
                    auto b = o.initActivation();
@@ -317,6 +319,8 @@ device_op read_op(Op::Reader o, const decode_limits& lim) {
       s.more = r.getMore();
       s.resume = r.getResume();
       s.evaluate = r.getEvaluate();
+      check_list(r.getAheadSamples(), lim, "call.step.aheadSamples");
+      for (auto id : r.getAheadSamples()) s.ahead.push_back(id);
       return s;
     }
     case Op::ACTIVATION:

@@ -111,6 +111,8 @@ status check_op(const device_call& m) {
               for (int id : ids)
                 if (id < 0) return bad("call.step.samples", "has a sample id below 0 (" + std::to_string(id) + ")");
             }
+            for (int id : x.ahead)
+              if (id < 0) return bad("call.step.aheadSamples", "has a sample id below 0 (" + std::to_string(id) + ")");
             if (auto s = check_link(x.to_prev, "call.step.toPrev"); !s) return s;
             return check_link(x.to_next, "call.step.toNext");
           },

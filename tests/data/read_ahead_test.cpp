@@ -60,6 +60,9 @@ TEST_CASE("read-ahead: samples made before their reads are the store's own value
   }
   CHECK(r.read_ahead_figures().ahead == 10);
   CHECK(inner->samples_read() == 10);  // none decoded twice
+  CHECK(r.samples_read() == 10);      // what its reads took
+  r.ahead({60, 61}, 3);
+  CHECK(r.samples_read() == 10);      // a guess not (yet) taken is not a read
   CHECK(r.read_ahead_figures().when_read == 0);
   CHECK(r.read_ahead_figures().waited_s >= 0);
   // Not asked for: decoded by the read, as without read-ahead.

@@ -120,6 +120,9 @@ TEST_CASE("every device operation round-trips with its fields", "[unit][wire]") 
   st.targets_from_samples = true;
   const auto ss = round_trip(st, 0);
   CHECK((ss.samples == std::vector<std::vector<int>>{{5, 9, 0}, {59999}} && ss.targets_from_samples && !ss.inputs_from_samples));
+  CHECK(ss.ahead.empty());
+  st.ahead = {17, 0, 59998};  // the next step's samples at this place, decoded meanwhile
+  CHECK(round_trip(st, 0).ahead == std::vector<int>{17, 0, 59998});
 
   const auto ab = round_trip(ops::activation{41, 3, 7}, 1);
   CHECK((ab.tag == 41 && ab.micro == 3 && ab.from == 7));
@@ -208,6 +211,8 @@ TEST_CASE("malformed device operations are refused, each naming what is wrong", 
   CHECK(refusal(by_ids, 1).find("a micro-batch without samples") != std::string::npos);
   by_ids.samples = {{3}, {4}};
   CHECK(refusal(by_ids, 1).empty());
+  by_ids.ahead = {2, -7};
+  CHECK(refusal(by_ids, 1).find("call.step.aheadSamples has a sample id below 0 (-7)") != std::string::npos);
 
   // Gradients claiming more tensors than came; a partial sum's place outside the tree.
   CHECK(refusal(ops::gradient_set{0, 7, {{0, 3, {{0, 0}, {0, 1}}}}}, 1).find("counts 6 tensors") != std::string::npos);

@@ -33,6 +33,7 @@
 #include "step/attempt.hpp"
 #include "sim/emulated_cluster.hpp"
 #include "sim/fault_schedule.hpp"
+#include "training/run_checks.hpp"
 #include "training/run_tally.hpp"
 
 namespace dynapar::actors::detail {
@@ -119,7 +120,6 @@ class driver {
   }
   // The run (driver_run.cpp): the job's checks, the loop's cadences (a resumed run's ledger
   // filled), one step with its figures, the end's work and the outcome's averages.
-  status check_job() const;
   control::run_cadence start_run(data::sample_ledger& ledger, data::global_sampler& sampler);
   struct run_totals {
     training::run_tally tally;

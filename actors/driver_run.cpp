@@ -78,24 +78,6 @@ status driver::finish_run(std::int64_t steps) {
   return check("collecting the trained layers");
 }
 
-status driver::check_job() const {
-  if (d_.size() < s_.batch) return make_error("bad_job", "the data set has fewer samples than one batch");
-  if (s_.slot_steps < 1) return make_error("bad_job", "slot_steps must be >= 1");
-  for (const auto& [step, p] : s_.replans)
-    if (auto v = planner::validate(p, L_, s_.batch); !v)
-      return make_error(v.err().code, "re-plan before step " + std::to_string(step) + ": " + v.err().message);
-  if (s_.controller && s_.controller->replan_every < 1) return make_error("bad_job", "replan_every must be >= 1");
-  if (s_.profile_timed && !s_.profile) return make_error("bad_job", "profile-timed emulation needs the model's profile");
-  if (!s_.resume) return ok_status();
-  if (static_cast<int>(s_.resume->num_layers()) != L_)
-    return make_error("bad_checkpoint", "the checkpoint has " + std::to_string(s_.resume->num_layers()) + " layers, the model " +
-                                            std::to_string(L_));
-  if (s_.resume->step < 0 || s_.resume->step > s_.steps)
-    return make_error("bad_checkpoint", "the checkpoint is at step " + std::to_string(s_.resume->step) + ", the job has " +
-                                            std::to_string(s_.steps) + " steps");
-  return ok_status();
-}
-
 control::run_cadence driver::start_run(data::sample_ledger& ledger, data::global_sampler& sampler) {
   if (s_.controller && !actors_.controller) actors_.controller = spawn_controller(sys_, *s_.controller);
   replan_every_ = s_.controller ? s_.controller->replan_every : s_.slot_steps;
@@ -141,7 +123,7 @@ control::run_facts driver::facts(std::int64_t next) const {
 
 // The run: a pump of its loop (control/run_loop.hpp), each command carried out here.
 result<training::train_outcome> driver::run() {
-  if (auto st = check_job(); !st) return st.err();
+  if (auto st = training::check_run(s_, d_.size(), L_); !st) return st.err();
   data::global_sampler sampler(d_.size(), s_.batch, s_.seed);
   data::sample_ledger ledger(d_.size());
   auto& loop = loop_.emplace(start_run(ledger, sampler));
@@ -266,10 +248,6 @@ training::train_outcome driver::outcome(const run_totals& totals, const data::sa
   out_.final_plan = *current_;
   out_.steps = s_.steps;
   totals.tally.finish(s_.batch, recovery_.seconds, out_);
-  if (d_.store) {
-    const auto r = d_.store->read_ahead_figures();
-    out_.samples_read_ahead = r.ahead, out_.samples_decoded_when_read = r.when_read, out_.data_wait_s = r.waited_s;
-  }
   out_.ledger = ledger.check(sampler, s_.steps);
   return out_;
 }

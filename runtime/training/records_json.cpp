@@ -103,9 +103,9 @@ json summary_json(const config::job& j, int batch, const train_outcome& o, const
             {"controller_wait_share", o.controller_wait_share},
             {"steady_steps", o.steady_steps},
             {"steps_started_early", o.steps_started_early},
-            {"samples_read_ahead", o.samples_read_ahead},
-            {"samples_decoded_when_read", o.samples_decoded_when_read},
-            {"data_wait_s", o.data_wait_s},
+            {"samples_read_ahead", f.data_reads.ahead},
+            {"samples_decoded_when_read", f.data_reads.when_read},
+            {"data_wait_s", f.data_reads.waited_s},
             {"checkpoints", o.checkpoints},
             {"wall_s", f.wall_s},
             {"data_plane_bytes", by_device(o.data_plane_bytes)}};

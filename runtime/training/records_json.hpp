@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/job_file.hpp"
+#include "data/dataset.hpp"
 #include "training/records.hpp"
 
 namespace dynapar::training {
@@ -21,6 +22,10 @@ struct run_facts {
   std::string test_metric = "accuracy";  // model::metric_name: "accuracy", or a regression's "mse"
   double emulation_scale = 1;     // prepared_job::scale
   double wall_s = 0;
+  // The training set's reads in this process (one process; over nodes each node reads its
+  // own): from what was decoded ahead of their step (data/read_ahead.hpp), decoded when read,
+  // and the seconds reads spent decoding or waiting.
+  data::sample_store::read_figures data_reads;
 };
 
 // summary.json without --verify's and --compare's fields (the caller adds those).

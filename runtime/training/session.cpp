@@ -188,7 +188,8 @@ result<session_outcome> run_session(prepared_job& prep, const session_options& o
     if (auto st = model::save_model(*prep.model, run->final_layers, o.save_model); !st) return st.err();
   const double metric = run->test_metric.value_or(std::nan(""));  // the devices', test_set being set
   out.summary = summary_json(prep.job, prep.settings.batch, *run,
-                             {first_plan, metric, model::metric_name(prep.test_set), prep.scale, watch.wall_s ? watch.wall_s() : 0.0});
+                             {first_plan, metric, model::metric_name(prep.test_set), prep.scale, watch.wall_s ? watch.wall_s() : 0.0,
+                              prep.train_set.store ? prep.train_set.store->read_ahead_figures() : data::sample_store::read_figures{}});
   if (watch.process) out.summary["process"] = watch.process();  // the run's, before --compare and --verify train again
   if (auto st = finish(prep, o, *run, against, step_times, compare_with, out); !st) return st.err();
   return out;

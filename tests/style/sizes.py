@@ -27,7 +27,7 @@ ONE_PLACE = {
 # Over the limit today; each number is a ceiling until it is cut (issue 72): the driver's
 # members and the settings' with their anonymous structs' fields counted, and the driver's
 # files' lines.
-CEILINGS = {"driver": 43, "train_settings": 31, "actors/driver.hpp": 1778}
+CEILINGS = {"driver": 43, "train_settings": 31, "actors/driver.hpp": 1770}
 
 
 def strip(text):

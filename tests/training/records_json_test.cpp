@@ -66,7 +66,7 @@ TEST_CASE("summary.json: the outcome, the job's budgets, the controller's tensor
   o.ledger.duplicated = 2;
   o.avg_energy_j = {{1, 28.5}};
   o.data_plane_bytes = {{0, 1e6}, {1, 2e6}};
-  const auto s = training::summary_json(job, 64, o, {{}, 0.8, "accuracy", 0.5, 3});
+  const auto s = training::summary_json(job, 64, o, {{}, 0.8, "accuracy", 0.5, 3, {2496, 64, 0.25}});
   CHECK(s.at("job") == "sum");
   CHECK(s.at("batch") == 64);
   CHECK(s.at("final_test_accuracy") == 0.8);
@@ -76,6 +76,7 @@ TEST_CASE("summary.json: the outcome, the job's budgets, the controller's tensor
   CHECK(s.at("energy_budget_j").at("1") == 30);
   CHECK(s.at("avg_energy_j").at("1") == 28.5);
   CHECK(s.at("data_plane_bytes").at("1") == 2e6);
+  CHECK((s.at("samples_read_ahead") == 2496 && s.at("samples_decoded_when_read") == 64 && s.at("data_wait_s") == 0.25));
   CHECK_FALSE(s.contains("controller_tensor_bytes"));  // one process: nothing passes a controller
 
   job.cluster.budget = {};

@@ -127,11 +127,6 @@ struct train_outcome {
   int steady_steps = 0;
   // Steps whose tasks went out with the step before's commit (pipelined control).
   int steps_started_early = 0;
-  // Training samples this process read (one process; over nodes each node reads its own):
-  // taken from what was decoded ahead of their step (data/read_ahead.hpp), decoded when read,
-  // and the seconds reads spent decoding or waiting for a sample still being decoded.
-  std::int64_t samples_read_ahead = 0, samples_decoded_when_read = 0;
-  double data_wait_s = 0;
   // Over processes: tensor bytes through the controller's process by kind
   // (remote_devices::tensor_bytes); empty in one process.
   std::map<std::string, double> controller_tensor_bytes;

@@ -311,7 +311,8 @@ result<session_end> serve(const node_config& cfg, const std::atomic<bool>& leave
   // Data that stays in its files is read sample by sample: what this node read, its devices
   // needed (tests/cli/own_data.sh sums it over nodes).
   if (sh->data && sh->data->store)
-    log->info("node '{}' read {} samples of the job's {}", name, sh->data->store->samples_read(), sh->data->size());
+    log->info("node '{}' read {} samples of the job's {} ({} decoded ahead of their step)", name, sh->data->store->samples_read(), sh->data->size(),
+              sh->data->store->read_ahead_figures().ahead);
   if (failure) return *failure;
   return end;
 }

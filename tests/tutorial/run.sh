@@ -37,3 +37,8 @@ PY
 reads=$(grep -ao "read [0-9]* samples of the job's 2700" "$out/tutorial.log" | awk '{s += $2; n++} END {print n, s}')
 [ "$reads" = "3 2560" ] || { echo "FAIL: the nodes' reads (count, sum) are '$reads', want '3 2560'"; exit 1; }
 echo "ok: the nodes read 2560 images in all, the samples of 40 steps of 64"
+# ... and decoded some of them while the step before ran (the controller's StageTask.aheadSamples):
+# not those of a step that starts a slot (a re-plan may deal it otherwise), nor the first.
+ahead=$(grep -ao "([0-9]* decoded ahead of their step)" "$out/tutorial.log" | tr -d '(' | awk '{s += $1} END {print s + 0}')
+[ "$ahead" -gt 0 ] && [ "$ahead" -lt 2560 ] || { echo "FAIL: the nodes decoded $ahead images ahead, want some of the 2560"; exit 1; }
+echo "ok: the nodes decoded $ahead of them ahead of their step"

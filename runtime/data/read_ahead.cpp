@@ -30,13 +30,15 @@ void read_ahead::ahead(const std::vector<int>& ids, std::int64_t step) const {
   if (pool_.empty()) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    // An earlier step's samples not taken: the plan changed, or a step was retried (its reads
-    // decode again); those being made are left to their thread, which drops them.
-    const auto stale = std::stable_partition(todo_.begin(), todo_.end(), [&](const key& k) { return k.first >= step; });
+    // Samples of steps before the one before not taken: the plan changed, or a step was retried
+    // (its reads decode again); those being made are left to their thread, and let go at the
+    // next ask. The step before's stay: the hint for a step goes out as the one before starts,
+    // whose later slices (a probe's rest) are still to read theirs.
+    const auto stale = std::stable_partition(todo_.begin(), todo_.end(), [&](const key& k) { return k.first >= step - 1; });
     for (auto k = stale; k != todo_.end(); ++k) made_.erase(*k);
     todo_.erase(stale, todo_.end());
     for (auto it = made_.begin(); it != made_.end();)
-      it = it->first.first < step && it->second.ready ? made_.erase(it) : std::next(it);
+      it = it->first.first < step - 1 && it->second.ready ? made_.erase(it) : std::next(it);
     for (const int i : ids) {
       if (made_.size() >= capacity_) break;
       if (i < 0 || i >= inner_->size() || !made_.emplace(key{step, i}, made{}).second) continue;

@@ -31,7 +31,7 @@ class read_ahead final : public sample_store {
   read_ahead& operator=(const read_ahead&) = delete;
 
   // Decode `ids` for training step `step` (< 0: evaluation) ahead of their reads; what was made
-  // for an earlier step and not taken is let go (a plan that changed took other samples).
+  // for a step before `step - 1` and not taken is let go (a plan that changed took others).
   void ahead(const std::vector<int>& ids, std::int64_t step) const override;
 
   int size() const override { return inner_->size(); }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Read-ahead against none (issue 74; docs/BENCHMARKS.md, "Your own data"): the same one-process
-# run over a folder of generated 256 x 256 JPEGs (resized to 28 x 28, crops and flips), with
+# run over a folder of generated 256 x 256 JPEGs (grey, resized to 28 x 28, crops and flips), with
 # data.read_ahead 2 (the next step's images decoded while a step runs) and 0, in ROUNDS
 # alternating pairs: each pair's ratio of mean step times, and each run's data_wait_s (seconds
 # reads spent decoding or waiting) and samples_read_ahead, from its summary.json.
@@ -32,7 +32,7 @@ for ra in 2 0; do
   cat > job_$ra.yaml <<YAML
 name: read_ahead_$ra
 model: cnn
-data: {kind: images, path: $out/jpegs, size: 28, channels: 3, mean: 0.5, std: 0.25, crop_pad: 2, flip: true, read_ahead: $ra}
+data: {kind: images, path: $out/jpegs, size: 28, channels: 1, mean: 0.5, std: 0.25, crop_pad: 2, flip: true, read_ahead: $ra}
 batch: 64
 micro_batch: 16
 steps: 40

@@ -88,7 +88,7 @@ TEST_CASE("read-ahead: samples made before their reads are the store's own value
   CHECK(one.read_ahead_figures().when_read == 2);
 }
 
-TEST_CASE("read-ahead: at most its capacity made ahead, the rest read as before; reads from many threads get their own values", "[unit][data]") {
+TEST_CASE("read-ahead: at most its capacity made ahead, the rest read as before, reads from many threads get their own values", "[unit][data]") {
   auto inner = std::make_shared<formula_store>();
   data::read_ahead small(inner, 3, 1, 4);
   std::vector<int> ids;

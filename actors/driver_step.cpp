@@ -70,10 +70,10 @@ void driver::send_slice(const step::slice& sl, const std::vector<int>& samples, 
   for (int a = sl.lo; a < sl.hi; a += gp.micro_batch) {
     add_micro_batch(task, gp.devices, d_, samples, a, std::min(sl.hi, a + gp.micro_batch), t);
   }
-  // A node that builds this slice's inputs decodes its place's samples of the next step
-  // meanwhile, unless a re-plan may deal that step otherwise (it starts a slot).
-  const bool same_plan_next = replan_every_ <= 0 || (t + 1) % replan_every_ != 0;
-  if (actors_.remote && actors_.remote->builds_samples(gp.devices.front()) && attempt_.sampler && t + 1 < s_.steps && same_plan_next) {
+  // A node that builds this slice's inputs from files it decodes (images) decodes its place's
+  // samples of the next step meanwhile, unless a re-plan may deal that step otherwise.
+  const bool hint = d_.store && d_.store->decodes() && (replan_every_ <= 0 || (t + 1) % replan_every_ != 0);
+  if (hint && actors_.remote && actors_.remote->builds_samples(gp.devices.front()) && attempt_.sampler && t + 1 < s_.steps) {
     const auto next = attempt_.sampler->step_samples(t + 1);
     task.ahead.assign(next.begin() + sl.lo, next.begin() + sl.hi);
   }

@@ -48,6 +48,8 @@ struct reader {
   }
 };
 
+std::string file_of(const std::string& root, const std::string& split) { return identity_index::file_of(root) + "." + split; }
+
 }  // namespace
 
 catalogue::catalogue(std::string what, std::vector<source_file> sources, std::vector<listed_sample> samples, std::string names)
@@ -58,8 +60,9 @@ catalogue::catalogue(std::string what, std::vector<source_file> sources, std::ve
   built_ = std::move(b);
 }
 
-std::optional<catalogue> catalogue::load(const std::string& file, const std::string& root, const std::string& what) {
-  if (::access(file.c_str(), R_OK) != 0) return std::nullopt;
+std::optional<catalogue> catalogue::load(const std::string& root, const std::string& split, const std::string& what) {
+  const std::string file = file_of(root, split);
+  if (!stamp_of(identity_index::file_of(root)) || ::access(file.c_str(), R_OK) != 0) return std::nullopt;
   auto f = mapped_file::open(file);
   if (!f) return std::nullopt;
   reader r{(*f)->bytes(), (*f)->size()};
@@ -95,7 +98,10 @@ std::optional<catalogue> catalogue::load(const std::string& file, const std::str
   return c;
 }
 
-bool catalogue::save(const std::string& file) const {
+bool catalogue::save(const std::string& root, const std::string& split) const {
+  for (const auto& s : sources_)
+    if (s.stamp.mtime_ns == 0) return false;  // not stamped: nothing to tell it stale by
+  const std::string file = file_of(root, split);
   std::error_code ec;
   fs::create_directories(fs::path(file).parent_path(), ec);
   const std::string tmp = file + ".tmp-" + std::to_string(::getpid());
@@ -126,7 +132,5 @@ bool catalogue::save(const std::string& file) const {
 void catalogue::release() const {
   if (mapped_) mapped_->release(0, mapped_->size());
 }
-
-std::string catalogue_file(const std::string& root, const std::string& split) { return identity_index::file_of(root) + "." + split; }
 
 }  // namespace dynapar::data

@@ -37,12 +37,15 @@ class catalogue {
 
   catalogue(std::string what, std::vector<source_file> sources, std::vector<listed_sample> samples, std::string names);
 
-  // The catalogue in `file` for the data under `root`, if it lists `what` ("images", "tar") and
-  // every source is still as it was; none if the file is missing, malformed or stale.
-  static std::optional<catalogue> load(const std::string& file, const std::string& root, const std::string& what);
-  // Written into a new file renamed over `file` (processes starting at once each leave a whole
-  // one); false if it cannot be: the next start lists again.
-  bool save(const std::string& file) const;
+  // Split `split`'s catalogue of the data under `root` (kept beside the data's index,
+  // data/identity.hpp), if it lists `what` ("images", "tar"), every source is still as it was,
+  // and the index is there (removing the index reads every file again, as errors tell users);
+  // none if it is missing, malformed or stale.
+  static std::optional<catalogue> load(const std::string& root, const std::string& split, const std::string& what);
+  // Written into a new file renamed over the old (processes starting at once each leave a
+  // whole one); false if it cannot be, or a source could not be stamped: the next start lists
+  // again.
+  bool save(const std::string& root, const std::string& split) const;
 
   std::size_t size() const { return count_; }
   const listed_sample& operator[](std::size_t i) const { return samples_[i]; }
@@ -62,9 +65,5 @@ class catalogue {
   const char* names_ = nullptr;
   std::size_t names_size_ = 0;
 };
-
-// Where split `split`'s catalogue of the data under `root` is read and written: beside the
-// data's index (data/identity.hpp).
-std::string catalogue_file(const std::string& root, const std::string& split);
 
 }  // namespace dynapar::data

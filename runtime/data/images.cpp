@@ -255,10 +255,8 @@ bool image_name(const std::string& name) {
 // when last listed is taken from the index (no file of it is looked at until a batch reads
 // it); another is listed now, and its files' digests found or made.
 result<std::shared_ptr<const catalogue>> list(const std::string& root, const std::string& split) {
-  const std::string file = catalogue_file(root, split), dir = root + "/" + split;
-  // Only beside its index: removing the index reads every file again, as errors tell users to.
-  if (stamp_of(identity_index::file_of(root)))
-    if (auto c = catalogue::load(file, root, "images")) return std::make_shared<const catalogue>(std::move(*c));
+  if (auto c = catalogue::load(root, split, "images")) return std::make_shared<const catalogue>(std::move(*c));
+  const std::string dir = root + "/" + split;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return make_error("bad_data", dir + ": no such folder (images want train/CLASS/FILE)");
   auto index = identity_index::open(root);
@@ -271,13 +269,11 @@ result<std::shared_ptr<const catalogue>> list(const std::string& root, const std
   if (classes.empty()) return make_error("bad_data", dir + ": no class folders (images want train/CLASS/FILE)");
   std::vector<image_file> files;
   std::vector<std::pair<std::uint32_t, std::size_t>> listed;  // folders listed now, and their files
-  bool stamped = sources[0].stamp.mtime_ns != 0;
   for (std::size_t c = 0; c < classes.size(); ++c) {
     const auto folder = static_cast<std::uint32_t>(folders.size());
     folders.push_back(dir + "/" + classes[c]);
     const int label = static_cast<int>(c);
     const auto was = stamp_of(folders.back());  // before listing: a file added meanwhile lists it again next time
-    stamped = stamped && was;
     sources.push_back({split + "/" + classes[c], was.value_or(file_stamp{})});
     if (auto known = index.listing(folders.back(), "bytes")) {
       files.reserve(files.size() + known->size());
@@ -305,7 +301,7 @@ result<std::shared_ptr<const catalogue>> list(const std::string& root, const std
     names += f.name;
   }
   auto c = std::make_shared<const catalogue>("images", std::move(sources), std::move(samples), std::move(names));
-  if (stamped) c->save(file);  // a folder that could not be stamped is listed again next time
+  c->save(root, split);
   return c;
 }
 

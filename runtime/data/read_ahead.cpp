@@ -78,7 +78,7 @@ void read_ahead::values(int i, std::int64_t step, float* out) const {
   {
     // Asked for: wait until it is made (or let go by a later ahead(), then decoded here).
     std::unique_lock<std::mutex> lock(mu_);
-    auto it = made_.find({step, i});
+    decltype(made_)::iterator it;
     changed_.wait(lock, [&] {
       it = made_.find({step, i});
       return it == made_.end() || it->second.ready;
@@ -90,16 +90,18 @@ void read_ahead::values(int i, std::int64_t step, float* out) const {
       figures_.waited_s += waited();
     }
   }
-  if (!m.ready) {
+  if (!m.ready) {  // decoded here, counted whether it decodes or throws
+    const auto count = [&] {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++figures_.when_read, figures_.waited_s += waited();
+    };
     try {
       inner_->values(i, step, out);
     } catch (...) {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++figures_.when_read, figures_.waited_s += waited();
+      count();
       throw;
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    ++figures_.when_read, figures_.waited_s += waited();
+    count();
     return;
   }
   if (m.error) std::rethrow_exception(m.error);

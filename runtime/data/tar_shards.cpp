@@ -206,15 +206,14 @@ std::vector<std::string> tars_in(const std::string& dir) {
 // digest): mapped as it is while every shard and the folder are as listed (no header read);
 // else each shard's digest found in the index or made, and its headers read.
 result<std::shared_ptr<const catalogue>> list_shards(const std::string& root, const std::string& split) {
-  const std::string file = catalogue_file(root, split), dir = root + "/" + split;
-  if (stamp_of(identity_index::file_of(root)))  // only beside its index, as image folders (data/images.cpp)
-    if (auto c = catalogue::load(file, root, "tar")) return std::make_shared<const catalogue>(std::move(*c));
-  const auto dir_was = stamp_of(dir);  // before listing: a shard added meanwhile lists again
+  if (auto c = catalogue::load(root, split, "tar")) return std::make_shared<const catalogue>(std::move(*c));
+  const std::string dir = root + "/" + split;
+  // The folder stamped before its listing: a shard added meanwhile lists again.
+  std::vector<catalogue::source_file> sources{{split, stamp_of(dir).value_or(file_stamp{})}};
   const auto paths = tars_in(dir);
   if (paths.empty()) return make_error("bad_data", dir + ": no .tar shards in it");
   if (paths.size() >= UINT32_MAX) return make_error("bad_data", dir + ": too many shards");
   auto index = identity_index::open(root);
-  std::vector<catalogue::source_file> sources{{split, dir_was.value_or(file_stamp{})}};
   std::vector<listed_sample> samples;
   std::string names;
   for (std::size_t k = 0; k < paths.size(); ++k) {
@@ -231,7 +230,7 @@ result<std::shared_ptr<const catalogue>> list_shards(const std::string& root, co
   }
   index.save();
   auto c = std::make_shared<const catalogue>("tar", std::move(sources), std::move(samples), std::move(names));
-  if (dir_was) c->save(file);
+  c->save(root, split);
   return c;
 }
 

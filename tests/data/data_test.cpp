@@ -807,8 +807,8 @@ TEST_CASE("an image folder's start reads each file once: its digests are indexed
   auto t = load(s, true);
   REQUIRE(t);
   CHECK(fingerprint(*t) == fingerprint(*e));
-  REQUIRE(catalogue::load(listing, dir, "images"));
-  CHECK(catalogue::load(listing, dir, "images")->size() == 121);
+  REQUIRE(catalogue::load(dir, "train", "images"));
+  CHECK(catalogue::load(dir, "train", "images")->size() == 121);
   // A torn index, without a listing to start from, is read as none (every file read again),
   // and written whole again.
   std::filesystem::remove(listing);
